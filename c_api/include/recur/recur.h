@@ -1,0 +1,336 @@
+/*
+ * recur: Keras recurrent layers (GRU, LSTM, CuDNNGRU, CuDNNLSTM, GRUCell, LSTMCell) with Keras's
+ * exact numbers, behind a small C ABI.
+ *
+ * Conventions (apply to every function below unless its comment says otherwise):
+ * - Every fallible function returns a recur_status: RECUR_OK (0) or a negative error code. On
+ *   error, recur_last_error() on the same thread returns a message that names the argument and
+ *   what was expected, and nothing the call would have changed has changed.
+ * - Handles are opaque. recur_*_destroy(NULL) does nothing. Using a destroyed handle returns
+ *   RECUR_ERR_STATE (the library keeps a registry of live handles).
+ * - Tensors are dense, row-major float32 buffers passed with their length in elements. The
+ *   library checks each length against the dimensions and never keeps a pointer after a call
+ *   returns. Output buffers are owned and allocated by the caller.
+ * - Strings returned by the library are owned by it: recur_version_string and
+ *   recur_status_string are static; recur_last_error is valid until the next recur_* call on
+ *   the same thread; weight and loss names live as long as their layer.
+ * - Threads: all functions may be called from any thread. A layer's weights are read-only
+ *   during a forward pass, so recur_layer_forward_state may run concurrently on one layer with
+ *   different states. Functions that change a layer (set weights, stateful calls, training
+ *   calls, constraints, destroy) must not run concurrently with other calls on that layer. One
+ *   state is used by one thread at a time.
+ * - The header is C89; no recur function calls back into the caller.
+ */
+#ifndef RECUR_RECUR_H
+#define RECUR_RECUR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32) && !defined(RECUR_STATIC)
+#if defined(RECUR_BUILDING)
+#define RECUR_API __declspec(dllexport)
+#else
+#define RECUR_API __declspec(dllimport)
+#endif
+#elif defined(__GNUC__) && __GNUC__ >= 4
+#define RECUR_API __attribute__((visibility("default")))
+#else
+#define RECUR_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------------------------ */
+/* Version and errors                                                                          */
+/* ------------------------------------------------------------------------------------------ */
+
+#define RECUR_VERSION_MAJOR 0
+#define RECUR_VERSION_MINOR 1
+#define RECUR_VERSION_PATCH 0
+#define RECUR_VERSION_NUMBER (RECUR_VERSION_MAJOR * 10000 + RECUR_VERSION_MINOR * 100 + RECUR_VERSION_PATCH)
+
+typedef enum recur_status {
+  RECUR_OK = 0,
+  RECUR_ERR_INVALID_ARGUMENT = -1, /* NULL pointer, value out of range, unknown name */
+  RECUR_ERR_SHAPE = -2,            /* a length or dimension that does not agree */
+  RECUR_ERR_UNSUPPORTED = -3,      /* valid Keras, but not in this dialect / not supported */
+  RECUR_ERR_PARSE = -4,            /* malformed JSON */
+  RECUR_ERR_STATE = -5,            /* destroyed handle, or the object cannot do this */
+  RECUR_ERR_OUT_OF_MEMORY = -6,
+  RECUR_ERR_IO = -7,               /* file access */
+  RECUR_ERR_INTERNAL = -100        /* a bug in recur; the message says what happened */
+} recur_status;
+
+/* RECUR_VERSION_NUMBER of the loaded library (compare with the macro to detect mismatches). */
+RECUR_API uint32_t recur_version_number(void);
+/* "MAJOR.MINOR.PATCH" of the loaded library. Static string. */
+RECUR_API const char *recur_version_string(void);
+/* A short static description of a status code, e.g. "invalid argument". Never NULL. */
+RECUR_API const char *recur_status_string(recur_status status);
+/* The message of the last failed call on this thread, "" if none has failed. Never NULL. */
+RECUR_API const char *recur_last_error(void);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Layer options                                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef enum recur_layer_type {
+  RECUR_LAYER_GRU = 1,
+  RECUR_LAYER_LSTM = 2,
+  RECUR_LAYER_CUDNN_GRU = 3,  /* Keras 2 only */
+  RECUR_LAYER_CUDNN_LSTM = 4, /* Keras 2 only */
+  RECUR_LAYER_GRU_CELL = 5,   /* single-step cells: use recur_cell_call */
+  RECUR_LAYER_LSTM_CELL = 6
+} recur_layer_type;
+
+typedef enum recur_dialect {
+  RECUR_DIALECT_AUTO = 0,   /* JSON: detect from the fields; options: Keras 3 */
+  RECUR_DIALECT_KERAS2 = 2, /* tf.keras / tf-keras (TF 2.x) */
+  RECUR_DIALECT_KERAS3 = 3
+} recur_dialect;
+
+/* Marks an int32 option as "the layer's Keras default for this dialect". */
+#define RECUR_DEFAULT (-1)
+
+#define RECUR_LAYER_OPTIONS_VERSION 1
+
+/* Constructor arguments of a Keras recurrent layer. Initialise with recur_layer_options_init;
+ * fields are appended in later versions, never reordered. String fields are copied during
+ * recur_layer_create and may be freed afterwards. */
+typedef struct recur_layer_options {
+  uint32_t version;          /* set by recur_layer_options_init */
+  int32_t type;              /* recur_layer_type; required */
+  int32_t dialect;           /* recur_dialect */
+  const char *keras_version; /* e.g. "2.15.0" or "3.13.0"; NULL = newest of the dialect. Selects
+                                the formulas that changed within a dialect (Keras 3.0 hard_sigmoid,
+                                activity regularizer scaling before 3.14). */
+  const char *name;          /* layer name used in messages; NULL = none */
+  int32_t units;             /* required, > 0 */
+  int32_t input_size;        /* required, > 0: size of the last input axis */
+  const char *activation;    /* Keras activation name; NULL = default ("tanh") */
+  const char *recurrent_activation; /* NULL = default ("sigmoid") */
+  int32_t use_bias;          /* 0/1 or RECUR_DEFAULT */
+  int32_t reset_after;       /* GRU: 0/1 or RECUR_DEFAULT (1) */
+  int32_t implementation;    /* 1, 2 or RECUR_DEFAULT (2) */
+  int32_t unit_forget_bias;  /* LSTM: 0/1 or RECUR_DEFAULT (1) */
+  float dropout;             /* rate in [0, 1]; applies in training calls only */
+  float recurrent_dropout;   /* rate in [0, 1]; applies in training calls only */
+  int32_t return_sequences;  /* 0/1 or RECUR_DEFAULT (0); likewise the flags below */
+  int32_t return_state;      /* states are always available through final_state buffers */
+  int32_t go_backwards;
+  int32_t stateful;          /* needs batch_size */
+  int32_t time_major;        /* Keras 2 only: inputs/outputs (T, B, ...) */
+  int32_t unroll;
+  int32_t zero_output_for_mask;
+  int32_t batch_size;        /* fixed batch of a stateful layer; 0 = none */
+  /* Initializers, regularizers and constraints: a Keras name ("glorot_uniform", "l2",
+   * "max_norm") or Keras JSON ({"class_name": "Orthogonal", "config": {"gain": 2.0}}).
+   * NULL = the Keras default (initializers) or none. */
+  const char *kernel_initializer;
+  const char *recurrent_initializer;
+  const char *bias_initializer;
+  const char *kernel_regularizer;
+  const char *recurrent_regularizer;
+  const char *bias_regularizer;
+  const char *activity_regularizer;
+  const char *kernel_constraint;
+  const char *recurrent_constraint;
+  const char *bias_constraint;
+  int64_t seed;              /* >= 0: seeds initializers and dropout masks; -1 = random */
+  int32_t trainable;         /* 0/1 or RECUR_DEFAULT (1); Keras 3 omits frozen weights' penalties */
+} recur_layer_options;
+
+/* Fills *opts with defaults for the given struct version (pass RECUR_LAYER_OPTIONS_VERSION).
+ * Errors: RECUR_ERR_INVALID_ARGUMENT (opts NULL), RECUR_ERR_UNSUPPORTED (unknown version). */
+RECUR_API recur_status recur_layer_options_init(recur_layer_options *opts, uint32_t version);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Layers and cells                                                                            */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct recur_layer recur_layer; /* a sequence layer or a cell */
+typedef struct recur_state recur_state; /* the h (and c) of a batch of streams */
+
+/* Creates a layer or cell and initialises its weights with its initializers. The caller owns
+ * *out and frees it with recur_layer_destroy. On error *out is set to NULL.
+ * Errors: INVALID_ARGUMENT (a field out of range or an unknown name; the message names the
+ * field), UNSUPPORTED (e.g. CuDNN layers or time_major in Keras 3). */
+RECUR_API recur_status recur_layer_create(recur_layer **out, const recur_layer_options *opts);
+
+/* Creates a layer or cell from the JSON Keras writes for it: {"class_name": "GRU", "config":
+ * {...}} (Keras 2 get_config/to_json style, or Keras 3 serialize_keras_object style).
+ * input_size <= 0 takes the input size from batch_input_shape / build_config.
+ * dialect: RECUR_DIALECT_AUTO detects it from the fields (Keras 3 when nothing tells).
+ * keras_version: as in recur_layer_options; may be NULL.
+ * Errors: PARSE (malformed JSON), INVALID_ARGUMENT (unknown field or value), UNSUPPORTED. */
+RECUR_API recur_status recur_layer_create_from_json(recur_layer **out, const char *json, int32_t input_size,
+                                                    int32_t dialect, const char *keras_version);
+
+/* Frees a layer. NULL is a no-op. States created for it stay valid objects of their own. */
+RECUR_API void recur_layer_destroy(recur_layer *layer);
+
+#define RECUR_LAYER_INFO_VERSION 1
+
+/* What a layer is, after defaults were resolved. */
+typedef struct recur_layer_info {
+  uint32_t version;   /* set by the caller to RECUR_LAYER_INFO_VERSION */
+  int32_t type;       /* recur_layer_type */
+  int32_t dialect;    /* RECUR_DIALECT_KERAS2 or RECUR_DIALECT_KERAS3 */
+  int32_t units;
+  int32_t input_size;
+  int32_t num_states; /* 1 (h) or 2 (h, c) */
+  int32_t num_weights;
+  int32_t return_sequences;
+  int32_t return_state;
+  int32_t go_backwards;
+  int32_t stateful;
+  int32_t time_major;
+  int32_t batch_size; /* stateful batch, or 0 */
+  int32_t implementation;
+  int32_t reset_after;
+} recur_layer_info;
+
+/* Fills *info (info->version must be set). Errors: INVALID_ARGUMENT, UNSUPPORTED (version),
+ * STATE (destroyed handle). */
+RECUR_API recur_status recur_layer_get_info(const recur_layer *layer, recur_layer_info *info);
+
+/* Number of floats recur_layer_forward writes for this batch and timestep count:
+ * B*T*units with return_sequences, else B*units. */
+RECUR_API recur_status recur_layer_output_length(const recur_layer *layer, int32_t batch, int32_t timesteps,
+                                                 size_t *out_len);
+
+/* Runs the layer over a batch of sequences, as Keras's layer call.
+ * input:   (B, T, F), or (T, B, F) for time_major; input_len = B*T*F.
+ * mask:    NULL, or (B, T) ((T, B) for time_major) bytes, nonzero = valid step; any pattern.
+ *          mask_len = B*T. Masked steps carry the state and the previous output (or write 0
+ *          with zero_output_for_mask). CuDNN layers reject masks, as Keras does.
+ * initial_state: NULL, or num_initial_states tensors (B, units) concatenated ([h] for GRU,
+ *          [h, c] for LSTM); num_initial_states must then equal the layer's state count.
+ *          Stateful layers: Keras 3 always uses it; Keras 2 uses it only while the stored
+ *          states are all zero.
+ * training: nonzero applies dropout and recurrent_dropout.
+ * output:  output_len = recur_layer_output_length(B, T).
+ * final_state: NULL, or a buffer for the final states (B, units) concatenated (what Keras returns
+ *          with return_state). Stateful layers also keep them for the next call.
+ * Errors: INVALID_ARGUMENT, SHAPE (every length), UNSUPPORTED (mask on CuDNN), STATE (a cell or a
+ * destroyed handle). Not thread-safe for stateful layers or training calls. */
+RECUR_API recur_status recur_layer_forward(recur_layer *layer, const float *input, size_t input_len, int32_t batch,
+                                           int32_t timesteps, const uint8_t *mask, size_t mask_len,
+                                           const float *initial_state, size_t initial_state_len,
+                                           int32_t num_initial_states, int32_t training, float *output,
+                                           size_t output_len, float *final_state, size_t final_state_len);
+
+/* Zero-fills a stateful layer's states (Keras reset_states()). Errors: STATE ("Layer must be
+ * stateful."). */
+RECUR_API recur_status recur_layer_reset_states(recur_layer *layer);
+
+/* Sets a stateful layer's states (Keras 2 reset_states(states)): num_states tensors
+ * (batch_size, units) concatenated. Errors: STATE, SHAPE (count or length). */
+RECUR_API recur_status recur_layer_set_states(recur_layer *layer, const float *states, size_t len,
+                                              int32_t num_states);
+
+/* Copies a stateful layer's current states (num_states x (batch_size, units)). */
+RECUR_API recur_status recur_layer_get_states(const recur_layer *layer, float *out, size_t len);
+
+/* Keras get_initial_state: zeros, num_states x (batch, units). */
+RECUR_API recur_status recur_layer_get_initial_state(const recur_layer *layer, int32_t batch, float *out, size_t len);
+
+/* ------------------------------------------------------------------------------------------ */
+/* States for streaming                                                                        */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Creates a zero state of `batch` streams shaped for `layer` (the layer is only read; the state
+ * does not reference it afterwards). The caller owns *out. */
+RECUR_API recur_status recur_state_create(recur_state **out, const recur_layer *layer, int32_t batch);
+/* Frees a state. NULL is a no-op. */
+RECUR_API void recur_state_destroy(recur_state *state);
+/* Number of state tensors, batch and units of a state. Any out pointer may be NULL. */
+RECUR_API recur_status recur_state_shape(const recur_state *state, int32_t *num_states, int32_t *batch,
+                                         int32_t *units);
+/* Copies the states out: num_states x (batch, units), concatenated. */
+RECUR_API recur_status recur_state_get(const recur_state *state, float *out, size_t len);
+/* Sets the states: num_states must match; len = num_states*batch*units. */
+RECUR_API recur_status recur_state_set(recur_state *state, const float *values, size_t len, int32_t num_states);
+/* Zero-fills the states. */
+RECUR_API recur_status recur_state_reset(recur_state *state);
+
+/* Advances `state` through `timesteps` steps of input (inference): input (B, T, F) or
+ * (T, B, F) for time_major, with B = the state's batch; mask as in recur_layer_forward; output
+ * as recur_layer_output_length(B, T). The state then holds the final states. Safe to call
+ * concurrently on one layer with different states; steady-state calls do not allocate. */
+RECUR_API recur_status recur_layer_forward_state(const recur_layer *layer, recur_state *state, const float *input,
+                                                 size_t input_len, int32_t timesteps, const uint8_t *mask,
+                                                 size_t mask_len, float *output, size_t output_len);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Cells (GRUCell, LSTMCell)                                                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+/* One step of a cell: input (B, F); states num_states x (B, units) concatenated ([h] or
+ * [h, c]); output (B, units); new_states NULL or num_states x (B, units).
+ * training: nonzero applies dropout with the cell's cached masks (created on first use).
+ * Errors: STATE (a sequence layer), SHAPE, INVALID_ARGUMENT. */
+RECUR_API recur_status recur_cell_call(recur_layer *cell, const float *input, size_t input_len, int32_t batch,
+                                       const float *states, size_t states_len, int32_t num_states,
+                                       int32_t training, float *output, size_t output_len, float *new_states,
+                                       size_t new_states_len);
+
+/* The cell's cached input dropout masks for a batch (Keras get_dropout_mask_for_cell): *count
+ * masks of (batch, input_size), concatenated, values 0 or 1/(1-rate). Created on first use and
+ * kept until recur_cell_reset_dropout_mask. *count is 0 when dropout is 0. Keras 2 caches ones
+ * when training is 0. Pass out=NULL, out_len=0 to query *count only. */
+RECUR_API recur_status recur_cell_get_dropout_mask(recur_layer *cell, int32_t batch, int32_t training, float *out,
+                                                   size_t out_len, int32_t *count);
+/* The same for recurrent dropout: *count masks of (batch, units). */
+RECUR_API recur_status recur_cell_get_recurrent_dropout_mask(recur_layer *cell, int32_t batch, int32_t training,
+                                                             float *out, size_t out_len, int32_t *count);
+RECUR_API recur_status recur_cell_reset_dropout_mask(recur_layer *cell);
+RECUR_API recur_status recur_cell_reset_recurrent_dropout_mask(recur_layer *cell);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Weights (Keras get_weights / set_weights order: kernel, recurrent_kernel[, bias])           */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Number of weight tensors (2 without bias, else 3). */
+RECUR_API recur_status recur_layer_num_weights(const recur_layer *layer, int32_t *count);
+/* Shape of weight `index`: dims must hold 2 values; *ndims receives 1 or 2. */
+RECUR_API recur_status recur_layer_weight_shape(const recur_layer *layer, int32_t index, int64_t *dims,
+                                                int32_t *ndims);
+/* Name of weight `index` ("kernel", "recurrent_kernel", "bias"); owned by the layer. */
+RECUR_API recur_status recur_layer_weight_name(const recur_layer *layer, int32_t index, const char **name);
+/* Copies weight `index` (row-major, len = product of its shape). */
+RECUR_API recur_status recur_layer_get_weight(const recur_layer *layer, int32_t index, float *out, size_t len);
+/* Sets weight `index`. dims/ndims may be NULL/0 (only the length is checked); otherwise the
+ * shape must equal Keras's (e.g. a (6u,) CuDNN bias is rejected by a GRU, as Keras does).
+ * CuDNN layers take their own CuDNN-layout weights. */
+RECUR_API recur_status recur_layer_set_weight(recur_layer *layer, int32_t index, const float *data, size_t len,
+                                              const int64_t *dims, int32_t ndims);
+/* Total floats of all weights. */
+RECUR_API recur_status recur_layer_weights_length(const recur_layer *layer, size_t *len);
+/* All weights concatenated in get_weights order. Validated before anything changes. */
+RECUR_API recur_status recur_layer_get_weights(const recur_layer *layer, float *out, size_t len);
+RECUR_API recur_status recur_layer_set_weights(recur_layer *layer, const float *data, size_t len);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Losses and constraints                                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Keras layer.losses: the activity-regularizer penalties of the last call (one per output, states
+ * included with return_state), then the kernel, recurrent_kernel and bias penalties. *count
+ * receives their number; out may be NULL (count query) or hold out_len >= *count floats. */
+RECUR_API recur_status recur_layer_get_losses(const recur_layer *layer, float *out, size_t out_len, int32_t *count);
+/* Name of loss `index` from the last recur_layer_get_losses order ("activity:output",
+ * "activity:state_h", "kernel", ...). Owned by the layer until its next call. */
+RECUR_API recur_status recur_layer_loss_name(const recur_layer *layer, int32_t index, const char **name);
+/* Applies kernel/recurrent/bias constraints to the weights, as an optimizer does after an
+ * update. No-op without constraints. */
+RECUR_API recur_status recur_layer_apply_constraints(recur_layer *layer);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RECUR_RECUR_H */

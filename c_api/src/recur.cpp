@@ -1,0 +1,602 @@
+// The C ABI: argument checks that need no math, handle bookkeeping, and the mapping of core
+// exceptions to status codes. Every entry point is noexcept; nothing throws across the boundary.
+#include "recur/recur.h"
+
+#include <cstring>
+#include <memory>
+#include <new>
+#include <shared_mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "recur/error.hpp"
+#include "recur/keras_json.hpp"
+#include "recur/layer.hpp"
+
+struct recur_layer {
+  std::unique_ptr<recur::Layer> impl;
+  std::vector<std::string> loss_names;  // backs recur_layer_loss_name
+};
+
+struct recur_state {
+  std::unique_ptr<recur::State> impl;
+};
+
+namespace {
+
+using recur::Error;
+
+thread_local std::string tls_error;
+
+// Live handles, so a call on a destroyed handle is reported instead of touching freed memory.
+class Registry {
+ public:
+  void add(const void* p) {
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    live_.insert(p);
+  }
+  bool remove(const void* p) {
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    return live_.erase(p) != 0;
+  }
+  bool contains(const void* p) const {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    return live_.count(p) != 0;
+  }
+
+ private:
+  mutable std::shared_mutex mutex_;
+  std::unordered_set<const void*> live_;
+};
+
+Registry& layers() {
+  static Registry r;
+  return r;
+}
+Registry& states() {
+  static Registry r;
+  return r;
+}
+
+recur_status set_error(recur_status status, const std::string& message) {
+  tls_error = message;
+  return status;
+}
+
+recur_status map_code(Error::Code code) {
+  switch (code) {
+    case Error::Code::invalid_argument: return RECUR_ERR_INVALID_ARGUMENT;
+    case Error::Code::shape: return RECUR_ERR_SHAPE;
+    case Error::Code::unsupported: return RECUR_ERR_UNSUPPORTED;
+    case Error::Code::parse: return RECUR_ERR_PARSE;
+    case Error::Code::state: return RECUR_ERR_STATE;
+    case Error::Code::io: return RECUR_ERR_IO;
+  }
+  return RECUR_ERR_INTERNAL;
+}
+
+template <typename F>
+recur_status guarded(F&& body) noexcept {
+  try {
+    body();
+    return RECUR_OK;
+  } catch (const Error& e) {
+    return set_error(map_code(e.code()), e.what());
+  } catch (const std::bad_alloc&) {
+    return set_error(RECUR_ERR_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception& e) {
+    return set_error(RECUR_ERR_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return set_error(RECUR_ERR_INTERNAL, "internal error: unknown exception");
+  }
+}
+
+recur::Layer& layer_of(const recur_layer* l, const char* fn) {
+  if (!l) recur::fail(Error::Code::invalid_argument, fn, ": layer is NULL");
+  if (!layers().contains(l)) recur::fail(Error::Code::state, fn, ": layer is not a live handle (destroyed?)");
+  return *l->impl;
+}
+
+recur::State& state_of(const recur_state* s, const char* fn) {
+  if (!s) recur::fail(Error::Code::invalid_argument, fn, ": state is NULL");
+  if (!states().contains(s)) recur::fail(Error::Code::state, fn, ": state is not a live handle (destroyed?)");
+  return *s->impl;
+}
+
+template <typename T>
+void require(const T* p, const char* fn, const char* name) {
+  if (!p) recur::fail(Error::Code::invalid_argument, fn, ": ", name, " is NULL");
+}
+
+std::int32_t positive(std::int32_t v, const char* fn, const char* name) {
+  if (v <= 0) recur::fail(Error::Code::invalid_argument, fn, ": ", name, " must be positive, got ", v);
+  return v;
+}
+
+recur::Dialect dialect_of(std::int32_t d, const char* field) {
+  switch (d) {
+    case RECUR_DIALECT_AUTO:
+    case RECUR_DIALECT_KERAS3: return recur::Dialect::keras3;
+    case RECUR_DIALECT_KERAS2: return recur::Dialect::keras2;
+    default: recur::fail(Error::Code::invalid_argument, field, ": expected RECUR_DIALECT_AUTO (0), KERAS2 (2) or KERAS3 (3), got ", d);
+  }
+}
+
+bool flag(std::int32_t v, bool fallback, const char* field) {
+  if (v == RECUR_DEFAULT) return fallback;
+  if (v != 0 && v != 1) recur::fail(Error::Code::invalid_argument, field, ": expected 0, 1 or RECUR_DEFAULT, got ", v);
+  return v == 1;
+}
+
+recur::LayerConfig config_from_options(const recur_layer_options& o) {
+  using recur::LayerKind;
+  LayerKind kind;
+  switch (o.type) {
+    case RECUR_LAYER_GRU: kind = LayerKind::gru; break;
+    case RECUR_LAYER_LSTM: kind = LayerKind::lstm; break;
+    case RECUR_LAYER_CUDNN_GRU: kind = LayerKind::cudnn_gru; break;
+    case RECUR_LAYER_CUDNN_LSTM: kind = LayerKind::cudnn_lstm; break;
+    case RECUR_LAYER_GRU_CELL: kind = LayerKind::gru_cell; break;
+    case RECUR_LAYER_LSTM_CELL: kind = LayerKind::lstm_cell; break;
+    default:
+      recur::fail(Error::Code::invalid_argument, "type: expected a recur_layer_type (1..6), got ", o.type);
+  }
+  const recur::Dialect d = dialect_of(o.dialect, "dialect");
+  const recur::DialectInfo info =
+      o.keras_version ? recur::DialectInfo::parse(d, o.keras_version) : recur::DialectInfo::latest(d);
+  recur::LayerConfig c = recur::LayerConfig::defaults(kind, info);
+  const bool cudnn = c.is_cudnn();
+  if (o.name) c.name = o.name;
+  c.units = o.units;
+  c.input_size = o.input_size;
+  if (o.activation) {
+    if (cudnn) recur::fail(Error::Code::invalid_argument, "activation: CuDNN layers have no activation argument");
+    c.activation = recur::parse_activation(o.activation, info, "activation");
+  }
+  if (o.recurrent_activation) {
+    if (cudnn)
+      recur::fail(Error::Code::invalid_argument, "recurrent_activation: CuDNN layers have no recurrent_activation argument");
+    c.recurrent_activation = recur::parse_activation(o.recurrent_activation, info, "recurrent_activation");
+  }
+  c.use_bias = flag(o.use_bias, true, "use_bias");
+  c.reset_after = flag(o.reset_after, true, "reset_after");
+  if (o.implementation != RECUR_DEFAULT) c.implementation = o.implementation;
+  c.unit_forget_bias = flag(o.unit_forget_bias, true, "unit_forget_bias");
+  if (std::isnan(o.dropout) || std::isnan(o.recurrent_dropout))
+    recur::fail(Error::Code::invalid_argument, "dropout/recurrent_dropout: expected a rate in [0, 1], got NaN");
+  c.dropout = std::min(1.0f, std::max(0.0f, o.dropout));  // Keras clips rates into [0, 1]
+  c.recurrent_dropout = std::min(1.0f, std::max(0.0f, o.recurrent_dropout));
+  c.return_sequences = flag(o.return_sequences, false, "return_sequences");
+  c.return_state = flag(o.return_state, false, "return_state");
+  c.go_backwards = flag(o.go_backwards, false, "go_backwards");
+  c.stateful = flag(o.stateful, false, "stateful");
+  c.time_major = flag(o.time_major, false, "time_major");
+  c.unroll = flag(o.unroll, false, "unroll");
+  c.zero_output_for_mask = flag(o.zero_output_for_mask, false, "zero_output_for_mask");
+  c.batch_size = o.batch_size;
+  c.trainable = flag(o.trainable, true, "trainable");
+  if (o.kernel_initializer)
+    c.kernel_initializer = recur::parse_initializer_text(o.kernel_initializer, info, "kernel_initializer");
+  if (o.recurrent_initializer)
+    c.recurrent_initializer = recur::parse_initializer_text(o.recurrent_initializer, info, "recurrent_initializer");
+  if (o.bias_initializer)
+    c.bias_initializer = recur::parse_initializer_text(o.bias_initializer, info, "bias_initializer");
+  if (o.kernel_regularizer)
+    c.kernel_regularizer = recur::parse_regularizer_text(o.kernel_regularizer, info, "kernel_regularizer");
+  if (o.recurrent_regularizer)
+    c.recurrent_regularizer = recur::parse_regularizer_text(o.recurrent_regularizer, info, "recurrent_regularizer");
+  if (o.bias_regularizer) c.bias_regularizer = recur::parse_regularizer_text(o.bias_regularizer, info, "bias_regularizer");
+  if (o.activity_regularizer)
+    c.activity_regularizer = recur::parse_regularizer_text(o.activity_regularizer, info, "activity_regularizer");
+  if (o.kernel_constraint) c.kernel_constraint = recur::parse_constraint_text(o.kernel_constraint, info, "kernel_constraint");
+  if (o.recurrent_constraint)
+    c.recurrent_constraint = recur::parse_constraint_text(o.recurrent_constraint, info, "recurrent_constraint");
+  if (o.bias_constraint) c.bias_constraint = recur::parse_constraint_text(o.bias_constraint, info, "bias_constraint");
+  if (o.seed < -1) recur::fail(Error::Code::invalid_argument, "seed: expected >= 0 or -1 (random), got ", o.seed);
+  if (o.seed >= 0) c.seed = static_cast<std::uint64_t>(o.seed);
+  return c;
+}
+
+recur_layer* register_layer(recur::LayerConfig config) {
+  auto handle = std::make_unique<recur_layer>();
+  handle->impl = std::make_unique<recur::Layer>(std::move(config));
+  layers().add(handle.get());
+  return handle.release();
+}
+
+std::int32_t layer_type(recur::LayerKind k) {
+  switch (k) {
+    case recur::LayerKind::gru: return RECUR_LAYER_GRU;
+    case recur::LayerKind::lstm: return RECUR_LAYER_LSTM;
+    case recur::LayerKind::cudnn_gru: return RECUR_LAYER_CUDNN_GRU;
+    case recur::LayerKind::cudnn_lstm: return RECUR_LAYER_CUDNN_LSTM;
+    case recur::LayerKind::gru_cell: return RECUR_LAYER_GRU_CELL;
+    case recur::LayerKind::lstm_cell: return RECUR_LAYER_LSTM_CELL;
+  }
+  return 0;
+}
+
+void copy_masks(const std::vector<recur::RowMatrix>& masks, float* out, std::size_t out_len, std::int32_t* count,
+                const char* fn) {
+  std::size_t total = 0;
+  for (const auto& m : masks) total += static_cast<std::size_t>(m.size());
+  if (out) {
+    if (out_len != total)
+      recur::fail(Error::Code::shape, fn, ": out must hold ", masks.size(), " mask(s) = ", total, " floats, got ",
+                  out_len);
+    std::size_t off = 0;
+    for (const auto& m : masks) {
+      std::memcpy(out + off, m.data(), static_cast<std::size_t>(m.size()) * sizeof(float));
+      off += static_cast<std::size_t>(m.size());
+    }
+  }
+  *count = static_cast<std::int32_t>(masks.size());
+}
+
+}  // namespace
+
+extern "C" {
+
+uint32_t recur_version_number(void) { return RECUR_VERSION_NUMBER; }
+
+const char* recur_version_string(void) {
+#define RECUR_STR2(x) #x
+#define RECUR_STR(x) RECUR_STR2(x)
+  return RECUR_STR(RECUR_VERSION_MAJOR) "." RECUR_STR(RECUR_VERSION_MINOR) "." RECUR_STR(RECUR_VERSION_PATCH);
+}
+
+const char* recur_status_string(recur_status status) {
+  switch (status) {
+    case RECUR_OK: return "ok";
+    case RECUR_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case RECUR_ERR_SHAPE: return "shape mismatch";
+    case RECUR_ERR_UNSUPPORTED: return "unsupported";
+    case RECUR_ERR_PARSE: return "parse error";
+    case RECUR_ERR_STATE: return "invalid state";
+    case RECUR_ERR_OUT_OF_MEMORY: return "out of memory";
+    case RECUR_ERR_IO: return "i/o error";
+    case RECUR_ERR_INTERNAL: return "internal error";
+  }
+  return "unknown status";
+}
+
+const char* recur_last_error(void) { return tls_error.c_str(); }
+
+recur_status recur_layer_options_init(recur_layer_options* opts, uint32_t version) {
+  return guarded([&] {
+    require(opts, "recur_layer_options_init", "opts");
+    if (version != RECUR_LAYER_OPTIONS_VERSION)
+      recur::fail(Error::Code::unsupported, "recur_layer_options_init: version ", version,
+                  " is not known to this library (", RECUR_LAYER_OPTIONS_VERSION, ")");
+    std::memset(opts, 0, sizeof *opts);
+    opts->version = version;
+    opts->dialect = RECUR_DIALECT_AUTO;
+    for (std::int32_t* f : {&opts->use_bias, &opts->reset_after, &opts->implementation, &opts->unit_forget_bias,
+                            &opts->return_sequences, &opts->return_state, &opts->go_backwards, &opts->stateful,
+                            &opts->time_major, &opts->unroll, &opts->zero_output_for_mask, &opts->trainable})
+      *f = RECUR_DEFAULT;
+    opts->seed = -1;
+  });
+}
+
+recur_status recur_layer_create(recur_layer** out, const recur_layer_options* opts) {
+  if (out) *out = nullptr;
+  return guarded([&] {
+    require(out, "recur_layer_create", "out");
+    require(opts, "recur_layer_create", "opts");
+    if (opts->version != RECUR_LAYER_OPTIONS_VERSION)
+      recur::fail(Error::Code::unsupported, "recur_layer_create: opts->version ", opts->version,
+                  " is not known (call recur_layer_options_init first)");
+    *out = register_layer(config_from_options(*opts));
+  });
+}
+
+recur_status recur_layer_create_from_json(recur_layer** out, const char* json, int32_t input_size, int32_t dialect,
+                                          const char* keras_version) {
+  if (out) *out = nullptr;
+  return guarded([&] {
+    require(out, "recur_layer_create_from_json", "out");
+    require(json, "recur_layer_create_from_json", "json");
+    std::optional<recur::Dialect> d;
+    if (dialect != RECUR_DIALECT_AUTO) d = dialect_of(dialect, "dialect");
+    std::optional<std::string_view> version;
+    if (keras_version) version = keras_version;
+    *out = register_layer(recur::parse_layer_json(json, input_size, d, version));
+  });
+}
+
+void recur_layer_destroy(recur_layer* layer) {
+  if (layer && layers().remove(layer)) delete layer;
+}
+
+recur_status recur_layer_get_info(const recur_layer* layer, recur_layer_info* info) {
+  return guarded([&] {
+    const recur::Layer& l = layer_of(layer, "recur_layer_get_info");
+    require(info, "recur_layer_get_info", "info");
+    if (info->version != RECUR_LAYER_INFO_VERSION)
+      recur::fail(Error::Code::unsupported, "recur_layer_get_info: info->version must be RECUR_LAYER_INFO_VERSION (",
+                  RECUR_LAYER_INFO_VERSION, "), got ", info->version);
+    const recur::LayerConfig& c = l.config();
+    info->type = layer_type(c.kind);
+    info->dialect = c.dialect.dialect == recur::Dialect::keras2 ? RECUR_DIALECT_KERAS2 : RECUR_DIALECT_KERAS3;
+    info->units = c.units;
+    info->input_size = c.input_size;
+    info->num_states = c.num_states();
+    info->num_weights = static_cast<int32_t>(l.num_weights());
+    info->return_sequences = c.return_sequences;
+    info->return_state = c.return_state;
+    info->go_backwards = c.go_backwards;
+    info->stateful = c.stateful;
+    info->time_major = c.time_major;
+    info->batch_size = c.batch_size;
+    info->implementation = c.effective_implementation();
+    info->reset_after = c.is_gru() && c.reset_after;
+  });
+}
+
+recur_status recur_layer_output_length(const recur_layer* layer, int32_t batch, int32_t timesteps, size_t* out_len) {
+  return guarded([&] {
+    const recur::Layer& l = layer_of(layer, "recur_layer_output_length");
+    require(out_len, "recur_layer_output_length", "out_len");
+    *out_len = l.output_size(positive(batch, "recur_layer_output_length", "batch"),
+                             positive(timesteps, "recur_layer_output_length", "timesteps"));
+  });
+}
+
+recur_status recur_layer_forward(recur_layer* layer, const float* input, size_t input_len, int32_t batch,
+                                 int32_t timesteps, const uint8_t* mask, size_t mask_len, const float* initial_state,
+                                 size_t initial_state_len, int32_t num_initial_states, int32_t training, float* output,
+                                 size_t output_len, float* final_state, size_t final_state_len) {
+  return guarded([&] {
+    recur::Layer& l = layer_of(layer, "recur_layer_forward");
+    recur::LayerCall call;
+    call.input = input;
+    call.input_len = input_len;
+    call.batch = batch;
+    call.timesteps = timesteps;
+    call.mask = mask;
+    call.mask_len = mask_len;
+    call.initial_state = initial_state;
+    call.initial_state_len = initial_state_len;
+    call.num_initial_states = num_initial_states;
+    call.training = training != 0;
+    call.output = output;
+    call.output_len = output_len;
+    call.final_state = final_state;
+    call.final_state_len = final_state_len;
+    l.call(call);
+  });
+}
+
+recur_status recur_layer_reset_states(recur_layer* layer) {
+  return guarded([&] { layer_of(layer, "recur_layer_reset_states").reset_states(); });
+}
+
+recur_status recur_layer_set_states(recur_layer* layer, const float* values, size_t len, int32_t num_states) {
+  return guarded([&] { layer_of(layer, "recur_layer_set_states").reset_states(values, len, num_states); });
+}
+
+recur_status recur_layer_get_states(const recur_layer* layer, float* out, size_t len) {
+  return guarded([&] { layer_of(layer, "recur_layer_get_states").get_states(out, len); });
+}
+
+recur_status recur_layer_get_initial_state(const recur_layer* layer, int32_t batch, float* out, size_t len) {
+  return guarded([&] {
+    const recur::Layer& l = layer_of(layer, "recur_layer_get_initial_state");
+    positive(batch, "recur_layer_get_initial_state", "batch");
+    require(out, "recur_layer_get_initial_state", "out");
+    const std::size_t want = static_cast<std::size_t>(l.num_states()) * static_cast<std::size_t>(batch) *
+                             static_cast<std::size_t>(l.config().units);
+    if (len != want)
+      recur::fail(Error::Code::shape, "recur_layer_get_initial_state: out must hold ", l.num_states(), " x (", batch,
+                  ", ", l.config().units, ") = ", want, " floats, got ", len);
+    std::fill(out, out + len, 0.0f);
+  });
+}
+
+recur_status recur_state_create(recur_state** out, const recur_layer* layer, int32_t batch) {
+  if (out) *out = nullptr;
+  return guarded([&] {
+    require(out, "recur_state_create", "out");
+    const recur::Layer& l = layer_of(layer, "recur_state_create");
+    positive(batch, "recur_state_create", "batch");
+    auto handle = std::make_unique<recur_state>();
+    handle->impl = std::make_unique<recur::State>(l.num_states(), batch, l.config().units);
+    states().add(handle.get());
+    *out = handle.release();
+  });
+}
+
+void recur_state_destroy(recur_state* state) {
+  if (state && states().remove(state)) delete state;
+}
+
+recur_status recur_state_shape(const recur_state* state, int32_t* num_states, int32_t* batch, int32_t* units) {
+  return guarded([&] {
+    const recur::State& s = state_of(state, "recur_state_shape");
+    if (num_states) *num_states = s.num_states();
+    if (batch) *batch = static_cast<int32_t>(s.batch());
+    if (units) *units = s.units();
+  });
+}
+
+recur_status recur_state_get(const recur_state* state, float* out, size_t len) {
+  return guarded([&] { state_of(state, "recur_state_get").get(out, len); });
+}
+
+recur_status recur_state_set(recur_state* state, const float* values, size_t len, int32_t num_states) {
+  return guarded([&] { state_of(state, "recur_state_set").set(values, len, num_states, "values"); });
+}
+
+recur_status recur_state_reset(recur_state* state) {
+  return guarded([&] { state_of(state, "recur_state_reset").reset(); });
+}
+
+recur_status recur_layer_forward_state(const recur_layer* layer, recur_state* state, const float* input,
+                                       size_t input_len, int32_t timesteps, const uint8_t* mask, size_t mask_len,
+                                       float* output, size_t output_len) {
+  return guarded([&] {
+    const recur::Layer& l = layer_of(layer, "recur_layer_forward_state");
+    recur::State& s = state_of(state, "recur_layer_forward_state");
+    l.call_state(s, input, input_len, timesteps, mask, mask_len, output, output_len);
+  });
+}
+
+recur_status recur_cell_call(recur_layer* cell, const float* input, size_t input_len, int32_t batch,
+                             const float* states_in, size_t states_len, int32_t num_states, int32_t training,
+                             float* output, size_t output_len, float* new_states, size_t new_states_len) {
+  return guarded([&] {
+    layer_of(cell, "recur_cell_call")
+        .cell_call(input, input_len, batch, states_in, states_len, num_states, training != 0, output, output_len,
+                   new_states, new_states_len);
+  });
+}
+
+recur_status recur_cell_get_dropout_mask(recur_layer* cell, int32_t batch, int32_t training, float* out,
+                                         size_t out_len, int32_t* count) {
+  return guarded([&] {
+    recur::Layer& l = layer_of(cell, "recur_cell_get_dropout_mask");
+    require(count, "recur_cell_get_dropout_mask", "count");
+    if (!l.config().is_cell())
+      recur::fail(Error::Code::state, "recur_cell_get_dropout_mask: the layer is not a cell");
+    copy_masks(l.dropout_mask(batch, training != 0), out, out_len, count, "recur_cell_get_dropout_mask");
+  });
+}
+
+recur_status recur_cell_get_recurrent_dropout_mask(recur_layer* cell, int32_t batch, int32_t training, float* out,
+                                                   size_t out_len, int32_t* count) {
+  return guarded([&] {
+    recur::Layer& l = layer_of(cell, "recur_cell_get_recurrent_dropout_mask");
+    require(count, "recur_cell_get_recurrent_dropout_mask", "count");
+    if (!l.config().is_cell())
+      recur::fail(Error::Code::state, "recur_cell_get_recurrent_dropout_mask: the layer is not a cell");
+    copy_masks(l.recurrent_dropout_mask(batch, training != 0), out, out_len, count,
+               "recur_cell_get_recurrent_dropout_mask");
+  });
+}
+
+recur_status recur_cell_reset_dropout_mask(recur_layer* cell) {
+  return guarded([&] {
+    recur::Layer& l = layer_of(cell, "recur_cell_reset_dropout_mask");
+    if (!l.config().is_cell()) recur::fail(Error::Code::state, "recur_cell_reset_dropout_mask: the layer is not a cell");
+    l.reset_dropout_mask();
+  });
+}
+
+recur_status recur_cell_reset_recurrent_dropout_mask(recur_layer* cell) {
+  return guarded([&] {
+    recur::Layer& l = layer_of(cell, "recur_cell_reset_recurrent_dropout_mask");
+    if (!l.config().is_cell())
+      recur::fail(Error::Code::state, "recur_cell_reset_recurrent_dropout_mask: the layer is not a cell");
+    l.reset_recurrent_dropout_mask();
+  });
+}
+
+recur_status recur_layer_num_weights(const recur_layer* layer, int32_t* count) {
+  return guarded([&] {
+    const recur::Layer& l = layer_of(layer, "recur_layer_num_weights");
+    require(count, "recur_layer_num_weights", "count");
+    *count = static_cast<int32_t>(l.num_weights());
+  });
+}
+
+recur_status recur_layer_weight_shape(const recur_layer* layer, int32_t index, int64_t* dims, int32_t* ndims) {
+  return guarded([&] {
+    const recur::Layer& l = layer_of(layer, "recur_layer_weight_shape");
+    require(dims, "recur_layer_weight_shape", "dims");
+    require(ndims, "recur_layer_weight_shape", "ndims");
+    if (index < 0) recur::fail(Error::Code::invalid_argument, "recur_layer_weight_shape: index ", index, " is negative");
+    const recur::WeightSpec& s = l.weight_spec(static_cast<std::size_t>(index));
+    for (std::size_t i = 0; i < s.shape.size(); ++i) dims[i] = s.shape[i];
+    *ndims = static_cast<int32_t>(s.shape.size());
+  });
+}
+
+recur_status recur_layer_weight_name(const recur_layer* layer, int32_t index, const char** name) {
+  return guarded([&] {
+    const recur::Layer& l = layer_of(layer, "recur_layer_weight_name");
+    require(name, "recur_layer_weight_name", "name");
+    if (index < 0) recur::fail(Error::Code::invalid_argument, "recur_layer_weight_name: index ", index, " is negative");
+    *name = l.weight_spec(static_cast<std::size_t>(index)).name;
+  });
+}
+
+recur_status recur_layer_get_weight(const recur_layer* layer, int32_t index, float* out, size_t len) {
+  return guarded([&] {
+    const recur::Layer& l = layer_of(layer, "recur_layer_get_weight");
+    if (index < 0) recur::fail(Error::Code::invalid_argument, "recur_layer_get_weight: index ", index, " is negative");
+    l.get_weight(static_cast<std::size_t>(index), out, len);
+  });
+}
+
+recur_status recur_layer_set_weight(recur_layer* layer, int32_t index, const float* data, size_t len,
+                                    const int64_t* dims, int32_t ndims) {
+  return guarded([&] {
+    recur::Layer& l = layer_of(layer, "recur_layer_set_weight");
+    if (index < 0) recur::fail(Error::Code::invalid_argument, "recur_layer_set_weight: index ", index, " is negative");
+    l.set_weight(static_cast<std::size_t>(index), data, len, dims, ndims);
+  });
+}
+
+recur_status recur_layer_weights_length(const recur_layer* layer, size_t* len) {
+  return guarded([&] {
+    const recur::Layer& l = layer_of(layer, "recur_layer_weights_length");
+    require(len, "recur_layer_weights_length", "len");
+    *len = l.weights_size();
+  });
+}
+
+recur_status recur_layer_get_weights(const recur_layer* layer, float* out, size_t len) {
+  return guarded([&] {
+    const recur::Layer& l = layer_of(layer, "recur_layer_get_weights");
+    require(out, "recur_layer_get_weights", "out");
+    if (len != l.weights_size())
+      recur::fail(Error::Code::shape, "recur_layer_get_weights: out must hold ", l.weights_size(), " floats, got ", len);
+    std::size_t off = 0;
+    for (std::size_t i = 0; i < l.num_weights(); ++i) {
+      const recur::Tensor& w = l.weight(i);
+      std::memcpy(out + off, w.data(), static_cast<std::size_t>(w.size()) * sizeof(float));
+      off += static_cast<std::size_t>(w.size());
+    }
+  });
+}
+
+recur_status recur_layer_set_weights(recur_layer* layer, const float* data, size_t len) {
+  return guarded([&] { layer_of(layer, "recur_layer_set_weights").set_weights(data, len); });
+}
+
+recur_status recur_layer_get_losses(const recur_layer* layer, float* out, size_t out_len, int32_t* count) {
+  return guarded([&] {
+    const recur::Layer& l = layer_of(layer, "recur_layer_get_losses");
+    require(count, "recur_layer_get_losses", "count");
+    const std::vector<recur::Loss> losses = l.losses();
+    if (out && out_len < losses.size())
+      recur::fail(Error::Code::shape, "recur_layer_get_losses: out holds ", out_len, " floats but there are ",
+                  losses.size(), " losses");
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < losses.size(); ++i) {
+      if (out) out[i] = losses[i].value;
+      names.push_back(losses[i].name);
+    }
+    const_cast<recur_layer*>(layer)->loss_names = std::move(names);
+    *count = static_cast<int32_t>(losses.size());
+  });
+}
+
+recur_status recur_layer_loss_name(const recur_layer* layer, int32_t index, const char** name) {
+  return guarded([&] {
+    layer_of(layer, "recur_layer_loss_name");
+    require(name, "recur_layer_loss_name", "name");
+    if (index < 0 || static_cast<std::size_t>(index) >= layer->loss_names.size())
+      recur::fail(Error::Code::invalid_argument, "recur_layer_loss_name: index ", index,
+                  " is out of range; call recur_layer_get_losses first (", layer->loss_names.size(), " losses)");
+    *name = layer->loss_names[static_cast<std::size_t>(index)].c_str();
+  });
+}
+
+recur_status recur_layer_apply_constraints(recur_layer* layer) {
+  return guarded([&] { layer_of(layer, "recur_layer_apply_constraints").apply_constraints(); });
+}
+
+}  // extern "C"

@@ -1,0 +1,52 @@
+// A backend runs a whole sequence for a layer, so it can batch the input projection of all
+// timesteps into one GEMM and keep the recurrent loop tight. The CPU backend (Eigen) is always
+// present; a GPU backend is a plugin that implements the same interface.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "recur/cell.hpp"
+#include "recur/tensor.hpp"
+
+namespace recur {
+
+// Scratch memory for one sequence run; kept by a State (or per thread) so steady-state runs
+// do not allocate.
+struct SequenceWorkspace {
+  RowMatrix projected;            // (rows, G*u)
+  std::vector<RowMatrix> next;    // next states
+  RowMatrix out_t;                // output at the current step, (B, u)
+  std::vector<std::vector<float>> dropped;  // inputs with dropout applied (training only)
+  StepWorkspace step;
+};
+
+// One run over a sequence. Layout: row (b, t) of the input, mask and output is t*B + b when
+// time_major, else b*T + t. Outputs follow processing order (go_backwards does not re-reverse).
+struct SequenceJob {
+  const float* const* inputs = nullptr;  // 1 input, or one per gate (per-gate input dropout)
+  int num_inputs = 1;
+  Index batch = 0;
+  Index timesteps = 0;
+  bool time_major = false;
+  bool go_backwards = false;
+  const std::uint8_t* mask = nullptr;   // null: every step valid
+  bool zero_output_for_mask = false;
+  // Keras's unrolled loop zeroes masked outputs with the un-reversed mask under go_backwards.
+  bool unrolled_mask_quirk = false;
+  const std::vector<RowMatrix>* recurrent_masks = nullptr;
+  RowMatrix* states = nullptr;          // in: initial states, out: final states
+  float* sequence_output = nullptr;     // (B,T,u) / (T,B,u), or null
+  float* last_output = nullptr;         // (B,u), or null
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  virtual void run_sequence(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws) const = 0;
+};
+
+const Backend& cpu_backend();
+
+}  // namespace recur

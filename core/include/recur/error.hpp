@@ -1,0 +1,46 @@
+// Errors raised inside the core. The C ABI maps each Error::Code to a recur_status.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace recur {
+
+class Error : public std::runtime_error {
+ public:
+  enum class Code {
+    invalid_argument,  // a value that is not allowed (unknown name, negative units, ...)
+    shape,             // lengths or dimensions that do not agree
+    unsupported,       // valid Keras, but not in this dialect or not implemented
+    parse,             // malformed JSON
+    state,             // the object cannot do this (not stateful, not a cell, ...)
+    io,                // file access
+  };
+
+  Error(Code code, std::string message) : std::runtime_error(std::move(message)), code_(code) {}
+  Code code() const noexcept { return code_; }
+
+ private:
+  Code code_;
+};
+
+namespace detail {
+inline void append(std::ostringstream&) {}
+template <typename T, typename... Rest>
+void append(std::ostringstream& os, const T& value, const Rest&... rest) {
+  os << value;
+  append(os, rest...);
+}
+}  // namespace detail
+
+// Builds the message from its parts, so call sites read like the message itself.
+template <typename... Parts>
+[[noreturn]] void fail(Error::Code code, const Parts&... parts) {
+  std::ostringstream os;
+  detail::append(os, parts...);
+  throw Error(code, os.str());
+}
+
+}  // namespace recur

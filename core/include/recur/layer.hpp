@@ -1,0 +1,117 @@
+// Layer: a Keras recurrent layer (the RNN wrapper: sequence loop, masks, go_backwards,
+// return_sequences/return_state, initial_state, stateful) or, for GRUCell/LSTMCell configs, the
+// cell itself. Weights are kept in Keras's own order and shapes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "recur/backend.hpp"
+#include "recur/cell.hpp"
+#include "recur/config.hpp"
+#include "recur/random.hpp"
+#include "recur/state.hpp"
+#include "recur/weights.hpp"
+
+namespace recur {
+
+// One call of a sequence layer. Buffers are dense row-major float32 with explicit lengths; the
+// layer checks every length against the dims and keeps no pointer after the call.
+struct LayerCall {
+  const float* input = nullptr;  // (B,T,F), or (T,B,F) for time_major
+  std::size_t input_len = 0;
+  Index batch = 0;
+  Index timesteps = 0;
+  const std::uint8_t* mask = nullptr;  // (B,T) or (T,B) for time_major; nonzero = valid; may be null
+  std::size_t mask_len = 0;
+  const float* initial_state = nullptr;  // num_initial_states tensors (B,u), concatenated
+  std::size_t initial_state_len = 0;
+  int num_initial_states = 0;
+  bool training = false;
+  float* output = nullptr;  // (B,T,u) / (T,B,u) with return_sequences, else (B,u)
+  std::size_t output_len = 0;
+  float* final_state = nullptr;  // optional: num_states tensors (B,u), concatenated
+  std::size_t final_state_len = 0;
+};
+
+struct Loss {
+  std::string name;  // "activity:output", "activity:state_h", "kernel", "recurrent_kernel", "bias"
+  float value;
+};
+
+class Layer {
+ public:
+  explicit Layer(LayerConfig config);  // validates the config, creates and initialises the weights
+
+  const LayerConfig& config() const { return config_; }
+  const Cell& cell() const { return cell_; }
+  int num_states() const { return config_.num_states(); }
+
+  // --- weights (Keras get_weights / set_weights order) ---
+  std::size_t num_weights() const { return weights_.size(); }
+  const WeightSpec& weight_spec(std::size_t i) const;
+  const Tensor& weight(std::size_t i) const;
+  void get_weight(std::size_t i, float* out, std::size_t len) const;
+  // `dims` may be null (only the length is checked); otherwise it must equal Keras's shape.
+  void set_weight(std::size_t i, const float* data, std::size_t len, const std::int64_t* dims, int ndims);
+  // All weights concatenated in get_weights order; validated before anything changes.
+  void set_weights(const float* data, std::size_t len);
+  std::size_t weights_size() const;
+
+  // --- sequence layers ---
+  std::size_t output_size(Index batch, Index timesteps) const;
+  // Keras's layer call. Not safe to run concurrently on a stateful layer or in training mode.
+  void call(const LayerCall& args);
+  // Streams `state` forward over `timesteps` steps (inference). Safe to run concurrently on one
+  // layer with different states.
+  void call_state(State& state, const float* input, std::size_t input_len, Index timesteps, const std::uint8_t* mask,
+                  std::size_t mask_len, float* output, std::size_t output_len) const;
+
+  // --- stateful layers ---
+  void reset_states();
+  void reset_states(const float* states, std::size_t len, int num_given);
+  void get_states(float* out, std::size_t len) const;
+
+  // --- cells (GRUCell / LSTMCell) ---
+  void cell_call(const float* input, std::size_t input_len, Index batch, const float* states, std::size_t states_len,
+                 int num_given, bool training, float* output, std::size_t output_len, float* new_states,
+                 std::size_t new_states_len);
+  // The cached masks (count x (B,F) / (B,u)); generated on first use, kept until reset. Empty
+  // when the rate is 0.
+  std::vector<RowMatrix> dropout_mask(Index batch, bool training);
+  std::vector<RowMatrix> recurrent_dropout_mask(Index batch, bool training);
+  void reset_dropout_mask();
+  void reset_recurrent_dropout_mask();
+
+  // --- losses and constraints ---
+  std::vector<Loss> losses() const;
+  void apply_constraints();
+
+ private:
+  void require_sequence_layer(const char* what) const;
+  void require_cell(const char* what) const;
+  void sync_cell();
+  void check_states_arg(const float* states, std::size_t len, int num_given, Index batch, const char* what) const;
+  std::vector<RowMatrix> make_masks(int count, Index rows, Index cols, float rate);
+  void record_activity(const LayerCall& args, const RowMatrix* final_states);
+  int mask_count() const;
+
+  LayerConfig config_;
+  std::vector<WeightSpec> specs_;
+  std::vector<Tensor> weights_;
+  Cell cell_;
+
+  mutable std::mutex mutex_;  // guards everything below
+  Rng rng_;
+  std::optional<State> stored_;  // stateful layers
+  std::vector<Loss> activity_losses_;
+  std::vector<RowMatrix> dropout_cache_, recurrent_dropout_cache_;
+  bool dropout_cached_ = false, recurrent_dropout_cached_ = false;
+};
+
+}  // namespace recur

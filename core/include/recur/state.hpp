@@ -1,0 +1,41 @@
+// The recurrent state of a batch of streams (h, or h and c), with its own scratch space.
+// A stateful layer owns one; callers may create any number and step them against one shared,
+// read-only layer, each state used by one thread at a time.
+#pragma once
+
+#include <vector>
+
+#include "recur/backend.hpp"
+#include "recur/tensor.hpp"
+
+namespace recur {
+
+class State {
+ public:
+  State(int num_states, Index batch, int units);
+
+  int num_states() const { return static_cast<int>(tensors_.size()); }
+  Index batch() const { return batch_; }
+  int units() const { return units_; }
+  Index size() const { return static_cast<Index>(tensors_.size()) * batch_ * units_; }
+
+  RowMatrix& tensor(int i) { return tensors_[static_cast<std::size_t>(i)]; }
+  const RowMatrix& tensor(int i) const { return tensors_[static_cast<std::size_t>(i)]; }
+  RowMatrix* tensors() { return tensors_.data(); }
+
+  void reset();                            // all zeros
+  bool all_zero() const;
+  // Reads/writes all states concatenated: [h (B*u), c (B*u)].
+  void get(float* out, std::size_t len) const;
+  void set(const float* in, std::size_t len, int num_given, const char* what);
+
+  SequenceWorkspace& workspace() { return workspace_; }
+
+ private:
+  std::vector<RowMatrix> tensors_;
+  Index batch_;
+  int units_;
+  SequenceWorkspace workspace_;
+};
+
+}  // namespace recur

@@ -1,0 +1,477 @@
+#include "recur/keras_json.hpp"
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "recur/error.hpp"
+
+namespace recur {
+namespace {
+
+using json = nlohmann::json;
+using Code = Error::Code;
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return out;
+}
+
+// "GlorotUniform" -> "glorot_uniform"; already snake names are returned as they are.
+std::string snake(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char ch = s[i];
+    if (std::isupper(static_cast<unsigned char>(ch))) {
+      if (i > 0 && s[i - 1] != '_') out += '_';
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+json parse_text(std::string_view text, const char* field) {
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    fail(Code::parse, field, ": malformed JSON at byte ", e.byte, " (", e.what(), ")");
+  }
+}
+
+// Reads {"class_name": ..., "config": {...}} or a bare name into (name, config).
+void object_parts(const json& j, const char* field, std::string& name, json& cfg) {
+  if (j.is_string()) {
+    name = j.get<std::string>();
+    cfg = json::object();
+    return;
+  }
+  if (!j.is_object() || !j.contains("class_name") || !j["class_name"].is_string())
+    fail(Code::invalid_argument, field, ": expected a name or an object with \"class_name\", got ", j.dump());
+  name = j["class_name"].get<std::string>();
+  cfg = j.value("config", json::object());
+  if (cfg.is_null()) cfg = json::object();
+  if (!cfg.is_object()) fail(Code::invalid_argument, field, ": \"config\" must be an object, got ", cfg.dump());
+}
+
+double number(const json& cfg, const char* key, double fallback, const char* field) {
+  if (!cfg.contains(key) || cfg[key].is_null()) return fallback;
+  if (!cfg[key].is_number()) fail(Code::invalid_argument, field, ".", key, ": expected a number, got ", cfg[key].dump());
+  return cfg[key].get<double>();
+}
+
+std::optional<std::uint64_t> seed_of(const json& cfg, const char* field) {
+  if (!cfg.contains("seed") || cfg["seed"].is_null()) return std::nullopt;
+  if (!cfg["seed"].is_number_integer() || cfg["seed"].get<long long>() < 0)
+    fail(Code::invalid_argument, field, ".seed: expected a non-negative integer or null, got ", cfg["seed"].dump());
+  return cfg["seed"].get<std::uint64_t>();
+}
+
+void check_keys(const json& cfg, std::initializer_list<const char*> allowed, const char* field, const std::string& name) {
+  for (auto it = cfg.begin(); it != cfg.end(); ++it) {
+    bool ok = false;
+    for (const char* a : allowed) ok = ok || it.key() == a;
+    if (!ok) fail(Code::invalid_argument, field, ": '", name, "' has no argument '", it.key(), "'");
+  }
+}
+
+InitializerSpec initializer_from(const json& j, const DialectInfo&, const char* field) {
+  if (j.is_null()) fail(Code::invalid_argument, field, ": an initializer is required, got null");
+  std::string raw;
+  json cfg;
+  object_parts(j, field, raw, cfg);
+  std::string n = snake(raw);
+  if (n == "identity_initializer") n = "identity";
+  if (n == "uniform") n = "random_uniform";
+  if (n == "normal") n = "random_normal";
+  if (n == "zero") n = "zeros";
+  if (n == "one") n = "ones";
+  InitializerSpec s;
+  s.name = n;
+  s.seed = seed_of(cfg, field);
+  using K = InitializerSpec::Kind;
+  using D = InitializerSpec::Distribution;
+  using M = InitializerSpec::Mode;
+  auto vs = [&](double scale, M mode, D dist) {
+    check_keys(cfg, {"seed"}, field, raw);
+    s.kind = K::variance_scaling;
+    s.scale = scale;
+    s.mode = mode;
+    s.distribution = dist;
+  };
+  if (n == "zeros" || n == "ones") {
+    check_keys(cfg, {}, field, raw);
+    s.kind = n == "zeros" ? K::zeros : K::ones;
+  } else if (n == "constant") {
+    check_keys(cfg, {"value"}, field, raw);
+    s.kind = K::constant;
+    s.value = number(cfg, "value", 0.0, field);
+  } else if (n == "random_uniform") {
+    check_keys(cfg, {"minval", "maxval", "seed"}, field, raw);
+    s.kind = K::random_uniform;
+    s.minval = number(cfg, "minval", -0.05, field);
+    s.maxval = number(cfg, "maxval", 0.05, field);
+  } else if (n == "random_normal" || n == "truncated_normal") {
+    check_keys(cfg, {"mean", "stddev", "seed"}, field, raw);
+    s.kind = n == "random_normal" ? K::random_normal : K::truncated_normal;
+    s.mean = number(cfg, "mean", 0.0, field);
+    s.stddev = number(cfg, "stddev", 0.05, field);
+  } else if (n == "glorot_uniform") {
+    vs(1.0, M::fan_avg, D::uniform);
+  } else if (n == "glorot_normal") {
+    vs(1.0, M::fan_avg, D::truncated_normal);
+  } else if (n == "he_uniform") {
+    vs(2.0, M::fan_in, D::uniform);
+  } else if (n == "he_normal") {
+    vs(2.0, M::fan_in, D::truncated_normal);
+  } else if (n == "lecun_uniform") {
+    vs(1.0, M::fan_in, D::uniform);
+  } else if (n == "lecun_normal") {
+    vs(1.0, M::fan_in, D::truncated_normal);
+  } else if (n == "variance_scaling") {
+    check_keys(cfg, {"scale", "mode", "distribution", "seed"}, field, raw);
+    s.kind = K::variance_scaling;
+    s.scale = number(cfg, "scale", 1.0, field);
+    if (!(s.scale > 0.0)) fail(Code::invalid_argument, field, ".scale: expected a positive number, got ", s.scale);
+    const std::string mode = cfg.value("mode", std::string("fan_in"));
+    if (mode == "fan_in") s.mode = M::fan_in;
+    else if (mode == "fan_out") s.mode = M::fan_out;
+    else if (mode == "fan_avg") s.mode = M::fan_avg;
+    else fail(Code::invalid_argument, field, ".mode: expected fan_in, fan_out or fan_avg, got '", mode, "'");
+    const std::string dist = lower(cfg.value("distribution", std::string("truncated_normal")));
+    if (dist == "truncated_normal" || dist == "normal") s.distribution = D::truncated_normal;
+    else if (dist == "untruncated_normal") s.distribution = D::untruncated_normal;
+    else if (dist == "uniform") s.distribution = D::uniform;
+    else
+      fail(Code::invalid_argument, field,
+           ".distribution: expected truncated_normal, untruncated_normal, normal or uniform, got '", dist, "'");
+  } else if (n == "orthogonal") {
+    check_keys(cfg, {"gain", "seed"}, field, raw);
+    s.kind = K::orthogonal;
+    s.gain = number(cfg, "gain", 1.0, field);
+  } else if (n == "identity") {
+    check_keys(cfg, {"gain"}, field, raw);
+    s.kind = K::identity;
+    s.gain = number(cfg, "gain", 1.0, field);
+  } else {
+    fail(Code::invalid_argument, field, ": unknown initializer '", raw,
+         "' (known: zeros, ones, constant, random_uniform, random_normal, truncated_normal, glorot_uniform, "
+         "glorot_normal, he_uniform, he_normal, lecun_uniform, lecun_normal, variance_scaling, orthogonal, identity)");
+  }
+  return s;
+}
+
+RegularizerSpec regularizer_from(const json& j, const DialectInfo& d, const char* field) {
+  RegularizerSpec s;
+  if (j.is_null()) return s;
+  std::string raw;
+  json cfg;
+  object_parts(j, field, raw, cfg);
+  const bool by_name = j.is_string();
+  const std::string n = lower(raw);
+  if (n == "l1") {
+    check_keys(cfg, {"l1"}, field, raw);
+    s.kind = RegularizerSpec::Kind::l1l2;
+    s.l1 = static_cast<float>(number(cfg, "l1", 0.01, field));
+  } else if (n == "l2") {
+    check_keys(cfg, {"l2"}, field, raw);
+    s.kind = RegularizerSpec::Kind::l1l2;
+    s.l2 = static_cast<float>(number(cfg, "l2", 0.01, field));
+  } else if (n == "l1_l2" && by_name) {
+    // Keras 2's l1_l2() defaults to 0.01 each; Keras 3 does not know the string.
+    if (d.dialect == Dialect::keras3)
+      fail(Code::invalid_argument, field, ": Keras 3 does not accept the regularizer name 'l1_l2' (use 'L1L2' or a config)");
+    s.kind = RegularizerSpec::Kind::l1l2;
+    s.l1 = s.l2 = 0.01f;
+  } else if (n == "l1l2" || n == "l1_l2") {
+    check_keys(cfg, {"l1", "l2"}, field, raw);
+    s.kind = RegularizerSpec::Kind::l1l2;
+    s.l1 = static_cast<float>(number(cfg, "l1", 0.0, field));
+    s.l2 = static_cast<float>(number(cfg, "l2", 0.0, field));
+  } else if (n == "orthogonalregularizer" || n == "orthogonal_regularizer") {
+    check_keys(cfg, {"factor", "mode"}, field, raw);
+    s.kind = RegularizerSpec::Kind::orthogonal;
+    s.factor = static_cast<float>(number(cfg, "factor", 0.01, field));
+    const std::string mode = cfg.value("mode", std::string("rows"));
+    if (mode != "rows" && mode != "columns")
+      fail(Code::invalid_argument, field, ".mode: expected 'rows' or 'columns', got '", mode, "'");
+    s.rows_mode = mode == "rows";
+  } else {
+    fail(Code::invalid_argument, field, ": unknown regularizer '", raw, "' (known: l1, l2, ",
+         d.dialect == Dialect::keras2 ? "l1_l2, " : "", "L1L2, OrthogonalRegularizer)");
+  }
+  if (s.l1 < 0 || s.l2 < 0 || std::isnan(s.l1) || std::isnan(s.l2))
+    fail(Code::invalid_argument, field, ": regularization factors must be >= 0");
+  return s;
+}
+
+ConstraintSpec constraint_from(const json& j, const DialectInfo&, const char* field) {
+  ConstraintSpec s;
+  if (j.is_null()) return s;
+  std::string raw;
+  json cfg;
+  object_parts(j, field, raw, cfg);
+  const std::string n = lower(snake(raw));
+  auto axis = [&]() {
+    if (!cfg.contains("axis") || cfg["axis"].is_null()) return;
+    const json& a = cfg["axis"];
+    s.axis.clear();
+    if (a.is_number_integer()) {
+      s.axis.push_back(a.get<int>());
+    } else if (a.is_array()) {
+      for (const auto& v : a) {
+        if (!v.is_number_integer()) fail(Code::invalid_argument, field, ".axis: expected integers, got ", a.dump());
+        s.axis.push_back(v.get<int>());
+      }
+    } else {
+      fail(Code::invalid_argument, field, ".axis: expected an integer or a list, got ", a.dump());
+    }
+  };
+  if (n == "max_norm" || n == "maxnorm") {
+    check_keys(cfg, {"max_value", "axis"}, field, raw);
+    s.kind = ConstraintSpec::Kind::max_norm;
+    s.max_value = static_cast<float>(number(cfg, "max_value", 2.0, field));
+    axis();
+  } else if (n == "non_neg" || n == "nonneg") {
+    check_keys(cfg, {}, field, raw);
+    s.kind = ConstraintSpec::Kind::non_neg;
+  } else if (n == "unit_norm" || n == "unitnorm") {
+    check_keys(cfg, {"axis"}, field, raw);
+    s.kind = ConstraintSpec::Kind::unit_norm;
+    axis();
+  } else if (n == "min_max_norm" || n == "minmaxnorm") {
+    check_keys(cfg, {"min_value", "max_value", "rate", "axis"}, field, raw);
+    s.kind = ConstraintSpec::Kind::min_max_norm;
+    s.min_value = static_cast<float>(number(cfg, "min_value", 0.0, field));
+    s.max_value = static_cast<float>(number(cfg, "max_value", 1.0, field));
+    s.rate = static_cast<float>(number(cfg, "rate", 1.0, field));
+    axis();
+  } else {
+    fail(Code::invalid_argument, field, ": unknown constraint '", raw,
+         "' (known: max_norm, non_neg, unit_norm, min_max_norm)");
+  }
+  return s;
+}
+
+json text_to_json(std::string_view text, const char* field) {
+  std::size_t i = 0;
+  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  if (i < text.size() && text[i] == '{') return parse_text(text, field);
+  return json(std::string(text));
+}
+
+bool get_bool(const json& cfg, const char* key, bool fallback) {
+  if (!cfg.contains(key) || cfg[key].is_null()) return fallback;
+  if (!cfg[key].is_boolean()) fail(Code::invalid_argument, key, ": expected true or false, got ", cfg[key].dump());
+  return cfg[key].get<bool>();
+}
+
+int get_int(const json& cfg, const char* key, int fallback) {
+  if (!cfg.contains(key) || cfg[key].is_null()) return fallback;
+  const json& v = cfg[key];
+  if (v.is_number_integer()) {
+    const long long x = v.get<long long>();
+    if (x < -(1LL << 31) || x > (1LL << 31) - 1) fail(Code::invalid_argument, key, ": ", x, " is out of range");
+    return static_cast<int>(x);
+  }
+  // Keras writes integral floats in some configs (e.g. units=8.0 after arithmetic).
+  if (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<long long>(v.get<double>())))
+    return static_cast<int>(v.get<double>());
+  fail(Code::invalid_argument, key, ": expected an integer, got ", v.dump());
+}
+
+float rate(const json& cfg, const char* key) {
+  const double r = number(cfg, key, 0.0, key);
+  if (std::isnan(r)) fail(Code::invalid_argument, key, ": expected a rate in [0, 1], got NaN");
+  return static_cast<float>(std::min(1.0, std::max(0.0, r)));  // Keras clips rates into [0, 1]
+}
+
+Dialect detect(const json& root, const json& cfg) {
+  if (root.contains("module") || root.contains("registered_name") || root.contains("build_config")) return Dialect::keras3;
+  for (const char* k : {"time_major", "enable_caching_device", "batch_input_shape"})
+    if (cfg.contains(k)) return Dialect::keras2;
+  const std::string cls = root.value("class_name", std::string());
+  if (cls == "CuDNNGRU" || cls == "CuDNNLSTM") return Dialect::keras2;
+  if (cfg.contains("dtype") && cfg["dtype"].is_object()) return Dialect::keras3;
+  if (cfg.contains("seed") || cfg.contains("use_cudnn")) return Dialect::keras3;
+  if (cfg.contains("implementation")) return Dialect::keras2;  // Keras 3 does not serialize it
+  return Dialect::keras3;
+}
+
+void check_dtype(const json& cfg) {
+  if (!cfg.contains("dtype") || cfg["dtype"].is_null()) return;
+  const json& d = cfg["dtype"];
+  std::string name;
+  if (d.is_string()) {
+    name = d.get<std::string>();
+  } else if (d.is_object()) {
+    const json inner = d.value("config", json::object());
+    name = inner.is_object() ? inner.value("name", std::string("float32")) : std::string("float32");
+  } else {
+    fail(Code::invalid_argument, "dtype: expected a string or a DTypePolicy object, got ", d.dump());
+  }
+  if (name != "float32")
+    fail(Code::unsupported, "dtype: recur computes in float32; the layer's dtype policy is '", name, "'");
+}
+
+// The first and last axes of a serialized input shape: [batch, T, F].
+bool shape_dims(const json& shape, int& batch, int& features, int& axis1) {
+  if (!shape.is_array() || shape.size() < 2) return false;
+  const json& last = shape.back();
+  features = last.is_number_integer() ? last.get<int>() : 0;
+  batch = shape[0].is_number_integer() ? shape[0].get<int>() : 0;
+  axis1 = shape[1].is_number_integer() ? shape[1].get<int>() : 0;
+  return true;
+}
+
+}  // namespace
+
+InitializerSpec parse_initializer_text(std::string_view text, const DialectInfo& d, const char* field) {
+  if (text.empty()) fail(Code::invalid_argument, field, ": an initializer is required, got an empty name");
+  return initializer_from(text_to_json(text, field), d, field);
+}
+
+RegularizerSpec parse_regularizer_text(std::string_view text, const DialectInfo& d, const char* field) {
+  if (text.empty()) return {};
+  return regularizer_from(text_to_json(text, field), d, field);
+}
+
+ConstraintSpec parse_constraint_text(std::string_view text, const DialectInfo& d, const char* field) {
+  if (text.empty()) return {};
+  return constraint_from(text_to_json(text, field), d, field);
+}
+
+LayerConfig parse_layer_json(std::string_view text, int input_size, std::optional<Dialect> dialect,
+                             std::optional<std::string_view> keras_version) {
+  const json root = parse_text(text, "json");
+  if (!root.is_object()) fail(Code::parse, "json: expected an object {\"class_name\": ..., \"config\": {...}}");
+  if (!root.contains("class_name") || !root["class_name"].is_string())
+    fail(Code::parse, "json: missing the string field \"class_name\"");
+  if (!root.contains("config") || !root["config"].is_object())
+    fail(Code::parse, "json: missing the object field \"config\"");
+  const std::string cls = root["class_name"].get<std::string>();
+  const json& cfg = root["config"];
+
+  LayerKind kind;
+  if (cls == "GRU" || cls == "GRUV1" || cls == "GRUV2") kind = LayerKind::gru;
+  else if (cls == "LSTM" || cls == "LSTMV1" || cls == "LSTMV2") kind = LayerKind::lstm;
+  else if (cls == "CuDNNGRU") kind = LayerKind::cudnn_gru;
+  else if (cls == "CuDNNLSTM") kind = LayerKind::cudnn_lstm;
+  else if (cls == "GRUCell") kind = LayerKind::gru_cell;
+  else if (cls == "LSTMCell") kind = LayerKind::lstm_cell;
+  else
+    fail(Code::unsupported, "class_name: '", cls,
+         "' is not a layer recur runs (GRU, LSTM, CuDNNGRU, CuDNNLSTM, GRUCell, LSTMCell)");
+
+  const Dialect dia = dialect ? *dialect : detect(root, cfg);
+  const DialectInfo info = keras_version ? DialectInfo::parse(dia, *keras_version) : DialectInfo::latest(dia);
+  LayerConfig c = LayerConfig::defaults(kind, info);
+  const bool k3 = dia == Dialect::keras3;
+  const bool cudnn = c.is_cudnn();
+  const bool cell = c.is_cell();
+
+  std::set<std::string> allowed{"name", "trainable", "dtype", "units", "kernel_initializer", "recurrent_initializer",
+                                "bias_initializer", "kernel_regularizer", "recurrent_regularizer",
+                                "bias_regularizer", "activity_regularizer", "kernel_constraint",
+                                "recurrent_constraint", "bias_constraint", "input_shape", "batch_size",
+                                "input_dim"};
+  if (!cell)
+    for (const char* k : {"return_sequences", "return_state", "go_backwards", "stateful", "time_major"})
+      allowed.insert(k);
+  if (!cell && !cudnn)
+    for (const char* k : {"unroll", "zero_output_for_mask", "num_constants", "input_length"}) allowed.insert(k);
+  if (!cudnn)
+    for (const char* k : {"activation", "recurrent_activation", "use_bias", "dropout", "recurrent_dropout",
+                          "implementation", "seed"})
+      allowed.insert(k);
+  if (c.is_gru() && !cudnn) allowed.insert("reset_after");
+  if (!c.is_gru()) allowed.insert("unit_forget_bias");
+  if (k3) {
+    allowed.insert("use_cudnn");
+  } else {
+    allowed.insert("batch_input_shape");
+    allowed.insert("enable_caching_device");
+  }
+  for (auto it = cfg.begin(); it != cfg.end(); ++it) {
+    if (allowed.count(it.key())) continue;
+    if (k3 && (it.key() == "time_major" || it.key() == "batch_input_shape" || it.key() == "enable_caching_device"))
+      fail(Code::unsupported, it.key(), ": Keras 3 does not accept this Keras 2 argument (it raises \"Unrecognized ",
+           "keyword arguments passed to ", cls, ": {'", it.key(), "': ...}\"); load the config as Keras 2");
+    fail(Code::invalid_argument, "config: ", cls, " (", info.name(), ") has no argument '", it.key(), "'");
+  }
+
+  check_dtype(cfg);
+  if (cfg.contains("name") && cfg["name"].is_string()) c.name = cfg["name"].get<std::string>();
+  c.trainable = get_bool(cfg, "trainable", true);
+  if (!cfg.contains("units")) fail(Code::invalid_argument, "units: missing from the ", cls, " config");
+  c.units = get_int(cfg, "units", 0);
+  if (!cudnn) {
+    for (const char* key : {"activation", "recurrent_activation"}) {
+      if (!cfg.contains(key)) continue;
+      const json& a = cfg[key];
+      if (!a.is_null() && !a.is_string())
+        fail(Code::invalid_argument, key, ": expected an activation name, got ", a.dump(),
+             " (custom activations cannot be loaded)");
+      const std::string name = a.is_null() ? "linear" : a.get<std::string>();
+      (std::string(key) == "activation" ? c.activation : c.recurrent_activation) = parse_activation(name, info, key);
+    }
+    c.use_bias = get_bool(cfg, "use_bias", true);
+    c.dropout = rate(cfg, "dropout");
+    c.recurrent_dropout = rate(cfg, "recurrent_dropout");
+    c.implementation = get_int(cfg, "implementation", 2);
+    if (!k3 && c.implementation == 0) c.implementation = 1;  // Keras 2's from_config maps 0 to 1
+    if (cfg.contains("seed") && !cfg["seed"].is_null()) c.seed = seed_of(cfg, "seed");
+  }
+  if (c.is_gru() && !cudnn) c.reset_after = get_bool(cfg, "reset_after", true);
+  if (!c.is_gru()) c.unit_forget_bias = get_bool(cfg, "unit_forget_bias", true);
+  if (!cell) {
+    c.return_sequences = get_bool(cfg, "return_sequences", false);
+    c.return_state = get_bool(cfg, "return_state", false);
+    c.go_backwards = get_bool(cfg, "go_backwards", false);
+    c.stateful = get_bool(cfg, "stateful", false);
+    c.time_major = get_bool(cfg, "time_major", false);
+    if (!cudnn) {
+      c.unroll = get_bool(cfg, "unroll", false);
+      c.zero_output_for_mask = get_bool(cfg, "zero_output_for_mask", false);
+      if (get_int(cfg, "num_constants", 0) != 0)
+        fail(Code::unsupported, "num_constants: constants are not supported by GRU/LSTM cells");
+    }
+  }
+  if (cfg.contains("kernel_initializer"))
+    c.kernel_initializer = initializer_from(cfg["kernel_initializer"], info, "kernel_initializer");
+  if (cfg.contains("recurrent_initializer"))
+    c.recurrent_initializer = initializer_from(cfg["recurrent_initializer"], info, "recurrent_initializer");
+  if (cfg.contains("bias_initializer"))
+    c.bias_initializer = initializer_from(cfg["bias_initializer"], info, "bias_initializer");
+  c.kernel_regularizer = regularizer_from(cfg.value("kernel_regularizer", json()), info, "kernel_regularizer");
+  c.recurrent_regularizer = regularizer_from(cfg.value("recurrent_regularizer", json()), info, "recurrent_regularizer");
+  c.bias_regularizer = regularizer_from(cfg.value("bias_regularizer", json()), info, "bias_regularizer");
+  c.activity_regularizer = regularizer_from(cfg.value("activity_regularizer", json()), info, "activity_regularizer");
+  c.kernel_constraint = constraint_from(cfg.value("kernel_constraint", json()), info, "kernel_constraint");
+  c.recurrent_constraint = constraint_from(cfg.value("recurrent_constraint", json()), info, "recurrent_constraint");
+  c.bias_constraint = constraint_from(cfg.value("bias_constraint", json()), info, "bias_constraint");
+
+  // Input size and (for stateful layers) the batch size come from the recorded input shape.
+  int batch = 0, features = 0, axis1 = 0;
+  bool have_shape = false;
+  if (!k3 && cfg.contains("batch_input_shape")) have_shape = shape_dims(cfg["batch_input_shape"], batch, features, axis1);
+  if (k3 && root.contains("build_config") && root["build_config"].is_object()) {
+    const json& bc = root["build_config"];
+    if (bc.contains("input_shape")) have_shape = shape_dims(bc["input_shape"], batch, features, axis1);
+  }
+  if (cell && have_shape) axis1 = 0;
+  if (have_shape && !cell && c.time_major) batch = axis1;  // (T, B, F)
+  if (cfg.contains("batch_size") && cfg["batch_size"].is_number_integer()) batch = cfg["batch_size"].get<int>();
+  c.input_size = input_size > 0 ? input_size : features;
+  if (input_size > 0 && features > 0 && features != input_size)
+    fail(Code::shape, "input_size: ", input_size, " was given, but the config records input size ", features);
+  if (c.input_size <= 0)
+    fail(Code::invalid_argument, "input_size: not given, and the config records no input shape (",
+         k3 ? "build_config" : "batch_input_shape", ")");
+  c.batch_size = c.stateful ? batch : 0;
+  c.validate();
+  return c;
+}
+
+}  // namespace recur

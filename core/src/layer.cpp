@@ -1,0 +1,546 @@
+#include "recur/layer.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "recur/constraints.hpp"
+#include "recur/error.hpp"
+#include "recur/initializers.hpp"
+#include "recur/regularizers.hpp"
+
+namespace recur {
+namespace {
+
+const LayerConfig& validated(const LayerConfig& c) {
+  c.validate();
+  return c;
+}
+
+std::size_t checked_product(std::initializer_list<Index> dims, const char* what) {
+  std::size_t total = 1;
+  for (Index d : dims) {
+    if (d < 0) fail(Error::Code::invalid_argument, what, ": negative dimension ", d);
+    const auto ud = static_cast<std::size_t>(d);
+    if (ud != 0 && total > (static_cast<std::size_t>(1) << 40) / ud)
+      fail(Error::Code::invalid_argument, what, ": dimensions are too large");
+    total *= ud;
+  }
+  return total;
+}
+
+// Inputs with dropout applied: row r of the input belongs to sample r / T (or r % B, time-major).
+std::vector<float> apply_row_mask(const float* x, Index rows, Index F, Index B, Index T, bool time_major,
+                                  const RowMatrix& mask) {
+  std::vector<float> out(static_cast<std::size_t>(rows * F));
+  for (Index r = 0; r < rows; ++r) {
+    const Index b = time_major ? r % B : r / T;
+    for (Index j = 0; j < F; ++j) out[static_cast<std::size_t>(r * F + j)] = x[r * F + j] * mask(b, j);
+  }
+  return out;
+}
+
+thread_local SequenceWorkspace tls_workspace;
+
+}  // namespace
+
+Layer::Layer(LayerConfig config)
+    : config_(std::move(config)), specs_(weight_specs(validated(config_))), cell_(config_) {
+  rng_.reseed(config_.seed ? *config_.seed : Rng::entropy());
+  for (const auto& s : specs_) weights_.emplace_back(s.shape);
+  initialize(config_.kernel_initializer, weights_[0], rng_);
+  initialize(config_.recurrent_initializer, weights_[1], rng_);
+  if (config_.use_bias) {
+    Tensor& bias = weights_[2];
+    const Index u = config_.units;
+    const bool lstm = config_.kind == LayerKind::lstm || config_.kind == LayerKind::lstm_cell;
+    if ((lstm || config_.kind == LayerKind::cudnn_lstm) && config_.unit_forget_bias) {
+      // Keras calls the initializer twice around a block of ones (a seeded initializer therefore
+      // repeats its prefix); CuDNNLSTM's ones are the recurrent forget block.
+      const Index before = lstm ? u : 5 * u;
+      Tensor head({before}), tail({2 * u});
+      initialize(config_.bias_initializer, head, rng_);
+      initialize(config_.bias_initializer, tail, rng_);
+      float* d = bias.data();
+      std::copy(head.data(), head.data() + before, d);
+      std::fill(d + before, d + before + u, 1.0f);
+      std::copy(tail.data(), tail.data() + 2 * u, d + before + u);
+    } else {
+      initialize(config_.bias_initializer, bias, rng_);
+    }
+  }
+  if (config_.stateful) stored_.emplace(config_.num_states(), config_.batch_size, config_.units);
+  sync_cell();
+}
+
+void Layer::sync_cell() { cell_.set_params(cell_params(config_, weights_)); }
+
+void Layer::require_sequence_layer(const char* what) const {
+  if (config_.is_cell())
+    fail(Error::Code::state, what, ": ", kind_name(config_.kind),
+         " is a cell, not a sequence layer; step it with the cell call");
+}
+
+void Layer::require_cell(const char* what) const {
+  if (!config_.is_cell())
+    fail(Error::Code::state, what, ": ", kind_name(config_.kind),
+         " is a sequence layer, not a cell (GRUCell/LSTMCell)");
+}
+
+// ----- weights -----
+
+const WeightSpec& Layer::weight_spec(std::size_t i) const {
+  if (i >= specs_.size())
+    fail(Error::Code::invalid_argument, "index: weight ", i, " does not exist; ", kind_name(config_.kind), " has ",
+         specs_.size(), " weights");
+  return specs_[i];
+}
+
+const Tensor& Layer::weight(std::size_t i) const {
+  weight_spec(i);
+  return weights_[i];
+}
+
+std::size_t Layer::weights_size() const {
+  std::size_t n = 0;
+  for (const auto& w : weights_) n += static_cast<std::size_t>(w.size());
+  return n;
+}
+
+void Layer::get_weight(std::size_t i, float* out, std::size_t len) const {
+  const Tensor& w = weight(i);
+  if (!out) fail(Error::Code::invalid_argument, "out: is NULL");
+  if (len != static_cast<std::size_t>(w.size()))
+    fail(Error::Code::shape, "out: weight '", specs_[i].name, "' has shape ", shape_string(w.shape), " = ", w.size(),
+         " floats, but the buffer holds ", len);
+  std::memcpy(out, w.data(), len * sizeof(float));
+}
+
+void Layer::set_weight(std::size_t i, const float* data, std::size_t len, const std::int64_t* dims, int ndims) {
+  const WeightSpec& spec = weight_spec(i);
+  if (!data) fail(Error::Code::invalid_argument, "data: is NULL");
+  if (dims) {
+    std::vector<Index> given(dims, dims + std::max(ndims, 0));
+    if (ndims < 0 || given != spec.shape)
+      fail(Error::Code::shape, "weight '", spec.name, "' of ", kind_name(config_.kind), ": expected shape ",
+           shape_string(spec.shape), ", got ", ndims < 0 ? std::string("a negative rank") : shape_string(given));
+  }
+  Tensor& w = weights_[i];
+  if (len != static_cast<std::size_t>(w.size()))
+    fail(Error::Code::shape, "weight '", spec.name, "': expected ", w.size(), " floats for shape ",
+         shape_string(spec.shape), ", got ", len);
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::memcpy(w.data(), data, len * sizeof(float));
+  sync_cell();
+}
+
+void Layer::set_weights(const float* data, std::size_t len) {
+  if (!data) fail(Error::Code::invalid_argument, "data: is NULL");
+  const std::size_t total = weights_size();
+  if (len != total) {
+    std::string shapes;
+    for (const auto& s : specs_) shapes += std::string(shapes.empty() ? "" : ", ") + s.name + " " + shape_string(s.shape);
+    fail(Error::Code::shape, "weights: expected ", total, " floats (", shapes, "), got ", len);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::size_t offset = 0;
+  for (auto& w : weights_) {
+    std::memcpy(w.data(), data + offset, static_cast<std::size_t>(w.size()) * sizeof(float));
+    offset += static_cast<std::size_t>(w.size());
+  }
+  sync_cell();
+}
+
+// ----- sequence layers -----
+
+std::size_t Layer::output_size(Index batch, Index timesteps) const {
+  return checked_product({batch, config_.return_sequences ? timesteps : 1, config_.units}, "output");
+}
+
+void Layer::check_states_arg(const float* states, std::size_t len, int num_given, Index batch,
+                             const char* what) const {
+  const int n = config_.num_states();
+  if (num_given != n)
+    fail(Error::Code::shape, what, ": ", kind_name(config_.kind), " has ", n, " state(s) (", n == 1 ? "h" : "h, c",
+         ") but was passed ", num_given, " (Keras: \"Layer has ", n, " states but was passed ", num_given,
+         " initial states\")");
+  if (!states) fail(Error::Code::invalid_argument, what, ": is NULL");
+  const std::size_t want = checked_product({n, batch, config_.units}, what);
+  if (len != want)
+    fail(Error::Code::shape, what, ": expected ", n, " tensor(s) of shape (", batch, ", ", config_.units, ") = ", want,
+         " floats, got ", len);
+}
+
+int Layer::mask_count() const {
+  if (config_.dialect.dialect == Dialect::keras2) return config_.gates();
+  return config_.effective_implementation() == 1 ? config_.gates() : 1;
+}
+
+std::vector<RowMatrix> Layer::make_masks(int count, Index rows, Index cols, float rate) {
+  std::vector<RowMatrix> masks;
+  const float keep_scale = rate < 1.0f ? 1.0f / (1.0f - rate) : 0.0f;
+  for (int m = 0; m < count; ++m) {
+    RowMatrix mask(rows, cols);
+    for (Index i = 0; i < mask.size(); ++i) mask.data()[i] = rng_.uniform() >= rate ? keep_scale : 0.0f;
+    masks.push_back(std::move(mask));
+  }
+  return masks;
+}
+
+void Layer::call(const LayerCall& a) {
+  require_sequence_layer("forward");
+  const Index B = a.batch, T = a.timesteps, F = config_.input_size, u = config_.units;
+  const int ns = config_.num_states();
+  if (B <= 0) fail(Error::Code::invalid_argument, "batch: expected a positive batch size, got ", B);
+  if (T <= 0) fail(Error::Code::invalid_argument, "timesteps: expected at least 1 timestep, got ", T);
+  if (!a.input) fail(Error::Code::invalid_argument, "input: is NULL");
+  const std::size_t in_len = checked_product({B, T, F}, "input");
+  if (a.input_len != in_len)
+    fail(Error::Code::shape, "input: expected ", in_len, " floats for shape ",
+         config_.time_major ? "(T, B, F) = (" : "(B, T, F) = (", config_.time_major ? T : B, ", ",
+         config_.time_major ? B : T, ", ", F, "), got ", a.input_len);
+  if (a.mask) {
+    if (config_.is_cudnn()) fail(Error::Code::unsupported, "mask: Masking is not supported for CuDNN RNNs.");
+    if (a.mask_len != static_cast<std::size_t>(B * T))
+      fail(Error::Code::shape, "mask: expected ", B * T, " values for shape ", config_.time_major ? "(T, B)" : "(B, T)",
+           ", got ", a.mask_len);
+  }
+  if (!a.output) fail(Error::Code::invalid_argument, "output: is NULL");
+  const std::size_t out_len = output_size(B, T);
+  if (a.output_len != out_len)
+    fail(Error::Code::shape, "output: expected ", out_len, " floats for shape ",
+         config_.return_sequences ? (config_.time_major ? "(T, B, units)" : "(B, T, units)") : "(B, units)",
+         ", got ", a.output_len);
+  const bool has_initial = a.initial_state != nullptr || a.num_initial_states != 0;
+  if (has_initial) check_states_arg(a.initial_state, a.initial_state_len, a.num_initial_states, B, "initial_state");
+  const std::size_t state_len = checked_product({ns, B, u}, "final_state");
+  if (a.final_state && a.final_state_len != state_len)
+    fail(Error::Code::shape, "final_state: expected ", ns, " tensor(s) of shape (", B, ", ", u, ") = ", state_len,
+         " floats, got ", a.final_state_len);
+  if (config_.stateful && B != config_.batch_size)
+    fail(Error::Code::shape, "batch: this stateful layer has batch size ", config_.batch_size,
+         "; the input has batch ", B,
+         " (Keras: \"If an RNN is stateful, the batch size of the input sequences must be the same as the batch "
+         "size of the initial state\")");
+
+  std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+  const bool dropout_on = a.training && (config_.dropout > 0.0f || config_.recurrent_dropout > 0.0f);
+  if (config_.stateful || dropout_on || config_.activity_regularizer.active()) lock.lock();
+
+  // Initial states: passed ones, the stored ones of a stateful layer, or zeros.
+  std::vector<RowMatrix> states(static_cast<std::size_t>(ns), RowMatrix::Zero(B, u));
+  bool use_passed = has_initial;
+  if (config_.stateful && has_initial && config_.dialect.dialect == Dialect::keras2)
+    use_passed = stored_->all_zero();  // Keras 2: stored non-zero states win over initial_state
+  if (use_passed) {
+    for (int s = 0; s < ns; ++s)
+      std::memcpy(states[static_cast<std::size_t>(s)].data(), a.initial_state + static_cast<std::size_t>(s * B * u),
+                  static_cast<std::size_t>(B * u) * sizeof(float));
+  } else if (config_.stateful) {
+    for (int s = 0; s < ns; ++s) states[static_cast<std::size_t>(s)] = stored_->tensor(s);
+  }
+
+  SequenceWorkspace& ws = tls_workspace;
+  const Index rows = B * T;
+  const float* input = a.input;
+  std::vector<float> batch_reversed;
+  bool go_backwards = config_.go_backwards;
+  if (config_.is_cudnn() && config_.time_major && go_backwards) {
+    // Keras 2's CuDNN layers reverse axis 1, which is the batch axis of a time-major input.
+    batch_reversed.resize(in_len);
+    for (Index t = 0; t < T; ++t)
+      for (Index b = 0; b < B; ++b)
+        std::memcpy(&batch_reversed[static_cast<std::size_t>((t * B + b) * F)], input + (t * B + (B - 1 - b)) * F,
+                    static_cast<std::size_t>(F) * sizeof(float));
+    input = batch_reversed.data();
+    go_backwards = false;
+  }
+
+  // Dropout (training only): which masks, and how they are sampled, follows the dialect and path.
+  std::vector<const float*> inputs{input};
+  std::vector<RowMatrix> recurrent_masks;
+  ws.dropped.clear();
+  if (dropout_on) {
+    const float d = config_.dropout, rd = config_.recurrent_dropout;
+    if (config_.keras2_fused_path()) {
+      if (d >= 1.0f)
+        fail(Error::Code::invalid_argument,
+             "dropout: 1.0 in training mode fails in Keras 2's fused GRU/LSTM (tf.nn.dropout needs a rate in [0, 1))");
+      if (d > 0.0f) {
+        // A fresh mask for every timestep, shared by all gates (Keras 2 masks the whole 3-D input).
+        const RowMatrix m = make_masks(1, rows, F, d)[0];
+        ws.dropped.emplace_back(in_len);
+        for (std::size_t i = 0; i < in_len; ++i) ws.dropped[0][i] = input[i] * m.data()[i];
+        inputs = {ws.dropped[0].data()};
+      }
+    } else {
+      if (d > 0.0f && d < 1.0f) {
+        const int count = config_.effective_implementation() == 1 ? config_.gates() : 1;
+        const std::vector<RowMatrix> masks = make_masks(count, B, F, d);
+        inputs.clear();
+        for (const auto& m : masks) {
+          ws.dropped.push_back(apply_row_mask(input, rows, F, B, T, config_.time_major, m));
+          inputs.push_back(ws.dropped.back().data());
+        }
+      }
+      if (rd > 0.0f && rd < 1.0f) recurrent_masks = make_masks(config_.gates(), B, u, rd);
+    }
+  }
+
+  SequenceJob job;
+  job.inputs = inputs.data();
+  job.num_inputs = static_cast<int>(inputs.size());
+  job.batch = B;
+  job.timesteps = T;
+  job.time_major = config_.time_major;
+  job.go_backwards = go_backwards;
+  job.mask = a.mask;
+  job.zero_output_for_mask = config_.zero_output_for_mask;
+  job.unrolled_mask_quirk = config_.unroll && config_.go_backwards;
+  job.recurrent_masks = recurrent_masks.empty() ? nullptr : &recurrent_masks;
+  job.states = states.data();
+  job.sequence_output = config_.return_sequences ? a.output : nullptr;
+  job.last_output = config_.return_sequences ? nullptr : a.output;
+  cpu_backend().run_sequence(cell_, job, ws);
+
+  if (a.final_state)
+    for (int s = 0; s < ns; ++s)
+      std::memcpy(a.final_state + static_cast<std::size_t>(s * B * u), states[static_cast<std::size_t>(s)].data(),
+                  static_cast<std::size_t>(B * u) * sizeof(float));
+  if (config_.stateful)
+    for (int s = 0; s < ns; ++s) stored_->tensor(s) = states[static_cast<std::size_t>(s)];
+  if (config_.activity_regularizer.active()) record_activity(a, states.data());
+}
+
+void Layer::record_activity(const LayerCall& a, const RowMatrix* final_states) {
+  // Keras regularises every flattened output of the call (states too with return_state) and, in
+  // Keras 2 and Keras >= 3.14, divides each penalty by the size of the output's first axis.
+  const bool divide = config_.dialect.dialect == Dialect::keras2 || config_.dialect.at_least(3, 14);
+  const RegularizerSpec& reg = config_.activity_regularizer;
+  const Index u = config_.units;
+  activity_losses_.clear();
+  const Index out_rows = config_.return_sequences ? a.batch * a.timesteps : a.batch;
+  const Index first_axis = config_.return_sequences && config_.time_major ? a.timesteps : a.batch;
+  float v = regularization_penalty(reg, a.output, out_rows, u);
+  activity_losses_.push_back({"activity:output", divide ? v / static_cast<float>(first_axis) : v});
+  if (config_.return_state) {
+    for (int s = 0; s < config_.num_states(); ++s) {
+      v = regularization_penalty(reg, final_states[s].data(), a.batch, u);
+      activity_losses_.push_back(
+          {s == 0 ? "activity:state_h" : "activity:state_c", divide ? v / static_cast<float>(a.batch) : v});
+    }
+  }
+}
+
+void Layer::call_state(State& state, const float* input, std::size_t input_len, Index timesteps,
+                       const std::uint8_t* mask, std::size_t mask_len, float* output, std::size_t output_len) const {
+  require_sequence_layer("forward_state");
+  const Index B = state.batch(), T = timesteps, F = config_.input_size;
+  if (state.num_states() != config_.num_states() || state.units() != config_.units)
+    fail(Error::Code::shape, "state: holds ", state.num_states(), " tensor(s) of ", state.units(), " units; ",
+         kind_name(config_.kind), " needs ", config_.num_states(), " of ", config_.units, " units");
+  if (T <= 0) fail(Error::Code::invalid_argument, "timesteps: expected at least 1 timestep, got ", T);
+  if (!input) fail(Error::Code::invalid_argument, "input: is NULL");
+  const std::size_t in_len = checked_product({B, T, F}, "input");
+  if (input_len != in_len)
+    fail(Error::Code::shape, "input: expected ", in_len, " floats for ", B, " streams x ", T, " steps x ", F,
+         " features, got ", input_len);
+  if (mask) {
+    if (config_.is_cudnn()) fail(Error::Code::unsupported, "mask: Masking is not supported for CuDNN RNNs.");
+    if (mask_len != static_cast<std::size_t>(B * T))
+      fail(Error::Code::shape, "mask: expected ", B * T, " values, got ", mask_len);
+  }
+  if (!output) fail(Error::Code::invalid_argument, "output: is NULL");
+  const std::size_t out_len = output_size(B, T);
+  if (output_len != out_len) fail(Error::Code::shape, "output: expected ", out_len, " floats, got ", output_len);
+  std::vector<float> batch_reversed;
+  bool go_backwards = config_.go_backwards;
+  if (config_.is_cudnn() && config_.time_major && go_backwards) {
+    batch_reversed.resize(in_len);
+    for (Index t = 0; t < T; ++t)
+      for (Index b = 0; b < B; ++b)
+        std::memcpy(&batch_reversed[static_cast<std::size_t>((t * B + b) * F)], input + (t * B + (B - 1 - b)) * F,
+                    static_cast<std::size_t>(F) * sizeof(float));
+    input = batch_reversed.data();
+    go_backwards = false;
+  }
+  const float* inputs[1] = {input};
+  SequenceJob job;
+  job.inputs = inputs;
+  job.batch = B;
+  job.timesteps = T;
+  job.time_major = config_.time_major;
+  job.go_backwards = go_backwards;
+  job.mask = mask;
+  job.zero_output_for_mask = config_.zero_output_for_mask;
+  job.unrolled_mask_quirk = config_.unroll && config_.go_backwards;
+  job.states = state.tensors();
+  job.sequence_output = config_.return_sequences ? output : nullptr;
+  job.last_output = config_.return_sequences ? nullptr : output;
+  cpu_backend().run_sequence(cell_, job, state.workspace());
+}
+
+// ----- stateful -----
+
+void Layer::reset_states() {
+  require_sequence_layer("reset_states");
+  if (!config_.stateful) fail(Error::Code::state, "reset_states: Layer must be stateful.");
+  std::lock_guard<std::mutex> lock(mutex_);
+  stored_->reset();
+}
+
+void Layer::reset_states(const float* states, std::size_t len, int num_given) {
+  require_sequence_layer("reset_states");
+  if (!config_.stateful) fail(Error::Code::state, "reset_states: Layer must be stateful.");
+  const int n = config_.num_states();
+  if (num_given != n)
+    fail(Error::Code::shape, "states: Layer ", config_.name.empty() ? kind_name(config_.kind) : config_.name.c_str(),
+         " expects ", n, " states, but it received ", num_given, " state values.");
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!states) fail(Error::Code::invalid_argument, "states: is NULL");
+  const std::size_t want = static_cast<std::size_t>(stored_->size());
+  if (len != want)
+    fail(Error::Code::shape, "states: State is incompatible with layer ",
+         config_.name.empty() ? kind_name(config_.kind) : config_.name.c_str(), ": expected ", n, " x shape=(",
+         config_.batch_size, ", ", config_.units, ") = ", want, " floats but found ", len);
+  stored_->set(states, len, num_given, "states");
+}
+
+void Layer::get_states(float* out, std::size_t len) const {
+  require_sequence_layer("get_states");
+  if (!config_.stateful) fail(Error::Code::state, "get_states: Layer must be stateful.");
+  std::lock_guard<std::mutex> lock(mutex_);
+  stored_->get(out, len);
+}
+
+// ----- cells -----
+
+std::vector<RowMatrix> Layer::dropout_mask(Index batch, bool training) {
+  if (batch <= 0) fail(Error::Code::invalid_argument, "batch: expected a positive batch size, got ", batch);
+  if (config_.dropout <= 0.0f) return {};
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (dropout_cached_) {
+    if (dropout_cache_.front().rows() != batch)
+      fail(Error::Code::shape, "batch: the cached dropout mask was made for batch ", dropout_cache_.front().rows(),
+           ", not ", batch, "; reset the dropout mask first");
+    return dropout_cache_;
+  }
+  // Keras 2 caches ones when asked outside training; Keras 3 always samples.
+  if (config_.dialect.dialect == Dialect::keras2 && !training)
+    dropout_cache_.assign(static_cast<std::size_t>(mask_count()), RowMatrix::Ones(batch, config_.input_size));
+  else
+    dropout_cache_ = make_masks(mask_count(), batch, config_.input_size, config_.dropout);
+  dropout_cached_ = true;
+  return dropout_cache_;
+}
+
+std::vector<RowMatrix> Layer::recurrent_dropout_mask(Index batch, bool training) {
+  if (batch <= 0) fail(Error::Code::invalid_argument, "batch: expected a positive batch size, got ", batch);
+  if (config_.recurrent_dropout <= 0.0f) return {};
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (recurrent_dropout_cached_) {
+    if (recurrent_dropout_cache_.front().rows() != batch)
+      fail(Error::Code::shape, "batch: the cached recurrent dropout mask was made for batch ",
+           recurrent_dropout_cache_.front().rows(), ", not ", batch, "; reset the recurrent dropout mask first");
+    return recurrent_dropout_cache_;
+  }
+  if (config_.dialect.dialect == Dialect::keras2 && !training)
+    recurrent_dropout_cache_.assign(static_cast<std::size_t>(config_.gates()), RowMatrix::Ones(batch, config_.units));
+  else
+    recurrent_dropout_cache_ = make_masks(config_.gates(), batch, config_.units, config_.recurrent_dropout);
+  recurrent_dropout_cached_ = true;
+  return recurrent_dropout_cache_;
+}
+
+void Layer::reset_dropout_mask() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  dropout_cache_.clear();
+  dropout_cached_ = false;
+}
+
+void Layer::reset_recurrent_dropout_mask() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  recurrent_dropout_cache_.clear();
+  recurrent_dropout_cached_ = false;
+}
+
+void Layer::cell_call(const float* input, std::size_t input_len, Index batch, const float* states,
+                      std::size_t states_len, int num_given, bool training, float* output, std::size_t output_len,
+                      float* new_states, std::size_t new_states_len) {
+  require_cell("cell_call");
+  const Index B = batch, F = config_.input_size, u = config_.units;
+  const int ns = config_.num_states();
+  if (B <= 0) fail(Error::Code::invalid_argument, "batch: expected a positive batch size, got ", B);
+  if (!input) fail(Error::Code::invalid_argument, "input: is NULL");
+  if (input_len != checked_product({B, F}, "input"))
+    fail(Error::Code::shape, "input: expected (B, F) = (", B, ", ", F, ") = ", B * F, " floats, got ", input_len);
+  check_states_arg(states, states_len, num_given, B, "states");
+  if (!output) fail(Error::Code::invalid_argument, "output: is NULL");
+  if (output_len != static_cast<std::size_t>(B * u))
+    fail(Error::Code::shape, "output: expected (B, units) = (", B, ", ", u, ") = ", B * u, " floats, got ", output_len);
+  if (new_states && new_states_len != static_cast<std::size_t>(ns * B * u))
+    fail(Error::Code::shape, "new_states: expected ", ns, " x (", B, ", ", u, ") = ", ns * B * u, " floats, got ",
+         new_states_len);
+
+  std::vector<std::vector<float>> dropped;
+  std::vector<const float*> inputs{input};
+  std::vector<RowMatrix> rec_masks;
+  const float d = config_.dropout, rd = config_.recurrent_dropout;
+  if (training && d > 0.0f && d < 1.0f) {
+    const std::vector<RowMatrix> masks = dropout_mask(B, training);
+    const std::size_t used = config_.effective_implementation() == 1 ? masks.size() : 1;  // impl 2 uses mask 0
+    inputs.clear();
+    for (std::size_t m = 0; m < used; ++m) {
+      dropped.push_back(apply_row_mask(input, B, F, B, 1, false, masks[m]));
+      inputs.push_back(dropped.back().data());
+    }
+  }
+  if (training && rd > 0.0f && rd < 1.0f) rec_masks = recurrent_dropout_mask(B, training);
+
+  std::vector<RowMatrix> in(static_cast<std::size_t>(ns)), out(static_cast<std::size_t>(ns));
+  for (int s = 0; s < ns; ++s)
+    in[static_cast<std::size_t>(s)] = Eigen::Map<const RowMatrix>(states + s * B * u, B, u);
+  RowMatrix xp;
+  StepWorkspace ws;
+  cell_.project(inputs.data(), static_cast<int>(inputs.size()), B, xp);
+  cell_.step(xp.data(), xp.cols(), B, in.data(), out.data(), rec_masks.empty() ? nullptr : &rec_masks, ws);
+  std::memcpy(output, out[0].data(), static_cast<std::size_t>(B * u) * sizeof(float));
+  if (new_states)
+    for (int s = 0; s < ns; ++s)
+      std::memcpy(new_states + s * B * u, out[static_cast<std::size_t>(s)].data(),
+                  static_cast<std::size_t>(B * u) * sizeof(float));
+  if (config_.activity_regularizer.active()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const bool divide = config_.dialect.dialect == Dialect::keras2 || config_.dialect.at_least(3, 14);
+    activity_losses_.clear();
+    const float v = regularization_penalty(config_.activity_regularizer, output, B, u);
+    activity_losses_.push_back({"activity:output", divide ? v / static_cast<float>(B) : v});
+  }
+}
+
+// ----- losses and constraints -----
+
+std::vector<Loss> Layer::losses() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<Loss> out = activity_losses_;
+  // Keras 3 reports weight penalties for trainable weights only.
+  if (config_.dialect.dialect == Dialect::keras3 && !config_.trainable) return out;
+  const RegularizerSpec* regs[3] = {&config_.kernel_regularizer, &config_.recurrent_regularizer,
+                                    &config_.bias_regularizer};
+  for (std::size_t i = 0; i < weights_.size(); ++i) {
+    if (!regs[i]->active()) continue;
+    const Tensor& w = weights_[i];
+    out.push_back({specs_[i].name, regularization_penalty(*regs[i], w.data(), w.value.rows(), w.value.cols())});
+  }
+  return out;
+}
+
+void Layer::apply_constraints() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const ConstraintSpec* specs[3] = {&config_.kernel_constraint, &config_.recurrent_constraint, &config_.bias_constraint};
+  const char* fields[3] = {"kernel_constraint", "recurrent_constraint", "bias_constraint"};
+  for (std::size_t i = 0; i < weights_.size(); ++i)
+    apply_constraint(*specs[i], weights_[i], config_.dialect.dialect, fields[i]);
+  sync_cell();
+}
+
+}  // namespace recur
