@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Every test: install what is missing, build, run the whole suite with ctest, then build again
+# with AddressSanitizer + UndefinedBehaviorSanitizer and run the suite there too.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+jobs=$(nproc)
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DRECUR_BUILD_TESTS=ON
+cmake --build build -j"$jobs"
+(cd build && ctest --output-on-failure -j"$jobs")
+
+if [[ "${RECUR_SKIP_SANITIZERS:-0}" != 1 ]]; then
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRECUR_SANITIZE=ON -DRECUR_BUILD_TESTS=ON
+  cmake --build build-asan -j"$jobs"
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j"$jobs")
+fi
