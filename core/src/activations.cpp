@@ -13,7 +13,9 @@ namespace {
 struct NameEntry {
   const char* name;
   Activation kind;
-  bool keras2;  // accepted by tf.keras / tf-keras activations.get
+  // accepted by tf.keras / tf-keras activations.get (its functions plus the module globals
+  // leaky_relu, log_softmax, relu6 and silu that tf_keras/activations.py adds for deserialize())
+  bool keras2;
   bool keras3;  // accepted by keras 3 activations.get
 };
 
@@ -24,15 +26,15 @@ constexpr NameEntry kNames[] = {
     {"sigmoid", Activation::sigmoid, true, true},
     {"hard_sigmoid", Activation::hard_sigmoid, true, true},
     {"relu", Activation::relu, true, true},
-    {"relu6", Activation::relu6, false, true},
-    {"leaky_relu", Activation::leaky_relu, false, true},
+    {"relu6", Activation::relu6, true, true},
+    {"leaky_relu", Activation::leaky_relu, true, true},
     {"elu", Activation::elu, true, true},
     {"selu", Activation::selu, true, true},
     {"celu", Activation::celu, false, true},
     {"softplus", Activation::softplus, true, true},
     {"softsign", Activation::softsign, true, true},
     {"exponential", Activation::exponential, true, true},
-    {"silu", Activation::silu, false, true},
+    {"silu", Activation::silu, true, true},
     {"swish", Activation::silu, true, true},
     {"hard_silu", Activation::hard_silu, false, true},
     {"hard_swish", Activation::hard_silu, false, true},
@@ -134,20 +136,21 @@ void softmax_row(float* row, Eigen::Index n, bool log) {
   }
 }
 
-// Euclidean projection onto the simplex (Martins & Astudillo), as Keras 3's sparsemax.
+// Keras 3's TensorFlow-backend sparsemax, as written there: the support is
+// sorted_j - (cumsum_j - 1) / j > 0, and tau sums the cumulative sums over the whole support
+// (not only the last one), so its outputs differ from the textbook projection.
 void sparsemax_row(float* row, Eigen::Index n) {
   std::vector<float> sorted(row, row + n);
   std::sort(sorted.begin(), sorted.end(), std::greater<float>());
-  float cumsum = 0.0f, tau_sum = 0.0f;
-  Eigen::Index k = 0;
+  float cumsum = 0.0f, support_cumsum = 0.0f, k = 0.0f;
   for (Eigen::Index j = 0; j < n; ++j) {
-    cumsum += sorted[j];
-    if (1.0f + static_cast<float>(j + 1) * sorted[j] > cumsum) {
-      k = j + 1;
-      tau_sum = cumsum;
+    cumsum += sorted[static_cast<std::size_t>(j)];
+    if (sorted[static_cast<std::size_t>(j)] - (cumsum - 1.0f) / static_cast<float>(j + 1) > 0.0f) {
+      support_cumsum += cumsum;
+      k += 1.0f;
     }
   }
-  const float tau = (tau_sum - 1.0f) / static_cast<float>(k);
+  const float tau = (support_cumsum - 1.0f) / k;
   for (Eigen::Index j = 0; j < n; ++j) row[j] = std::max(row[j] - tau, 0.0f);
 }
 

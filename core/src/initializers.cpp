@@ -63,7 +63,24 @@ void initialize(const InitializerSpec& spec, Tensor& out, Rng& layer_rng) {
       return;
     case K::variance_scaling: {
       double fan_in = 0, fan_out = 0;
-      compute_fans(out.shape, fan_in, fan_out);
+      if (!spec.input_axes.empty() && !spec.output_axes.empty()) {
+        const int rank = static_cast<int>(out.shape.size());
+        auto product = [&](const std::vector<int>& axes, const char* which) {
+          double p = 1.0;
+          for (int a : axes) {
+            const int ax = a < 0 ? a + rank : a;
+            if (ax < 0 || ax >= rank)
+              fail(Error::Code::invalid_argument, spec.name, ".", which, ": axis ", a, " is out of range for shape ",
+                   shape_string(out.shape));
+            p *= static_cast<double>(out.shape[static_cast<std::size_t>(ax)]);
+          }
+          return p;
+        };
+        fan_in = product(spec.input_axes, "input_axes");
+        fan_out = product(spec.output_axes, "output_axes");
+      } else {
+        compute_fans(out.shape, fan_in, fan_out);
+      }
       double denom = fan_in;
       if (spec.mode == InitializerSpec::Mode::fan_out) denom = fan_out;
       if (spec.mode == InitializerSpec::Mode::fan_avg) denom = (fan_in + fan_out) / 2.0;

@@ -26,6 +26,9 @@ struct InitializerSpec {
   Mode mode = Mode::fan_in;
   Distribution distribution = Distribution::truncated_normal;
   double gain = 1.0;                      // orthogonal, identity
+  // Keras >= 3.15 variance_scaling: axes whose sizes multiply into fan_in / fan_out (both set, or
+  // both empty for the usual rank-based rule).
+  std::vector<int> input_axes, output_axes;
   std::optional<std::uint64_t> seed;      // a seeded initializer returns the same values each call
 };
 

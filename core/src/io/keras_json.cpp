@@ -93,8 +93,25 @@ InitializerSpec initializer_from(const json& j, const DialectInfo&, const char* 
   using K = InitializerSpec::Kind;
   using D = InitializerSpec::Distribution;
   using M = InitializerSpec::Mode;
+  auto axes = [&](const char* key, std::vector<int>& out_axes) {
+    if (!cfg.contains(key) || cfg[key].is_null()) return;
+    if (!cfg[key].is_array()) fail(Code::invalid_argument, field, ".", key, ": expected a list of axes, got ", cfg[key].dump());
+    for (const auto& a : cfg[key]) {
+      if (!a.is_number_integer()) fail(Code::invalid_argument, field, ".", key, ": expected integers, got ", cfg[key].dump());
+      out_axes.push_back(a.get<int>());
+    }
+  };
+  auto fan_axes = [&]() {
+    axes("input_axes", s.input_axes);
+    axes("output_axes", s.output_axes);
+    if (s.input_axes.empty() != s.output_axes.empty()) {  // Keras uses them only as a pair
+      s.input_axes.clear();
+      s.output_axes.clear();
+    }
+  };
   auto vs = [&](double scale, M mode, D dist) {
-    check_keys(cfg, {"seed"}, field, raw);
+    check_keys(cfg, {"seed", "input_axes", "output_axes"}, field, raw);
+    fan_axes();
     s.kind = K::variance_scaling;
     s.scale = scale;
     s.mode = mode;
@@ -130,7 +147,8 @@ InitializerSpec initializer_from(const json& j, const DialectInfo&, const char* 
   } else if (n == "lecun_normal") {
     vs(1.0, M::fan_in, D::truncated_normal);
   } else if (n == "variance_scaling") {
-    check_keys(cfg, {"scale", "mode", "distribution", "seed"}, field, raw);
+    check_keys(cfg, {"scale", "mode", "distribution", "seed", "input_axes", "output_axes"}, field, raw);
+    fan_axes();
     s.kind = K::variance_scaling;
     s.scale = number(cfg, "scale", 1.0, field);
     if (!(s.scale > 0.0)) fail(Code::invalid_argument, field, ".scale: expected a positive number, got ", s.scale);
