@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Structural check of the committed fixtures (standard library only; no Keras needed).
+
+    python3 tests/keras/check_fixtures.py [fixtures_dir]
+
+Checks the format documented in README.md: keys, tensor shapes against their data lengths,
+weight shapes against the layer config, output names/shapes against return_sequences /
+return_state / time_major, mask values, reset_states usage, finiteness, unique names, and the
+size budget (each file < 1.5 MB, all files < 8 MB). Exits 1 on the first problem.
+"""
+import glob
+import json
+import math
+import os
+import sys
+
+MAX_FILE = 1_500_000
+MAX_TOTAL = 8_000_000
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def check_tensor(t, where, shape=None, ints=False):
+    if set(t) - {"shape", "data", "name"} or "shape" not in t or "data" not in t:
+        fail(f"{where}: bad tensor keys {sorted(t)}")
+    if numel(t["shape"]) != len(t["data"]):
+        fail(f"{where}: shape {t['shape']} but {len(t['data'])} values")
+    if shape is not None and list(t["shape"]) != list(shape):
+        fail(f"{where}: shape {t['shape']}, expected {list(shape)}")
+    for v in t["data"]:
+        if ints:
+            if v not in (0, 1) or not isinstance(v, int):
+                fail(f"{where}: mask value {v!r}")
+        elif not isinstance(v, (int, float)) or not math.isfinite(v):
+            fail(f"{where}: bad number {v!r}")
+
+
+def check_case(case, dialect, where):
+    for k in ("name", "layer", "input_size", "weights", "tolerance", "calls"):
+        if k not in case:
+            fail(f"{where}: missing {k}")
+    layer = case["layer"]
+    cls = layer["class_name"]
+    cfg = layer["config"]
+    if dialect == "keras3":
+        for k in ("module", "registered_name", "build_config"):
+            if k not in layer:
+                fail(f"{where}: keras3 layer lacks {k}")
+    if cls not in ("GRU", "LSTM", "GRUCell", "LSTMCell", "CuDNNGRU", "CuDNNLSTM"):
+        fail(f"{where}: class {cls}")
+    if cls.startswith("CuDNN") and dialect != "keras2":
+        fail(f"{where}: CuDNN layer in {dialect}")
+    is_cell = cls.endswith("Cell")
+    is_gru = "GRU" in cls
+    u = cfg["units"]
+    F = case["input_size"]
+    n = 3 if is_gru else 4
+    ns = 1 if is_gru else 2
+    if not (case["tolerance"] > 0):
+        fail(f"{where}: tolerance")
+    if case["tolerance"] != 1e-5 and "tolerance_reason" not in case:
+        fail(f"{where}: loosened tolerance without tolerance_reason")
+
+    # weights
+    exp = [("kernel", [F, n * u]), ("recurrent_kernel", [u, n * u])]
+    if cls.startswith("CuDNN"):
+        exp.append(("bias", [2 * n * u]))
+    elif cfg.get("use_bias", True):
+        if is_gru and cfg.get("reset_after", True):
+            exp.append(("bias", [2, 3 * u]))
+        else:
+            exp.append(("bias", [n * u]))
+    got = [(w["name"], w["shape"]) for w in case["weights"]]
+    if got != exp:
+        fail(f"{where}: weights {got}, expected {exp}")
+    for w in case["weights"]:
+        check_tensor(w, f"{where}/weights/{w['name']}")
+
+    stateful = cfg.get("stateful", False)
+    tm = cfg.get("time_major", False)
+    if stateful and len(case["calls"]) != 3:
+        fail(f"{where}: stateful case with {len(case['calls'])} calls")
+    if not case["calls"]:
+        fail(f"{where}: no calls")
+    for ci, call in enumerate(case["calls"]):
+        w = f"{where}/call{ci}"
+        if set(call) != {"reset_states", "input", "mask", "initial_state", "training", "outputs"}:
+            fail(f"{w}: keys {sorted(call)}")
+        if call["training"] is not False:
+            fail(f"{w}: training")
+        shp = call["input"]["shape"]
+        check_tensor(call["input"], f"{w}/input")
+        if is_cell:
+            if len(shp) != 2 or shp[1] != F:
+                fail(f"{w}: cell input shape {shp}")
+            B, T = shp[0], None
+        else:
+            if len(shp) != 3 or shp[2] != F:
+                fail(f"{w}: input shape {shp}")
+            T, B = (shp[0], shp[1]) if tm else (shp[1], shp[0])
+        rs = call["reset_states"]
+        if rs is not None:
+            if not stateful:
+                fail(f"{w}: reset_states on a non-stateful layer")
+            if rs and dialect != "keras2":
+                fail(f"{w}: reset_states(states) is K2 only")
+            if rs and len(rs) != ns:
+                fail(f"{w}: reset_states count")
+            for t in rs:
+                check_tensor(t, f"{w}/reset_states", [B, u])
+        if call["mask"] is not None:
+            if is_cell or tm:
+                fail(f"{w}: mask on a cell / time_major case")
+            check_tensor(call["mask"], f"{w}/mask", [B, T], ints=True)
+        init = call["initial_state"]
+        if init and len(init) != ns:
+            fail(f"{w}: initial_state count {len(init)}")
+        if is_cell and len(init) != ns:
+            fail(f"{w}: cells need explicit states")
+        for t in init:
+            check_tensor(t, f"{w}/initial_state", [B, u])
+        outs = call["outputs"]
+        if is_cell:
+            exp_out = [("output", [B, u]), ("state_h", [B, u])] + (
+                [("state_c", [B, u])] if ns == 2 else [])
+        else:
+            if cfg.get("return_sequences"):
+                o = [T, B, u] if tm else [B, T, u]
+            else:
+                o = [B, u]
+            exp_out = [("output", o)]
+            if cfg.get("return_state"):
+                exp_out += [("state_h", [B, u])] + ([("state_c", [B, u])] if ns == 2 else [])
+        got = [(t["name"], t["shape"]) for t in outs]
+        if got != exp_out:
+            fail(f"{w}: outputs {got}, expected {exp_out}")
+        for t in outs:
+            check_tensor(t, f"{w}/outputs/{t['name']}")
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "fixtures")
+    total = 0
+    ncases = 0
+    for dialect in ("keras2", "keras3"):
+        files = sorted(glob.glob(os.path.join(root, dialect, "*.json")))
+        if not files:
+            fail(f"no fixtures for {dialect}")
+        names = set()
+        for path in files:
+            size = os.path.getsize(path)
+            total += size
+            if size > MAX_FILE:
+                fail(f"{path}: {size} bytes > {MAX_FILE}")
+            with open(path, encoding="utf-8") as fh:
+                doc = json.load(fh)
+            if doc.get("format") != 1 or doc.get("dialect") != dialect:
+                fail(f"{path}: format/dialect")
+            if doc.get("generator") != "tests/keras/generate.py":
+                fail(f"{path}: generator")
+            v = doc["versions"]
+            if set(v) != {"python", "tensorflow", "keras", "numpy", "backend"}:
+                fail(f"{path}: versions keys {sorted(v)}")
+            for case in doc["cases"]:
+                if case["name"] in names:
+                    fail(f"{path}: duplicate name {case['name']}")
+                names.add(case["name"])
+                check_case(case, dialect, f"{dialect}/{os.path.basename(path)}/{case['name']}")
+            ncases += len(doc["cases"])
+            print(f"{dialect}/{os.path.basename(path)}: {len(doc['cases'])} cases, "
+                  f"{size / 1024:.1f} KiB (keras {v['keras']}, tensorflow {v['tensorflow']})")
+    if total > MAX_TOTAL:
+        fail(f"total {total} bytes > {MAX_TOTAL}")
+    print(f"OK: {ncases} cases, {total / 1024:.1f} KiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,898 @@
+#!/usr/bin/env python3
+"""Generate reference fixtures for the recur C++ library with REAL Keras.
+
+Usage (from the repository root):
+
+    tests/keras/.venv-keras2/bin/python tests/keras/generate.py --dialect keras2
+    tests/keras/.venv-keras3/bin/python tests/keras/generate.py --dialect keras3
+
+keras2 = the `tf_keras` package (Keras 2 / tf.keras), keras3 = the `keras` package on the
+TensorFlow backend. Everything runs on CPU in float32, in inference mode (training=False), with
+weights and inputs drawn from numpy generators seeded from the case name, so reruns produce
+byte-identical files. See README.md in this folder for the fixture format.
+
+Every case is also recomputed with an independent float64 numpy model of the Keras equations
+(keras_semantics.md sections 1-4); the max deviation is printed, and a case whose Keras float32
+result is further than 2e-6 from the float64 model gets a looser, documented tolerance. A
+deviation over 1e-3 means the model and Keras disagree and aborts the run.
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+import zlib
+
+# Must be set before TensorFlow is imported.
+os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
+os.environ["CUDA_VISIBLE_DEVICES"] = ""
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ["PYTHONHASHSEED"] = "0"
+
+import numpy as np  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_TOL = 1e-5
+
+# Activation names tried for `activation` (the ones a dialect refuses are skipped and reported).
+ACTIVATION_CANDIDATES = [
+    "tanh", "sigmoid", "hard_sigmoid", "relu", "linear", "softsign", "softplus", "elu", "selu",
+    "exponential", "swish", "silu", "gelu", "mish", "relu6", "leaky_relu", "hard_silu",
+    "hard_swish", "log_sigmoid", "celu", "softmax", "log_softmax", "sparse_plus", "squareplus",
+    "tanh_shrink", "hard_tanh", "soft_shrink", "hard_shrink", "sparse_sigmoid", "sparsemax",
+    "threshold", "glu",
+]
+# Activations that are not bounded (or grow fast): use small weights and short sequences.
+UNBOUNDED = {
+    "relu", "linear", "softplus", "elu", "selu", "exponential", "swish", "silu", "gelu", "mish",
+    "leaky_relu", "hard_silu", "hard_swish", "log_sigmoid", "celu", "log_softmax", "sparse_plus",
+    "squareplus", "tanh_shrink", "soft_shrink", "hard_shrink", "relu6",
+}
+RECURRENT_ACTIVATIONS = ["sigmoid", "hard_sigmoid", "tanh", "linear", "softsign", "relu", "softplus"]
+
+MASKS = {
+    # (B=4, T=6) patterns, 1 = valid
+    "right": [[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0], [1, 1, 0, 0, 0, 0], [1, 1, 1, 1, 1, 0]],
+    "left": [[1, 1, 1, 1, 1, 1], [0, 0, 1, 1, 1, 1], [0, 0, 0, 0, 1, 1], [0, 1, 1, 1, 1, 1]],
+    "holes": [[1, 0, 1, 1, 0, 1], [1, 1, 0, 0, 1, 1], [0, 1, 0, 1, 0, 1], [1, 1, 1, 1, 1, 1]],
+    "fullrow": [[1, 1, 1, 1, 0, 0], [0, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 1], [0, 1, 1, 0, 1, 1]],
+    "mixed": [[1, 1, 1, 1, 0, 0], [0, 0, 1, 1, 1, 1], [1, 0, 1, 0, 1, 1], [0, 0, 0, 0, 0, 0]],
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Formatting helpers
+# --------------------------------------------------------------------------------------------
+def f32_list(a):
+    """Flat row-major list of floats; each is the shortest decimal that round-trips float32."""
+    a = np.asarray(a, dtype=np.float32).ravel()
+    if not np.all(np.isfinite(a)):
+        raise ValueError("non-finite value in fixture data")
+    out = []
+    for v in a:
+        f = float(str(v))  # numpy prints the shortest repr that round-trips float32
+        if np.float32(f) != v:  # parse as double then round to float, like strtod + cast
+            raise AssertionError(f"float32 round trip failed for {v!r}")
+        out.append(f)
+    return out
+
+
+def tensor(a):
+    a = np.asarray(a, dtype=np.float32)
+    return {"shape": list(a.shape), "data": f32_list(a)}
+
+
+def mask_tensor(m):
+    m = np.asarray(m, dtype=np.int64)
+    return {"shape": list(m.shape), "data": [int(v) for v in m.ravel()]}
+
+
+def jsonable(o):
+    if isinstance(o, dict):
+        return {str(k): jsonable(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [jsonable(v) for v in o]
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, (np.bool_,)):
+        return bool(o)
+    if o is None or isinstance(o, (str, int, float, bool)):
+        return o
+    raise TypeError(f"not JSON serializable: {type(o)} {o!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# Deterministic data
+# --------------------------------------------------------------------------------------------
+def rng_for(name):
+    return np.random.default_rng(zlib.crc32(name.encode("utf-8")))
+
+
+def q(a, decimals):
+    """Round to a few decimals so the JSON stays small; values are then exact float32 inputs."""
+    return np.round(np.asarray(a, dtype=np.float64), decimals).astype(np.float32)
+
+
+# --------------------------------------------------------------------------------------------
+# float64 numpy model of the Keras equations (independent check, never written to fixtures)
+# --------------------------------------------------------------------------------------------
+class Ref:
+    def __init__(self, gen):
+        self.gen = gen
+        self.pre_sigma = []  # recurrent-activation arguments seen, for breakpoint coverage
+
+    def act(self, name, x):
+        return self.gen.act64(name, x)
+
+    def gru_step(self, cfg, w, x, states, collect=True):
+        h = states[0]
+        u = cfg["units"]
+        K, U = w["kernel"].astype(np.float64), w["recurrent_kernel"].astype(np.float64)
+        b = w.get("bias")
+        ra = cfg["reset_after"]
+        sig = lambda v: self.act(cfg["recurrent_activation"], v)  # noqa: E731
+        phi = lambda v: self.act(cfg["activation"], v)  # noqa: E731
+        if b is None:
+            bi = br = np.zeros(3 * u)
+        elif ra:
+            bi, br = b[0].astype(np.float64), b[1].astype(np.float64)
+        else:
+            bi, br = b.astype(np.float64), np.zeros(3 * u)
+        mx = x @ K + bi
+        if ra:
+            mh = h @ U + br
+            az, ar = mx[:, :u] + mh[:, :u], mx[:, u:2 * u] + mh[:, u:2 * u]
+            z, r = sig(az), sig(ar)
+            hh = phi(mx[:, 2 * u:] + r * mh[:, 2 * u:])
+        else:
+            az = mx[:, :u] + h @ U[:, :u]
+            ar = mx[:, u:2 * u] + h @ U[:, u:2 * u]
+            z, r = sig(az), sig(ar)
+            hh = phi(mx[:, 2 * u:] + (r * h) @ U[:, 2 * u:])
+        if collect:
+            self.pre_sigma.append(np.concatenate([az.ravel(), ar.ravel()]))
+        hn = z * h + (1 - z) * hh
+        return hn, [hn]
+
+    def lstm_step(self, cfg, w, x, states, collect=True):
+        h, c = states
+        u = cfg["units"]
+        K, U = w["kernel"].astype(np.float64), w["recurrent_kernel"].astype(np.float64)
+        b = w.get("bias")
+        zz = x @ K + h @ U
+        if b is not None:
+            zz = zz + b.astype(np.float64)
+        sig = lambda v: self.act(cfg["recurrent_activation"], v)  # noqa: E731
+        phi = lambda v: self.act(cfg["activation"], v)  # noqa: E731
+        gi, gf, gc, go = (zz[:, k * u:(k + 1) * u] for k in range(4))
+        if collect:
+            self.pre_sigma.append(np.concatenate([gi.ravel(), gf.ravel(), go.ravel()]))
+        i, f, g, o = sig(gi), sig(gf), phi(gc), sig(go)
+        cn = f * c + i * g
+        hn = o * phi(cn)
+        return hn, [hn, cn]
+
+    def step_fn(self, kind):
+        return self.gru_step if kind in ("GRU", "GRUCell") else self.lstm_step
+
+    def run_layer(self, kind, cfg, w, x, states, mask):
+        """Generic RNN loop (K2 backend.rnn / K3 TF rnn). x (B,T,F) batch-major float64."""
+        step = self.step_fn(kind)
+        B, T, _ = x.shape
+        u = cfg["units"]
+        order = range(T - 1, -1, -1) if cfg.get("go_backwards") else range(T)
+        prev = np.zeros((B, u))
+        outs = []
+        for t in order:
+            out, new = step(cfg, w, x[:, t], states)
+            if mask is not None:
+                m = mask[:, t].astype(bool)[:, None]
+                new = [np.where(m, n, s) for n, s in zip(new, states)]
+                alt = np.zeros_like(out) if cfg.get("zero_output_for_mask") else prev
+                out = np.where(m, out, alt)
+            states = new
+            prev = out
+            outs.append(out)
+        seq = np.stack(outs, axis=1)
+        last = outs[-1]
+        return seq, last, states
+
+
+def cudnn_to_native_numpy(kind, weights):
+    """Independent implementation of keras_semantics.md §3.4 (CuDNN -> native)."""
+    n = 3 if kind == "CuDNNGRU" else 4
+    Kc, Uc, b = weights
+    F = Kc.shape[0]
+    u = Uc.shape[0]
+    Kn = np.hstack([np.ascontiguousarray(k).reshape(u, F).T for k in np.hsplit(Kc, n)])
+    Un = np.hstack([k.T for k in np.hsplit(Uc, n)])
+    if n == 3:
+        bn = b.reshape(2, 3 * u)
+    else:
+        bn = b[: 4 * u] + b[4 * u:]
+    return [Kn, Un, bn]
+
+
+# --------------------------------------------------------------------------------------------
+# Generator
+# --------------------------------------------------------------------------------------------
+class Generator:
+    def __init__(self, dialect):
+        self.dialect = dialect
+        if dialect == "keras3":
+            os.environ["KERAS_BACKEND"] = "tensorflow"
+        import tensorflow as tf
+
+        tf.config.set_visible_devices([], "GPU")
+        tf.config.experimental.enable_tensor_float_32_execution(False)
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+        tf.config.experimental.enable_op_determinism()
+        self.tf = tf
+        if dialect == "keras2":
+            import tf_keras as K
+            import importlib.metadata as md
+
+            self.K = K
+            keras_version = md.version("tf-keras")
+        else:
+            import keras as K
+
+            self.K = K
+            assert K.backend.backend() == "tensorflow", K.backend.backend()
+            keras_version = K.__version__
+        self.versions = {
+            "python": platform.python_version(),
+            "tensorflow": tf.__version__,
+            "keras": keras_version,
+            "numpy": np.__version__,
+            "backend": "tensorflow",
+        }
+        self.cases = {}  # file -> [case]
+        self.names = set()
+        self.skipped_activations = {}
+        self.check = []  # (name, maxdiff, tol)
+        self.hs_coverage = []
+        self._act_cache = {}
+
+    # ---- activations ----------------------------------------------------------------------
+    def act64(self, name, x):
+        fn = self._act_cache.get(name)
+        if fn is None:
+            fn = self.K.activations.get(name)
+            self._act_cache[name] = fn
+        y = fn(self.tf.constant(np.asarray(x, dtype=np.float64)))
+        return np.asarray(y, dtype=np.float64)
+
+    def activation_accepted(self, name):
+        try:
+            fn = self.K.activations.get(name)
+            if fn is None:
+                raise ValueError("get() returned None")
+            y = fn(self.tf.constant(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)))
+            if tuple(y.shape) != (3, 4):
+                raise ValueError(f"changes the shape: (3, 4) -> {tuple(y.shape)}")
+            return True
+        except Exception as e:  # noqa: BLE001
+            self.skipped_activations[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+            return False
+
+    # ---- layer construction -----------------------------------------------------------------
+    def layer_class(self, kind):
+        K = self.K
+        if kind in ("CuDNNGRU", "CuDNNLSTM"):
+            assert self.dialect == "keras2"
+            from tf_keras.src.layers.rnn.cudnn_gru import CuDNNGRU
+            from tf_keras.src.layers.rnn.cudnn_lstm import CuDNNLSTM
+
+            return {"CuDNNGRU": CuDNNGRU, "CuDNNLSTM": CuDNNLSTM}[kind]
+        return getattr(K.layers, kind)
+
+    def make_weights(self, kind, units, F, rng, scale, decimals, use_bias, cfg):
+        n = 3 if "GRU" in kind else 4
+        ks = scale * 3.75 / math.sqrt(F)  # x ~ U(-2,2): input pre-activations std ~ 2.5*scale
+        rs = scale * 2.0 / math.sqrt(units)
+        kernel = q(rng.uniform(-ks, ks, (F, n * units)), decimals)
+        rec = q(rng.uniform(-rs, rs, (units, n * units)), decimals)
+        out = [("kernel", kernel), ("recurrent_kernel", rec)]
+        if use_bias:
+            if kind in ("CuDNNGRU", "CuDNNLSTM"):
+                bshape = (2 * n * units,)
+            elif kind in ("GRU", "GRUCell") and cfg.get("reset_after", True):
+                bshape = (2, n * units)
+            else:
+                bshape = (n * units,)
+            out.append(("bias", q(rng.uniform(-scale, scale, bshape), decimals)))
+        return out
+
+    def build_layer(self, kind, kw, name, build_shape, stateful):
+        cls = self.layer_class(kind)
+        kw = dict(kw)
+        kw["name"] = name
+        if stateful and self.dialect == "keras2":
+            kw["batch_input_shape"] = tuple(build_shape)
+        layer = cls(**kw)
+        if stateful and self.dialect == "keras3":
+            layer(self.K.Input(batch_shape=tuple(build_shape)))
+        else:
+            layer.build(tuple(build_shape))
+        return layer
+
+    def set_weights(self, layer, weights):
+        vars_ = layer.trainable_weights
+        assert len(vars_) == len(weights), ([v.name for v in vars_], [n for n, _ in weights])
+        for v, (wname, arr) in zip(vars_, weights):
+            assert wname in v.name, (v.name, wname)
+            assert tuple(v.shape) == arr.shape, (v.name, v.shape, arr.shape)
+        layer.set_weights([a for _, a in weights])
+        got = layer.get_weights()
+        assert len(got) == len(weights)
+        for g, (_, a) in zip(got, weights):
+            assert np.array_equal(g, a)
+
+    # ---- case runner ------------------------------------------------------------------------
+    def add(self, file, name, kind, kw, *, B=3, T=5, F=4, scale=1.0, xscale=1.0, decimals=3,
+            init_state=False, mask=None, calls=None, note=None, tolerance=None):
+        """Build and run one case.
+
+        calls: None for one plain call, or a list of dicts with optional keys
+        reset ("none" | "zeros" | "random"), init_state (bool), mask (pattern name).
+        """
+        assert name not in self.names, name
+        self.names.add(name)
+        K, tf = self.K, self.tf
+        rng = rng_for(f"{self.dialect}/{name}")
+        kw = dict(kw)
+        is_cell = kind in ("GRUCell", "LSTMCell")
+        is_cudnn = kind.startswith("CuDNN")
+        units = kw["units"]
+        n_states = 2 if "LSTM" in kind else 1
+        time_major = bool(kw.get("time_major", False))
+        stateful = bool(kw.get("stateful", False))
+        use_bias = kw.get("use_bias", True)
+        if is_cell:
+            build_shape = (B, F)
+        else:
+            build_shape = (T, B, F) if time_major else (B, T, F)
+        layer = self.build_layer(kind, kw, name, build_shape, stateful)
+        weights = self.make_weights(kind, units, F, rng, scale, decimals, use_bias, kw)
+        self.set_weights(layer, weights)
+        config = layer.get_config()
+
+        # Reference layer for CuDNN: the native layer with Keras' own h5 converter applied.
+        run_layer = layer
+        ref_weights = weights
+        if is_cudnn:
+            from tf_keras.src.saving.legacy import hdf5_format
+
+            native_kind = kind[len("CuDNN"):]
+            nkw = {k: v for k, v in kw.items() if k != "unit_forget_bias"}
+            if native_kind == "GRU":
+                nkw.update(reset_after=True, activation="tanh", recurrent_activation="sigmoid")
+            else:
+                nkw.update(activation="tanh", recurrent_activation="sigmoid")
+            run_layer = self.build_layer(native_kind, nkw, name + "_native", build_shape, stateful)
+            conv = hdf5_format.preprocess_weights_for_loading(
+                run_layer, [a for _, a in weights], original_keras_version="2.21.0",
+                original_backend="tensorflow")
+            mine = cudnn_to_native_numpy(kind, [a for _, a in weights])
+            for a, b in zip(conv, mine):
+                assert a.shape == b.shape and np.array_equal(a, b), "converter mismatch"
+            run_layer.set_weights(conv)
+            ref_weights = list(zip(["kernel", "recurrent_kernel", "bias"], conv))
+            note = ((note + " ") if note else "") + (
+                f"Reference produced on CPU by converting the {kind}-layout weights with tf_keras "
+                f"hdf5_format.preprocess_weights_for_loading (_convert_rnn_weights) into "
+                f"{native_kind}({'reset_after=True, ' if native_kind == 'GRU' else ''}"
+                f"activation='tanh', recurrent_activation='sigmoid') with identical flags and "
+                f"running that layer (CuDNN layers cannot run without a GPU).")
+        elif self.dialect == "keras2" and not is_cell:
+            fused = getattr(layer, "_could_use_gpu_kernel", None)
+            if fused is not None:
+                path = ("fused standard_gru/standard_lstm path (_could_use_gpu_kernel=True) on CPU"
+                        if fused else "generic backend.rnn loop over the cell")
+                note = ((note + " ") if note else "") + f"Keras path: {path}."
+
+        # ---- calls ----
+        if calls is None:
+            calls = [{"reset": "none", "init_state": init_state, "mask": mask}]
+        ref = Ref(self)
+        ref_cfg = dict(run_layer.get_config()) if not is_cell else dict(config)
+        ref_cfg.setdefault("reset_after", True)
+        ref_w = {k: v for k, v in ref_weights}
+        ref_kind = kind.replace("CuDNN", "")
+        stored = [np.zeros((B, units)) for _ in range(n_states)]
+        out_calls = []
+        maxdiff = 0.0
+        for ci, c in enumerate(calls):
+            crng = rng_for(f"{self.dialect}/{name}/call{ci}")
+            x = q(crng.uniform(-2.0 * xscale, 2.0 * xscale, build_shape), decimals)
+            init = []
+            if c.get("init_state"):
+                lo = [1.0, 2.0]
+                init = [q(crng.uniform(-lo[k], lo[k], (B, units)), decimals)
+                        for k in range(n_states)]
+            reset = c.get("reset", "none")
+            reset_field = None
+            if reset == "zeros":
+                run_layer.reset_states()
+                reset_field = []
+                stored = [np.zeros((B, units)) for _ in range(n_states)]
+            elif reset == "random":
+                assert self.dialect == "keras2"
+                vals = [q(crng.uniform(-1, 1, (B, units)), decimals) for _ in range(n_states)]
+                run_layer.reset_states(vals)
+                reset_field = [tensor(v) for v in vals]
+                stored = [v.astype(np.float64) for v in vals]
+            m = None
+            if c.get("mask") is not None:
+                m = np.asarray(MASKS[c["mask"]], dtype=np.int64)
+                assert m.shape == (B, T), (m.shape, B, T)
+
+            # --- Keras ---
+            if is_cell:
+                st = [tf.constant(s) for s in init] if init else [
+                    tf.zeros((B, units)) for _ in range(n_states)]
+                if not init:
+                    init = [np.zeros((B, units), np.float32) for _ in range(n_states)]
+                out, new_states = layer(tf.constant(x), st, training=False)
+                results = [out] + list(new_states)
+            else:
+                kwargs = {"training": False}
+                if m is not None:
+                    kwargs["mask"] = tf.constant(m.astype(bool))
+                if init:
+                    kwargs["initial_state"] = [tf.constant(s) for s in init]
+                res = run_layer(tf.constant(x), **kwargs)
+                results = list(res) if isinstance(res, (list, tuple)) else [res]
+            results = [np.asarray(r, dtype=np.float32) for r in results]
+            names = ["output", "state_h", "state_c"][: len(results)]
+
+            # --- float64 model ---
+            x64 = x.astype(np.float64)
+            if is_cell:
+                st = [s.astype(np.float64) for s in init]
+                hn, ns = ref.step_fn(ref_kind)(ref_cfg, ref_w, x64, st)
+                expect = [hn] + ns
+            else:
+                xb = np.transpose(x64, (1, 0, 2)) if time_major else x64
+                if init:
+                    if stateful and self.dialect == "keras2" and any(np.any(s != 0) for s in stored):
+                        st = stored  # K2 quirk: non-zero stored states win over initial_state
+                    else:
+                        st = [s.astype(np.float64) for s in init]
+                else:
+                    st = stored if stateful else [np.zeros((B, units)) for _ in range(n_states)]
+                seq, last, fin = ref.run_layer(ref_kind, ref_cfg, ref_w, xb, st, m)
+                if stateful:
+                    stored = fin
+                if ref_cfg.get("return_sequences"):
+                    o = np.transpose(seq, (1, 0, 2)) if time_major else seq
+                else:
+                    o = last
+                expect = [o] + (fin if ref_cfg.get("return_state") else [])
+            assert len(expect) == len(results), (name, len(expect), len(results))
+            for e, r in zip(expect, results):
+                assert e.shape == r.shape, (name, e.shape, r.shape)
+                maxdiff = max(maxdiff, float(np.max(np.abs(e - r))) if r.size else 0.0)
+
+            out_calls.append({
+                "reset_states": reset_field,
+                "input": tensor(x),
+                "mask": mask_tensor(m) if m is not None else None,
+                "initial_state": [tensor(s) for s in init],
+                "training": False,
+                "outputs": [dict(name=nm, **tensor(r)) for nm, r in zip(names, results)],
+            })
+
+        if maxdiff > 1e-3:
+            if os.environ.get("GEN_DEBUG"):
+                print("DEBUG", name, maxdiff, [np.abs(r).max() for r in results])
+            else:
+                raise AssertionError(f"{name}: Keras and the float64 model disagree by {maxdiff}")
+        case = {
+            "name": name,
+            "layer": jsonable(self.K.layers.serialize(layer)),
+            "input_size": F,
+            "weights": [{"name": n_, "shape": list(a.shape), "data": f32_list(a)}
+                        for n_, a in weights],
+        }
+        tol = DEFAULT_TOL if tolerance is None else tolerance[0]
+        reason = None if tolerance is None else tolerance[1]
+        if maxdiff > 2e-6 and tolerance is None:
+            mag = max(float(np.max(np.abs(o["data"]))) if o["data"] else 0.0
+                      for cl in out_calls for o in cl["outputs"])
+            tol = float(f"{max(DEFAULT_TOL, 5 * maxdiff):.0e}")
+            if tol < 5 * maxdiff:
+                tol = float(f"{tol * 2:.0e}")
+            reason = (f"Keras float32 result differs from an exact float64 evaluation of the same "
+                      f"equations by up to {maxdiff:.2e} (outputs up to {mag:.3g} in magnitude)")
+        case["tolerance"] = tol
+        if reason:
+            case["tolerance_reason"] = reason
+        if note:
+            case["note"] = note
+        case["calls"] = out_calls
+        self.cases.setdefault(file, []).append(case)
+        self.check.append((file, name, maxdiff, tol))
+        if "hard_sigmoid" == config.get("recurrent_activation") and ref.pre_sigma:
+            p = np.concatenate(ref.pre_sigma)
+            bp = 2.5 if self.dialect == "keras2" else 3.0
+            self.hs_coverage.append((name, float(p.min()), float(p.max()),
+                                     float(np.mean(p < -bp)), float(np.mean(p > bp))))
+        return case
+
+    # ---- writing ----------------------------------------------------------------------------
+    def write(self, outdir):
+        os.makedirs(outdir, exist_ok=True)
+        for old in os.listdir(outdir):
+            if old.endswith(".json"):
+                os.remove(os.path.join(outdir, old))
+        for file, cases in sorted(self.cases.items()):
+            head = {"format": 1, "dialect": self.dialect, "versions": self.versions,
+                    "generator": "tests/keras/generate.py"}
+            text = json.dumps(head, separators=(",", ":"))[:-1] + ',"cases":[\n'
+            text += ",\n".join(json.dumps(c, separators=(",", ":"), allow_nan=False)
+                               for c in cases)
+            text += "\n]}\n"
+            with open(os.path.join(outdir, file + ".json"), "w", encoding="utf-8") as fh:
+                fh.write(text)
+
+
+# --------------------------------------------------------------------------------------------
+# Case matrix
+# --------------------------------------------------------------------------------------------
+def gru_kw(units, **kw):
+    d = {"units": units}
+    d.update(kw)
+    return d
+
+
+def build_cases(g):
+    k2 = g.dialect == "keras2"
+    impls = (1, 2) if k2 else (None,)
+
+    def impl_kw(impl):
+        return {} if impl is None else {"implementation": impl}
+
+    # ---------------- GRU ----------------
+    for ra in (True, False):
+        rn = "ra" if ra else "rb"  # reset after / reset before
+        for impl in impls:
+            for ub in (True, False):
+                nm = f"gru_{rn}" + (f"_impl{impl}" if impl else "") + ("_bias" if ub else "_nobias")
+                g.add("gru", nm, "GRU", gru_kw(4, reset_after=ra, use_bias=ub,
+                                                return_sequences=True, return_state=True,
+                                                **impl_kw(impl)), B=3, T=6, F=5)
+        for rs in (False, True):
+            for rst in (False, True):
+                nm = f"gru_{rn}_seq{int(rs)}_state{int(rst)}"
+                g.add("gru", nm, "GRU", gru_kw(5, reset_after=ra, return_sequences=rs,
+                                                return_state=rst), B=2, T=7, F=3)
+        g.add("gru", f"gru_{rn}_go_backwards_seq", "GRU",
+              gru_kw(4, reset_after=ra, go_backwards=True, return_sequences=True,
+                     return_state=True), B=3, T=6, F=2)
+        g.add("gru", f"gru_{rn}_go_backwards_last", "GRU",
+              gru_kw(4, reset_after=ra, go_backwards=True), B=2, T=5, F=3)
+        g.add("gru", f"gru_{rn}_initial_state", "GRU",
+              gru_kw(6, reset_after=ra, return_sequences=True, return_state=True),
+              B=3, T=5, F=4, init_state=True)
+        g.add("gru", f"gru_{rn}_initial_state_go_backwards", "GRU",
+              gru_kw(3, reset_after=ra, go_backwards=True, return_sequences=True,
+                     return_state=True), B=2, T=4, F=5, init_state=True)
+        g.add("gru", f"gru_{rn}_units1", "GRU",
+              gru_kw(1, reset_after=ra, return_sequences=True, return_state=True), B=2, T=6, F=3)
+        g.add("gru", f"gru_{rn}_b1_t1", "GRU",
+              gru_kw(3, reset_after=ra, return_sequences=True, return_state=True), B=1, T=1, F=4)
+        g.add("gru", f"gru_{rn}_f_eq_units", "GRU",
+              gru_kw(4, reset_after=ra, return_sequences=True), B=2, T=5, F=4)
+        g.add("gru", f"gru_{rn}_unroll", "GRU",
+              gru_kw(3, reset_after=ra, unroll=True, return_sequences=True, return_state=True),
+              B=2, T=5, F=4, init_state=True)
+        g.add("gru", f"gru_{rn}_batch16", "GRU",
+              gru_kw(16, reset_after=ra, return_sequences=True, return_state=True),
+              B=16, T=4, F=10)
+        g.add("gru", f"gru_{rn}_hard_sigmoid", "GRU",
+              gru_kw(4, reset_after=ra, recurrent_activation="hard_sigmoid",
+                     return_sequences=True, return_state=True), B=3, T=6, F=5, scale=1.3)
+        if k2:
+            g.add("gru", f"gru_{rn}_time_major", "GRU",
+                  gru_kw(4, reset_after=ra, time_major=True, return_sequences=True,
+                         return_state=True), B=3, T=5, F=2)
+            g.add("gru", f"gru_{rn}_time_major_go_backwards", "GRU",
+                  gru_kw(3, reset_after=ra, time_major=True, go_backwards=True,
+                         return_sequences=True, return_state=True), B=2, T=4, F=3,
+                  init_state=True)
+    if k2:
+        v1 = dict(activation="tanh", recurrent_activation="hard_sigmoid", reset_after=False,
+                  implementation=1)
+        note = "tf.compat.v1.keras.layers.GRU defaults set explicitly on tf_keras GRU."
+        g.add("gru", "gru_v1_defaults", "GRU", gru_kw(5, **v1, return_sequences=True,
+                                                       return_state=True),
+              B=3, T=6, F=4, note=note)
+        g.add("gru", "gru_v1_defaults_initial_state_backwards", "GRU",
+              gru_kw(3, **v1, go_backwards=True, return_sequences=True, return_state=True),
+              B=2, T=5, F=6, init_state=True, note=note)
+        g.add("gru", "gru_v1_defaults_last", "GRU", gru_kw(4, **v1), B=4, T=8, F=3, note=note)
+    g.add("gru", "gru_ra_units64_t50", "GRU",
+          gru_kw(64, return_sequences=True, return_state=True), B=2, T=50, F=16)
+    g.add("gru", "gru_rb_units32_t20", "GRU",
+          gru_kw(32, reset_after=False, return_sequences=True, return_state=True),
+          B=2, T=20, F=12)
+    g.add("gru", "gru_ra_long_t200", "GRU",
+          gru_kw(8, return_sequences=True, return_state=True), B=2, T=200, F=3)
+
+    # ---------------- LSTM ----------------
+    for impl in impls:
+        for ub in (True, False):
+            nm = "lstm" + (f"_impl{impl}" if impl else "") + ("_bias" if ub else "_nobias")
+            g.add("lstm", nm, "LSTM", gru_kw(4, use_bias=ub, return_sequences=True,
+                                              return_state=True, **impl_kw(impl)),
+                  B=3, T=6, F=5)
+    g.add("lstm", "lstm_no_unit_forget_bias", "LSTM",
+          gru_kw(3, unit_forget_bias=False, return_sequences=True, return_state=True),
+          B=2, T=5, F=4)
+    for rs in (False, True):
+        for rst in (False, True):
+            g.add("lstm", f"lstm_seq{int(rs)}_state{int(rst)}", "LSTM",
+                  gru_kw(5, return_sequences=rs, return_state=rst), B=2, T=7, F=3)
+    g.add("lstm", "lstm_go_backwards_seq", "LSTM",
+          gru_kw(4, go_backwards=True, return_sequences=True, return_state=True), B=3, T=6, F=2)
+    g.add("lstm", "lstm_go_backwards_last", "LSTM", gru_kw(4, go_backwards=True), B=2, T=5, F=3)
+    g.add("lstm", "lstm_initial_state", "LSTM",
+          gru_kw(6, return_sequences=True, return_state=True), B=3, T=5, F=4, init_state=True)
+    g.add("lstm", "lstm_initial_state_go_backwards", "LSTM",
+          gru_kw(3, go_backwards=True, return_sequences=True, return_state=True),
+          B=2, T=4, F=5, init_state=True)
+    g.add("lstm", "lstm_units1", "LSTM", gru_kw(1, return_sequences=True, return_state=True),
+          B=2, T=6, F=3)
+    g.add("lstm", "lstm_b1_t1", "LSTM", gru_kw(3, return_sequences=True, return_state=True),
+          B=1, T=1, F=4)
+    g.add("lstm", "lstm_f_eq_units", "LSTM", gru_kw(4, return_sequences=True), B=2, T=5, F=4)
+    g.add("lstm", "lstm_unroll", "LSTM",
+          gru_kw(3, unroll=True, return_sequences=True, return_state=True), B=2, T=5, F=4,
+          init_state=True)
+    g.add("lstm", "lstm_batch16", "LSTM", gru_kw(16, return_sequences=True, return_state=True),
+          B=16, T=4, F=10)
+    g.add("lstm", "lstm_hard_sigmoid", "LSTM",
+          gru_kw(4, recurrent_activation="hard_sigmoid", return_sequences=True,
+                 return_state=True), B=3, T=6, F=5, scale=1.3)
+    if k2:
+        g.add("lstm", "lstm_time_major", "LSTM",
+              gru_kw(4, time_major=True, return_sequences=True, return_state=True),
+              B=3, T=5, F=2)
+        g.add("lstm", "lstm_time_major_go_backwards", "LSTM",
+              gru_kw(3, time_major=True, go_backwards=True, return_sequences=True,
+                     return_state=True), B=2, T=4, F=3, init_state=True)
+        v1 = dict(activation="tanh", recurrent_activation="hard_sigmoid", implementation=1)
+        note = "tf.compat.v1.keras.layers.LSTM defaults set explicitly on tf_keras LSTM."
+        g.add("lstm", "lstm_v1_defaults", "LSTM",
+              gru_kw(5, **v1, return_sequences=True, return_state=True), B=3, T=6, F=4,
+              note=note)
+        g.add("lstm", "lstm_v1_defaults_initial_state_backwards", "LSTM",
+              gru_kw(3, **v1, go_backwards=True, return_sequences=True, return_state=True),
+              B=2, T=5, F=6, init_state=True, note=note)
+    g.add("lstm", "lstm_units64_t50", "LSTM",
+          gru_kw(64, return_sequences=True, return_state=True), B=2, T=50, F=16)
+    g.add("lstm", "lstm_long_t200", "LSTM", gru_kw(8, return_sequences=True, return_state=True),
+          B=2, T=200, F=3)
+
+    # ---------------- large (units 256, 2-decimal weights to keep the file small) -----------
+    # One units-256 GRU per dialect (K2 reset_after=True, K3 reset_after=False) in large.json,
+    # and an LSTM with 128 units (in lstm.json, to keep large.json under 1.5 MB).
+    ra256 = k2
+    g.add("large", f"gru_{'ra' if ra256 else 'rb'}_units256", "GRU",
+          gru_kw(256, reset_after=ra256, return_sequences=True, return_state=True),
+          B=1, T=3, F=8, decimals=2)
+    g.add("lstm", "lstm_units128", "LSTM", gru_kw(128, return_sequences=True,
+                                                   return_state=True),
+          B=2, T=3, F=8, decimals=2)
+
+    # ---------------- CuDNN (K2 only) ----------------
+    if k2:
+        for kind in ("CuDNNGRU", "CuDNNLSTM"):
+            p = kind.lower()
+            g.add("cudnn", f"{p}_default", kind, {"units": 4}, B=3, T=6, F=5)
+            g.add("cudnn", f"{p}_seq_state", kind,
+                  {"units": 4, "return_sequences": True, "return_state": True}, B=3, T=6, F=5)
+            g.add("cudnn", f"{p}_state_only", kind, {"units": 5, "return_state": True},
+                  B=2, T=4, F=3)
+            g.add("cudnn", f"{p}_go_backwards", kind,
+                  {"units": 3, "go_backwards": True, "return_sequences": True,
+                   "return_state": True}, B=2, T=5, F=6)
+            g.add("cudnn", f"{p}_initial_state", kind,
+                  {"units": 4, "return_sequences": True, "return_state": True},
+                  B=3, T=5, F=2, init_state=True)
+            g.add("cudnn", f"{p}_initial_state_go_backwards", kind,
+                  {"units": 3, "go_backwards": True, "return_state": True},
+                  B=2, T=4, F=5, init_state=True)
+            g.add("cudnn", f"{p}_units1", kind,
+                  {"units": 1, "return_sequences": True, "return_state": True}, B=2, T=5, F=3)
+            g.add("cudnn", f"{p}_b1_t1", kind,
+                  {"units": 3, "return_sequences": True, "return_state": True}, B=1, T=1, F=4)
+            g.add("cudnn", f"{p}_time_major", kind,
+                  {"units": 4, "time_major": True, "return_sequences": True,
+                   "return_state": True}, B=2, T=5, F=3)
+            g.add("cudnn", f"{p}_units32_t20", kind,
+                  {"units": 32, "return_sequences": True, "return_state": True},
+                  B=2, T=20, F=12)
+            g.add("cudnn", f"{p}_stateful", kind,
+                  {"units": 3, "stateful": True, "return_sequences": True, "return_state": True},
+                  B=2, T=4, F=5,
+                  calls=[{"reset": "none"}, {"reset": "none"}, {"reset": "random"}])
+        g.add("cudnn", "cudnnlstm_no_unit_forget_bias", "CuDNNLSTM",
+              {"units": 3, "unit_forget_bias": False, "return_state": True}, B=2, T=4, F=5)
+
+    # ---------------- cells ----------------
+    for ra in (True, False):
+        rn = "ra" if ra else "rb"
+        for impl in impls:
+            for ub in (True, False):
+                nm = f"grucell_{rn}" + (f"_impl{impl}" if impl else "") + \
+                    ("_bias" if ub else "_nobias")
+                g.add("cells", nm, "GRUCell", gru_kw(4, reset_after=ra, use_bias=ub,
+                                                      **impl_kw(impl)),
+                      B=3, F=5, init_state=True)
+        g.add("cells", f"grucell_{rn}_zero_state", "GRUCell", gru_kw(3, reset_after=ra),
+              B=2, F=4)
+        g.add("cells", f"grucell_{rn}_units1_b1", "GRUCell", gru_kw(1, reset_after=ra),
+              B=1, F=3, init_state=True)
+        g.add("cells", f"grucell_{rn}_hard_sigmoid", "GRUCell",
+              gru_kw(5, reset_after=ra, recurrent_activation="hard_sigmoid"), B=4, F=6,
+              init_state=True, scale=1.3)
+    for impl in impls:
+        for ub in (True, False):
+            nm = "lstmcell" + (f"_impl{impl}" if impl else "") + ("_bias" if ub else "_nobias")
+            g.add("cells", nm, "LSTMCell", gru_kw(4, use_bias=ub, **impl_kw(impl)),
+                  B=3, F=5, init_state=True)
+    g.add("cells", "lstmcell_zero_state", "LSTMCell", gru_kw(3), B=2, F=4)
+    g.add("cells", "lstmcell_units1_b1", "LSTMCell", gru_kw(1), B=1, F=3, init_state=True)
+    g.add("cells", "lstmcell_hard_sigmoid", "LSTMCell",
+          gru_kw(5, recurrent_activation="hard_sigmoid"), B=4, F=6, init_state=True, scale=1.3)
+    g.add("cells", "grucell_units64", "GRUCell", gru_kw(64), B=4, F=16, init_state=True)
+    g.add("cells", "lstmcell_units64", "LSTMCell", gru_kw(64), B=4, F=16, init_state=True)
+
+    # ---------------- masks ----------------
+    mask_layers = [("gru_ra", "GRU", {"reset_after": True}),
+                   ("gru_rb", "GRU", {"reset_after": False}),
+                   ("lstm", "LSTM", {})]
+    for lp, kind, extra in mask_layers:
+        for mk in ("right", "left", "holes", "fullrow"):
+            for h0 in (False, True):
+                for gb in (False, True):
+                    nm = f"mask_{lp}_{mk}" + ("_h0" if h0 else "") + ("_backwards" if gb else "")
+                    g.add("masks", nm, kind,
+                          gru_kw(3, **extra, go_backwards=gb, return_sequences=True,
+                                 return_state=True),
+                          B=4, T=6, F=4, mask=mk, init_state=h0)
+            for gb in (False, True):
+                nm = f"mask_{lp}_{mk}_zero_output" + ("_backwards" if gb else "")
+                g.add("masks", nm, kind,
+                      gru_kw(3, **extra, go_backwards=gb, zero_output_for_mask=True,
+                             return_sequences=True, return_state=True),
+                      B=4, T=6, F=4, mask=mk, init_state=True)
+        for zo in (False, True):
+            nm = f"mask_{lp}_mixed_last" + ("_zero_output" if zo else "")
+            g.add("masks", nm, kind,
+                  gru_kw(3, **extra, zero_output_for_mask=zo, return_state=True),
+                  B=4, T=6, F=4, mask="mixed", init_state=True)
+        g.add("masks", f"mask_{lp}_mixed_unroll", kind,
+              gru_kw(3, **extra, unroll=True, return_sequences=True, return_state=True),
+              B=4, T=6, F=4, mask="mixed", init_state=True)
+    if k2:
+        v1 = dict(activation="tanh", recurrent_activation="hard_sigmoid", reset_after=False,
+                  implementation=1)
+        g.add("masks", "mask_gru_v1_defaults_mixed", "GRU",
+              gru_kw(4, **v1, return_sequences=True, return_state=True),
+              B=4, T=6, F=3, mask="mixed", init_state=True)
+        g.add("masks", "mask_lstm_v1_defaults_mixed", "LSTM",
+              gru_kw(4, activation="tanh", recurrent_activation="hard_sigmoid", implementation=1,
+                     return_sequences=True, return_state=True),
+              B=4, T=6, F=3, mask="mixed", init_state=True)
+
+    # ---------------- stateful ----------------
+    third = "random" if k2 else "zeros"
+    for lp, kind, extra in mask_layers:
+        g.add("stateful", f"stateful_{lp}", kind,
+              gru_kw(4, **extra, stateful=True, return_sequences=True, return_state=True),
+              B=3, T=4, F=5,
+              calls=[{"reset": "none"}, {"reset": "none"}, {"reset": third}])
+        g.add("stateful", f"stateful_{lp}_last", kind, gru_kw(3, **extra, stateful=True),
+              B=2, T=5, F=3,
+              calls=[{"reset": "none"}, {"reset": "none"}, {"reset": "zeros"}])
+        g.add("stateful", f"stateful_{lp}_initial_state", kind,
+              gru_kw(3, **extra, stateful=True, return_state=True), B=2, T=4, F=3,
+              calls=[{"reset": "none", "init_state": True},
+                     {"reset": "none", "init_state": True},
+                     {"reset": "zeros", "init_state": True}],
+              note=("K2 quirk: a passed initial_state is used only while every stored state is "
+                    "exactly 0 (calls 1 and 3); in call 2 the stored states win."
+                    if k2 else "K3: a passed initial_state is always used."))
+        g.add("stateful", f"stateful_{lp}_mask_backwards", kind,
+              gru_kw(3, **extra, stateful=True, go_backwards=True, return_sequences=True,
+                     return_state=True), B=4, T=6, F=3,
+              calls=[{"reset": "none", "mask": "holes"}, {"reset": "none", "mask": "fullrow"},
+                     {"reset": third, "mask": "left"}])
+    if k2:
+        g.add("stateful", "stateful_gru_ra_time_major", "GRU",
+              gru_kw(3, stateful=True, time_major=True, return_sequences=True,
+                     return_state=True), B=2, T=4, F=3,
+              calls=[{"reset": "none"}, {"reset": "none"}, {"reset": "random"}])
+
+    # ---------------- activations ----------------
+    for a in ACTIVATION_CANDIDATES:
+        if not g.activation_accepted(a):
+            continue
+        unb = a in UNBOUNDED
+        sc, xs, T = (0.5, 0.6, 4) if unb else (1.0, 1.0, 6)
+        if a == "exponential":
+            sc, xs, T = 0.35, 0.5, 3
+        for lp, kind, extra in mask_layers:
+            s2, x2 = sc, xs
+            if a == "exponential" and kind == "LSTM":
+                s2, x2 = 0.15, 0.3  # h = o*exp(c): keep the cell state small
+            g.add("activations", f"act_{a}_{lp}", kind,
+                  gru_kw(3, **extra, activation=a, return_sequences=True, return_state=True),
+                  B=2, T=T, F=4, scale=s2, xscale=x2)
+        g.add("activations", f"act_{a}_grucell", "GRUCell", gru_kw(3, activation=a),
+              B=2, F=4, scale=sc, xscale=xs, init_state=True)
+    for ra_name in RECURRENT_ACTIVATIONS:
+        # A gate outside [0, 1] makes the GRU update z*h + (1-z)*hh expansive: keep those small.
+        unb = ra_name in ("linear", "relu", "softplus")
+        sc = 0.6 if unb else 1.3
+        for lp, kind, extra in mask_layers:
+            gsc, xs, T = sc, 1.0, 5
+            if kind == "GRU" and unb:
+                gsc, xs, T = 0.3, 0.5, 4
+            g.add("activations", f"recact_{ra_name}_{lp}", kind,
+                  gru_kw(3, **extra, recurrent_activation=ra_name, return_sequences=True,
+                         return_state=True),
+                  B=2, T=T, F=4, scale=gsc, xscale=xs, init_state=True)
+        g.add("activations", f"recact_{ra_name}_lstmcell", "LSTMCell",
+              gru_kw(3, recurrent_activation=ra_name), B=3, F=4, scale=sc, init_state=True)
+    # hard_sigmoid everywhere, wide pre-activations across both K2 (+-2.5) and K3 (+-3) kinks
+    for lp, kind, extra in mask_layers:
+        g.add("activations", f"hard_sigmoid_both_{lp}", kind,
+              gru_kw(4, **extra, activation="hard_sigmoid", recurrent_activation="hard_sigmoid",
+                     return_sequences=True, return_state=True),
+              B=3, T=6, F=5, scale=1.6, init_state=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dialect", required=True, choices=["keras2", "keras3"])
+    ap.add_argument("--out", default=None, help="output folder (default fixtures/<dialect>)")
+    args = ap.parse_args()
+    g = Generator(args.dialect)
+    build_cases(g)
+    out = args.out or os.path.join(HERE, "fixtures", args.dialect)
+    g.write(out)
+
+    total = 0
+    for file, cases in sorted(g.cases.items()):
+        size = os.path.getsize(os.path.join(out, file + ".json"))
+        total += size
+        print(f"{file}.json: {len(cases)} cases, {size / 1024:.1f} KiB")
+    print(f"total: {sum(len(c) for c in g.cases.values())} cases, {total / 1024:.1f} KiB")
+    print("versions:", json.dumps(g.versions))
+    if g.skipped_activations:
+        print("activations refused by this dialect:")
+        for k, v in g.skipped_activations.items():
+            print(f"  {k}: {v}")
+    worst = sorted(g.check, key=lambda r: -r[2])[:8]
+    print("largest |keras float32 - float64 model| per case:")
+    for file, name, d, tol in worst:
+        print(f"  {file}/{name}: {d:.3e} (tolerance {tol:g})")
+    loosened = [r for r in g.check if r[3] != DEFAULT_TOL]
+    print(f"cases with a loosened tolerance: {len(loosened)}")
+    print("hard_sigmoid recurrent pre-activation coverage (min, max, frac<-bp, frac>bp):")
+    for name, lo, hi, fl, fh in g.hs_coverage:
+        print(f"  {name}: [{lo:.2f}, {hi:.2f}] below {fl:.2f} above {fh:.2f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Regenerate all fixtures with real Keras (see README.md). Run from anywhere.
+# Creates the virtual environments first if they are missing (tests/keras/setup_venvs.sh).
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+VENV_KERAS2="${VENV_KERAS2:-$HERE/.venv-keras2}"
+VENV_KERAS3="${VENV_KERAS3:-$HERE/.venv-keras3}"
+if [[ ! -x "$VENV_KERAS2/bin/python" || ! -x "$VENV_KERAS3/bin/python" ]]; then
+    VENV_KERAS2="$VENV_KERAS2" VENV_KERAS3="$VENV_KERAS3" "$HERE/setup_venvs.sh"
+fi
+"$VENV_KERAS2/bin/python" "$HERE/generate.py" --dialect keras2
+"$VENV_KERAS3/bin/python" "$HERE/generate.py" --dialect keras3
+python3 "$HERE/check_fixtures.py"
