@@ -113,6 +113,171 @@ OutputError compare(const std::string& what, const std::vector<float>& got, cons
   return e;
 }
 
+std::vector<float> weight_of(recur_layer* layer, int index) {
+  int64_t dims[2] = {0, 0};
+  int32_t nd = 0;
+  recur_layer_weight_shape(layer, index, dims, &nd);
+  std::size_t n = 1;
+  for (int i = 0; i < nd; ++i) n *= static_cast<std::size_t>(dims[i]);
+  std::vector<float> w(n);
+  recur_layer_get_weight(layer, index, w.data(), w.size());
+  return w;
+}
+
+int weight_index(recur_layer* layer, const std::string& name) {
+  int32_t count = 0;
+  recur_layer_num_weights(layer, &count);
+  for (int32_t i = 0; i < count; ++i) {
+    const char* n = nullptr;
+    if (recur_layer_weight_name(layer, i, &n) == RECUR_OK && name == n) return i;
+  }
+  return -1;
+}
+
+// layer.losses after the last call: names and values in Keras's order.
+void check_losses(recur_layer* layer, const json& expected, CaseResult& r) {
+  int32_t count = 0;
+  recur_status st = recur_layer_get_losses(layer, nullptr, 0, &count);
+  std::vector<float> values(static_cast<std::size_t>(std::max(count, 0)));
+  if (st == RECUR_OK) st = recur_layer_get_losses(layer, values.data(), values.size(), &count);
+  if (st != RECUR_OK) {
+    r.error = "losses: " + status_text(st);
+    return;
+  }
+  if (static_cast<std::size_t>(count) != expected.size()) {
+    r.error = "losses: Keras reports " + std::to_string(expected.size()) + ", recur " + std::to_string(count);
+    return;
+  }
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const char* name = nullptr;
+    recur_layer_loss_name(layer, static_cast<int32_t>(i), &name);
+    const std::string want = expected[i].at("name").get<std::string>();
+    if (want != name) {
+      r.error = "loss " + std::to_string(i) + ": Keras has '" + want + "', recur '" + name + "'";
+      return;
+    }
+    const double e = expected[i].at("value").get<double>();
+    OutputError o;
+    o.what = "loss:" + want;
+    // Penalties are sums over whole tensors: compare relative to their size.
+    o.max_abs = std::fabs(values[i] - e) / std::max(1.0, std::fabs(e));
+    o.max_rel = std::fabs(values[i] - e) / std::max(std::fabs(e), 1e-3);
+    r.outputs.push_back(o);
+  }
+}
+
+// Weights after apply_constraints, including the sign of zeros (Keras 2 non_neg keeps -0.0).
+void check_constraints(recur_layer* layer, const json& expected, CaseResult& r) {
+  const recur_status st = recur_layer_apply_constraints(layer);
+  if (st != RECUR_OK) {
+    r.error = "apply_constraints: " + status_text(st);
+    return;
+  }
+  for (const auto& w : expected) {
+    const std::string name = w.at("name").get<std::string>();
+    const int index = weight_index(layer, name);
+    if (index < 0) {
+      r.error = "constrained weight '" + name + "' does not exist";
+      return;
+    }
+    const std::vector<float> got = weight_of(layer, index);
+    OutputError o = compare("constrained:" + name, got, w);
+    const auto want = floats(w);
+    for (std::size_t i = 0; i < got.size() && i < want.size(); ++i)
+      if (got[i] == 0.0f && want[i] == 0.0f && std::signbit(got[i]) != std::signbit(want[i])) o.max_abs = INFINITY;
+    r.outputs.push_back(o);
+  }
+}
+
+struct Stats {
+  double mean = 0, std = 0, min = INFINITY, max = -INFINITY;
+  double row_orth = NAN, col_orth = NAN;
+};
+
+Stats stats_of(const std::vector<float>& w, const std::vector<int64_t>& shape, double gain) {
+  Stats s;
+  for (float v : w) {
+    s.mean += v;
+    s.min = std::min<double>(s.min, v);
+    s.max = std::max<double>(s.max, v);
+  }
+  s.mean /= static_cast<double>(w.size());
+  for (float v : w) s.std += (v - s.mean) * (v - s.mean);
+  s.std = std::sqrt(s.std / static_cast<double>(w.size()));
+  if (shape.size() == 2) {
+    const int64_t rows = shape[0], cols = shape[1];
+    auto gram_error = [&](bool by_rows) {
+      const int64_t n = by_rows ? rows : cols, k = by_rows ? cols : rows;
+      double worst = 0;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double dot = 0;
+          for (int64_t m = 0; m < k; ++m) {
+            const double a = by_rows ? w[static_cast<std::size_t>(i * cols + m)] : w[static_cast<std::size_t>(m * cols + i)];
+            const double b = by_rows ? w[static_cast<std::size_t>(j * cols + m)] : w[static_cast<std::size_t>(m * cols + j)];
+            dot += a * b;
+          }
+          worst = std::max(worst, std::fabs(dot / (gain * gain) - (i == j ? 1.0 : 0.0)));
+        }
+      return worst;
+    };
+    if (rows <= cols) s.row_orth = gram_error(true);
+    if (rows >= cols) s.col_orth = gram_error(false);
+  }
+  return s;
+}
+
+// Initializers cannot reproduce TensorFlow's random streams: compare distributions, not values.
+void check_initializers(recur_layer* layer, const json& c, CaseResult& r) {
+  double gain = 1.0;
+  const json& cfg = c.at("layer").at("config");
+  if (cfg.contains("recurrent_initializer") && cfg["recurrent_initializer"].is_object()) {
+    const json& ri = cfg["recurrent_initializer"];
+    if (ri.value("class_name", std::string()) == "Orthogonal" && ri.contains("config"))
+      gain = ri["config"].value("gain", 1.0);
+  }
+  for (const auto& e : c.at("initializer_stats")) {
+    const std::string name = e.at("name").get<std::string>();
+    const int index = weight_index(layer, name);
+    if (index < 0) {
+      r.error = "initializer_stats: no weight '" + name + "'";
+      return;
+    }
+    std::vector<int64_t> shape;
+    for (const auto& d : e.at("shape")) shape.push_back(d.get<int64_t>());
+    const std::vector<float> w = weight_of(layer, index);
+    const Stats s = stats_of(w, shape, name == "recurrent_kernel" ? gain : 1.0);
+    const double n = static_cast<double>(w.size());
+    const double k_mean = e.at("mean").get<double>(), k_std = e.at("std").get<double>();
+    const double k_min = e.at("min").get<double>(), k_max = e.at("max").get<double>();
+    OutputError o;
+    o.what = "init:" + name;
+    std::string why;
+    if (static_cast<double>(e.at("n").get<int64_t>()) != n) why = "size differs";
+    if (k_std == 0.0) {
+      if (s.min != k_min || s.max != k_max) why = "constant initializer values differ";
+    } else {
+      if (std::fabs(s.mean - k_mean) > 6.0 * k_std / std::sqrt(n) + 1e-6) why = "mean differs";
+      if (std::fabs(s.std / k_std - 1.0) > 0.05) why = "standard deviation differs";
+      const double slack = 0.15 * (k_max - k_min);
+      if (s.min < k_min - slack || s.max > k_max + slack) why = "range exceeds Keras's";
+    }
+    for (const char* key : {"row_orthogonality", "col_orthogonality"}) {
+      if (!e.contains(key) || e[key].is_null()) continue;
+      const double mine = std::string(key) == "row_orthogonality" ? s.row_orth : s.col_orth;
+      if (e[key].get<double>() < 1e-4 && !(mine < 1e-4)) why = std::string(key) + " not orthogonal";
+    }
+    if (!why.empty()) {
+      r.error = "initializer '" + name + "': " + why + " (recur mean " + std::to_string(s.mean) + " std " +
+                std::to_string(s.std) + " range [" + std::to_string(s.min) + ", " + std::to_string(s.max) +
+                "]; Keras mean " + std::to_string(k_mean) + " std " + std::to_string(k_std) + " range [" +
+                std::to_string(k_min) + ", " + std::to_string(k_max) + "])";
+      return;
+    }
+    r.outputs.push_back(o);
+  }
+}
+
 CaseResult run_case(const Fixture& f) {
   CaseResult r;
   const json& c = f.data;
@@ -131,7 +296,7 @@ CaseResult run_case(const Fixture& f) {
   recur_layer_get_info(layer, &info);
   const bool is_cell = info.type == RECUR_LAYER_GRU_CELL || info.type == RECUR_LAYER_LSTM_CELL;
 
-  const json& weights = c.at("weights");
+  const json weights = c.value("weights", json::array());
   for (std::size_t i = 0; i < weights.size() && r.error.empty(); ++i) {
     const auto data = floats(weights[i]);
     std::vector<int64_t> dims;
@@ -212,6 +377,9 @@ CaseResult run_case(const Fixture& f) {
       r.outputs.push_back(compare(prefix + name, got, o));
     }
   }
+  if (r.error.empty() && c.contains("losses")) check_losses(layer, c["losses"], r);
+  if (r.error.empty() && c.contains("constrained_weights")) check_constraints(layer, c["constrained_weights"], r);
+  if (r.error.empty() && c.contains("initializer_stats")) check_initializers(layer, c, r);
   recur_layer_destroy(layer);
   return r;
 }
