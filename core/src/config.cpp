@@ -86,9 +86,12 @@ void LayerConfig::validate() const {
          "batch_size: a stateful layer needs to know its batch size (Keras: \"If a RNN is stateful, it needs to "
          "know its batch size. Specify the batch size of your input tensors\"), got ", batch_size);
   if (batch_size < 0) fail(Error::Code::invalid_argument, "batch_size: expected >= 0, got ", batch_size);
-  if (units > (1 << 24) || input_size > (1 << 24))
-    fail(Error::Code::invalid_argument, "units/input_size: at most 16777216 supported, got units=", units,
-         " input_size=", input_size);
+  // A bound on any one weight (1 GiB), so a hostile config cannot ask for unbounded memory.
+  const double limit = static_cast<double>(1 << 28);
+  const double g = gates(), u = units, f = input_size;
+  if (f * g * u > limit || u * g * u > limit)
+    fail(Error::Code::invalid_argument, "units/input_size: units=", units, " and input_size=", input_size,
+         " make a weight of more than 268435456 floats (1 GiB), the largest recur accepts");
 }
 
 }  // namespace recur

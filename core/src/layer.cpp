@@ -119,10 +119,14 @@ void Layer::set_weight(std::size_t i, const float* data, std::size_t len, const 
   const WeightSpec& spec = weight_spec(i);
   if (!data) fail(Error::Code::invalid_argument, "data: is NULL");
   if (dims) {
-    std::vector<Index> given(dims, dims + std::max(ndims, 0));
-    if (ndims < 0 || given != spec.shape)
+    // Keras weights have rank 1 or 2: read no more dims than that (ndims comes from the caller).
+    if (ndims < 0 || ndims > 2)
       fail(Error::Code::shape, "weight '", spec.name, "' of ", kind_name(config_.kind), ": expected shape ",
-           shape_string(spec.shape), ", got ", ndims < 0 ? std::string("a negative rank") : shape_string(given));
+           shape_string(spec.shape), ", got ndims = ", ndims, " (Keras weights have rank 1 or 2)");
+    std::vector<Index> given(dims, dims + ndims);
+    if (given != spec.shape)
+      fail(Error::Code::shape, "weight '", spec.name, "' of ", kind_name(config_.kind), ": expected shape ",
+           shape_string(spec.shape), ", got ", shape_string(given));
   }
   Tensor& w = weights_[i];
   if (len != static_cast<std::size_t>(w.size()))
@@ -538,8 +542,12 @@ void Layer::apply_constraints() {
   std::lock_guard<std::mutex> lock(mutex_);
   const ConstraintSpec* specs[3] = {&config_.kernel_constraint, &config_.recurrent_constraint, &config_.bias_constraint};
   const char* fields[3] = {"kernel_constraint", "recurrent_constraint", "bias_constraint"};
-  for (std::size_t i = 0; i < weights_.size(); ++i)
-    apply_constraint(*specs[i], weights_[i], config_.dialect.dialect, fields[i]);
+  // Constrain copies and commit only when every constraint succeeded, so a failing one (e.g. an
+  // axis the weight does not have) leaves all weights unchanged.
+  std::vector<Tensor> updated = weights_;
+  for (std::size_t i = 0; i < updated.size(); ++i)
+    apply_constraint(*specs[i], updated[i], config_.dialect.dialect, fields[i]);
+  weights_ = std::move(updated);
   sync_cell();
 }
 

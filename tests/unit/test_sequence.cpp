@@ -423,6 +423,30 @@ TEST(Sequence, StreamingStepsEqualOneCall) {
   expect_near(out, whole.output, 1e-6, "streamed last output");
 }
 
+TEST(Sequence, ChunkedProjectionOfLongSequencesGivesTheSameResult) {
+  for (bool backwards : {false, true}) {
+    LayerConfig c = make(LayerKind::lstm, 4, 3);
+    c.return_sequences = true;
+    c.go_backwards = backwards;
+    Layer layer(c);
+    randomize_weights(layer, 41);
+    const Index B = 2, T = 23;
+    const Vec x = random_vec(static_cast<std::size_t>(B * T * 3), 40);
+    std::vector<std::uint8_t> mask(static_cast<std::size_t>(B * T), 1);
+    mask[5] = mask[30] = mask[31] = 0;
+    State whole(2, B, 4), chunked(2, B, 4);
+    chunked.workspace().projection_budget = B * 16 * 3;  // 3 timesteps per chunk
+    Vec a(layer.output_size(B, T)), b(a.size());
+    layer.call_state(whole, x.data(), x.size(), T, mask.data(), mask.size(), a.data(), a.size());
+    layer.call_state(chunked, x.data(), x.size(), T, mask.data(), mask.size(), b.data(), b.size());
+    expect_near(a, b, 1e-6, "outputs");
+    Vec sa(static_cast<std::size_t>(whole.size())), sb(sa.size());
+    whole.get(sa.data(), sa.size());
+    chunked.get(sb.data(), sb.size());
+    expect_near(sa, sb, 1e-6, "states");
+  }
+}
+
 TEST(Sequence, InitialStateCountAndLengthAreChecked) {
   Layer lstm(make(LayerKind::lstm, 3, 2));
   const Vec x = random_vec(4, 1), one(3, 0.0f);

@@ -17,8 +17,12 @@ struct SequenceWorkspace {
   RowMatrix projected;            // (rows, G*u)
   std::vector<RowMatrix> next;    // next states
   RowMatrix out_t;                // output at the current step, (B, u)
-  std::vector<std::vector<float>> dropped;  // inputs with dropout applied (training only)
+  std::vector<std::vector<float>> dropped;   // inputs with dropout applied (training only)
+  std::vector<std::vector<float>> gathered;  // a chunk of timesteps of long sequences
   StepWorkspace step;
+  // Upper bound on projected inputs held at once (floats, 16 MiB by default): longer sequences
+  // are projected in chunks of timesteps, so memory stays bounded whatever T is.
+  Index projection_budget = Index(1) << 22;
 };
 
 // One run over a sequence. Layout: row (b, t) of the input, mask and output is t*B + b when

@@ -1,5 +1,5 @@
-// The Eigen CPU backend: one GEMM for the input projection of every timestep, then the
-// recurrent loop with Keras's generic masking semantics.
+// The Eigen CPU backend: one GEMM for the input projection of every timestep (or of chunks of
+// timesteps, for long sequences), then the recurrent loop with Keras's generic masking semantics.
 #include <algorithm>
 #include <cstring>
 
@@ -17,7 +17,12 @@ class CpuBackend final : public Backend {
 void CpuBackend::run_sequence(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws) const {
   const Index B = job.batch, T = job.timesteps, u = cell.units(), W = cell.width();
   const int ns = cell.num_states();
-  cell.project(job.inputs, job.num_inputs, B * T, ws.projected);
+  const Index F = cell.input_size();
+  const Index chunk = std::max<Index>(1, std::min<Index>(T, ws.projection_budget / std::max<Index>(1, B * W)));
+  auto row_index = [&](Index b, Index t) { return job.time_major ? t * B + b : b * T + t; };
+  if (chunk >= T) cell.project(job.inputs, job.num_inputs, B * T, ws.projected);
+  ws.gathered.resize(static_cast<std::size_t>(job.num_inputs));
+  std::vector<const float*> gathered_ptrs(static_cast<std::size_t>(job.num_inputs));
 
   ws.next.resize(static_cast<std::size_t>(ns));
   for (auto& m : ws.next) m.resize(B, u);
@@ -25,12 +30,34 @@ void CpuBackend::run_sequence(const Cell& cell, const SequenceJob& job, Sequence
   RowMatrix* next = ws.next.data();
   ws.out_t.setZero(B, u);  // the "previous output" of a masked step starts at zeros, not h0
 
-  const Index xp_stride = (job.time_major ? 1 : T) * W;
-  auto row_index = [&](Index b, Index t) { return job.time_major ? t * B + b : b * T + t; };
-
   for (Index k = 0; k < T; ++k) {
     const Index t = job.go_backwards ? T - 1 - k : k;
-    const float* xp = ws.projected.data() + row_index(0, t) * W;
+    const float* xp;
+    Index xp_stride;
+    if (chunk >= T) {
+      xp = ws.projected.data() + row_index(0, t) * W;
+      xp_stride = (job.time_major ? 1 : T) * W;
+    } else {
+      const Index j = k % chunk;
+      if (j == 0) {
+        // Gather the next chunk's inputs in processing order, time-major, then project them.
+        const Index n = std::min(chunk, T - k);
+        for (int g = 0; g < job.num_inputs; ++g) {
+          auto& buf = ws.gathered[static_cast<std::size_t>(g)];
+          buf.resize(static_cast<std::size_t>(n * B * F));
+          for (Index jj = 0; jj < n; ++jj) {
+            const Index tt = job.go_backwards ? T - 1 - (k + jj) : k + jj;
+            for (Index b = 0; b < B; ++b)
+              std::memcpy(buf.data() + (jj * B + b) * F, job.inputs[g] + row_index(b, tt) * F,
+                          static_cast<std::size_t>(F) * sizeof(float));
+          }
+          gathered_ptrs[static_cast<std::size_t>(g)] = buf.data();
+        }
+        cell.project(gathered_ptrs.data(), job.num_inputs, n * B, ws.projected);
+      }
+      xp = ws.projected.data() + j * B * W;
+      xp_stride = W;
+    }
     cell.step(xp, xp_stride, B, cur, next, job.recurrent_masks, ws.step);
     if (!job.mask) {
       for (int s = 0; s < ns; ++s) cur[s].swap(next[s]);
