@@ -1,0 +1,56 @@
+// Read-only access to the parts of an HDF5 file that Keras writes: groups, string attributes and
+// float datasets. Every failure is an Error naming the file and the object path; sizes are
+// checked before anything is allocated.
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace recur::io {
+
+class H5File {
+ public:
+  // Opens a file on disk. Throws Error(io) if it is missing or not HDF5.
+  static H5File open_path(const std::string& path);
+  // Opens an HDF5 file held in memory (e.g. model.weights.h5 inside a .keras zip).
+  // `display_name` is used in messages.
+  static H5File open_image(std::vector<char> bytes, const std::string& display_name);
+
+  H5File(H5File&& other) noexcept;
+  H5File& operator=(H5File&&) = delete;
+  H5File(const H5File&) = delete;
+  ~H5File();
+
+  const std::string& name() const { return name_; }
+
+  bool exists(const std::string& path) const;  // "" or "/" is the root group
+  bool is_group(const std::string& path) const;
+  bool is_dataset(const std::string& path) const;
+  std::vector<std::string> children(const std::string& group) const;  // in creation/name order
+
+  bool has_attribute(const std::string& object, const std::string& attr) const;
+  // A string attribute (fixed or variable length, scalar or one element).
+  std::string attribute_string(const std::string& object, const std::string& attr) const;
+  // A string-array attribute (h5py writes weight_names / layer_names this way); a scalar string
+  // gives one element; an empty numeric array gives none.
+  std::vector<std::string> attribute_strings(const std::string& object, const std::string& attr) const;
+
+  // A float dataset of rank <= 4 (float32/float64/integers are converted to float32).
+  std::vector<float> read_floats(const std::string& path, std::vector<std::int64_t>& shape) const;
+
+ private:
+  H5File(hid_t file, std::string name, std::vector<char> image);
+  [[noreturn]] void fail_at(const std::string& path, const std::string& problem) const;
+
+  hid_t file_ = -1;
+  std::string name_;
+  std::vector<char> image_;  // keeps an in-memory image alive
+};
+
+// Makes a byte string printable for messages (non-UTF-8 and control bytes become \xNN).
+std::string printable(const std::string& s);
+
+}  // namespace recur::io
