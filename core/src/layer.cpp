@@ -516,8 +516,13 @@ void Layer::cell_call(const float* input, std::size_t input_len, Index batch, co
     std::lock_guard<std::mutex> lock(mutex_);
     const bool divide = config_.dialect.dialect == Dialect::keras2 || config_.dialect.at_least(3, 14);
     activity_losses_.clear();
-    const float v = regularization_penalty(config_.activity_regularizer, output, B, u);
-    activity_losses_.push_back({"activity:output", divide ? v / static_cast<float>(B) : v});
+    // A cell returns (output, new_states): Keras regularises every flattened piece.
+    const float* pieces[3] = {output, out[0].data(), ns > 1 ? out[1].data() : nullptr};
+    const char* names[3] = {"activity:output", "activity:state_h", "activity:state_c"};
+    for (int i = 0; i <= ns; ++i) {
+      const float v = regularization_penalty(config_.activity_regularizer, pieces[i], B, u);
+      activity_losses_.push_back({names[i], divide ? v / static_cast<float>(B) : v});
+    }
   }
 }
 

@@ -5,8 +5,9 @@
 
 Checks the format documented in README.md: keys, tensor shapes against their data lengths,
 weight shapes against the layer config, output names/shapes against return_sequences /
-return_state / time_major, mask values, reset_states usage, finiteness, unique names, and the
-size budget (each file < 1.5 MB, all files < 8 MB). Exits 1 on the first problem.
+return_state / time_major, mask values, reset_states usage, finiteness, unique names, the
+optional fields `losses`, `constrained_weights` and `initializer_stats`, and the size budget
+(each file < 1.5 MB, all files < 8 MB). Exits 1 on the first problem.
 """
 import glob
 import json
@@ -45,8 +46,56 @@ def check_tensor(t, where, shape=None, ints=False):
             fail(f"{where}: bad number {v!r}")
 
 
+KNOWN_KEYS = {"name", "layer", "input_size", "weights", "tolerance", "tolerance_reason", "note",
+              "calls", "losses", "constrained_weights", "initializer_stats"}
+WEIGHT_ORDER = ["kernel", "recurrent_kernel", "bias"]
+
+
+def check_number(v, where):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        fail(f"{where}: bad number {v!r}")
+
+
+def check_stats(stats, exp, where):
+    got = [(s["name"], s["shape"]) for s in stats]
+    if got != exp:
+        fail(f"{where}: initializer_stats {got}, expected {exp}")
+    keys = {"name", "shape", "n", "mean", "std", "min", "max", "row_orthogonality",
+            "col_orthogonality"}
+    for s in stats:
+        w = f"{where}/initializer_stats/{s['name']}"
+        if set(s) - {"blocks"} != keys:
+            fail(f"{w}: keys {sorted(s)}")
+        if s["n"] != numel(s["shape"]):
+            fail(f"{w}: n {s['n']} for shape {s['shape']}")
+        for k in ("mean", "std", "min", "max"):
+            check_number(s[k], f"{w}/{k}")
+        if not (s["min"] <= s["mean"] <= s["max"]) or s["std"] < 0:
+            fail(f"{w}: inconsistent min/mean/max/std")
+        shp = s["shape"]
+        two = len(shp) == 2
+        want_row = two and shp[0] <= shp[1]
+        want_col = two and shp[0] >= shp[1]
+        for k, want in (("row_orthogonality", want_row), ("col_orthogonality", want_col)):
+            if want:
+                check_number(s[k], f"{w}/{k}")
+            elif s[k] is not None:
+                fail(f"{w}: {k} must be null for shape {shp}")
+        if "blocks" in s:
+            if sum(b["n"] for b in s["blocks"]) != s["n"]:
+                fail(f"{w}: blocks do not cover the weight")
+            for b in s["blocks"]:
+                for k in ("mean", "std", "min", "max"):
+                    check_number(b[k], f"{w}/blocks/{k}")
+
+
 def check_case(case, dialect, where):
-    for k in ("name", "layer", "input_size", "weights", "tolerance", "calls"):
+    if set(case) - KNOWN_KEYS:
+        fail(f"{where}: unknown keys {sorted(set(case) - KNOWN_KEYS)}")
+    stats_case = "initializer_stats" in case
+    need = ("name", "layer", "input_size", "calls") if stats_case else (
+        "name", "layer", "input_size", "weights", "tolerance", "calls")
+    for k in need:
         if k not in case:
             fail(f"{where}: missing {k}")
     layer = case["layer"]
@@ -66,9 +115,9 @@ def check_case(case, dialect, where):
     F = case["input_size"]
     n = 3 if is_gru else 4
     ns = 1 if is_gru else 2
-    if not (case["tolerance"] > 0):
+    if not (case.get("tolerance", 1e-5) > 0):
         fail(f"{where}: tolerance")
-    if case["tolerance"] != 1e-5 and "tolerance_reason" not in case:
+    if case.get("tolerance", 1e-5) != 1e-5 and "tolerance_reason" not in case:
         fail(f"{where}: loosened tolerance without tolerance_reason")
 
     # weights
@@ -80,11 +129,27 @@ def check_case(case, dialect, where):
             exp.append(("bias", [2, 3 * u]))
         else:
             exp.append(("bias", [n * u]))
+    if stats_case:
+        if case["calls"]:
+            fail(f"{where}: an initializer_stats case must have no calls")
+        if "losses" in case or "constrained_weights" in case:
+            fail(f"{where}: initializer_stats mixed with losses/constrained_weights")
+        check_stats(case["initializer_stats"], exp, where)
+        if "weights" not in case:
+            return
     got = [(w["name"], w["shape"]) for w in case["weights"]]
     if got != exp:
         fail(f"{where}: weights {got}, expected {exp}")
     for w in case["weights"]:
         check_tensor(w, f"{where}/weights/{w['name']}")
+    if stats_case:
+        return
+    if "constrained_weights" in case:
+        cw = case["constrained_weights"]
+        if [(w["name"], w["shape"]) for w in cw] != exp:
+            fail(f"{where}: constrained_weights {[(w['name'], w['shape']) for w in cw]}")
+        for w in cw:
+            check_tensor(w, f"{where}/constrained_weights/{w['name']}")
 
     stateful = cfg.get("stateful", False)
     tm = cfg.get("time_major", False)
@@ -146,6 +211,29 @@ def check_case(case, dialect, where):
             fail(f"{w}: outputs {got}, expected {exp_out}")
         for t in outs:
             check_tensor(t, f"{w}/outputs/{t['name']}")
+
+    if "losses" in case:
+        if not case["calls"]:
+            fail(f"{where}: losses without a call")
+        out_names = [t["name"] for t in case["calls"][-1]["outputs"]]
+        names = [entry["name"] for entry in case["losses"]]
+        act = [n[len("activity:"):] for n in names if n.startswith("activity:")]
+        wts = [n for n in names if not n.startswith("activity:")]
+        if names != ["activity:" + n for n in act] + wts:
+            fail(f"{where}: activity losses must come first: {names}")
+        if act and act != out_names:
+            fail(f"{where}: activity losses {act} but outputs {out_names}")
+        present = [w["name"] for w in case["weights"]]
+        if wts != [n for n in WEIGHT_ORDER if n in wts] or not set(wts) <= set(present):
+            fail(f"{where}: weight losses {wts} (weights {present})")
+        if dialect == "keras3" and cfg.get("trainable") is False and wts:
+            fail(f"{where}: keras3 reports no weight penalty for a frozen layer")
+        for entry in case["losses"]:
+            if set(entry) != {"name", "value"}:
+                fail(f"{where}: loss keys {sorted(entry)}")
+            check_number(entry["value"], f"{where}/losses/{entry['name']}")
+            if entry["value"] < 0:
+                fail(f"{where}: negative loss {entry}")
 
 
 def main():

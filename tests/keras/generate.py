@@ -181,6 +181,7 @@ class Ref:
     def run_layer(self, kind, cfg, w, x, states, mask):
         """Generic RNN loop (K2 backend.rnn / K3 TF rnn). x (B,T,F) batch-major float64."""
         step = self.step_fn(kind)
+        init_states = states
         B, T, _ = x.shape
         u = cfg["units"]
         order = range(T - 1, -1, -1) if cfg.get("go_backwards") else range(T)
@@ -198,6 +199,13 @@ class Ref:
             outs.append(out)
         seq = np.stack(outs, axis=1)
         last = outs[-1]
+        if cfg.get("unroll") and mask is not None and cfg.get("zero_output_for_mask"):
+            # keras_semantics.md §12.15 (backend.rnn unroll branch, K2 and K3 TF): the outputs
+            # were computed with the carry rule, then the stacked sequence is zeroed with the
+            # UNREVERSED mask; last_output with the last processed (reversed) mask step.
+            carried = self.run_layer(kind, dict(cfg, zero_output_for_mask=False, unroll=False),
+                                     w, x, init_states, mask)[0]
+            seq = np.where(mask.astype(bool)[:, :, None], carried, 0.0)
         return seq, last, states
 
 
@@ -257,6 +265,9 @@ class Generator:
         self.check = []  # (name, maxdiff, tol)
         self.hs_coverage = []
         self._act_cache = {}
+        self.refused_cases = {}  # case name -> Keras error (not written)
+        self.loss_check = []  # (layer, loss name, rel diff)
+        self.constraint_check = []  # (layer, weight, class, maxdiff, sign mismatches, -0.0s)
 
     # ---- activations ----------------------------------------------------------------------
     def act64(self, name, x):
@@ -308,8 +319,8 @@ class Generator:
             out.append(("bias", q(rng.uniform(-scale, scale, bshape), decimals)))
         return out
 
-    def build_layer(self, kind, kw, name, build_shape, stateful):
-        cls = self.layer_class(kind)
+    def build_layer(self, kind, kw, name, build_shape, stateful, cls=None):
+        cls = cls or self.layer_class(kind)
         kw = dict(kw)
         kw["name"] = name
         if stateful and self.dialect == "keras2":
@@ -322,7 +333,7 @@ class Generator:
         return layer
 
     def set_weights(self, layer, weights):
-        vars_ = layer.trainable_weights
+        vars_ = layer.trainable_weights or layer.weights  # trainable=False cases
         assert len(vars_) == len(weights), ([v.name for v in vars_], [n for n, _ in weights])
         for v, (wname, arr) in zip(vars_, weights):
             assert wname in v.name, (v.name, wname)
@@ -335,7 +346,8 @@ class Generator:
 
     # ---- case runner ------------------------------------------------------------------------
     def add(self, file, name, kind, kw, *, B=3, T=5, F=4, scale=1.0, xscale=1.0, decimals=3,
-            init_state=False, mask=None, calls=None, note=None, tolerance=None):
+            init_state=False, mask=None, calls=None, note=None, tolerance=None,
+            losses=False, constraints=False, weight_fn=None, layer_cls=None):
         """Build and run one case.
 
         calls: None for one plain call, or a list of dicts with optional keys
@@ -348,6 +360,9 @@ class Generator:
         kw = dict(kw)
         is_cell = kind in ("GRUCell", "LSTMCell")
         is_cudnn = kind.startswith("CuDNN")
+        # keras_semantics.md §3.5 / §12.14: base_cudnn_rnn.py does reverse(inputs, 1) for
+        # go_backwards, which with time_major=True is the BATCH axis; time runs forward.
+        batch_reverse = is_cudnn and bool(kw.get("time_major")) and bool(kw.get("go_backwards"))
         units = kw["units"]
         n_states = 2 if "LSTM" in kind else 1
         time_major = bool(kw.get("time_major", False))
@@ -357,9 +372,15 @@ class Generator:
             build_shape = (B, F)
         else:
             build_shape = (T, B, F) if time_major else (B, T, F)
-        layer = self.build_layer(kind, kw, name, build_shape, stateful)
-        weights = self.make_weights(kind, units, F, rng, scale, decimals, use_bias, kw)
+        layer = self.build_layer(kind, kw, name, build_shape, stateful, cls=layer_cls)
+        wkw = kw
+        if layer_cls is not None and "reset_after" in layer.get_config():
+            wkw = dict(kw, reset_after=layer.get_config()["reset_after"])
+        weights = self.make_weights(kind, units, F, rng, scale, decimals, use_bias, wkw)
+        if weight_fn is not None:
+            weights = [(n_, weight_fn(n_, a)) for n_, a in weights]
         self.set_weights(layer, weights)
+        constrained = self.constrained_weights(layer, weights) if constraints else None
         config = layer.get_config()
 
         # Reference layer for CuDNN: the native layer with Keras' own h5 converter applied.
@@ -370,6 +391,8 @@ class Generator:
 
             native_kind = kind[len("CuDNN"):]
             nkw = {k: v for k, v in kw.items() if k != "unit_forget_bias"}
+            if batch_reverse:
+                nkw["go_backwards"] = False
             if native_kind == "GRU":
                 nkw.update(reset_after=True, activation="tanh", recurrent_activation="sigmoid")
             else:
@@ -446,7 +469,8 @@ class Generator:
                     kwargs["mask"] = tf.constant(m.astype(bool))
                 if init:
                     kwargs["initial_state"] = [tf.constant(s) for s in init]
-                res = run_layer(tf.constant(x), **kwargs)
+                xin = x[:, ::-1].copy() if batch_reverse else x
+                res = run_layer(tf.constant(xin), **kwargs)
                 results = list(res) if isinstance(res, (list, tuple)) else [res]
             results = [np.asarray(r, dtype=np.float32) for r in results]
             names = ["output", "state_h", "state_c"][: len(results)]
@@ -459,6 +483,8 @@ class Generator:
                 expect = [hn] + ns
             else:
                 xb = np.transpose(x64, (1, 0, 2)) if time_major else x64
+                if batch_reverse:
+                    xb = xb[::-1]
                 if init:
                     if stateful and self.dialect == "keras2" and any(np.any(s != 0) for s in stored):
                         st = stored  # K2 quirk: non-zero stored states win over initial_state
@@ -466,7 +492,8 @@ class Generator:
                         st = [s.astype(np.float64) for s in init]
                 else:
                     st = stored if stateful else [np.zeros((B, units)) for _ in range(n_states)]
-                seq, last, fin = ref.run_layer(ref_kind, ref_cfg, ref_w, xb, st, m)
+                rc = dict(ref_cfg, go_backwards=False) if batch_reverse else ref_cfg
+                seq, last, fin = ref.run_layer(ref_kind, rc, ref_w, xb, st, m)
                 if stateful:
                     stored = fin
                 if ref_cfg.get("return_sequences"):
@@ -516,6 +543,11 @@ class Generator:
         if note:
             case["note"] = note
         case["calls"] = out_calls
+        if losses:
+            assert not is_cudnn
+            case["losses"] = self.layer_losses(layer, weights, names, results)
+        if constraints:
+            case["constrained_weights"] = constrained
         self.cases.setdefault(file, []).append(case)
         self.check.append((file, name, maxdiff, tol))
         if "hard_sigmoid" == config.get("recurrent_activation") and ref.pre_sigma:
@@ -523,6 +555,143 @@ class Generator:
             bp = 2.5 if self.dialect == "keras2" else 3.0
             self.hs_coverage.append((name, float(p.min()), float(p.max()),
                                      float(np.mean(p < -bp)), float(np.mean(p > bp))))
+        return case
+
+    # ---- regularizers / constraints / initializers ------------------------------------------
+    def _regularizer_of(self, layer, wname):
+        cell = getattr(layer, "cell", layer)
+        attr = {"kernel": "kernel_regularizer", "recurrent_kernel": "recurrent_regularizer",
+                "bias": "bias_regularizer"}[wname]
+        return getattr(cell, attr, None)
+
+    @staticmethod
+    def np_regularizer(reg, x):
+        """float64 evaluation of keras_semantics.md §11.1 (independent check)."""
+        x = np.asarray(x, dtype=np.float64)
+        cls = type(reg).__name__
+        cfg = reg.get_config()
+        if cls in ("L1", "L2", "L1L2"):
+            l1 = float(np.float32(cfg.get("l1", 0.0)))
+            l2 = float(np.float32(cfg.get("l2", 0.0)))
+            return l1 * np.abs(x).sum() + l2 * np.square(x).sum()
+        if cls == "OrthogonalRegularizer":
+            rows = cfg["mode"] == "rows"
+            v = x / np.maximum(np.linalg.norm(x, axis=1 if rows else 0, keepdims=True), 1e-12)
+            p = v @ v.T if rows else v.T @ v
+            n = p.shape[0]
+            p = p * (1.0 - np.eye(n))
+            return float(np.float32(cfg["factor"])) * 0.5 * np.abs(p).sum() / (n * (n - 1) / 2)
+        raise AssertionError(f"no float64 model for regularizer {cls}")
+
+    def layer_losses(self, layer, weights, out_names, results):
+        """`layer.losses` after the last call, named by construction (see README)."""
+        got = [float(np.float32(v)) for v in layer.losses]
+        expect = []
+        act = getattr(layer, "activity_regularizer", None)
+        if act is not None:
+            for nm, r in zip(out_names, results):
+                expect.append(("activity:" + nm, self.np_regularizer(act, r) / max(r.shape[0], 1)))
+        frozen_counts = self.dialect == "keras2" or layer.trainable
+        for wname, arr in weights:
+            reg = self._regularizer_of(layer, wname)
+            if reg is not None and frozen_counts:
+                expect.append((wname, self.np_regularizer(reg, arr)))
+        assert len(got) == len(expect), (layer.name, got, [e[0] for e in expect])
+        out = []
+        for v, (nm, e) in zip(got, expect):
+            rel = abs(v - e) / max(abs(e), 1e-6)
+            self.loss_check.append((layer.name, nm, rel))
+            if rel > 1e-4:
+                raise AssertionError(f"{layer.name}: loss {nm} keras {v} vs float64 model {e}")
+            out.append({"name": nm, "value": float(str(np.float32(v)))})
+        return out
+
+    def np_constraint(self, c, w):
+        """float32 evaluation of keras_semantics.md §11.3 (independent check)."""
+        cls = type(c).__name__
+        cfg = c.get_config()
+        w = np.asarray(w, dtype=np.float32)
+        eps = np.float32(1e-7)
+        if cls == "NonNeg":
+            return (w * (w >= 0).astype(np.float32) if self.dialect == "keras2"
+                    else np.maximum(w, np.float32(0)))
+        axis = cfg.get("axis", 0)
+        axis = tuple(axis) if isinstance(axis, (list, tuple)) else axis
+        n = np.sqrt(np.sum(np.square(w), axis=axis, keepdims=True))
+        if cls == "MaxNorm":
+            return w * (np.clip(n, 0, np.float32(cfg["max_value"])) / (eps + n))
+        if cls == "UnitNorm":
+            return w / (eps + n)
+        if cls == "MinMaxNorm":
+            r = np.float32(cfg["rate"])
+            d = r * np.clip(n, np.float32(cfg["min_value"]), np.float32(cfg["max_value"])) + \
+                (np.float32(1) - r) * n
+            return w * (d / (eps + n))
+        raise AssertionError(f"no model for constraint {cls}")
+
+    def constrained_weights(self, layer, weights):
+        tf = self.tf
+        vars_ = layer.trainable_weights if layer.trainable else layer.weights
+        out = []
+        for v, (wname, arr) in zip(vars_, weights):
+            c = getattr(v, "constraint", None)
+            if c is None:
+                new = arr
+            else:
+                new = np.asarray(c(tf.convert_to_tensor(v)), dtype=np.float32)
+                mine = self.np_constraint(c, arr)
+                d = float(np.max(np.abs(mine.astype(np.float64) - new)))
+                zs = new == 0
+                sign_mismatch = int(np.sum(np.signbit(new[zs]) != np.signbit(mine[zs])))
+                self.constraint_check.append((layer.name, wname, type(c).__name__, d,
+                                              sign_mismatch, int(np.sum(np.signbit(new[zs])))))
+                if d > 1e-5:
+                    raise AssertionError(f"{layer.name}/{wname}: constraint model differs by {d}")
+            out.append({"name": wname, "shape": list(new.shape), "data": f32_list(new)})
+        return out
+
+    def add_init(self, file, name, kind, kw, *, F, B=2, T=3, note=None):
+        """Initializer-statistics case: build only, no calls, no weights."""
+        assert name not in self.names, name
+        self.names.add(name)
+        is_cell = kind in ("GRUCell", "LSTMCell")
+        build_shape = (B, F) if is_cell else (B, T, F)
+        layer = self.build_layer(kind, kw, name, build_shape, False)
+        cell = layer if hasattr(layer, "kernel_initializer") else layer.cell
+        n_blocks = 3 if "GRU" in kind else 4
+        stats = []
+        vars_ = layer.weights
+        for v in vars_:
+            wname = [k for k in ("recurrent_kernel", "kernel", "bias") if k in v.name][0]
+            a = np.asarray(v.numpy(), dtype=np.float64)
+            init = getattr(cell, {"kernel": "kernel_initializer",
+                                  "recurrent_kernel": "recurrent_initializer",
+                                  "bias": "bias_initializer"}[wname])
+            gain = float(init.get_config().get("gain", 1.0)) \
+                if type(init).__name__.startswith("Orthogonal") else 1.0
+            st = {"name": wname, "shape": list(a.shape), "n": int(a.size),
+                  "mean": float(a.mean()), "std": float(a.std()),
+                  "min": float(a.min()), "max": float(a.max()),
+                  "row_orthogonality": None, "col_orthogonality": None}
+            if a.ndim == 2:
+                r, c = a.shape
+                g2 = gain * gain
+                if r <= c:
+                    st["row_orthogonality"] = float(np.max(np.abs(a @ a.T / g2 - np.eye(r))))
+                if r >= c:
+                    st["col_orthogonality"] = float(np.max(np.abs(a.T @ a / g2 - np.eye(c))))
+            nb = n_blocks * (2 if kind.startswith("CuDNN") and wname == "bias" else 1)
+            blocks = np.split(a.reshape(-1, a.shape[-1]), nb, axis=-1)
+            st["blocks"] = [{"n": int(b.size), "mean": float(b.mean()), "std": float(b.std()),
+                             "min": float(b.min()), "max": float(b.max())} for b in blocks]
+            stats.append(st)
+        case = {"name": name, "layer": jsonable(self.K.layers.serialize(layer)),
+                "input_size": F}
+        if note:
+            case["note"] = note
+        case["initializer_stats"] = stats
+        case["calls"] = []
+        self.cases.setdefault(file, []).append(case)
         return case
 
     # ---- writing ----------------------------------------------------------------------------
@@ -861,6 +1030,317 @@ def build_cases(g):
               B=3, T=6, F=5, scale=1.6, init_state=True)
 
 
+def build_new_cases(g):
+    """Regularizers, constraints, initializer statistics and quirks (README: format fields
+    `losses`, `constrained_weights`, `initializer_stats`)."""
+    k2 = g.dialect == "keras2"
+    K = g.K
+    R, C, I = K.regularizers, K.constraints, K.initializers
+    mask_layers = [("gru_ra", "GRU", {"reset_after": True}),
+                   ("gru_rb", "GRU", {"reset_after": False}),
+                   ("lstm", "LSTM", {})]
+
+    # ---------------- regularizers ----------------
+    l1 = lambda: R.L1(0.01)  # noqa: E731
+    l2 = lambda: R.L2(0.02)  # noqa: E731
+    l1l2 = lambda: R.L1L2(l1=0.01, l2=0.02)  # noqa: E731
+    orow = lambda: R.OrthogonalRegularizer(factor=0.01, mode="rows")  # noqa: E731
+    ocol = lambda: R.OrthogonalRegularizer(factor=0.02, mode="columns")  # noqa: E731
+
+    def regs(k=None, r=None, b=None, a=None):
+        d = {}
+        if k is not None:
+            d["kernel_regularizer"] = k()
+        if r is not None:
+            d["recurrent_regularizer"] = r()
+        if b is not None:
+            d["bias_regularizer"] = b()
+        if a is not None:
+            d["activity_regularizer"] = a()
+        return d
+
+    def reg(name, kind, kw, **a):
+        a.setdefault("B", 3)
+        a.setdefault("T", 5)
+        a.setdefault("F", 4)
+        g.add("regularizers", name, kind, kw, losses=True, **a)
+
+    reg("reg_gru_ra_seq_state", "GRU",
+        gru_kw(4, return_sequences=True, return_state=True, **regs(l1, l2, l1l2, l1)))
+    reg("reg_gru_rb_state", "GRU",
+        gru_kw(4, reset_after=False, return_state=True, **regs(l2, l1l2, l1, l2)))
+    reg("reg_gru_ra_last_activity_only", "GRU", gru_kw(3, **regs(a=l1l2)), B=2)
+    reg("reg_gru_ra_seq_weights_only", "GRU",
+        gru_kw(4, return_sequences=True, **regs(l1l2, l1, l2)))
+    reg("reg_gru_rb_seq_state_h0", "GRU",
+        gru_kw(3, reset_after=False, return_sequences=True, return_state=True,
+               **regs(l1, l1, l1, l1l2)), init_state=True)
+    reg("reg_lstm_seq_state", "LSTM",
+        gru_kw(4, return_sequences=True, return_state=True, **regs(l1l2, l1, l2, l1)))
+    reg("reg_lstm_state", "LSTM", gru_kw(4, return_state=True, **regs(l1, a=l1l2)))
+    reg("reg_lstm_last", "LSTM", gru_kw(3, **regs(r=l2, b=l1l2, a=l2)))
+    reg("reg_gru_ra_orthogonal", "GRU",
+        gru_kw(4, return_sequences=True, **regs(orow, ocol, a=l1)))
+    reg("reg_lstm_orthogonal", "LSTM", gru_kw(4, return_state=True, **regs(ocol, orow, l1)))
+    reg("reg_gru_nobias_bias_regularizer", "GRU",
+        gru_kw(3, use_bias=False, return_state=True, **regs(l1, b=l2, a=l2)),
+        note="use_bias=False: the bias_regularizer has no weight to act on, so no bias loss.")
+    reg("reg_gru_ra_mask_holes", "GRU",
+        gru_kw(3, return_sequences=True, return_state=True, **regs(l2, a=l1)),
+        B=4, T=6, mask="holes", init_state=True)
+    reg("reg_lstm_mask_left", "LSTM",
+        gru_kw(3, return_sequences=True, return_state=True, **regs(b=l1, a=l2)),
+        B=4, T=6, mask="left")
+    reg("reg_gru_strings", "GRU",
+        gru_kw(3, kernel_regularizer="l1", recurrent_regularizer="l2", bias_regularizer="l2",
+               activity_regularizer="l1", return_state=True),
+        note="string identifiers 'l1'/'l2' (factor 0.01)")
+    # cells: K2 cells do not serialize activity_regularizer (their get_config has no such key),
+    # so only K3 cells carry an activity regularizer.
+    act_cell = {} if k2 else {"a": l2}
+    reg("reg_grucell_ra", "GRUCell", gru_kw(4, **regs(l1, l2, l1l2, **act_cell)),
+        init_state=True)
+    reg("reg_grucell_rb", "GRUCell", gru_kw(3, reset_after=False, **regs(l2, orow, l1)),
+        init_state=True)
+    reg("reg_lstmcell", "LSTMCell", gru_kw(4, **regs(l1l2, l1, l2, **({} if k2 else {"a": l1}))),
+        init_state=True)
+    frozen_note = ("trainable=False: " + (
+        "Keras 2 still reports the weight penalties of frozen weights." if k2 else
+        "Keras 3 reports weight penalties for trainable weights only, so only the activity "
+        "losses remain."))
+    reg("reg_gru_frozen", "GRU",
+        gru_kw(3, trainable=False, return_state=True, **regs(l1, l2, l1l2, l1)), note=frozen_note)
+    reg("reg_lstm_frozen_no_activity", "LSTM",
+        gru_kw(3, trainable=False, return_sequences=True, **regs(l2, l1, l1l2)),
+        note=frozen_note)
+    if k2:
+        reg("reg_lstm_l1_l2_string", "LSTM",
+            gru_kw(3, kernel_regularizer="l1_l2", recurrent_regularizer="l1_l2",
+                   activity_regularizer="l1_l2", return_state=True),
+            note="Keras 2 string 'l1_l2' = L1L2(l1=0.01, l2=0.01) (keras_semantics.md §11.1); "
+                 "Keras 3 refuses this string.")
+        reg("reg_gru_time_major", "GRU",
+            gru_kw(3, time_major=True, return_sequences=True, return_state=True,
+                   **regs(l1, a=l1)), B=3, T=5,
+            note="time_major: each activity penalty is divided by the size of that output's "
+                 "first axis: T=5 for the (T,B,u) sequence, B=3 for state_h.")
+        reg("reg_gru_impl1_hard_sigmoid", "GRU",
+            gru_kw(3, implementation=1, recurrent_activation="hard_sigmoid",
+                   return_sequences=True, **regs(l2, l1, l1, l2)))
+
+    # ---------------- constraints ----------------
+    def zeros_in(wname, a, negzero=np.float32(-0.0)):
+        a = np.array(a, dtype=np.float32)
+        flat = a.reshape(-1)
+        flat[::7] = 0.0
+        flat[3::11] = negzero
+        if a.ndim == 2 and wname != "bias":
+            a[:, 0] = 0.0                      # a zero column (axis-0 norm 0)
+            a[1, :] = negzero                  # a -0.0 row (axis-1 norm 0)
+        return a
+
+    # K3 NonNeg is ops.maximum(w, 0): on TF CPU, maximum(-0.0, 0.0) gives +0.0 in the 8-wide
+    # vectorised part and -0.0 in the scalar tail, so the sign of zero for a -0.0 input depends
+    # on its position. The K3 non_neg cases therefore use +0.0 where the others use -0.0.
+    k3_nonneg_note = ("K3 non_neg = ops.maximum(w, 0): these weights hold +0.0 instead of -0.0, "
+                      "because TF's CPU maximum(-0.0, 0.0) returns +0.0 or -0.0 depending on the "
+                      "element's position (vectorised body vs scalar tail).")
+
+    def cons(kind, extra, spec):
+        two_d_bias = kind in ("GRU",) and extra.get("reset_after", True)
+        d = {}
+        for wname, key in (("kernel", "kernel_constraint"),
+                           ("recurrent_kernel", "recurrent_constraint"),
+                           ("bias", "bias_constraint")):
+            c = spec(wname, two_d_bias)
+            if c is not None:
+                d[key] = c
+        return d
+
+    cspecs = {
+        "max_norm_default": lambda w, b2: C.MaxNorm(),
+        "max_norm_05_axis0": lambda w, b2: C.MaxNorm(max_value=0.5, axis=0),
+        "max_norm_05_axis1": lambda w, b2: (C.MaxNorm(max_value=0.5, axis=1)
+                                           if (w != "bias" or b2) else None),
+        "max_norm_1_axis01": lambda w, b2: (C.MaxNorm(max_value=1.0, axis=[0, 1])
+                                           if (w != "bias" or b2) else
+                                           C.MaxNorm(max_value=1.0, axis=0)),
+        "unit_norm": lambda w, b2: C.UnitNorm(),
+        "unit_norm_axis1": lambda w, b2: C.UnitNorm(axis=1) if w != "bias" else None,
+        "min_max_norm": lambda w, b2: C.MinMaxNorm(min_value=0.2, max_value=0.8, rate=0.5),
+        "non_neg": lambda w, b2: C.NonNeg(),
+    }
+    clayers = list(mask_layers) + ([("cudnngru", "CuDNNGRU", {})] if k2 else [])
+    for cn, spec in cspecs.items():
+        for lp, kind, extra in clayers:
+            k3nn = cn == "non_neg" and not k2
+            g.add("constraints", f"constraint_{cn}_{lp}", kind,
+                  gru_kw(4, **extra, return_sequences=True, return_state=True,
+                         **cons(kind, extra, spec)),
+                  B=2, T=4, F=5, constraints=True,
+                  weight_fn=(lambda w, a: zeros_in(w, a, np.float32(0.0))) if k3nn else zeros_in,
+                  note=k3_nonneg_note if k3nn else None)
+    if k2:
+        g.add("constraints", "constraint_non_neg_cudnnlstm", "CuDNNLSTM",
+              gru_kw(3, return_state=True, kernel_constraint=C.NonNeg(),
+                     recurrent_constraint=C.NonNeg(), bias_constraint=C.NonNeg()),
+              B=2, T=4, F=5, constraints=True, weight_fn=zeros_in)
+        g.add("constraints", "constraint_max_norm_1_axis0_cudnnlstm", "CuDNNLSTM",
+              gru_kw(3, return_state=True, kernel_constraint=C.MaxNorm(1.0),
+                     recurrent_constraint=C.MaxNorm(1.0), bias_constraint=C.MaxNorm(1.0)),
+              B=2, T=4, F=5, constraints=True, weight_fn=zeros_in)
+    g.add("constraints", "constraint_kernel_only_gru_ra", "GRU",
+          gru_kw(3, kernel_constraint=C.UnitNorm(axis=1)), B=2, T=4, F=5, constraints=True,
+          weight_fn=zeros_in, note="only the kernel has a constraint; the others are unchanged")
+
+    # ---------------- initializers (statistics only) ----------------
+    F, U = 96, 48
+    seeds = (1101, 1102, 1103)
+
+    def same(factory):
+        return lambda: tuple(factory(s) for s in seeds)
+
+    inits = {
+        "glorot_uniform": same(lambda s: I.GlorotUniform(seed=s)),
+        "glorot_normal": same(lambda s: I.GlorotNormal(seed=s)),
+        "he_uniform": same(lambda s: I.HeUniform(seed=s)),
+        "he_normal": same(lambda s: I.HeNormal(seed=s)),
+        "lecun_uniform": same(lambda s: I.LecunUniform(seed=s)),
+        "lecun_normal": same(lambda s: I.LecunNormal(seed=s)),
+        "random_uniform": same(lambda s: I.RandomUniform(-0.3, 0.3, seed=s)),
+        "random_normal": same(lambda s: I.RandomNormal(mean=0.1, stddev=0.2, seed=s)),
+        "truncated_normal": same(lambda s: I.TruncatedNormal(mean=0.0, stddev=0.3, seed=s)),
+        "variance_scaling_fan_out_uniform": same(
+            lambda s: I.VarianceScaling(scale=2.0, mode="fan_out", distribution="uniform",
+                                        seed=s)),
+        "variance_scaling_fan_out_untruncated_normal": same(
+            lambda s: I.VarianceScaling(scale=2.0, mode="fan_out",
+                                        distribution="untruncated_normal", seed=s)),
+        "orthogonal_gain1": lambda: (I.Orthogonal(gain=1.0, seed=seeds[0]),
+                                     I.Orthogonal(gain=1.0, seed=seeds[1]), I.Zeros()),
+        "orthogonal_gain2_5": lambda: (I.Orthogonal(gain=2.5, seed=seeds[0]),
+                                       I.Orthogonal(gain=2.5, seed=seeds[1]), I.Zeros()),
+        "constant_0_7": lambda: (I.Constant(0.7), I.Constant(0.7), I.Constant(0.7)),
+        "ones": lambda: (I.Ones(), I.Ones(), I.Ones()),
+        "zeros": lambda: (I.Zeros(), I.Zeros(), I.Zeros()),
+        "identity": lambda: (I.Identity(), I.Identity(), I.Zeros()),
+    }
+    lstm_note = ("LSTM unit_forget_bias=True (default): bias = concat(init((u,)), ones((u,)), "
+                 "init((2u,))), each part initialised on its own shape.")
+    for iname, mk in inits.items():
+        for lp, kind, extra in (("gru_ra", "GRU", {}), ("lstm", "LSTM", {})):
+            ki, ri, bi = mk()
+            g.add_init("initializers", f"init_{iname}_{lp}", kind,
+                       gru_kw(U, **extra, kernel_initializer=ki, recurrent_initializer=ri,
+                              bias_initializer=bi), F=F,
+                       note=lstm_note if kind == "LSTM" else None)
+    ki, ri, bi = inits["glorot_uniform"]()
+    g.add_init("initializers", "init_glorot_uniform_gru_rb", "GRU",
+               gru_kw(U, reset_after=False, kernel_initializer=ki, recurrent_initializer=ri,
+                      bias_initializer=bi), F=F, note="1-D bias (3u,): fan_in = fan_out = 3u")
+    ki, ri, bi = inits["random_uniform"]()
+    g.add_init("initializers", "init_random_uniform_lstm_no_unit_forget_bias", "LSTM",
+               gru_kw(U, unit_forget_bias=False, kernel_initializer=ki,
+                      recurrent_initializer=ri, bias_initializer=bi), F=F)
+    ki, ri, bi = inits["he_uniform"]()
+    g.add_init("initializers", "init_he_uniform_grucell", "GRUCell",
+               gru_kw(U, kernel_initializer=ki, recurrent_initializer=ri, bias_initializer=bi),
+               F=F)
+    if k2:
+        for kind in ("CuDNNGRU", "CuDNNLSTM"):
+            p = kind.lower()
+            g.add_init("initializers", f"init_defaults_seeded_{p}", kind,
+                       gru_kw(U, kernel_initializer=I.GlorotUniform(seed=seeds[0]),
+                              recurrent_initializer=I.Orthogonal(seed=seeds[1]),
+                              bias_initializer=I.Zeros()), F=F)
+        g.add_init("initializers", "init_random_uniform_cudnnlstm_unit_forget_bias", "CuDNNLSTM",
+                   gru_kw(U, kernel_initializer=I.GlorotUniform(seed=seeds[0]),
+                          recurrent_initializer=I.Orthogonal(seed=seeds[1]),
+                          bias_initializer=I.RandomUniform(-0.3, 0.3, seed=seeds[2])), F=F,
+                   note="CuDNNLSTM unit_forget_bias: bias (8u,) = concat(init((5u,)), "
+                        "ones((u,)), init((2u,))): the ones block is the 6th of 8 "
+                        "(the recurrent-bias forget block, index 5 counting from 0).")
+
+    # ---------------- quirks ----------------
+    for mk in ("holes", "left", "right"):
+        for lp, kind, extra in (mask_layers[0], mask_layers[2]):
+            g.add("quirks", f"quirk_unroll_mask_{mk}_{lp}", kind,
+                  gru_kw(3, **extra, unroll=True, return_sequences=True, return_state=True),
+                  B=4, T=6, F=4, mask=mk, init_state=True)
+    bug = ("keras_semantics.md §12.15: with unroll=True the backend.rnn unroll branch zeroes the "
+           "returned sequence with the UNREVERSED mask (outputs were computed with the carry "
+           "rule in processed order, then where(mask[:, k], out[:, k], 0)); the last output and "
+           "the states are correct.")
+    contrast = ("unroll=False contrast for the case with the same mask: the generic while loop "
+                "zeroes each masked processed step.")
+    for mk in ("holes", "left", "right"):
+        for lp, kind, extra in mask_layers:
+            if lp != "gru_ra" and mk != "holes":
+                continue
+            for un in (True, False):
+                g.add("quirks",
+                      f"quirk_{'unroll' if un else 'loop'}_zero_output_backwards_{mk}_{lp}", kind,
+                      gru_kw(3, **extra, unroll=un, zero_output_for_mask=True, go_backwards=True,
+                             return_sequences=True, return_state=True),
+                      B=4, T=6, F=4, mask=mk, init_state=True, note=bug if un else contrast)
+    for gb in (False, True):
+        nm = "quirk_unroll_zero_output_last_gru_ra" + ("_backwards" if gb else "")
+        try:
+            g.add("quirks", nm, "GRU",
+                  gru_kw(3, unroll=True, zero_output_for_mask=True, go_backwards=gb,
+                         return_state=True),
+                  B=4, T=6, F=4, mask="mixed", init_state=True,
+                  note="return_sequences=False: only last_output is returned.")
+        except Exception as e:  # noqa: BLE001  (tf_keras crashes here; recorded, not written)
+            g.names.discard(nm)
+            lines = [ln for ln in str(e).splitlines() if "shape" in ln] or str(e).splitlines()
+            g.refused_cases[nm] = f"{type(e).__name__}: {lines[0].strip()[:200]}"
+    if k2:
+        cud = ("keras_semantics.md §3.5/§12.14: base_cudnn_rnn.py applies go_backwards as "
+               "backend.reverse(inputs, 1) BEFORE _process_batch; with time_major=True axis 1 is "
+               "the batch axis, so the batch order is reversed and time runs forwards; the "
+               "outputs (and final states) stay in the reversed batch order and initial_state[b] "
+               "pairs with input sample B-1-b. Reference: the converted native layer with "
+               "time_major=True, go_backwards=False fed x[:, ::-1] (batch-reversed).")
+        for kind in ("CuDNNGRU", "CuDNNLSTM"):
+            p = kind.lower()
+            for h0 in (False, True):
+                g.add("quirks", f"quirk_{p}_time_major_go_backwards" + ("_h0" if h0 else ""),
+                      kind, {"units": 3, "time_major": True, "go_backwards": True,
+                             "return_sequences": True, "return_state": True},
+                      B=3, T=5, F=4, init_state=h0, note=cud)
+            g.add("quirks", f"quirk_{p}_time_major_go_backwards_last", kind,
+                  {"units": 4, "time_major": True, "go_backwards": True}, B=4, T=3, F=2,
+                  note=cud)
+        g.add("quirks", "quirk_gru_impl0", "GRU",
+              gru_kw(4, implementation=0, return_sequences=True, return_state=True),
+              B=3, T=5, F=4, init_state=True,
+              note="tf_keras accepts implementation=0 (deprecation warning), keeps 0 in the "
+                   "config and computes like implementation=2 (GRUCell tests == 1).")
+        g.add("quirks", "quirk_gru_rb_impl0_generic", "GRU",
+              gru_kw(4, implementation=0, reset_after=False, recurrent_activation="hard_sigmoid",
+                     return_sequences=True, return_state=True), B=3, T=5, F=4, scale=1.3,
+              note="implementation=0 on the generic backend.rnn loop.")
+        from tf_keras.src.layers.rnn import gru_v1, lstm_v1
+
+        v1n = ("tf_keras.src.layers.rnn.{m}.{c} (= tf.compat.v1.keras.layers.{c}) built with its "
+               "own defaults (units and flags only); the config carries {d}.")
+        for gb in (False, True):
+            sfx = "_backwards" if gb else ""
+            g.add("quirks", f"quirk_v1_gru_class_mask_h0{sfx}", "GRU",
+                  gru_kw(4, go_backwards=gb, return_sequences=True, return_state=True),
+                  B=4, T=6, F=3, mask="holes", init_state=True, layer_cls=gru_v1.GRU,
+                  scale=1.3, note=v1n.format(m="gru_v1", c="GRU",
+                                             d="recurrent_activation='hard_sigmoid', "
+                                               "reset_after=False, implementation=1"))
+            g.add("quirks", f"quirk_v1_lstm_class_mask_h0{sfx}", "LSTM",
+                  gru_kw(4, go_backwards=gb, return_sequences=True, return_state=True),
+                  B=4, T=6, F=3, mask="left", init_state=True, layer_cls=lstm_v1.LSTM,
+                  scale=1.3, note=v1n.format(m="lstm_v1", c="LSTM",
+                                             d="recurrent_activation='hard_sigmoid', "
+                                               "implementation=1"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -869,6 +1349,7 @@ def main():
     args = ap.parse_args()
     g = Generator(args.dialect)
     build_cases(g)
+    build_new_cases(g)
     out = args.out or os.path.join(HERE, "fixtures", args.dialect)
     g.write(out)
 
@@ -883,6 +1364,24 @@ def main():
         print("activations refused by this dialect:")
         for k, v in g.skipped_activations.items():
             print(f"  {k}: {v}")
+    for k, v in g.refused_cases.items():
+        print(f"case refused by Keras (not written): {k}: {v}")
+    if g.loss_check:
+        w = max(g.loss_check, key=lambda r: r[2])
+        print(f"losses: {len(g.loss_check)} checked against the float64 model, worst rel "
+              f"{w[2]:.2e} ({w[0]}/{w[1]})")
+    if g.constraint_check:
+        w = max(g.constraint_check, key=lambda r: r[3])
+        print(f"constraints: {len(g.constraint_check)} checked, worst |keras - model| "
+              f"{w[3]:.2e} ({w[0]}/{w[1]} {w[2]})")
+        per = {}
+        for r in g.constraint_check:
+            t = per.setdefault(r[2], [0, 0])
+            t[0] += r[5]
+            t[1] += r[4]
+        for cls, (negz, mism) in sorted(per.items()):
+            print(f"  {cls}: -0.0 values in Keras results: {negz}, zero-sign mismatches vs "
+                  f"the model: {mism}")
     worst = sorted(g.check, key=lambda r: -r[2])[:8]
     print("largest |keras float32 - float64 model| per case:")
     for file, name, d, tol in worst:

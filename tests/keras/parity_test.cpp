@@ -227,15 +227,41 @@ Stats stats_of(const std::vector<float>& w, const std::vector<int64_t>& shape, d
   return s;
 }
 
+// "" if recur's sample statistics agree with Keras's: constants exactly, random values within
+// about 4 standard errors, ranges (of large samples) within 15%.
+std::string distribution_mismatch(const Stats& s, double n, const json& k) {
+  const double k_mean = k.at("mean").get<double>(), k_std = k.at("std").get<double>();
+  const double k_min = k.at("min").get<double>(), k_max = k.at("max").get<double>();
+  if (k_std == 0.0) return s.min != k_min || s.max != k_max ? "constant initializer values differ" : "";
+  if (std::fabs(s.mean - k_mean) > 6.0 * k_std / std::sqrt(n) + 1e-6) return "mean differs";
+  if (std::fabs(s.std / k_std - 1.0) > 4.0 / std::sqrt(n) + 0.01) return "standard deviation differs";
+  // Only bounded distributions (uniform: range 3.5 std, truncated normal: about 4.6 std) have
+  // extremes worth comparing; those of unbounded normals vary too much from sample to sample.
+  const double slack = 0.15 * (k_max - k_min);
+  const bool bounded = k_max - k_min <= 6.0 * k_std;
+  if (bounded && n >= 1000) {
+    if (s.min < k_min - slack || s.max > k_max + slack) return "range exceeds Keras's";
+    // ... and large samples reach close to the bounds (this tells uniform from truncated normal).
+    const double reach = 0.08 * (k_max - k_min);
+    if (s.min > k_min + reach || s.max < k_max - reach) return "range falls short of Keras's";
+  }
+  return "";
+}
+
 // Initializers cannot reproduce TensorFlow's random streams: compare distributions, not values.
 void check_initializers(recur_layer* layer, const json& c, CaseResult& r) {
-  double gain = 1.0;
-  const json& cfg = c.at("layer").at("config");
-  if (cfg.contains("recurrent_initializer") && cfg["recurrent_initializer"].is_object()) {
-    const json& ri = cfg["recurrent_initializer"];
-    if (ri.value("class_name", std::string()) == "Orthogonal" && ri.contains("config"))
-      gain = ri["config"].value("gain", 1.0);
-  }
+  // The orthogonality of a weight is measured against its own initializer's gain.
+  auto gain_of = [&](const std::string& weight) {
+    const json& cfg = c.at("layer").at("config");
+    const std::string key = weight + "_initializer";
+    const std::string field = weight == "recurrent_kernel" ? "recurrent_initializer" : key;
+    if (!cfg.contains(field) || !cfg[field].is_object()) return 1.0;
+    const json& init = cfg[field];
+    const std::string cls = init.value("class_name", std::string());
+    if ((cls == "Orthogonal" || cls == "OrthogonalInitializer") && init.contains("config") && init["config"].is_object())
+      return init["config"].value("gain", 1.0);
+    return 1.0;
+  };
   for (const auto& e : c.at("initializer_stats")) {
     const std::string name = e.at("name").get<std::string>();
     const int index = weight_index(layer, name);
@@ -246,7 +272,7 @@ void check_initializers(recur_layer* layer, const json& c, CaseResult& r) {
     std::vector<int64_t> shape;
     for (const auto& d : e.at("shape")) shape.push_back(d.get<int64_t>());
     const std::vector<float> w = weight_of(layer, index);
-    const Stats s = stats_of(w, shape, name == "recurrent_kernel" ? gain : 1.0);
+    const Stats s = stats_of(w, shape, gain_of(name));
     const double n = static_cast<double>(w.size());
     const double k_mean = e.at("mean").get<double>(), k_std = e.at("std").get<double>();
     const double k_min = e.at("min").get<double>(), k_max = e.at("max").get<double>();
@@ -254,13 +280,21 @@ void check_initializers(recur_layer* layer, const json& c, CaseResult& r) {
     o.what = "init:" + name;
     std::string why;
     if (static_cast<double>(e.at("n").get<int64_t>()) != n) why = "size differs";
-    if (k_std == 0.0) {
-      if (s.min != k_min || s.max != k_max) why = "constant initializer values differ";
-    } else {
-      if (std::fabs(s.mean - k_mean) > 6.0 * k_std / std::sqrt(n) + 1e-6) why = "mean differs";
-      if (std::fabs(s.std / k_std - 1.0) > 0.05) why = "standard deviation differs";
-      const double slack = 0.15 * (k_max - k_min);
-      if (s.min < k_min - slack || s.max > k_max + slack) why = "range exceeds Keras's";
+    if (why.empty()) why = distribution_mismatch(s, n, e);
+    // Per gate block (e.g. the LSTM forget block of ones), split along the last axis.
+    if (why.empty() && e.contains("blocks") && e["blocks"].is_array() && !e["blocks"].empty()) {
+      const std::size_t nb = e["blocks"].size();
+      const std::size_t cols = static_cast<std::size_t>(shape.back()), width = cols / nb;
+      const std::size_t rows = w.size() / cols;
+      for (std::size_t b = 0; b < nb && why.empty(); ++b) {
+        std::vector<float> block;
+        for (std::size_t i = 0; i < rows; ++i)
+          block.insert(block.end(), w.begin() + static_cast<long>(i * cols + b * width),
+                       w.begin() + static_cast<long>(i * cols + (b + 1) * width));
+        const Stats bs = stats_of(block, {static_cast<int64_t>(block.size())}, 1.0);
+        const std::string m = distribution_mismatch(bs, static_cast<double>(block.size()), e["blocks"][b]);
+        if (!m.empty()) why = "block " + std::to_string(b) + ": " + m;
+      }
     }
     for (const char* key : {"row_orthogonality", "col_orthogonality"}) {
       if (!e.contains(key) || e[key].is_null()) continue;

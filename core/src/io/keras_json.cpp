@@ -395,8 +395,8 @@ LayerConfig parse_layer_json(std::string_view text, int input_size, std::optiona
                                 "recurrent_constraint", "bias_constraint", "input_shape", "batch_size",
                                 "input_dim"};
   if (!cell)
-    for (const char* k : {"return_sequences", "return_state", "go_backwards", "stateful", "time_major"})
-      allowed.insert(k);
+    for (const char* k : {"return_sequences", "return_state", "go_backwards", "stateful"}) allowed.insert(k);
+  if (!cell && !k3) allowed.insert("time_major");  // Keras 3 rejects it, even time_major=False
   if (!cell && !cudnn)
     for (const char* k : {"unroll", "zero_output_for_mask", "num_constants", "input_length"}) allowed.insert(k);
   if (!cudnn)
@@ -474,7 +474,7 @@ LayerConfig parse_layer_json(std::string_view text, int input_size, std::optiona
   int batch = 0, features = 0, axis1 = 0;
   bool have_shape = false;
   if (!k3 && cfg.contains("batch_input_shape")) have_shape = shape_dims(cfg["batch_input_shape"], batch, features, axis1);
-  if (k3 && root.contains("build_config") && root["build_config"].is_object()) {
+  if (!have_shape && root.contains("build_config") && root["build_config"].is_object()) {
     const json& bc = root["build_config"];
     if (bc.contains("input_shape")) have_shape = shape_dims(bc["input_shape"], batch, features, axis1);
   }
