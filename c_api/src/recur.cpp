@@ -13,6 +13,7 @@
 #include "recur/error.hpp"
 #include "recur/keras_json.hpp"
 #include "recur/layer.hpp"
+#include "recur/model.hpp"
 
 struct recur_layer {
   std::unique_ptr<recur::Layer> impl;
@@ -21,6 +22,10 @@ struct recur_layer {
 
 struct recur_state {
   std::unique_ptr<recur::State> impl;
+};
+
+struct recur_model {
+  std::unique_ptr<recur::Model> impl;
 };
 
 namespace {
@@ -55,6 +60,10 @@ Registry& layers() {
   return r;
 }
 Registry& states() {
+  static Registry r;
+  return r;
+}
+Registry& models() {
   static Registry r;
   return r;
 }
@@ -96,6 +105,12 @@ recur::Layer& layer_of(const recur_layer* l, const char* fn) {
   if (!l) recur::fail(Error::Code::invalid_argument, fn, ": layer is NULL");
   if (!layers().contains(l)) recur::fail(Error::Code::state, fn, ": layer is not a live handle (destroyed?)");
   return *l->impl;
+}
+
+const recur::Model& model_of(const recur_model* m, const char* fn) {
+  if (!m) recur::fail(Error::Code::invalid_argument, fn, ": model is NULL");
+  if (!models().contains(m)) recur::fail(Error::Code::state, fn, ": model is not a live handle (destroyed?)");
+  return *m->impl;
 }
 
 recur::State& state_of(const recur_state* s, const char* fn) {
@@ -597,6 +612,89 @@ recur_status recur_layer_loss_name(const recur_layer* layer, int32_t index, cons
 
 recur_status recur_layer_apply_constraints(recur_layer* layer) {
   return guarded([&] { layer_of(layer, "recur_layer_apply_constraints").apply_constraints(); });
+}
+
+recur_status recur_model_open(recur_model** out, const char* path) {
+  if (out) *out = nullptr;
+  return guarded([&] {
+    require(out, "recur_model_open", "out");
+    require(path, "recur_model_open", "path");
+    auto handle = std::make_unique<recur_model>();
+    handle->impl = std::make_unique<recur::Model>(recur::Model::open(path));
+    models().add(handle.get());
+    *out = handle.release();
+  });
+}
+
+void recur_model_destroy(recur_model* model) {
+  if (model && models().remove(model)) delete model;
+}
+
+recur_status recur_model_get_info(const recur_model* model, recur_model_info* info) {
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_get_info");
+    require(info, "recur_model_get_info", "info");
+    if (info->version != RECUR_MODEL_INFO_VERSION)
+      recur::fail(Error::Code::unsupported, "recur_model_get_info: info->version must be RECUR_MODEL_INFO_VERSION (",
+                  RECUR_MODEL_INFO_VERSION, "), got ", info->version);
+    info->dialect = m.dialect().dialect == recur::Dialect::keras2 ? RECUR_DIALECT_KERAS2 : RECUR_DIALECT_KERAS3;
+    info->keras_version = m.keras_version().c_str();
+    info->num_layers = static_cast<int32_t>(m.layers().size());
+    info->runnable = m.unsupported().empty();
+    info->unsupported = m.unsupported().c_str();
+    info->input_size = m.input_size();
+    info->takes_token_ids = m.takes_token_ids();
+    info->output_size = m.output_size();
+    info->returns_sequences = m.returns_sequences();
+    info->num_outputs = m.num_outputs();
+  });
+}
+
+recur_status recur_model_layer(const recur_model* model, int32_t index, const char** name, const char** class_name,
+                               const char** config_json, int32_t* input_size, int32_t* output_size,
+                               int32_t* recurrent) {
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_layer");
+    if (index < 0 || static_cast<std::size_t>(index) >= m.layers().size())
+      recur::fail(Error::Code::invalid_argument, "recur_model_layer: index ", index, " is out of range (the model has ",
+                  m.layers().size(), " layers)");
+    const recur::ModelLayerInfo& l = m.layers()[static_cast<std::size_t>(index)];
+    if (name) *name = l.name.c_str();
+    if (class_name) *class_name = l.class_name.c_str();
+    if (config_json) *config_json = l.config_json.c_str();
+    if (input_size) *input_size = l.input_size;
+    if (output_size) *output_size = l.output_size;
+    if (recurrent) *recurrent = l.recurrent;
+  });
+}
+
+recur_status recur_model_get_layer(const recur_model* model, const char* name, recur_layer** out) {
+  if (out) *out = nullptr;
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_get_layer");
+    require(name, "recur_model_get_layer", "name");
+    require(out, "recur_model_get_layer", "out");
+    auto handle = std::make_unique<recur_layer>();
+    handle->impl = m.recurrent_layer(name);
+    layers().add(handle.get());
+    *out = handle.release();
+  });
+}
+
+recur_status recur_model_output_length(const recur_model* model, int32_t batch, int32_t timesteps, size_t* out_len) {
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_output_length");
+    require(out_len, "recur_model_output_length", "out_len");
+    *out_len = m.output_length(batch, timesteps);
+  });
+}
+
+recur_status recur_model_run(const recur_model* model, const float* input, size_t input_len, int32_t batch,
+                             int32_t timesteps, const uint8_t* mask, size_t mask_len, float* output,
+                             size_t output_len) {
+  return guarded([&] {
+    model_of(model, "recur_model_run").run(input, input_len, batch, timesteps, mask, mask_len, output, output_len);
+  });
 }
 
 }  // extern "C"

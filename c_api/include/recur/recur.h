@@ -329,6 +329,65 @@ RECUR_API recur_status recur_layer_loss_name(const recur_layer *layer, int32_t i
  * update. No-op without constraints. */
 RECUR_API recur_status recur_layer_apply_constraints(recur_layer *layer);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Keras model files (.keras and legacy .h5)                                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct recur_model recur_model;
+
+/* Opens a Keras model file as it is: a .keras zip (Keras 3, tf.keras >= 2.13) or a legacy .h5
+ * (model.save from Keras 2 or 3). The dialect comes from the file's keras_version. The caller
+ * owns *out (recur_model_destroy). Layers recur cannot run do not fail the open: the file's
+ * recurrent layers stay usable one by one, and recur_model_run reports the unsupported layer.
+ * Errors: IO (missing, truncated, corrupt or hostile file: the message names the file, the object
+ * path inside it and the problem), UNSUPPORTED (e.g. a Keras 1 file), INVALID_ARGUMENT. */
+RECUR_API recur_status recur_model_open(recur_model **out, const char *path);
+/* Frees a model. NULL is a no-op. Layers taken from it with recur_model_get_layer stay valid. */
+RECUR_API void recur_model_destroy(recur_model *model);
+
+#define RECUR_MODEL_INFO_VERSION 1
+
+typedef struct recur_model_info {
+  uint32_t version;           /* set by the caller to RECUR_MODEL_INFO_VERSION */
+  int32_t dialect;            /* RECUR_DIALECT_KERAS2 / RECUR_DIALECT_KERAS3 */
+  const char *keras_version;  /* as the file records it; owned by the model */
+  int32_t num_layers;         /* entries of the model config, InputLayer included */
+  int32_t runnable;           /* 1 if recur_model_run can run the whole chain */
+  const char *unsupported;    /* why not ("" if runnable); owned by the model */
+  int32_t input_size;         /* features per timestep (1: token ids for an Embedding) */
+  int32_t takes_token_ids;    /* the first layer is an Embedding */
+  int32_t output_size;        /* last axis of each output */
+  int32_t returns_sequences;  /* outputs are (B, T, output_size), else (B, output_size) */
+  int32_t num_outputs;        /* 2 for a final Bidirectional with merge_mode=None, else 1 */
+} recur_model_info;
+
+/* Fills *info (info->version must be set). */
+RECUR_API recur_status recur_model_get_info(const recur_model *model, recur_model_info *info);
+
+/* Name, Keras class, config JSON (the layer's entry in the model config) and the sizes of the last
+ * input and output axes (0 if unknown) of layer `index`. Strings are owned by the model; any out
+ * pointer may be NULL. *recurrent is 1 for layers recur_model_get_layer can return. */
+RECUR_API recur_status recur_model_layer(const recur_model *model, int32_t index, const char **name,
+                                         const char **class_name, const char **config_json, int32_t *input_size,
+                                         int32_t *output_size, int32_t *recurrent);
+
+/* A new, independent layer with the config and weights of the recurrent layer `name` (for a
+ * Bidirectional, "<name>/forward" or "<name>/backward"). The caller owns *out. */
+RECUR_API recur_status recur_model_get_layer(const recur_model *model, const char *name, recur_layer **out);
+
+/* Number of floats recur_model_run writes for B sequences of T steps (all outputs together). */
+RECUR_API recur_status recur_model_output_length(const recur_model *model, int32_t batch, int32_t timesteps,
+                                                 size_t *out_len);
+
+/* Runs the model's chain of layers: input (B, T, input_size) floats (token ids as floats when
+ * the model starts with an Embedding), optional (B, T) mask (for models without Masking/Embedding
+ * to make one), output of recur_model_output_length floats. Masks propagate as in Keras.
+ * Errors: UNSUPPORTED (a layer recur cannot run), SHAPE, INVALID_ARGUMENT (e.g. a token id out of
+ * range). Safe to call concurrently on one model unless it holds stateful layers. */
+RECUR_API recur_status recur_model_run(const recur_model *model, const float *input, size_t input_len, int32_t batch,
+                                       int32_t timesteps, const uint8_t *mask, size_t mask_len, float *output,
+                                       size_t output_len);
+
 #ifdef __cplusplus
 }
 #endif
