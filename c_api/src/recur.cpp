@@ -17,7 +17,6 @@
 
 struct recur_layer {
   std::unique_ptr<recur::Layer> impl;
-  std::vector<std::string> loss_names;  // backs recur_layer_loss_name
 };
 
 struct recur_state {
@@ -589,24 +588,27 @@ recur_status recur_layer_get_losses(const recur_layer* layer, float* out, size_t
     if (out && out_len < losses.size())
       recur::fail(Error::Code::shape, "recur_layer_get_losses: out holds ", out_len, " floats but there are ",
                   losses.size(), " losses");
-    std::vector<std::string> names;
-    for (std::size_t i = 0; i < losses.size(); ++i) {
-      if (out) out[i] = losses[i].value;
-      names.push_back(losses[i].name);
-    }
-    const_cast<recur_layer*>(layer)->loss_names = std::move(names);
+    for (std::size_t i = 0; out && i < losses.size(); ++i) out[i] = losses[i].value;
     *count = static_cast<int32_t>(losses.size());
   });
 }
 
 recur_status recur_layer_loss_name(const recur_layer* layer, int32_t index, const char** name) {
+  // Loss names come from a fixed set, so the returned pointers are static: no per-layer storage
+  // that concurrent readers could race on.
+  static const char* const kNames[] = {"activity:output", "activity:state_h", "activity:state_c", "kernel",
+                                       "recurrent_kernel", "bias"};
   return guarded([&] {
-    layer_of(layer, "recur_layer_loss_name");
+    const recur::Layer& l = layer_of(layer, "recur_layer_loss_name");
     require(name, "recur_layer_loss_name", "name");
-    if (index < 0 || static_cast<std::size_t>(index) >= layer->loss_names.size())
-      recur::fail(Error::Code::invalid_argument, "recur_layer_loss_name: index ", index,
-                  " is out of range; call recur_layer_get_losses first (", layer->loss_names.size(), " losses)");
-    *name = layer->loss_names[static_cast<std::size_t>(index)].c_str();
+    const std::vector<recur::Loss> losses = l.losses();
+    if (index < 0 || static_cast<std::size_t>(index) >= losses.size())
+      recur::fail(Error::Code::invalid_argument, "recur_layer_loss_name: index ", index, " is out of range (",
+                  losses.size(), " losses)");
+    *name = nullptr;
+    for (const char* known : kNames)
+      if (losses[static_cast<std::size_t>(index)].name == known) *name = known;
+    if (!*name) throw std::logic_error("unknown loss name " + losses[static_cast<std::size_t>(index)].name);
   });
 }
 

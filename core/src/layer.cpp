@@ -378,6 +378,7 @@ void Layer::call_state(State& state, const float* input, std::size_t input_len, 
   job.zero_output_for_mask = config_.zero_output_for_mask;
   job.unrolled_mask_quirk = config_.unroll && config_.go_backwards;
   job.states = state.tensors();
+  job.carried_output = &state.carried_output();
   job.sequence_output = config_.return_sequences ? output : nullptr;
   job.last_output = config_.return_sequences ? nullptr : output;
   cpu_backend().run_sequence(cell_, job, state.workspace());

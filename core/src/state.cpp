@@ -12,10 +12,12 @@ State::State(int num_states, Index batch, int units) : batch_(batch), units_(uni
   if (batch <= 0) fail(Error::Code::invalid_argument, "batch: expected a positive batch size, got ", batch);
   if (units <= 0) fail(Error::Code::invalid_argument, "units: expected a positive integer, got ", units);
   tensors_.assign(static_cast<std::size_t>(num_states), RowMatrix::Zero(batch, units));
+  carried_output_ = RowMatrix::Zero(batch, units);
 }
 
 void State::reset() {
   for (auto& t : tensors_) t.setZero();
+  carried_output_.setZero();
 }
 
 bool State::all_zero() const {
@@ -45,6 +47,7 @@ void State::set(const float* in, std::size_t len, int num_given, const char* wha
   const std::size_t each = static_cast<std::size_t>(batch_ * units_);
   for (std::size_t i = 0; i < tensors_.size(); ++i)
     std::memcpy(tensors_[i].data(), in + i * each, each * sizeof(float));
+  carried_output_.setZero();  // a new starting point begins a new stream
 }
 
 }  // namespace recur

@@ -155,8 +155,9 @@ TEST_P(EquationTest, MatchesIndependentReference) {
       for (int j = 0; j < 5; ++j) ASSERT_NEAR(r.output[static_cast<std::size_t>((b * T + t) * 5 + j)], h[j], 2e-6);
     }
     for (int j = 0; j < 5; ++j) EXPECT_NEAR(r.states[static_cast<std::size_t>(b * 5 + j)], h[j], 2e-6);
-    if (!c.is_gru())
+    if (!c.is_gru()) {
       for (int j = 0; j < 5; ++j) EXPECT_NEAR(r.states[static_cast<std::size_t>(B * 5 + b * 5 + j)], cs[j], 2e-6);
+    }
   }
 }
 
@@ -445,6 +446,29 @@ TEST(Sequence, ChunkedProjectionOfLongSequencesGivesTheSameResult) {
     chunked.get(sb.data(), sb.size());
     expect_near(sa, sb, 1e-6, "states");
   }
+}
+
+TEST(Sequence, StreamingMaskedStepsOneAtATimeEqualOneCall) {
+  LayerConfig c = make(LayerKind::lstm, 3, 2);
+  c.return_sequences = true;
+  Layer layer(c);
+  randomize_weights(layer, 51);
+  const Index T = 6;
+  const Vec x = random_vec(static_cast<std::size_t>(T * 2), 50);
+  const std::vector<std::uint8_t> mask{1, 0, 0, 1, 0, 1};
+  State whole(2, 1, 3), streamed(2, 1, 3);
+  Vec all(layer.output_size(1, T));
+  layer.call_state(whole, x.data(), x.size(), T, mask.data(), mask.size(), all.data(), all.size());
+  for (Index t = 0; t < T; ++t) {
+    Vec out(3);
+    layer.call_state(streamed, x.data() + t * 2, 2, 1, mask.data() + t, 1, out.data(), out.size());
+    // A masked step repeats the stream's last output, as it does inside one call.
+    expect_near(out, Vec(all.begin() + t * 3, all.begin() + (t + 1) * 3), 0.0, "streamed step");
+  }
+  streamed.reset();
+  Vec out(3);
+  layer.call_state(streamed, x.data() + 2, 2, 1, mask.data() + 1, 1, out.data(), out.size());
+  for (float v : out) EXPECT_EQ(v, 0.0f) << "a reset stream starts from a zero output";
 }
 
 TEST(Sequence, InitialStateCountAndLengthAreChecked) {

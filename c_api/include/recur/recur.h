@@ -7,7 +7,8 @@
  *   error, recur_last_error() on the same thread returns a message that names the argument and
  *   what was expected, and nothing the call would have changed has changed.
  * - Handles are opaque. recur_*_destroy(NULL) does nothing. Using a destroyed handle returns
- *   RECUR_ERR_STATE (the library keeps a registry of live handles).
+ *   RECUR_ERR_STATE (the library keeps a registry of live handles; this cannot catch a stale
+ *   pointer whose address a newer handle of the same type has reused).
  * - Tensors are dense, row-major float32 buffers passed with their length in elements. The
  *   library checks each length against the dimensions and never keeps a pointer after a call
  *   returns. Output buffers are owned and allocated by the caller.
@@ -70,7 +71,8 @@ RECUR_API uint32_t recur_version_number(void);
 RECUR_API const char *recur_version_string(void);
 /* A short static description of a status code, e.g. "invalid argument". Never NULL. */
 RECUR_API const char *recur_status_string(recur_status status);
-/* The message of the last failed call on this thread, "" if none has failed. Never NULL. */
+/* The message of the last failed call on this thread ("" if none has failed); successful calls
+ * leave it as it is. Valid until the next recur_* call on this thread. Never NULL. */
 RECUR_API const char *recur_last_error(void);
 
 /* ------------------------------------------------------------------------------------------ */
@@ -259,8 +261,11 @@ RECUR_API recur_status recur_state_reset(recur_state *state);
 
 /* Advances `state` through `timesteps` steps of input (inference): input (B, T, F) or
  * (T, B, F) for time_major, with B = the state's batch; mask as in recur_layer_forward; output
- * as recur_layer_output_length(B, T). The state then holds the final states. Safe to call
- * concurrently on one layer with different states; steady-state calls do not allocate. */
+ * as recur_layer_output_length(B, T). The state then holds the final states and the last output,
+ * which a masked step repeats, so feeding a sequence in pieces gives the same outputs as one call
+ * (recur_state_set and recur_state_reset start a new stream, whose masked steps output 0 until a
+ * valid one). Safe to call concurrently on one layer with different states; steady-state calls do
+ * not allocate. */
 RECUR_API recur_status recur_layer_forward_state(const recur_layer *layer, recur_state *state, const float *input,
                                                  size_t input_len, int32_t timesteps, const uint8_t *mask,
                                                  size_t mask_len, float *output, size_t output_len);
@@ -322,8 +327,8 @@ RECUR_API recur_status recur_layer_set_weights(recur_layer *layer, const float *
  * included with return_state), then the kernel, recurrent_kernel and bias penalties. *count
  * receives their number; out may be NULL (count query) or hold out_len >= *count floats. */
 RECUR_API recur_status recur_layer_get_losses(const recur_layer *layer, float *out, size_t out_len, int32_t *count);
-/* Name of loss `index` from the last recur_layer_get_losses order ("activity:output",
- * "activity:state_h", "kernel", ...). Owned by the layer until its next call. */
+/* Name of loss `index` in recur_layer_get_losses order: "activity:output", "activity:state_h",
+ * "activity:state_c", "kernel", "recurrent_kernel" or "bias". Static string. */
 RECUR_API recur_status recur_layer_loss_name(const recur_layer *layer, int32_t index, const char **name);
 /* Applies kernel/recurrent/bias constraints to the weights, as an optimizer does after an
  * update. No-op without constraints. */

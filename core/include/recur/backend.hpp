@@ -40,6 +40,9 @@ struct SequenceJob {
   bool unrolled_mask_quirk = false;
   const std::vector<RowMatrix>* recurrent_masks = nullptr;
   RowMatrix* states = nullptr;          // in: initial states, out: final states
+  // in: the output a masked first step repeats (null: zeros, as in a Keras call); out: the last
+  // output. Streaming states carry it so that steps fed one call at a time equal one long call.
+  RowMatrix* carried_output = nullptr;
   float* sequence_output = nullptr;     // (B,T,u) / (T,B,u), or null
   float* last_output = nullptr;         // (B,u), or null
 };

@@ -30,12 +30,15 @@ class State {
   void set(const float* in, std::size_t len, int num_given, const char* what);
 
   SequenceWorkspace& workspace() { return workspace_; }
+  // The last output of the stream (what a masked step repeats); zeros after reset() or set().
+  RowMatrix& carried_output() { return carried_output_; }
 
  private:
   std::vector<RowMatrix> tensors_;
   Index batch_;
   int units_;
   SequenceWorkspace workspace_;
+  RowMatrix carried_output_;
 };
 
 }  // namespace recur

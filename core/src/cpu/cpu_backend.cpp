@@ -28,7 +28,11 @@ void CpuBackend::run_sequence(const Cell& cell, const SequenceJob& job, Sequence
   for (auto& m : ws.next) m.resize(B, u);
   RowMatrix* cur = job.states;
   RowMatrix* next = ws.next.data();
-  ws.out_t.setZero(B, u);  // the "previous output" of a masked step starts at zeros, not h0
+  // The "previous output" of a masked step starts at zeros (not h0) unless a stream carries one.
+  if (job.carried_output && job.carried_output->rows() == B && job.carried_output->cols() == u)
+    ws.out_t = *job.carried_output;
+  else
+    ws.out_t.setZero(B, u);
 
   for (Index k = 0; k < T; ++k) {
     const Index t = job.go_backwards ? T - 1 - k : k;
@@ -94,6 +98,7 @@ void CpuBackend::run_sequence(const Cell& cell, const SequenceJob& job, Sequence
       if (T > 0 && !job.mask[row_index(b, t_last)]) ws.out_t.row(b).setZero();
   }
   if (job.last_output) std::memcpy(job.last_output, ws.out_t.data(), static_cast<std::size_t>(B * u) * sizeof(float));
+  if (job.carried_output) *job.carried_output = ws.out_t;
 }
 
 }  // namespace
