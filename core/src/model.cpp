@@ -36,7 +36,8 @@ struct Node {
   NodeKind kind = NodeKind::unsupported;
   ModelLayerInfo info;
   json entry;       // the layer's config entry
-  std::string why;  // for unsupported nodes
+  std::string why;          // for unsupported nodes
+  std::string chain_issue;  // usable alone, but not as a link of a chain
   float mask_value = 0.0f;
   bool mask_zero = false;
   RowMatrix table;  // embeddings (input_dim, output_dim) / dense kernel (in, units)
@@ -134,9 +135,10 @@ void Model::Impl::configure(Node& n, int in_size, bool last) {
     json e = entry;
     if (zero_output) e["config"]["zero_output_for_mask"] = true;
     LayerConfig c = parse_layer_json(e.dump(), in, dialect.dialect, keras_version);
-    if (c.return_state && !last)
-      fail(Code::unsupported, "return_state inside a model chain (the next layer would receive a list)");
-    if (c.time_major) fail(Code::unsupported, "time_major layers inside a model");
+    // Usable on its own, but not as a link of a chain:
+    if (c.return_state && !last) n.chain_issue = "return_state inside a model chain (the next layer would get a list)";
+    if (c.time_major) n.chain_issue = "time_major layers inside a model chain";
+    if (c.stateful) n.chain_issue = "stateful layers inside a model chain";
     return std::make_shared<Layer>(c);
   };
   if (cls == "Masking") {
@@ -177,7 +179,7 @@ void Model::Impl::configure(Node& n, int in_size, bool last) {
         n.merge_mode != "none")
       fail(Code::unsupported, "Bidirectional: merge_mode '", n.merge_mode, "'");
     if (n.merge_mode == "none" && !last)
-      fail(Code::unsupported, "Bidirectional with merge_mode=None inside a model chain (it returns two outputs)");
+      n.chain_issue = "Bidirectional with merge_mode=None inside a model chain (it returns two outputs)";
     const int u = n.forward->config().units;
     n.info.output_size = n.merge_mode == "concat" ? 2 * u : u;
   } else if (cls == "Dropout") {
@@ -213,117 +215,132 @@ void Model::Impl::build(const json& model_config) {
     fail(Code::io, path, ": model_config: ", cls, " has no layer list");
   const json& entries = cfg["layers"];
   if (entries.size() > 10000) fail(Code::io, path, ": model_config: too many layers (", entries.size(), ")");
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const json& e = entries[i];
+    if (!e.is_object() || !e.contains("class_name") || !e["class_name"].is_string() || !e.contains("config") ||
+        !e["config"].is_object())
+      fail(Code::io, path, ": model_config: layer ", i, " is not {\"class_name\": ..., \"config\": {...}}");
+  }
+  auto name_of = [](const json& e) { return e["config"].value("name", std::string()); };
 
-  std::vector<const json*> chain;
-  if (cls == "Sequential") {
-    for (const auto& e : entries) chain.push_back(&e);
-  } else if (cls == "Functional" || cls == "Model") {
-    // Follow the graph from its input; recur runs chains (each layer fed by the one before).
-    std::map<std::string, const json*> by_name;
-    std::map<std::string, std::vector<std::string>> consumers;
-    const json* input = nullptr;
+  // The order layers are listed in (config order: topological in Keras configs), and for each its
+  // single predecessor, if it has exactly one.
+  std::vector<const json*> order;
+  std::map<std::string, std::string> pred;
+  const bool sequential = cls == "Sequential";
+  if (sequential) {
+    std::string prev;
     for (const auto& e : entries) {
-      const std::string name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>()
-                                                                          : e.at("config").value("name", std::string());
-      by_name[name] = &e;
+      order.push_back(&e);
+      if (!prev.empty()) pred[name_of(e)] = prev;
+      prev = name_of(e);
+    }
+  } else if (cls == "Functional" || cls == "Model") {
+    std::map<std::string, std::vector<std::string>> consumers;
+    int inputs = 0;
+    // Keras 3 records an Embedding(mask_zero=True)'s mask as an op node, not_equal(ids, 0), that
+    // the next layers take as kwargs["mask"]. The Embedding node gives recur that mask already.
+    auto is_embedding_mask = [&](const json& e) {
+      if (e["class_name"].get<std::string>() != "NotEqual" || !e.contains("inbound_nodes") ||
+          !e["inbound_nodes"].is_array() || e["inbound_nodes"].size() != 1)
+        return false;
+      const json& node = e["inbound_nodes"][0];
+      if (!node.is_object() || !node.contains("args") || !node["args"].is_array() || node["args"].size() != 2 ||
+          !node["args"][1].is_number() || node["args"][1].get<double>() != 0.0)
+        return false;
+      const auto src = inbound_names(e);
+      for (const auto& other : entries)
+        if (other["class_name"].get<std::string>() == "Embedding" && other["config"].value("mask_zero", false) &&
+            inbound_names(other) == src && src.size() == 1)
+          return true;
+      return false;
+    };
+    for (const auto& e : entries) {
+      if (is_embedding_mask(e)) continue;
+      order.push_back(&e);
       const auto in = inbound_names(e);
-      if (e.value("class_name", std::string()) == "InputLayer") {
-        if (input) unsupported = "the model has more than one input";
-        input = &e;
-      } else if (in.size() != 1) {
-        unsupported = "the model is not a chain: layer " + name + " has " + std::to_string(in.size()) + " inputs";
-      } else {
-        consumers[in[0]].push_back(name);
+      if (e["class_name"].get<std::string>() == "InputLayer") {
+        ++inputs;
+      } else if (in.size() == 1) {
+        pred[name_of(e)] = in[0];
+        consumers[in[0]].push_back(name_of(e));
+      } else if (unsupported.empty()) {
+        unsupported = "the model is not a chain: layer " + name_of(e) + " has " + std::to_string(in.size()) + " inputs";
       }
     }
-    if (!input) fail(Code::io, path, ": model_config: the functional model has no InputLayer");
-    const json* cur = input;
-    chain.push_back(cur);
-    std::size_t guard = 0;
-    while (guard++ < entries.size()) {
-      const std::string name = cur->at("config").value("name", std::string());
-      const auto it = consumers.find(name);
-      if (it == consumers.end()) break;
-      if (it->second.size() != 1) {
-        unsupported = "the model is not a chain: layer " + name + " feeds " + std::to_string(it->second.size()) + " layers";
-        break;
-      }
-      cur = by_name.count(it->second[0]) ? by_name[it->second[0]] : nullptr;
-      if (!cur) fail(Code::io, path, ": model_config: unknown inbound layer '", it->second[0], "'");
-      chain.push_back(cur);
-    }
-    if (unsupported.empty() && chain.size() != entries.size())
-      unsupported = "the model is not a chain of its " + std::to_string(entries.size()) + " layers";
+    if (inputs == 0) fail(Code::io, path, ": model_config: the functional model has no InputLayer");
+    if (inputs > 1 && unsupported.empty()) unsupported = "the model has " + std::to_string(inputs) + " inputs";
+    for (const auto& [from, to] : consumers)
+      if (to.size() > 1 && unsupported.empty())
+        unsupported = "the model is not a chain: layer " + from + " feeds " + std::to_string(to.size()) + " layers";
   } else {
     fail(Code::unsupported, path, ": model class '", cls, "' (recur reads Sequential and Functional models)");
   }
+  const bool chain = unsupported.empty();
 
   // .keras object paths: layers/<snake_case class name, uniquified> over model.layers, which
   // excludes a Sequential's InputLayer.
   std::map<std::string, int> used;
-  int size = 0;
-  for (std::size_t i = 0; i < chain.size(); ++i) {
-    const json& e = *chain[i];
-    if (!e.is_object() || !e.contains("class_name") || !e["class_name"].is_string() || !e.contains("config") ||
-        !e["config"].is_object())
-      fail(Code::io, path, ": model_config: layer ", i, " is not {\"class_name\": ..., \"config\": {...}}");
+  std::map<std::string, int> out_size;  // layer name -> size of its output's last axis
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const json& e = *order[i];
     Node n;
     n.entry = e;
     n.info.class_name = e["class_name"].get<std::string>();
-    n.info.name = e["config"].value("name", std::string());
+    n.info.name = name_of(e);
     n.info.config_json = e.dump();
     const bool is_input = n.info.class_name == "InputLayer";
-    if (!(is_input && cls == "Sequential")) {
-      std::string base = snake_case(n.info.class_name);
+    if (!(is_input && sequential)) {
+      const std::string base = snake_case(n.info.class_name);
       std::string unique = base;
       if (used.count(base)) unique = base + "_" + std::to_string(++used[base]);
       else used[base] = 0;
       n.file_path = "layers/" + unique;
     }
+    // The size of the last input axis: from the predecessor, or the recorded input shape.
+    auto shape_size = [](const json& shape) { return shape.is_array() && shape.size() == 2 ? 1 : last_dim(shape); };
+    int size = 0;
     if (is_input) {
       const json& ic = e["config"];
-      const json shape = ic.contains("batch_shape") ? ic["batch_shape"] : ic.value("batch_input_shape", json());
-      size = shape.is_array() && shape.size() == 2 ? 1 : last_dim(shape);  // (B, T) holds token ids
-      n.info.input_size = n.info.output_size = size;
-      n.kind = NodeKind::dropout;  // passes its input through
-      if (i == 0) input_size = size;
-      nodes.push_back(std::move(n));
-      continue;
-    }
-    if (nodes.empty() && input_size == 0) {
-      const json& lc = e["config"];
-      if (lc.contains("batch_input_shape")) {
-        const json& s = lc["batch_input_shape"];
-        size = s.is_array() && s.size() == 2 ? 1 : last_dim(s);
-      } else if (e.contains("build_config") && e["build_config"].contains("input_shape")) {
-        const json& s = e["build_config"]["input_shape"];
-        size = s.is_array() && s.size() == 2 ? 1 : last_dim(s);
-      }
-      input_size = size;
+      size = shape_size(ic.contains("batch_shape") ? ic["batch_shape"] : ic.value("batch_input_shape", json()));
+    } else if (pred.count(n.info.name) && out_size.count(pred[n.info.name])) {
+      size = out_size[pred[n.info.name]];
+    } else if (e["config"].contains("batch_input_shape")) {
+      size = shape_size(e["config"]["batch_input_shape"]);
+    } else if (e.contains("build_config") && e["build_config"].is_object() && e["build_config"].contains("input_shape")) {
+      size = shape_size(e["build_config"]["input_shape"]);
     }
     if (n.info.class_name == "Embedding") size = 1;
-    try {
-      if (size <= 0 && n.info.class_name != "Embedding") fail(Code::unsupported, "the input size is not known");
-      configure(n, size, i + 1 == chain.size());
-    } catch (const Error& err) {
-      n.kind = NodeKind::unsupported;
-      n.info.supported = false;
-      n.why = err.what();
-      n.info.recurrent = n.info.class_name == "GRU" || n.info.class_name == "LSTM" ||
-                         n.info.class_name == "CuDNNGRU" || n.info.class_name == "CuDNNLSTM" ||
-                         n.info.class_name == "Bidirectional";
-      if (unsupported.empty())
-        unsupported = (err.code() == Code::unsupported && n.why.rfind("unsupported layer", 0) == 0
-                           ? n.why
-                           : "layer " + n.info.class_name + " '" + n.info.name + "': " + n.why) +
-                      " at " + n.info.name;
+    if (is_input) {
+      n.info.input_size = n.info.output_size = size;
+      n.kind = NodeKind::dropout;  // passes its input through
+    } else {
+      try {
+        if (size <= 0) fail(Code::unsupported, "the input size is not known");
+        configure(n, size, i + 1 == order.size());
+      } catch (const Error& err) {
+        n.kind = NodeKind::unsupported;
+        n.info.supported = false;
+        n.why = err.what();
+        if (chain && unsupported.empty())
+          unsupported = (err.code() == Code::unsupported && n.why.rfind("unsupported layer", 0) == 0
+                             ? n.why
+                             : "layer " + n.info.class_name + " '" + n.info.name + "': " + n.why) +
+                        " at " + n.info.name;
+      }
+      if (!n.chain_issue.empty() && chain && unsupported.empty())
+        unsupported = "layer " + n.info.class_name + " '" + n.info.name + "': " + n.chain_issue;
     }
-    size = n.info.output_size;
-    if (nodes.empty() || (nodes.size() == 1 && nodes[0].info.class_name == "InputLayer"))
-      token_ids = n.kind == NodeKind::embedding;
+    out_size[n.info.name] = n.info.output_size;
     nodes.push_back(std::move(n));
   }
-  if (token_ids) input_size = 1;
+  // The model's input: the first layer's input (token ids when it is an Embedding).
+  for (const Node& n : nodes) {
+    if (n.info.class_name == "InputLayer") continue;
+    token_ids = n.kind == NodeKind::embedding;
+    input_size = token_ids ? 1 : n.info.input_size;
+    break;
+  }
   for (const auto& n : nodes) infos.push_back(n.info);
 }
 
