@@ -1,0 +1,55 @@
+// Minimal .npy / .npz reading and writing for the recur command-line tool.
+//
+// read_npy accepts format versions 1, 2 and 3, C order only, and the dtypes
+// <f4 <f8 <f2 <i1 <i2 <i4 <i8 <u1 <u2 <u4 <u8 |b1 |i1 |u1 (1-byte types with any byte-order
+// character), all converted to float32. write_npy writes version 1.0 '<f4'. .npz archives are
+// zip files whose members are "<name>.npy" (read: stored or deflated; write: stored).
+// Every problem throws NpyError with a message that names the file and the problem.
+#ifndef RECUR_CLI_NPY_HPP
+#define RECUR_CLI_NPY_HPP
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace recur_cli {
+
+class NpyError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Array {
+  std::vector<std::int64_t> shape;  // () for a scalar
+  std::vector<float> data;          // row-major, product(shape) values
+  std::string dtype;                // the dtype the file declared ("<f4" for written arrays)
+
+  std::size_t size() const { return data.size(); }
+};
+
+// Largest header accepted (numpy itself refuses headers above 10000 bytes by default).
+constexpr std::size_t kMaxNpyHeader = 64 * 1024;
+// Largest .npz member read into memory.
+constexpr std::uint64_t kMaxNpzMember = std::uint64_t(1) << 32;
+
+// Parses .npy bytes; `name` is used in messages (a path or "archive.npz:member.npy").
+Array parse_npy(const std::string& bytes, const std::string& name);
+// Reads a .npy file.
+Array read_npy(const std::string& path);
+// The .npy bytes of `a` (version 1.0, '<f4', C order, header padded to 64 bytes).
+std::string encode_npy(const Array& a);
+void write_npy(const std::string& path, const Array& a);
+
+// Members in archive order; names without the ".npy" suffix.
+using NamedArrays = std::vector<std::pair<std::string, Array>>;
+NamedArrays read_npz(const std::string& path);
+void write_npz(const std::string& path, const NamedArrays& arrays);
+
+// "(2, 3, 4)"
+std::string shape_string(const std::vector<std::int64_t>& shape);
+
+}  // namespace recur_cli
+
+#endif
