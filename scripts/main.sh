@@ -1,9 +1,24 @@
 #!/usr/bin/env bash
-# The main job: install what is missing, build recur, and run the C example, which loads
-# librecur with dlopen, builds a GRU and an LSTM from Keras JSON and runs a masked batch.
+# The main job: install what is missing, build recur, then run the bundled Keras model (a trained
+# Embedding -> masked GRU -> LSTM -> Dense network, saved by Keras 2 and Keras 3 as .keras and
+# .h5) through the C example (dlopen) and through the `recur` command-line tool, showing recur's
+# outputs next to Keras's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DRECUR_BUILD_TESTS=OFF
 cmake --build build -j"$(nproc)"
-build/examples/c/recur_example_c build/c_api/librecur.so.0
+
+echo "== C example (dlopen): layers from Keras JSON, then the bundled model files =="
+build/examples/c/recur_example_c build/c_api/librecur.so.0 examples/models
+
+echo
+echo "== recur CLI =="
+build/cli/recur info examples/models/sentiment_keras3.keras
+for d in keras2 keras3; do
+  for f in keras h5; do
+    echo "-- recur verify examples/models/sentiment_$d.$f against Keras's predictions"
+    build/cli/recur verify "examples/models/sentiment_$d.$f" --input examples/models/sentiment_inputs.npy \
+      --expected "examples/models/sentiment_${d}_keras.npy"
+  done
+done

@@ -6,12 +6,16 @@
  * from the JSON Keras 2 writes for them (layer.to_json() / get_config()), sets deterministic
  * weights with the shapes the library reports, and runs one masked batch through both.
  *
+ * Given the folder of the bundled model (argv[2], e.g. examples/models), it then opens the
+ * trained Keras model files there (.keras and .h5, from Keras 2 and Keras 3), runs the sample
+ * token sequences through them and prints recur's outputs next to the ones Keras computed.
+ *
  * recur.h is included for its types and constants only; the function declarations in it are
  * never called directly (they are used in unevaluated sizeof expressions, so the compiler checks
  * that every function pointer below has exactly the header's type).
  *
  * Build:  cc -std=c99 -I c_api/include examples/c/main.c -ldl -lm -o recur_example_c
- * Run:    ./recur_example_c build/c_api/librecur.so.0
+ * Run:    ./recur_example_c build/c_api/librecur.so.0 examples/models
  */
 #if !defined(_POSIX_C_SOURCE) || _POSIX_C_SOURCE < 200809L
 #undef _POSIX_C_SOURCE
@@ -45,6 +49,12 @@ struct recur_api {
   recur_status (*layer_set_weight)(recur_layer *, int32_t, const float *, size_t, const int64_t *, int32_t);
   recur_status (*layer_forward)(recur_layer *, const float *, size_t, int32_t, int32_t, const uint8_t *, size_t,
                                 const float *, size_t, int32_t, int32_t, float *, size_t, float *, size_t);
+  recur_status (*model_open)(recur_model **, const char *);
+  void (*model_destroy)(recur_model *);
+  recur_status (*model_get_info)(const recur_model *, recur_model_info *);
+  recur_status (*model_output_length)(const recur_model *, int32_t, int32_t, size_t *);
+  recur_status (*model_run)(const recur_model *, const float *, size_t, int32_t, int32_t, const uint8_t *, size_t,
+                            float *, size_t);
 };
 
 static struct recur_api api;
@@ -86,6 +96,11 @@ static int load_api(void *lib) {
   RESOLVE(layer_weight_name, recur_layer_weight_name);
   RESOLVE(layer_set_weight, recur_layer_set_weight);
   RESOLVE(layer_forward, recur_layer_forward);
+  RESOLVE(model_open, recur_model_open);
+  RESOLVE(model_destroy, recur_model_destroy);
+  RESOLVE(model_get_info, recur_model_get_info);
+  RESOLVE(model_output_length, recur_model_output_length);
+  RESOLVE(model_run, recur_model_run);
   return 1;
 }
 
@@ -236,6 +251,142 @@ done:
   return ok;
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* The bundled Keras model: Embedding(mask_zero) -> GRU -> LSTM -> Dense(softmax).           */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Reads a whitespace-separated matrix, one row per line. Returns a malloc'd array or NULL. */
+static float *read_matrix(const char *path, int *rows, int *cols) {
+  FILE *f = fopen(path, "r");
+  float *v = NULL;
+  size_t n = 0, cap = 0;
+  int c = 0, r = 0, in_row = 0, ch;
+  *rows = *cols = 0;
+  if (f == NULL) {
+    fprintf(stderr, "error: cannot open %s\n", path);
+    return NULL;
+  }
+  for (;;) {
+    double x;
+    while ((ch = fgetc(f)) == ' ' || ch == '\t' || ch == '\r') {
+    }
+    if (ch == '\n' || ch == EOF) {
+      if (in_row) {
+        if (*cols == 0) *cols = c;
+        if (c != *cols) break;
+        ++r;
+      }
+      c = 0;
+      in_row = 0;
+      if (ch == EOF) {
+        fclose(f);
+        *rows = r;
+        return v;
+      }
+      continue;
+    }
+    ungetc(ch, f);
+    if (fscanf(f, "%lf", &x) != 1) break;
+    if (n == cap) {
+      float *grown;
+      cap = cap ? cap * 2 : 64;
+      grown = (float *)realloc(v, cap * sizeof *v);
+      if (grown == NULL) break;
+      v = grown;
+    }
+    v[n++] = (float)x;
+    ++c;
+    in_row = 1;
+  }
+  fprintf(stderr, "error: %s is not a matrix of numbers\n", path);
+  fclose(f);
+  free(v);
+  return NULL;
+}
+
+/* Opens one model file, runs the samples and compares with Keras's predictions. */
+static int run_model(const char *file, const float *ids, int batch, int steps, const float *keras, int keras_cols) {
+  recur_model *model = NULL;
+  recur_model_info info;
+  size_t out_len = 0;
+  float *out = NULL;
+  double worst = 0.0;
+  int ok = 0, b, j;
+
+  if (failed(api.model_open(&model, file), "recur_model_open")) return 0;
+  memset(&info, 0, sizeof info);
+  info.version = RECUR_MODEL_INFO_VERSION;
+  if (failed(api.model_get_info(model, &info), "recur_model_get_info")) goto done;
+  printf("\n== %s (Keras %s, %d layers, %s) ==\n", file, info.keras_version, (int)info.num_layers,
+         info.runnable ? "runnable" : info.unsupported);
+  if (info.output_size != keras_cols) {
+    fprintf(stderr, "error: the model has %d outputs per sample, the Keras file %d\n", (int)info.output_size,
+            keras_cols);
+    goto done;
+  }
+  if (failed(api.model_output_length(model, batch, steps, &out_len), "recur_model_output_length")) goto done;
+  out = (float *)malloc(out_len * sizeof *out);
+  if (out == NULL) goto done;
+  if (failed(api.model_run(model, ids, (size_t)batch * (size_t)steps, batch, steps, NULL, 0, out, out_len),
+             "recur_model_run"))
+    goto done;
+  printf("  sample  %-26s %-26s\n", "recur", "Keras");
+  for (b = 0; b < batch; ++b) {
+    printf("  %6d ", b);
+    for (j = 0; j < keras_cols; ++j) printf(" %12.9f", (double)out[b * keras_cols + j]);
+    printf(" ");
+    for (j = 0; j < keras_cols; ++j) {
+      const double d = fabs((double)out[b * keras_cols + j] - (double)keras[b * keras_cols + j]);
+      if (d > worst) worst = d;
+      printf(" %12.9f", (double)keras[b * keras_cols + j]);
+    }
+    printf("\n");
+  }
+  printf("  max abs difference to Keras: %.3g\n", worst);
+  ok = worst <= 1e-5;
+  if (!ok) fprintf(stderr, "error: %s differs from Keras by %.3g\n", file, worst);
+
+done:
+  free(out);
+  api.model_destroy(model);
+  return ok;
+}
+
+static int run_bundled_models(const char *dir) {
+  static const char *const dialects[] = {"keras2", "keras3"};
+  static const char *const formats[] = {"keras", "h5"};
+  char path[1024];
+  int rows = 0, cols = 0, krows = 0, kcols = 0, d, f, ok = 1;
+  float *ids, *keras = NULL;
+
+  snprintf(path, sizeof path, "%s/sentiment_inputs.txt", dir);
+  ids = read_matrix(path, &rows, &cols);
+  if (ids == NULL) return 0;
+  printf("\nsample token sequences (B=%d, T=%d, 0 = padding):\n", rows, cols);
+  for (d = 0; d < rows; ++d) {
+    int t;
+    printf("  ");
+    for (t = 0; t < cols; ++t) printf("%3d", (int)ids[d * cols + t]);
+    printf("\n");
+  }
+  for (d = 0; d < 2 && ok; ++d) {
+    snprintf(path, sizeof path, "%s/sentiment_%s_keras.txt", dir, dialects[d]);
+    free(keras);
+    keras = read_matrix(path, &krows, &kcols);
+    if (keras == NULL || krows != rows) {
+      ok = 0;
+      break;
+    }
+    for (f = 0; f < 2 && ok; ++f) {
+      snprintf(path, sizeof path, "%s/sentiment_%s.%s", dir, dialects[d], formats[f]);
+      ok = run_model(path, ids, rows, cols, keras, kcols);
+    }
+  }
+  free(keras);
+  free(ids);
+  return ok;
+}
+
 int main(int argc, char **argv) {
   const char *path = argc > 1 ? argv[1] : "librecur.so.0";
   void *lib;
@@ -263,6 +414,7 @@ int main(int argc, char **argv) {
   printf("mask: sequence 0 = 1 1 1 1 1, sequence 1 = 1 0 1 0 0 (a hole at t=1, padding at t=3..4)\n");
 
   ok = run_layer("GRU", kGruJson, input) && run_layer("LSTM", kLstmJson, input);
+  if (ok && argc > 2) ok = run_bundled_models(argv[2]);
   dlclose(lib);
   if (!ok) return 1;
   printf("\nexample finished\n");
