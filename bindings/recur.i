@@ -1,0 +1,362 @@
+/*
+ * The one SWIG interface of recur, over the C ABI (recur.h), for Java, C# and Go.
+ *
+ * This file declares the object model every language gets: Layer (sequence layers and cells),
+ * State, Model and LayerOptions, as proxies of the opaque C handles. Methods keep the C ABI's
+ * (pointer, length) argument pairs; each language's file maps those pairs to its own array types
+ * and adds its idioms (exceptions or errors, Close/Dispose, naming):
+ *   java/recur_java.i, csharp/recur_csharp.i, go/recur_go.i
+ *
+ * Every method that can fail returns recur_rc, a status that each language turns into its error
+ * form INSIDE the same native call, so the thread-local message is read on the thread that
+ * failed (this matters for goroutines, which can move between OS threads).
+ */
+%module recur
+
+%{
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "recur/recur.h"
+
+/* SWIG-side names of the opaque handles. They must differ from the C names, or SWIG's %extend
+ * helpers (<struct>_<method>) would collide with the C ABI's own functions. */
+typedef struct recur_layer RecurLayer;
+typedef struct recur_state RecurState;
+typedef struct recur_model RecurModel;
+typedef recur_layer_options RecurLayerOptions;
+/* A status that the language files turn into an exception or an error. */
+typedef recur_status recur_rc;
+%}
+
+%include <stdint.i>
+
+/* recur_rc is an int to SWIG, so the typemaps the language files put on it do not touch the
+ * recur_status enum itself. */
+typedef int recur_rc;
+
+/* Language idioms: array typemaps, status handling, naming, resource management. They must be
+ * seen before the classes below. */
+#if defined(SWIGJAVA)
+%include "java/recur_java.i"
+#elif defined(SWIGCSHARP)
+%include "csharp/recur_csharp.i"
+#elif defined(SWIGGO)
+%include "go/recur_go.i"
+#endif
+
+/* ------------------------------------------------------------------------------------------ */
+/* Constants and library functions                                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+%constant int LAYER_GRU = RECUR_LAYER_GRU;
+%constant int LAYER_LSTM = RECUR_LAYER_LSTM;
+%constant int LAYER_CUDNN_GRU = RECUR_LAYER_CUDNN_GRU;
+%constant int LAYER_CUDNN_LSTM = RECUR_LAYER_CUDNN_LSTM;
+%constant int LAYER_GRU_CELL = RECUR_LAYER_GRU_CELL;
+%constant int LAYER_LSTM_CELL = RECUR_LAYER_LSTM_CELL;
+%constant int DIALECT_AUTO = RECUR_DIALECT_AUTO;
+%constant int DIALECT_KERAS2 = RECUR_DIALECT_KERAS2;
+%constant int DIALECT_KERAS3 = RECUR_DIALECT_KERAS3;
+%constant int DEFAULT = RECUR_DEFAULT;
+%constant int OK = RECUR_OK;
+%constant int ERR_INVALID_ARGUMENT = RECUR_ERR_INVALID_ARGUMENT;
+%constant int ERR_SHAPE = RECUR_ERR_SHAPE;
+%constant int ERR_UNSUPPORTED = RECUR_ERR_UNSUPPORTED;
+%constant int ERR_PARSE = RECUR_ERR_PARSE;
+%constant int ERR_STATE = RECUR_ERR_STATE;
+%constant int ERR_OUT_OF_MEMORY = RECUR_ERR_OUT_OF_MEMORY;
+%constant int ERR_IO = RECUR_ERR_IO;
+%constant int ERR_INTERNAL = RECUR_ERR_INTERNAL;
+
+%inline %{
+/* The loaded library's version, "MAJOR.MINOR.PATCH". */
+const char *recur_binding_version(void) { return recur_version_string(); }
+%}
+
+/* ------------------------------------------------------------------------------------------ */
+/* LayerOptions: the constructor arguments of a Keras recurrent layer                           */
+/* ------------------------------------------------------------------------------------------ */
+
+/* String fields are copied into memory the options object owns, so a language's temporary
+ * strings can be released right after a setter returns. */
+%nodefaultctor RecurLayerOptions;
+%nodefaultdtor RecurLayerOptions;
+typedef struct {
+  int32_t type;
+  int32_t dialect;
+  int32_t units;
+  int32_t input_size;
+  int32_t use_bias;
+  int32_t reset_after;
+  int32_t implementation;
+  int32_t unit_forget_bias;
+  float dropout;
+  float recurrent_dropout;
+  int32_t return_sequences;
+  int32_t return_state;
+  int32_t go_backwards;
+  int32_t stateful;
+  int32_t time_major;
+  int32_t unroll;
+  int32_t zero_output_for_mask;
+  int32_t batch_size;
+  int64_t seed;
+  int32_t trainable;
+} RecurLayerOptions;
+
+%{
+/* The options struct plus storage for its strings, freed together. */
+typedef struct {
+  RecurLayerOptions opts;
+  char *strings[16];
+} recur_binding_options;
+
+static void recur_binding_set_string(RecurLayerOptions *o, int slot, const char **field, const char *value) {
+  recur_binding_options *b = (recur_binding_options *)o; /* opts is the first member */
+  free(b->strings[slot]);
+  b->strings[slot] = NULL;
+  *field = NULL;
+  if (value) {
+    size_t n = strlen(value) + 1;
+    b->strings[slot] = (char *)malloc(n);
+    if (b->strings[slot]) {
+      memcpy(b->strings[slot], value, n);
+      *field = b->strings[slot];
+    }
+  }
+}
+%}
+
+%extend RecurLayerOptions {
+  RecurLayerOptions() {
+    recur_binding_options *b = (recur_binding_options *)calloc(1, sizeof *b);
+    if (b) recur_layer_options_init(&b->opts, RECUR_LAYER_OPTIONS_VERSION);
+    return &b->opts;
+  }
+  ~RecurLayerOptions() {
+    recur_binding_options *b = (recur_binding_options *)$self;
+    int i;
+    for (i = 0; i < 16; ++i) free(b->strings[i]);
+    free(b);
+  }
+  void set_activation(const char *v) { recur_binding_set_string($self, 0, &$self->activation, v); }
+  void set_recurrent_activation(const char *v) { recur_binding_set_string($self, 1, &$self->recurrent_activation, v); }
+  void set_kernel_initializer(const char *v) { recur_binding_set_string($self, 2, &$self->kernel_initializer, v); }
+  void set_recurrent_initializer(const char *v) { recur_binding_set_string($self, 3, &$self->recurrent_initializer, v); }
+  void set_bias_initializer(const char *v) { recur_binding_set_string($self, 4, &$self->bias_initializer, v); }
+  void set_kernel_regularizer(const char *v) { recur_binding_set_string($self, 5, &$self->kernel_regularizer, v); }
+  void set_recurrent_regularizer(const char *v) { recur_binding_set_string($self, 6, &$self->recurrent_regularizer, v); }
+  void set_bias_regularizer(const char *v) { recur_binding_set_string($self, 7, &$self->bias_regularizer, v); }
+  void set_activity_regularizer(const char *v) { recur_binding_set_string($self, 8, &$self->activity_regularizer, v); }
+  void set_kernel_constraint(const char *v) { recur_binding_set_string($self, 9, &$self->kernel_constraint, v); }
+  void set_recurrent_constraint(const char *v) { recur_binding_set_string($self, 10, &$self->recurrent_constraint, v); }
+  void set_bias_constraint(const char *v) { recur_binding_set_string($self, 11, &$self->bias_constraint, v); }
+  void set_keras_version(const char *v) { recur_binding_set_string($self, 12, &$self->keras_version, v); }
+  void set_name(const char *v) { recur_binding_set_string($self, 13, &$self->name, v); }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Layer: a Keras sequence layer or cell                                                        */
+/* ------------------------------------------------------------------------------------------ */
+
+%nodefaultctor RecurLayer;
+%nodefaultdtor RecurLayer;
+typedef struct {} RecurLayer;
+
+%newobject RecurLayer::create;
+%newobject RecurLayer::create_from_json;
+
+%extend RecurLayer {
+  /* Factories: NULL with the status in *st; the language files raise it. */
+  static RecurLayer *create(const RecurLayerOptions *opts, recur_rc *st) {
+    recur_layer *l = NULL;
+    *st = recur_layer_create(&l, opts);
+    return l;
+  }
+  static RecurLayer *create_from_json(const char *json, int32_t input_size, int32_t dialect,
+                                      const char *keras_version, recur_rc *st) {
+    recur_layer *l = NULL;
+    *st = recur_layer_create_from_json(&l, json, input_size, dialect, keras_version);
+    return l;
+  }
+  ~RecurLayer() { recur_layer_destroy($self); }
+
+  recur_rc get_info(recur_layer_info *info) {
+    info->version = RECUR_LAYER_INFO_VERSION;
+    return recur_layer_get_info($self, info);
+  }
+  recur_rc output_length(int32_t batch, int32_t timesteps, size_t *out_len) {
+    return recur_layer_output_length($self, batch, timesteps, out_len);
+  }
+  recur_rc forward(const float *input, size_t input_len, int32_t batch, int32_t timesteps, const uint8_t *mask,
+                   size_t mask_len, const float *initial_state, size_t initial_state_len, int32_t num_initial_states,
+                   int32_t training, float *output, size_t output_len, float *final_state, size_t final_state_len) {
+    return recur_layer_forward($self, input, input_len, batch, timesteps, mask, mask_len, initial_state,
+                               initial_state_len, num_initial_states, training, output, output_len, final_state,
+                               final_state_len);
+  }
+  recur_rc forward_state(RecurState *state, const float *input, size_t input_len, int32_t timesteps,
+                         const uint8_t *mask, size_t mask_len, float *output, size_t output_len) {
+    return recur_layer_forward_state($self, state, input, input_len, timesteps, mask, mask_len, output, output_len);
+  }
+  recur_rc reset_states() { return recur_layer_reset_states($self); }
+  recur_rc set_states(const float *states, size_t states_len, int32_t num_states) {
+    return recur_layer_set_states($self, states, states_len, num_states);
+  }
+  recur_rc get_states(float *output, size_t output_len) { return recur_layer_get_states($self, output, output_len); }
+  recur_rc cell_call(const float *input, size_t input_len, int32_t batch, const float *states, size_t states_len,
+                     int32_t num_states, int32_t training, float *output, size_t output_len, float *final_state,
+                     size_t final_state_len) {
+    return recur_cell_call($self, input, input_len, batch, states, states_len, num_states, training, output,
+                           output_len, final_state, final_state_len);
+  }
+  recur_rc dropout_mask(int32_t batch, int32_t training, float *output, size_t output_len, int32_t *count) {
+    return recur_cell_get_dropout_mask($self, batch, training, output, output_len, count);
+  }
+  recur_rc recurrent_dropout_mask(int32_t batch, int32_t training, float *output, size_t output_len,
+                                  int32_t *count) {
+    return recur_cell_get_recurrent_dropout_mask($self, batch, training, output, output_len, count);
+  }
+  recur_rc reset_dropout_mask() { return recur_cell_reset_dropout_mask($self); }
+  recur_rc reset_recurrent_dropout_mask() { return recur_cell_reset_recurrent_dropout_mask($self); }
+  recur_rc num_weights(int32_t *count) { return recur_layer_num_weights($self, count); }
+  recur_rc weight_shape(int32_t index, int64_t *dim0, int64_t *dim1, int32_t *ndims) {
+    int64_t dims[2] = {0, 0};
+    recur_rc st = recur_layer_weight_shape($self, index, dims, ndims);
+    *dim0 = dims[0];
+    *dim1 = dims[1];
+    return st;
+  }
+  recur_rc weight_name(int32_t index, const char **name) { return recur_layer_weight_name($self, index, name); }
+  recur_rc get_weight(int32_t index, float *output, size_t output_len) {
+    return recur_layer_get_weight($self, index, output, output_len);
+  }
+  recur_rc set_weight(int32_t index, const float *input, size_t input_len) {
+    return recur_layer_set_weight($self, index, input, input_len, NULL, 0);
+  }
+  recur_rc weights_length(size_t *len) { return recur_layer_weights_length($self, len); }
+  recur_rc get_weights(float *output, size_t output_len) { return recur_layer_get_weights($self, output, output_len); }
+  recur_rc set_weights(const float *input, size_t input_len) { return recur_layer_set_weights($self, input, input_len); }
+  recur_rc get_losses(float *output, size_t output_len, int32_t *count) {
+    return recur_layer_get_losses($self, output, output_len, count);
+  }
+  recur_rc loss_name(int32_t index, const char **name) { return recur_layer_loss_name($self, index, name); }
+  recur_rc apply_constraints() { return recur_layer_apply_constraints($self); }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* State: h (and c) of a batch of streams, stepped against a shared read-only layer            */
+/* ------------------------------------------------------------------------------------------ */
+
+%nodefaultctor RecurState;
+%nodefaultdtor RecurState;
+typedef struct {} RecurState;
+
+%newobject RecurState::create;
+
+%extend RecurState {
+  static RecurState *create(const RecurLayer *layer, int32_t batch, recur_rc *st) {
+    recur_state *s = NULL;
+    *st = recur_state_create(&s, layer, batch);
+    return s;
+  }
+  ~RecurState() { recur_state_destroy($self); }
+  recur_rc shape(int32_t *num_states, int32_t *batch, int32_t *units) {
+    return recur_state_shape($self, num_states, batch, units);
+  }
+  recur_rc get(float *output, size_t output_len) { return recur_state_get($self, output, output_len); }
+  recur_rc set(const float *input, size_t input_len, int32_t num_states) {
+    return recur_state_set($self, input, input_len, num_states);
+  }
+  recur_rc reset() { return recur_state_reset($self); }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Model: a Keras .keras or .h5 file                                                            */
+/* ------------------------------------------------------------------------------------------ */
+
+%nodefaultctor RecurModel;
+%nodefaultdtor RecurModel;
+typedef struct {} RecurModel;
+
+%newobject RecurModel::open;
+%newobject RecurModel::get_layer;
+
+%extend RecurModel {
+  static RecurModel *open(const char *path, recur_rc *st) {
+    recur_model *m = NULL;
+    *st = recur_model_open(&m, path);
+    return m;
+  }
+  ~RecurModel() { recur_model_destroy($self); }
+  recur_rc get_info(recur_model_info *info) {
+    info->version = RECUR_MODEL_INFO_VERSION;
+    return recur_model_get_info($self, info);
+  }
+  recur_rc layer(int32_t index, const char **name, const char **class_name, const char **config_json,
+                 int32_t *input_size, int32_t *output_size, int32_t *recurrent) {
+    return recur_model_layer($self, index, name, class_name, config_json, input_size, output_size, recurrent);
+  }
+  RecurLayer *get_layer(const char *name, recur_rc *st) {
+    recur_layer *l = NULL;
+    *st = recur_model_get_layer($self, name, &l);
+    return l;
+  }
+  recur_rc output_length(int32_t batch, int32_t timesteps, size_t *out_len) {
+    return recur_model_output_length($self, batch, timesteps, out_len);
+  }
+  recur_rc run(const float *input, size_t input_len, int32_t batch, int32_t timesteps, const uint8_t *mask,
+               size_t mask_len, float *output, size_t output_len) {
+    return recur_model_run($self, input, input_len, batch, timesteps, mask, mask_len, output, output_len);
+  }
+}
+
+/* The info structs as plain, read-only data classes. */
+%immutable recur_model_info::keras_version;
+%immutable recur_model_info::unsupported;
+typedef struct recur_layer_info {
+  int32_t type;
+  int32_t dialect;
+  int32_t units;
+  int32_t input_size;
+  int32_t num_states;
+  int32_t num_weights;
+  int32_t return_sequences;
+  int32_t return_state;
+  int32_t go_backwards;
+  int32_t stateful;
+  int32_t time_major;
+  int32_t batch_size;
+  int32_t implementation;
+  int32_t reset_after;
+} recur_layer_info;
+
+typedef struct recur_model_info {
+  int32_t dialect;
+  const char *keras_version;
+  int32_t num_layers;
+  int32_t runnable;
+  const char *unsupported;
+  int32_t input_size;
+  int32_t takes_token_ids;
+  int32_t output_size;
+  int32_t returns_sequences;
+  int32_t num_outputs;
+} recur_model_info;
+
+/* A streaming-step loop run entirely in C, so benchmarks can compare one step through a binding
+ * with the same step through the C ABI in the same process. Returns nanoseconds per step. */
+%inline %{
+double recur_binding_c_step_ns(RecurLayer *layer, RecurState *state, const float *input, size_t input_len,
+                               float *output, size_t output_len, int32_t iterations) {
+  struct timespec a, b;
+  int32_t i;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  for (i = 0; i < iterations; ++i)
+    if (recur_layer_forward_state(layer, state, input, input_len, 1, NULL, 0, output, output_len) != RECUR_OK)
+      return -1.0;
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  return ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / (double)(iterations > 0 ? iterations : 1);
+}
+%}
