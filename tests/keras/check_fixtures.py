@@ -6,8 +6,12 @@
 Checks the format documented in README.md: keys, tensor shapes against their data lengths,
 weight shapes against the layer config, output names/shapes against return_sequences /
 return_state / time_major, mask values, reset_states usage, finiteness, unique names, the
-optional fields `losses`, `constrained_weights` and `initializer_stats`, and the size budget
-(each file < 1.5 MB, all files < 8 MB). Exits 1 on the first problem.
+optional fields `losses`, `constrained_weights` and `initializer_stats`, the model-file fields
+(`model_files`, `model_layer`, `expect_open_error`: every listed file exists under tests/keras/,
+every sequence-layer case with weights of a file that has model files names its layer, cells do
+not, layer names are unique per model file, and every file under models/ is referenced), and the
+size budgets (each fixture < 1.5 MB, all fixtures < 8 MB, all model files < 16 MB). Exits 1 on
+the first problem.
 """
 import glob
 import json
@@ -17,6 +21,9 @@ import sys
 
 MAX_FILE = 1_500_000
 MAX_TOTAL = 8_000_000
+MAX_MODELS = 16_000_000
+HERE = os.path.dirname(os.path.abspath(__file__))
+GENERATORS = {"tests/keras/generate.py", "tests/keras/generate_models.py"}
 
 
 def fail(msg):
@@ -47,7 +54,8 @@ def check_tensor(t, where, shape=None, ints=False):
 
 
 KNOWN_KEYS = {"name", "layer", "input_size", "weights", "tolerance", "tolerance_reason", "note",
-              "calls", "losses", "constrained_weights", "initializer_stats"}
+              "calls", "losses", "constrained_weights", "initializer_stats",
+              "model_layer", "model_files", "expect_open_error"}
 WEIGHT_ORDER = ["kernel", "recurrent_kernel", "bias"]
 
 
@@ -93,7 +101,11 @@ def check_case(case, dialect, where):
     if set(case) - KNOWN_KEYS:
         fail(f"{where}: unknown keys {sorted(set(case) - KNOWN_KEYS)}")
     stats_case = "initializer_stats" in case
+    # A case with its own model_files exists only as a model file (conversion.json): its weights
+    # are in the file, not in the fixture.
+    file_only = "model_files" in case
     need = ("name", "layer", "input_size", "calls") if stats_case else (
+        "name", "layer", "input_size", "tolerance", "calls", "model_layer") if file_only else (
         "name", "layer", "input_size", "weights", "tolerance", "calls")
     for k in need:
         if k not in case:
@@ -137,11 +149,23 @@ def check_case(case, dialect, where):
         check_stats(case["initializer_stats"], exp, where)
         if "weights" not in case:
             return
-    got = [(w["name"], w["shape"]) for w in case["weights"]]
-    if got != exp:
-        fail(f"{where}: weights {got}, expected {exp}")
-    for w in case["weights"]:
-        check_tensor(w, f"{where}/weights/{w['name']}")
+    if file_only:
+        if "weights" in case or "losses" in case or "constrained_weights" in case:
+            fail(f"{where}: a model-file-only case carries no weights, losses or constraints")
+        if "expect_open_error" in case:
+            if not isinstance(case["expect_open_error"], str) or not case["expect_open_error"]:
+                fail(f"{where}: expect_open_error must be a non-empty string")
+            if case["calls"]:
+                fail(f"{where}: a case whose file fails to open has no calls")
+            return
+    elif "expect_open_error" in case:
+        fail(f"{where}: expect_open_error needs the case's own model_files")
+    else:
+        got = [(w["name"], w["shape"]) for w in case["weights"]]
+        if got != exp:
+            fail(f"{where}: weights {got}, expected {exp}")
+        for w in case["weights"]:
+            check_tensor(w, f"{where}/weights/{w['name']}")
     if stats_case:
         return
     if "constrained_weights" in case:
@@ -236,11 +260,50 @@ def check_case(case, dialect, where):
                 fail(f"{where}: negative loss {entry}")
 
 
+def check_model_fields(doc, case, where, layers_per_file, referenced):
+    """model_files / model_layer; returns the number of (case, model file) pairs."""
+    w = f"{where}/{case['name']}"
+    files = case.get("model_files", doc.get("model_files"))
+    for key, val in (("model_files", doc.get("model_files")), ("model_files", case.get("model_files"))):
+        if val is None:
+            continue
+        if not isinstance(val, list) or not val or not all(isinstance(f, str) for f in val):
+            fail(f"{w}: {key} must be a non-empty list of paths")
+        for f in val:
+            if not f.startswith("models/") or not f.endswith((".keras", ".h5")):
+                fail(f"{w}: model file {f!r} (expected models/<dialect>/<name>.keras|.h5)")
+            if not os.path.isfile(os.path.join(HERE, f)):
+                fail(f"{w}: model file {f} does not exist")
+            referenced.add(f)
+    cls = case["layer"]["class_name"]
+    has_layer = "model_layer" in case
+    if cls.endswith("Cell") and has_layer:
+        fail(f"{w}: a cell is not a layer of a model")
+    if has_layer and not files:
+        fail(f"{w}: model_layer without model_files")
+    if files and not cls.endswith("Cell") and case.get("calls") and "weights" in case \
+            and not has_layer:
+        fail(f"{w}: the file has model files but the case has no model_layer")
+    if not has_layer:
+        return 0
+    if not isinstance(case["model_layer"], str) or not case["model_layer"]:
+        fail(f"{w}: model_layer must be a non-empty string")
+    for f in files:
+        seen = layers_per_file.setdefault(f, set())
+        if case["model_layer"] in seen:
+            fail(f"{w}: layer {case['model_layer']} appears twice in {f}")
+        seen.add(case["model_layer"])
+    return len(files)
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "fixtures")
     total = 0
     ncases = 0
+    n_model = 0
+    layers_per_file = {}
+    referenced = set()
     for dialect in ("keras2", "keras3"):
         files = sorted(glob.glob(os.path.join(root, dialect, "*.json")))
         if not files:
@@ -255,8 +318,10 @@ def main():
                 doc = json.load(fh)
             if doc.get("format") != 1 or doc.get("dialect") != dialect:
                 fail(f"{path}: format/dialect")
-            if doc.get("generator") != "tests/keras/generate.py":
+            if doc.get("generator") not in GENERATORS:
                 fail(f"{path}: generator")
+            if set(doc) - {"format", "dialect", "versions", "generator", "model_files", "cases"}:
+                fail(f"{path}: unknown top-level keys")
             v = doc["versions"]
             if set(v) != {"python", "tensorflow", "keras", "numpy", "backend"}:
                 fail(f"{path}: versions keys {sorted(v)}")
@@ -265,12 +330,22 @@ def main():
                     fail(f"{path}: duplicate name {case['name']}")
                 names.add(case["name"])
                 check_case(case, dialect, f"{dialect}/{os.path.basename(path)}/{case['name']}")
+                n_model += check_model_fields(doc, case, f"{dialect}/{os.path.basename(path)}",
+                                              layers_per_file, referenced)
             ncases += len(doc["cases"])
             print(f"{dialect}/{os.path.basename(path)}: {len(doc['cases'])} cases, "
                   f"{size / 1024:.1f} KiB (keras {v['keras']}, tensorflow {v['tensorflow']})")
     if total > MAX_TOTAL:
         fail(f"total {total} bytes > {MAX_TOTAL}")
-    print(f"OK: {ncases} cases, {total / 1024:.1f} KiB")
+    models = sorted(glob.glob(os.path.join(HERE, "models", "*", "*")))
+    for m in models:
+        if os.path.relpath(m, HERE) not in referenced:
+            fail(f"{m}: not referenced by any fixture")
+    msize = sum(os.path.getsize(m) for m in models)
+    if msize > MAX_MODELS:
+        fail(f"model files: {msize} bytes > {MAX_MODELS}")
+    print(f"OK: {ncases} cases, {total / 1024:.1f} KiB; {n_model} case/model-file pairs in "
+          f"{len(models)} model files, {msize / 1024:.1f} KiB")
 
 
 if __name__ == "__main__":

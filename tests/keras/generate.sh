@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Regenerate all fixtures with real Keras (see README.md). Run from anywhere.
+# generate.py writes the fixtures, generate_models.py then saves them as .keras/.h5 model files
+# and adds the model_files/model_layer fields (generate.py alone drops them).
 # Creates the virtual environments first if they are missing (tests/keras/setup_venvs.sh).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -9,5 +11,7 @@ if [[ ! -x "$VENV_KERAS2/bin/python" || ! -x "$VENV_KERAS3/bin/python" ]]; then
     VENV_KERAS2="$VENV_KERAS2" VENV_KERAS3="$VENV_KERAS3" "$HERE/setup_venvs.sh"
 fi
 "$VENV_KERAS2/bin/python" "$HERE/generate.py" --dialect keras2
+"$VENV_KERAS2/bin/python" "$HERE/generate_models.py" --dialect keras2
 "$VENV_KERAS3/bin/python" "$HERE/generate.py" --dialect keras3
+"$VENV_KERAS3/bin/python" "$HERE/generate_models.py" --dialect keras3
 python3 "$HERE/check_fixtures.py"

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -24,6 +25,10 @@ struct Fixture {
   std::string dialect;  // "keras2" / "keras3"
   std::string keras_version;
   json data;            // the case
+  std::vector<std::string> model_files;  // relative to tests/keras/: the case's, else the file's
+  // A case that exists only as a model file (conversion.json): it has no "weights" of its own, so
+  // only the file path runs it.
+  bool file_only = false;
 };
 
 struct OutputError {
@@ -65,6 +70,9 @@ std::vector<Fixture> load_fixtures() {
       f.dialect = doc.at("dialect").get<std::string>();
       f.keras_version = doc.at("versions").at("keras").get<std::string>();
       f.data = c;
+      const json& mf = c.contains("model_files") ? c["model_files"] : doc.value("model_files", json::array());
+      for (const auto& m : mf) f.model_files.push_back(m.get<std::string>());
+      f.file_only = c.contains("model_files");
       out.push_back(std::move(f));
     }
   }
@@ -312,6 +320,8 @@ void check_initializers(recur_layer* layer, const json& c, CaseResult& r) {
   }
 }
 
+void run_calls(recur_layer* layer, const json& c, CaseResult& r);
+
 CaseResult run_case(const Fixture& f) {
   CaseResult r;
   const json& c = f.data;
@@ -325,11 +335,6 @@ CaseResult run_case(const Fixture& f) {
     r.error = "create: " + status_text(st);
     return r;
   }
-  recur_layer_info info;
-  info.version = RECUR_LAYER_INFO_VERSION;
-  recur_layer_get_info(layer, &info);
-  const bool is_cell = info.type == RECUR_LAYER_GRU_CELL || info.type == RECUR_LAYER_LSTM_CELL;
-
   const json weights = c.value("weights", json::array());
   for (std::size_t i = 0; i < weights.size() && r.error.empty(); ++i) {
     const auto data = floats(weights[i]);
@@ -339,7 +344,21 @@ CaseResult run_case(const Fixture& f) {
                                 static_cast<int32_t>(dims.size()));
     if (st != RECUR_OK) r.error = "set_weight " + std::to_string(i) + ": " + status_text(st);
   }
+  if (r.error.empty()) run_calls(layer, c, r);
+  if (r.error.empty() && c.contains("losses")) check_losses(layer, c["losses"], r);
+  if (r.error.empty() && c.contains("constrained_weights")) check_constraints(layer, c["constrained_weights"], r);
+  if (r.error.empty() && c.contains("initializer_stats")) check_initializers(layer, c, r);
+  recur_layer_destroy(layer);
+  return r;
+}
 
+// Runs the case's calls on `layer` (weights already in place) and compares every output.
+void run_calls(recur_layer* layer, const json& c, CaseResult& r) {
+  recur_status st = RECUR_OK;
+  recur_layer_info info;
+  info.version = RECUR_LAYER_INFO_VERSION;
+  recur_layer_get_info(layer, &info);
+  const bool is_cell = info.type == RECUR_LAYER_GRU_CELL || info.type == RECUR_LAYER_LSTM_CELL;
   int call_index = 0;
   for (const auto& call : c.at("calls")) {
     if (!r.error.empty()) break;
@@ -411,12 +430,113 @@ CaseResult run_case(const Fixture& f) {
       r.outputs.push_back(compare(prefix + name, got, o));
     }
   }
-  if (r.error.empty() && c.contains("losses")) check_losses(layer, c["losses"], r);
-  if (r.error.empty() && c.contains("constrained_weights")) check_constraints(layer, c["constrained_weights"], r);
-  if (r.error.empty() && c.contains("initializer_stats")) check_initializers(layer, c, r);
+}
+
+// ---- The same cases through the model-file loader (recur_model_open / recur_model_get_layer) ----
+
+struct OpenedModel {
+  recur_model* model = nullptr;
+  recur_status status = RECUR_OK;
+  std::string error;  // status_text of a failed open
+};
+
+// Each model file is opened once and kept for the whole run.
+const OpenedModel& open_model(const std::string& rel) {
+  static std::map<std::string, OpenedModel> cache;
+  auto it = cache.find(rel);
+  if (it != cache.end()) return it->second;
+  OpenedModel m;
+  const std::string path = (fs::path(RECUR_FIXTURE_DIR).parent_path() / rel).string();
+  m.status = recur_model_open(&m.model, path.c_str());
+  if (m.status != RECUR_OK) {
+    m.error = status_text(m.status);
+    m.model = nullptr;
+  }
+  return cache.emplace(rel, std::move(m)).first->second;
+}
+
+// Runs the case's calls on the layer the model file holds, with the file's weights (the fixture's
+// weights are not used). A case with "expect_open_error" checks that the open fails like Keras's.
+CaseResult run_file_case(const Fixture& f, const std::string& file) {
+  CaseResult r;
+  const json& c = f.data;
+  r.tolerance = c.value("tolerance", 1e-5);
+  const OpenedModel& m = open_model(file);
+  if (c.contains("expect_open_error")) {
+    const std::string want = c["expect_open_error"].get<std::string>();
+    if (m.status == RECUR_OK) r.error = file + ": recur opened the file, Keras refuses it with '" + want + "'";
+    else if (m.status != RECUR_ERR_IO || m.error.find(want) == std::string::npos)
+      r.error = file + ": expected RECUR_ERR_IO with '" + want + "', got " + m.error;
+    else r.outputs.push_back(OutputError{"open error: " + want, 0.0, 0.0});
+    return r;
+  }
+  if (m.status != RECUR_OK) {
+    r.error = "model_open " + file + ": " + m.error;
+    return r;
+  }
+  const std::string name = c.at("model_layer").get<std::string>();
+  recur_layer* layer = nullptr;
+  const recur_status st = recur_model_get_layer(m.model, name.c_str(), &layer);
+  if (st != RECUR_OK) {
+    r.error = "model_get_layer " + file + " '" + name + "': " + status_text(st);
+    return r;
+  }
+  run_calls(layer, c, r);
   recur_layer_destroy(layer);
   return r;
 }
+
+struct FileCase {
+  std::size_t fixture;
+  std::string file;
+};
+
+const std::vector<FileCase>& file_cases() {
+  static const std::vector<FileCase> all = [] {
+    std::vector<FileCase> v;
+    for (std::size_t i = 0; i < fixtures().size(); ++i)
+      if (fixtures()[i].data.contains("model_layer"))
+        for (const auto& file : fixtures()[i].model_files) v.push_back({i, file});
+    return v;
+  }();
+  return all;
+}
+
+bool is_h5(const std::string& file) { return file.size() >= 3 && file.compare(file.size() - 3, 3, ".h5") == 0; }
+
+class KerasParityFile : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(KerasParityFile, MatchesKeras) {
+  const FileCase& fc = file_cases()[GetParam()];
+  const Fixture& f = fixtures()[fc.fixture];
+  const std::string what = f.file + " / " + f.data.at("name").get<std::string>() + " via " + fc.file;
+  const CaseResult r = run_file_case(f, fc.file);
+  ASSERT_TRUE(r.error.empty()) << what << ": " << r.error;
+  ASSERT_FALSE(r.outputs.empty()) << what << ": the fixture has no outputs to compare";
+  for (const auto& o : r.outputs)
+    EXPECT_LE(o.max_abs, r.tolerance) << what << " / " << o.what << ": max abs error " << o.max_abs << " (rel "
+                                      << o.max_rel << ")";
+}
+
+std::string file_case_name(const ::testing::TestParamInfo<std::size_t>& info) {
+  const FileCase& fc = file_cases()[info.param];
+  const Fixture& f = fixtures()[fc.fixture];
+  std::string name = f.dialect + "_" + f.data.at("name").get<std::string>() + (is_h5(fc.file) ? "_h5" : "_keras");
+  for (auto& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name + "_" + std::to_string(info.param);
+}
+
+std::vector<std::size_t> file_indices() {
+  std::vector<std::size_t> v(file_cases().size());
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = i;
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(ModelFiles, KerasParityFile, ::testing::ValuesIn(file_indices()), file_case_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(KerasParityFile);
+
+// ---- The layer-JSON path ----
 
 class KerasParity : public ::testing::TestWithParam<std::size_t> {};
 
@@ -438,9 +558,11 @@ std::string case_name(const ::testing::TestParamInfo<std::size_t>& info) {
   return name + "_" + std::to_string(info.param);
 }
 
+// Every case except those that exist only as model files.
 std::vector<std::size_t> indices() {
-  std::vector<std::size_t> v(fixtures().size());
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = i;
+  std::vector<std::size_t> v;
+  for (std::size_t i = 0; i < fixtures().size(); ++i)
+    if (!fixtures()[i].file_only) v.push_back(i);
   return v;
 }
 
@@ -455,7 +577,10 @@ TEST(KerasParitySummary, AllFixturesWithinTolerance) {
   std::string worst_case;
   std::size_t failed = 0, outputs = 0;
   std::printf("%-10s %-52s %12s %12s %8s\n", "dialect", "case", "max_abs", "max_rel", "tol");
+  std::size_t cases = 0;
   for (const auto& f : fixtures()) {
+    if (f.file_only) continue;
+    ++cases;
     const CaseResult r = run_case(f);
     const std::string name = f.data.at("name").get<std::string>();
     if (!r.error.empty()) {
@@ -474,7 +599,46 @@ TEST(KerasParitySummary, AllFixturesWithinTolerance) {
     worst_rel = std::max(worst_rel, r.max_rel());
   }
   std::printf("parity: %zu cases, %zu outputs compared, %zu failed; worst max abs error %.3e (%s), worst rel %.3e\n",
-              fixtures().size(), outputs, failed, worst_abs, worst_case.c_str(), worst_rel);
+              cases, outputs, failed, worst_abs, worst_case.c_str(), worst_rel);
+
+  // The model-file path: one line per file kind (.keras, .h5).
+  for (const bool h5 : {false, true}) {
+    const char* kind = h5 ? ".h5" : ".keras";
+    double file_worst = 0.0, file_rel = 0.0;
+    std::string file_worst_case;
+    std::size_t n = 0, file_outputs = 0, file_failed = 0, open_errors = 0;
+    for (const auto& fc : file_cases()) {
+      if (is_h5(fc.file) != h5) continue;
+      ++n;
+      const Fixture& f = fixtures()[fc.fixture];
+      const std::string name = f.data.at("name").get<std::string>();
+      const CaseResult r = run_file_case(f, fc.file);
+      if (!r.error.empty()) {
+        ++file_failed;
+        std::printf("%-10s %-52s ERROR (%s) %s\n", f.dialect.c_str(), name.c_str(), fc.file.c_str(), r.error.c_str());
+        continue;
+      }
+      if (f.data.contains("expect_open_error")) {
+        ++open_errors;
+        continue;
+      }
+      file_outputs += r.outputs.size();
+      if (r.max_abs() > r.tolerance) {
+        ++file_failed;
+        std::printf("%-10s %-52s %12.3e %12.3e %8.0e (%s)\n", f.dialect.c_str(), name.c_str(), r.max_abs(),
+                    r.max_rel(), r.tolerance, fc.file.c_str());
+      }
+      if (r.max_abs() > file_worst) {
+        file_worst = r.max_abs();
+        file_worst_case = f.dialect + "/" + name;
+      }
+      file_rel = std::max(file_rel, r.max_rel());
+    }
+    std::printf("parity via %s files: %zu cases (%zu expected open errors), %zu outputs compared, %zu failed; worst "
+                "max abs error %.3e (%s), worst rel %.3e\n",
+                kind, n, open_errors, file_outputs, file_failed, file_worst, file_worst_case.c_str(), file_rel);
+    failed += file_failed;
+  }
   EXPECT_EQ(failed, 0u);
 }
 
