@@ -80,6 +80,30 @@ const char *recur_binding_version(void) { return recur_version_string(); }
 
 /* String fields are copied into memory the options object owns, so a language's temporary
  * strings can be released right after a setter returns. */
+/* Emitted before the class: SWIG writes the %extend bodies where the class is declared. */
+%{
+/* The options struct plus storage for its strings, freed together. */
+typedef struct {
+  RecurLayerOptions opts;
+  char *strings[16];
+} recur_binding_options;
+
+static void recur_binding_set_string(RecurLayerOptions *o, int slot, const char **field, const char *value) {
+  recur_binding_options *b = (recur_binding_options *)o; /* opts is the first member */
+  free(b->strings[slot]);
+  b->strings[slot] = NULL;
+  *field = NULL;
+  if (value) {
+    size_t n = strlen(value) + 1;
+    b->strings[slot] = (char *)malloc(n);
+    if (b->strings[slot]) {
+      memcpy(b->strings[slot], value, n);
+      *field = b->strings[slot];
+    }
+  }
+}
+%}
+
 %nodefaultctor RecurLayerOptions;
 %nodefaultdtor RecurLayerOptions;
 typedef struct {
@@ -105,28 +129,6 @@ typedef struct {
   int32_t trainable;
 } RecurLayerOptions;
 
-%{
-/* The options struct plus storage for its strings, freed together. */
-typedef struct {
-  RecurLayerOptions opts;
-  char *strings[16];
-} recur_binding_options;
-
-static void recur_binding_set_string(RecurLayerOptions *o, int slot, const char **field, const char *value) {
-  recur_binding_options *b = (recur_binding_options *)o; /* opts is the first member */
-  free(b->strings[slot]);
-  b->strings[slot] = NULL;
-  *field = NULL;
-  if (value) {
-    size_t n = strlen(value) + 1;
-    b->strings[slot] = (char *)malloc(n);
-    if (b->strings[slot]) {
-      memcpy(b->strings[slot], value, n);
-      *field = b->strings[slot];
-    }
-  }
-}
-%}
 
 %extend RecurLayerOptions {
   RecurLayerOptions() {

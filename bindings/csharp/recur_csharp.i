@@ -1,0 +1,119 @@
+/*
+ * C# idioms for bindings/recur.i (included before the classes).
+ *
+ * - Namespace Recur (swig -namespace Recur; UseSWIG adds -dllimport itself).
+ * - The SWIG proxies RecurLayer / RecurState / RecurModel / RecurLayerOptions become the partial
+ *   classes Layer / State / Model / LayerOptions. Every generated method stays internal with its
+ *   C (pointer, length) signature; the public, PascalCase API is hand-written in src/*.cs (partial
+ *   classes), which pins float[] / byte[] with `fixed` (zero copy), passes array.Length as the
+ *   64-bit length, rejects null with ArgumentNullException and a disposed object with
+ *   ObjectDisposedException.
+ * - A failing recur_rc (and a failing factory status) raises Recur.RecurException(status, message)
+ *   as a SWIG pending exception, from inside the same native call (so the thread-local
+ *   recur_last_error() is read on the thread that failed), in the `ret` / `argout` typemaps, which
+ *   SWIG emits after everything else in the wrapper (nothing is skipped, nothing leaks).
+ */
+
+%include <typemaps.i>
+
+/* ---- integer widths: C size_t is 64-bit on LP64; SWIG 4.1 would make it a 32-bit uint ------ */
+%apply unsigned long long { size_t };
+%apply unsigned long long *OUTPUT { size_t *out_len, size_t *len };
+%apply int *OUTPUT { int32_t *count, int32_t *ndims, int32_t *num_states, int32_t *batch, int32_t *units,
+                     int32_t *input_size, int32_t *output_size, int32_t *recurrent };
+%apply long long *OUTPUT { int64_t *dim0, int64_t *dim1 };
+
+/* ---- arrays: raw pointers (the public wrappers pin managed arrays with `fixed`) ------------ */
+%typemap(ctype)  float *, const float *, const uint8_t * "void *"
+%typemap(imtype) float *, const float *, const uint8_t * "global::System.IntPtr"
+%typemap(cstype) float *, const float *, const uint8_t * "global::System.IntPtr"
+%typemap(csin)   float *, const float *, const uint8_t * "$csinput"
+%typemap(in)     float *, const float *, const uint8_t * %{ $1 = ($1_ltype)$input; %}
+
+/* ---- library-owned strings returned through out-parameters -------------------------------- */
+%typemap(ctype)  const char ** "const char **"
+%typemap(imtype) const char ** "out global::System.IntPtr"
+%typemap(cstype) const char ** "out global::System.IntPtr"
+%typemap(csin)   const char ** "out $csinput"
+%typemap(in)     const char ** %{ $1 = ($1_ltype)$input; %}
+
+/* ---- errors --------------------------------------------------------------------------------- */
+%{
+typedef void (SWIGSTDCALL *RecurCSharpExceptionCallback)(int status, const char *message);
+static RecurCSharpExceptionCallback recur_csharp_exception_callback = 0;
+
+#ifdef __cplusplus
+extern "C"
+#endif
+SWIGEXPORT void SWIGSTDCALL RecurCSharpRegisterExceptionCallback(RecurCSharpExceptionCallback callback) {
+  recur_csharp_exception_callback = callback;
+}
+
+/* Sets Recur.RecurException(status, recur_last_error()) as the pending managed exception. */
+static void recur_csharp_raise(int status) {
+  const char *message = recur_last_error();
+  if (recur_csharp_exception_callback)
+    recur_csharp_exception_callback(status, message && *message ? message : recur_status_string((recur_status)status));
+  else
+    SWIG_CSharpSetPendingException(SWIG_CSharpApplicationException, message);
+}
+%}
+
+%pragma(csharp) imclasscode=%{
+  internal class RecurExceptionHelper {
+    internal delegate void RecurExceptionDelegate(int status, string message);
+    static RecurExceptionDelegate recurDelegate = new RecurExceptionDelegate(SetPendingRecurException);
+
+    [global::System.Runtime.InteropServices.DllImport("$dllimport", EntryPoint="RecurCSharpRegisterExceptionCallback")]
+    static extern void RecurCSharpRegisterExceptionCallback(RecurExceptionDelegate callback);
+
+    static void SetPendingRecurException(int status, string message) {
+      SWIGPendingException.Set(new global::Recur.RecurException(status, message));
+    }
+
+    static RecurExceptionHelper() {
+      RecurCSharpRegisterExceptionCallback(recurDelegate);
+    }
+  }
+  internal static RecurExceptionHelper recurExceptionHelper = new RecurExceptionHelper();
+%}
+
+/* Methods return void in C#; a failing status becomes a pending exception thrown on return. */
+%typemap(ctype)  recur_rc "void"
+%typemap(imtype) recur_rc "void"
+%typemap(cstype) recur_rc "void"
+%typemap(out)    recur_rc ""
+%typemap(csout, excode=SWIGEXCODE) recur_rc { $imcall;$excode }
+%typemap(ret, canthrow=1) recur_rc %{ if ($1 != RECUR_OK) recur_csharp_raise((int)$1); %}
+
+/* Factories: the status out-parameter is hidden and raised after the call. */
+%typemap(in, numinputs=0) recur_rc *st (recur_rc st_value) %{ st_value = RECUR_OK; $1 = &st_value; %}
+%typemap(argout, canthrow=1) recur_rc *st %{ if (*$1 != RECUR_OK) recur_csharp_raise((int)*$1); %}
+
+/* ---- names, visibility, classes ------------------------------------------------------------- */
+%rename(Layer) RecurLayer;
+%rename(State) RecurState;
+%rename(Model) RecurModel;
+%rename(LayerOptions) RecurLayerOptions;
+%rename(NativeLayerInfo) recur_layer_info;
+%rename(NativeModelInfo) recur_model_info;
+
+%pragma(csharp) moduleclassmodifiers="internal class"
+%csmethodmodifiers "internal";
+%typemap(csclassmodifiers) RecurLayer, RecurState, RecurModel, RecurLayerOptions "public sealed partial class"
+%typemap(csclassmodifiers) recur_layer_info, recur_model_info "internal class"
+
+/* LayerOptions: only the constructor is public; src/LayerOptions.Api.cs wraps the fields in
+ * PascalCase properties that check for Dispose first. */
+%csmethodmodifiers RecurLayerOptions::RecurLayerOptions "public";
+
+/* Parts of the C ABI that the common interface leaves out. */
+%rename(recur_binding_version_number) recur_version_number;
+uint32_t recur_version_number(void);
+%rename(recur_binding_status_string) recur_status_string;
+const char *recur_status_string(int status);
+%extend RecurLayer {
+  recur_rc get_initial_state(int32_t batch, float *output, size_t output_len) {
+    return recur_layer_get_initial_state($self, batch, output, output_len);
+  }
+}

@@ -1,0 +1,94 @@
+// Hand-written part of the Recur C# binding: exceptions, constants, small helpers.
+using System;
+using System.Runtime.InteropServices;
+
+namespace Recur {
+
+/// <summary>A recur call failed. <see cref="Status"/> is the C recur_status (a negative
+/// <see cref="Recur.Status"/> constant), the message is recur_last_error() of the failing call.</summary>
+public class RecurException : Exception {
+  public int Status { get; private set; }
+
+  public RecurException(int status, string message) : base(message) { Status = status; }
+
+  /// <summary>"invalid argument", "shape mismatch", ... for <see cref="Status"/>.</summary>
+  public string StatusName { get { return Library.StatusString(Status); } }
+
+  public override string ToString() {
+    return "Recur.RecurException (" + Status + ", " + StatusName + "): " + Message;
+  }
+}
+
+/// <summary>recur_status values.</summary>
+public static class Status {
+  public const int Ok = 0;
+  public const int InvalidArgument = -1;
+  public const int Shape = -2;
+  public const int Unsupported = -3;
+  public const int Parse = -4;
+  public const int State = -5;
+  public const int OutOfMemory = -6;
+  public const int IO = -7;
+  public const int Internal = -100;
+}
+
+/// <summary>recur_layer_type values for LayerOptions.Type.</summary>
+public static class LayerType {
+  public const int Gru = 1;
+  public const int Lstm = 2;
+  public const int CuDnnGru = 3;
+  public const int CuDnnLstm = 4;
+  public const int GruCell = 5;
+  public const int LstmCell = 6;
+}
+
+/// <summary>recur_dialect values.</summary>
+public static class Dialect {
+  public const int Auto = 0;
+  public const int Keras2 = 2;
+  public const int Keras3 = 3;
+}
+
+/// <summary>Library-wide functions.</summary>
+public static class Library {
+  /// <summary>RECUR_DEFAULT: "the Keras default" for int options.</summary>
+  public const int Default = -1;
+
+  /// <summary>"MAJOR.MINOR.PATCH" of the loaded native library.</summary>
+  public static string Version { get { return recur.recur_binding_version(); } }
+
+  /// <summary>MAJOR*10000 + MINOR*100 + PATCH of the loaded native library.</summary>
+  public static int VersionNumber { get { return (int)recur.recur_binding_version_number(); } }
+
+  /// <summary>A short description of a status code.</summary>
+  public static string StatusString(int status) { return recur.recur_binding_status_string(status); }
+
+  /// <summary>Nanoseconds per streaming step (T=1) measured by a loop in C through the C ABI, for
+  /// comparing the binding's per-call overhead. input/output as in Layer.ForwardState.</summary>
+  public static unsafe double CStepNanoseconds(Layer layer, State state, float[] input, float[] output, int iterations) {
+    Util.Live(layer); Util.Live(state); Util.NotNull(input, "input"); Util.NotNull(output, "output");
+    fixed (float* i = input) fixed (float* o = output) {
+      return recur.recur_binding_c_step_ns(layer, state, (IntPtr)i, (ulong)input.Length, (IntPtr)o,
+                                           (ulong)output.Length, iterations);
+    }
+  }
+}
+
+internal static class Util {
+  internal static void NotNull(object o, string name) {
+    if (o == null) throw new ArgumentNullException(name);
+  }
+  internal static void Live(Layer o) {
+    if (o == null) throw new ArgumentNullException("layer");
+    o.CheckDisposed();
+  }
+  internal static void Live(State o) {
+    if (o == null) throw new ArgumentNullException("state");
+    o.CheckDisposed();
+  }
+  internal static ulong Len(Array a) { return a == null ? 0UL : (ulong)a.LongLength; }
+  internal static string Str(IntPtr p) { return p == IntPtr.Zero ? null : Marshal.PtrToStringAnsi(p); }
+  internal static bool Disposed(HandleRef h) { return h.Handle == IntPtr.Zero; }
+}
+
+}

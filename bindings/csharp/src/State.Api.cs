@@ -1,0 +1,63 @@
+// Public API of State (the h, and c, of a batch of streams).
+using System;
+
+namespace Recur {
+
+/// <summary>The states of <c>batch</c> streams shaped for a layer, advanced with
+/// <see cref="Layer.ForwardState"/>. One state is used by one thread at a time.</summary>
+public sealed partial class State {
+  /// <summary>A zero state of <paramref name="batch"/> streams for <paramref name="layer"/> (the layer is
+  /// only read; the state does not reference it afterwards).</summary>
+  public State(Layer layer, int batch) : this(CreateHandle(layer, batch), true) {}
+
+  static IntPtr CreateHandle(Layer layer, int batch) {
+    Util.Live(layer);
+    State made = create(layer, batch);
+    // Take the handle over from the temporary proxy.
+    IntPtr p = made.swigCPtr.Handle;
+    made.swigCMemOwn = false;
+    made.swigCPtr = new System.Runtime.InteropServices.HandleRef(null, IntPtr.Zero);
+    GC.SuppressFinalize(made);
+    return p;
+  }
+
+  internal void CheckDisposed() {
+    if (Util.Disposed(swigCPtr)) throw new ObjectDisposedException("Recur.State");
+  }
+
+  public bool IsDisposed { get { return Util.Disposed(swigCPtr); } }
+
+  /// <summary>Number of state tensors (1 or 2).</summary>
+  public int NumStates { get { CheckDisposed(); int n, b, u; shape(out n, out b, out u); return n; } }
+  public int Batch { get { CheckDisposed(); int n, b, u; shape(out n, out b, out u); return b; } }
+  public int Units { get { CheckDisposed(); int n, b, u; shape(out n, out b, out u); return u; } }
+  /// <summary>NumStates * Batch * Units.</summary>
+  public long Length {
+    get { CheckDisposed(); int n, b, u; shape(out n, out b, out u); return (long)n * b * u; }
+  }
+
+  /// <summary>Copies the states (num_states x (batch, units)) into output.</summary>
+  public unsafe void Get(float[] output) {
+    CheckDisposed();
+    Util.NotNull(output, "output");
+    fixed (float* p = output) get((IntPtr)p, (ulong)output.LongLength);
+  }
+
+  public float[] Get() {
+    var output = new float[Length];
+    Get(output);
+    return output;
+  }
+
+  /// <summary>Sets the states; values.Length = numStates * batch * units.</summary>
+  public unsafe void Set(float[] values, int numStates) {
+    CheckDisposed();
+    Util.NotNull(values, "values");
+    fixed (float* p = values) set((IntPtr)p, (ulong)values.LongLength, numStates);
+  }
+
+  /// <summary>Zero-fills the states (a new stream).</summary>
+  public void Reset() { CheckDisposed(); reset(); }
+}
+
+}

@@ -1,0 +1,494 @@
+// Tests of the Recur C# binding: a plain program (no test framework needed) that prints one line
+// per test and "N passed, N failed", and exits non-zero on any failure.
+// usage: mono RecurTests.exe parity_cases.txt examples/models
+using System;
+using System.Collections.Generic;
+using System.IO;
+using System.Linq;
+using System.Threading;
+using Recur;
+
+namespace RecurTests {
+
+static class Program {
+  static string fixturePath, modelDir;
+  static int passed, failed;
+
+  static void Check(bool condition, string what) {
+    if (!condition) throw new Exception("check failed: " + what);
+  }
+
+  static T Throws<T>(Action action, string what) where T : Exception {
+    try {
+      action();
+    } catch (T e) {
+      return e;
+    } catch (Exception e) {
+      throw new Exception(what + ": expected " + typeof(T).Name + ", got " + e.GetType().Name + ": " + e.Message);
+    }
+    throw new Exception(what + ": expected " + typeof(T).Name + ", nothing was thrown");
+  }
+
+  static RecurException Fails(int status, Action action, string what, string messagePart = null) {
+    var e = Throws<RecurException>(action, what);
+    if (e.Status != status)
+      throw new Exception(what + ": expected status " + status + ", got " + e.Status + " (" + e.Message + ")");
+    if (string.IsNullOrEmpty(e.Message)) throw new Exception(what + ": empty message");
+    if (messagePart != null && e.Message.IndexOf(messagePart, StringComparison.Ordinal) < 0)
+      throw new Exception(what + ": message '" + e.Message + "' does not contain '" + messagePart + "'");
+    return e;
+  }
+
+  static void Run(string name, Action test) {
+    try {
+      test();
+      passed++;
+      Console.WriteLine("PASS " + name);
+    } catch (Exception e) {
+      failed++;
+      Console.WriteLine("FAIL " + name + ": " + e);
+    }
+  }
+
+  static float[] Pattern(long n, double scale, double phase) {
+    var v = new float[n];
+    for (long i = 0; i < n; ++i) v[i] = (float)(Math.Sin(i * 0.37 + phase) * scale);
+    return v;
+  }
+
+  static Layer MakeGru(int units, int inputSize, bool returnSequences = true, int seed = 7) {
+    using (var o = new LayerOptions(LayerType.Gru, units, inputSize)) {
+      o.ReturnSequences = returnSequences ? 1 : 0;
+      o.Seed = seed;
+      return Layer.Create(o);
+    }
+  }
+
+  static double MaxDiff(float[] a, float[] b) {
+    if (a.Length != b.Length) return double.PositiveInfinity;
+    double w = 0;
+    for (int i = 0; i < a.Length; ++i) w = Math.Max(w, Math.Abs(a[i] - b[i]));
+    return w;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  static void Version() {
+    Check(!string.IsNullOrEmpty(Library.Version), "version string");
+    Check(Library.VersionNumber / 10000 == 0, "major version 0");
+    Check(Library.Version == string.Format("{0}.{1}.{2}", Library.VersionNumber / 10000,
+                                           Library.VersionNumber / 100 % 100, Library.VersionNumber % 100),
+          "version string matches number");
+    Check(Library.StatusString(Status.Shape).Length > 0, "status string");
+  }
+
+  static void OptionsAndInfo() {
+    using (var o = new LayerOptions(LayerType.Lstm, 5, 3)) {
+      o.ReturnSequences = 1;
+      o.ReturnState = 1;
+      o.Activation = "tanh";
+      o.KernelInitializer = "glorot_uniform";
+      o.Name = "my_lstm";
+      o.Seed = 3;
+      Check(o.Activation == "tanh" && o.Units == 5 && o.InputSize == 3 && o.Seed == 3, "option round trip");
+      using (var l = Layer.Create(o)) {
+        var info = l.Info;
+        Check(info.Type == LayerType.Lstm && info.Units == 5 && info.InputSize == 3, "info");
+        Check(info.NumStates == 2 && info.ReturnSequences && info.ReturnState && !info.IsCell, "info flags");
+        Check(info.Dialect == Dialect.Keras3, "default dialect Keras 3");
+        Check(l.NumWeights == 3 && info.NumWeights == 3, "3 weights");
+        Check(l.WeightName(0) == "kernel" && l.WeightName(1) == "recurrent_kernel" && l.WeightName(2) == "bias",
+              "weight names");
+        var s0 = l.WeightShape(0);
+        Check(s0.Length == 2 && s0[0] == 3 && s0[1] == 20, "kernel shape (3, 20)");
+        Check(l.WeightShape(2).Length == 1 && l.WeightShape(2)[0] == 20, "bias shape (20,)");
+        Check(l.OutputLength(2, 4) == 2 * 4 * 5, "output length");
+        var init = l.GetInitialState(2);
+        Check(init.Length == 2 * 2 * 5 && init.All(v => v == 0), "initial state zeros");
+      }
+    }
+  }
+
+  static void WeightsRoundTrip() {
+    using (var l = MakeGru(4, 3)) {
+      var all = l.GetWeights();
+      Check(all.Length == l.WeightsLength && all.Length == 3 * 12 + 4 * 12 + 2 * 12, "weights length");
+      var changed = Pattern(all.Length, 0.5, 0.1);
+      l.SetWeights(changed);
+      Check(MaxDiff(l.GetWeights(), changed) == 0, "set/get weights");
+      var k = Pattern(3 * 12, 0.25, 1.0);
+      l.SetWeight(0, k);
+      Check(MaxDiff(l.GetWeight(0), k) == 0, "set/get weight 0");
+      var buffer = new float[4 * 12];
+      l.GetWeight(1, buffer);
+      Check(MaxDiff(buffer, changed.Skip(36).Take(48).ToArray()) == 0, "get weight into a buffer");
+    }
+  }
+
+  static void StreamingEqualsSequence() {
+    const int B = 3, T = 6, F = 4, U = 5;
+    using (var l = MakeGru(U, F, true))
+    using (var s = new State(l, B)) {
+      Check(s.NumStates == 1 && s.Batch == B && s.Units == U && s.Length == B * U, "state shape");
+      var x = Pattern(B * T * F, 1.0, 0.3);
+      var whole = l.Forward(x, B, T);
+      // Step by step through the state: input (B, 1, F) per step.
+      var step = new float[B * F];
+      var o = new float[B * U];
+      for (int t = 0; t < T; ++t) {
+        for (int b = 0; b < B; ++b) Array.Copy(x, (b * T + t) * F, step, b * F, F);
+        l.ForwardState(s, step, 1, o);
+        for (int b = 0; b < B; ++b)
+          for (int u = 0; u < U; ++u)
+            Check(Math.Abs(o[b * U + u] - whole[(b * T + t) * U + u]) <= 1e-6, "step " + t + " equals the sequence");
+      }
+      var h = s.Get();
+      s.Reset();
+      Check(s.Get().All(v => v == 0), "reset zeroes the state");
+      s.Set(h, 1);
+      Check(MaxDiff(s.Get(), h) == 0, "state set/get");
+    }
+  }
+
+  static void ForwardWithMaskAndInitialState() {
+    const int B = 2, T = 5, F = 3, U = 4;
+    using (var l = MakeGru(U, F, false)) {
+      var x = Pattern(B * T * F, 1.0, 0.0);
+      var mask = new byte[] { 1, 1, 1, 1, 1, 1, 0, 1, 0, 0 };
+      var h0 = Pattern(B * U, 0.5, 2.0);
+      var output = new float[l.OutputLength(B, T)];
+      var final = new float[B * U];
+      l.Forward(x, B, T, mask, h0, 1, false, output, final);
+      Check(MaxDiff(output, final) == 0, "GRU last output equals state_h");
+      var noMask = new float[output.Length];
+      l.Forward(x, B, T, null, h0, 1, false, noMask, null);
+      Check(MaxDiff(noMask, output) > 0, "the mask changes the output");
+    }
+  }
+
+  static void Cells() {
+    using (var o = new LayerOptions(LayerType.GruCell, 4, 3)) {
+      o.Dropout = 0.5f;
+      o.RecurrentDropout = 0.25f;
+      o.Seed = 11;
+      using (var cell = Layer.Create(o)) {
+        Check(cell.Info.IsCell, "is a cell");
+        var x = Pattern(2 * 3, 1.0, 0.0);
+        var h = Pattern(2 * 4, 0.3, 1.0);
+        var output = new float[2 * 4];
+        var newH = new float[2 * 4];
+        cell.CellCall(x, 2, h, 1, false, output, newH);
+        Check(MaxDiff(output, newH) == 0, "GRU cell output == new h");
+        var mask = cell.GetDropoutMask(2, true);
+        Check(mask.Length > 0 && mask.Length % (2 * 3) == 0, "dropout mask length");
+        Check(mask.All(v => v == 0 || Math.Abs(v - 2.0f) < 1e-6), "dropout mask values 0 or 1/(1-rate)");
+        var rmask = cell.GetRecurrentDropoutMask(2, true);
+        Check(rmask.Length > 0 && rmask.Length % (2 * 4) == 0, "recurrent dropout mask length");
+        cell.ResetDropoutMask();
+        cell.ResetRecurrentDropoutMask();
+        Fails(Status.State, () => cell.Forward(Pattern(6, 1, 0), 2, 1), "forward on a cell");
+      }
+    }
+  }
+
+  static void LossesAndConstraints() {
+    using (var o = new LayerOptions(LayerType.Gru, 4, 3)) {
+      o.KernelRegularizer = "l2";
+      o.KernelConstraint = "non_neg";
+      o.Seed = 5;
+      using (var l = Layer.Create(o)) {
+        var losses = l.GetLosses();
+        Check(losses.Length == 1 && losses[0] > 0, "one kernel penalty");
+        Check(l.LossName(0) == "kernel", "loss name");
+        Check(l.GetWeight(0).Any(v => v < 0), "initial kernel has negative values");
+        l.ApplyConstraints();
+        Check(l.GetWeight(0).All(v => v >= 0), "non_neg applied");
+      }
+    }
+  }
+
+  static void StatefulLayer() {
+    using (var o = new LayerOptions(LayerType.Lstm, 3, 2)) {
+      o.Stateful = 1;
+      o.BatchSize = 2;
+      o.Seed = 1;
+      using (var l = Layer.Create(o)) {
+        var x = Pattern(2 * 4 * 2, 1.0, 0.5);
+        var first = l.Forward(x, 2, 4);
+        var states = l.GetStates();
+        Check(states.Length == 2 * 2 * 3 && states.Any(v => v != 0), "states after a call");
+        var second = l.Forward(x, 2, 4);
+        Check(MaxDiff(first, second) > 0, "stateful layer carries its state");
+        l.ResetStates();
+        Check(l.GetStates().All(v => v == 0), "reset_states");
+        Check(MaxDiff(l.Forward(x, 2, 4), first) == 0, "after reset the first output again");
+        l.SetStates(states, 2);
+        Check(MaxDiff(l.GetStates(), states) == 0, "set_states");
+        Check(MaxDiff(l.Forward(x, 2, 4), second) == 0, "set_states restores the stream");
+      }
+    }
+  }
+
+  // ---- errors: status + message, thrown as RecurException ------------------------------------
+
+  static void ErrorPaths() {
+    using (var o = new LayerOptions(LayerType.Gru, 0, 3))
+      Fails(Status.InvalidArgument, () => Layer.Create(o), "units 0", "units");
+    using (var o = new LayerOptions(LayerType.Gru, 4, 3)) {
+      o.Activation = "no_such_activation";
+      Fails(Status.InvalidArgument, () => Layer.Create(o), "unknown activation", "no_such_activation");
+    }
+    using (var o = new LayerOptions(LayerType.CuDnnGru, 4, 3))
+      Fails(Status.Unsupported, () => Layer.Create(o), "CuDNN in Keras 3");
+    Fails(Status.Parse, () => Layer.FromJson("{\"class_name\": \"GRU\", ", 3), "malformed JSON");
+    Fails(Status.InvalidArgument, () => Layer.FromJson("{\"class_name\": \"GRU\", \"config\": {\"units\": 4, \"bogus_field\": 1}}", 3),
+          "unknown field", "bogus_field");
+    using (var l = MakeGru(4, 3)) {
+      Fails(Status.Shape, () => l.Forward(new float[5], 2, 3), "wrong input length");
+      Fails(Status.Shape, () => l.Forward(new float[18], 2, 3, null, null, 0, false, new float[7], null), "wrong output length");
+      Fails(Status.Shape, () => l.Forward(new float[18], 2, 3, new byte[5]), "wrong mask length");
+      Fails(Status.State, () => l.ResetStates(), "reset_states on a non-stateful layer", "Layer must be stateful.");
+      Fails(Status.InvalidArgument, () => l.SetWeight(7, new float[3]), "weight index");
+      Fails(Status.Shape, () => l.SetWeight(0, new float[3]), "weight length");
+      Fails(Status.Shape, () => l.SetWeights(new float[3]), "weights length");
+      Fails(Status.InvalidArgument, () => l.WeightName(-1), "weight name index");
+      Fails(Status.State, () => l.CellCall(new float[3], 1, new float[4], 1, false, new float[4], null), "cell call on a layer");
+      Fails(Status.InvalidArgument, () => new State(l, 0), "state batch 0");
+      using (var s = new State(l, 2)) {
+        Fails(Status.Shape, () => l.ForwardState(s, new float[5], 1, new float[8]), "state input length");
+        Fails(Status.Shape, () => s.Set(new float[3], 1), "state set length");
+        Fails(Status.Shape, () => s.Get(new float[3]), "state get length");
+      }
+      using (var other = MakeGru(5, 3))
+      using (var s = new State(other, 2))
+        Check(Throws<RecurException>(() => l.ForwardState(s, new float[6], 1, new float[8]), "state of another layer").Status < 0,
+              "state of another shape");
+    }
+    using (var cudnn = Layer.FromJson("{\"class_name\": \"CuDNNGRU\", \"config\": {\"units\": 4}}", 3, Dialect.Keras2))
+      Fails(Status.Unsupported, () => cudnn.Forward(new float[2 * 3 * 3], 2, 3, new byte[6]), "mask on CuDNN");
+    var io = Fails(Status.IO, () => Model.Open("/nonexistent/model.keras"), "missing model file", "/nonexistent/model.keras");
+    Check(io.StatusName.Length > 0 && io.ToString().Contains("RecurException"), "exception text");
+    string bad = Path.GetTempFileName();
+    File.WriteAllText(bad, "not a model");
+    try {
+      Check(Throws<RecurException>(() => Model.Open(bad), "corrupt model file").Status == Status.IO, "corrupt -> IO");
+    } finally {
+      File.Delete(bad);
+    }
+    using (var m = Model.Open(Path.Combine(modelDir, "sentiment_keras3.keras"))) {
+      Check(Throws<RecurException>(() => m.GetLayer("no_such_layer"), "unknown layer").Status < 0, "unknown layer name");
+      Fails(Status.Shape, () => m.Run(new float[3], 1, 10), "model input length");
+      Check(Throws<RecurException>(() => m.LayerAt(1000), "layer index").Status < 0, "layer index");
+    }
+  }
+
+  static void ManagedArgumentChecks() {
+    Throws<ArgumentNullException>(() => Layer.Create(null), "null options");
+    Throws<ArgumentNullException>(() => Layer.FromJson(null), "null json");
+    Throws<ArgumentNullException>(() => Model.Open(null), "null path");
+    Throws<ArgumentNullException>(() => new State(null, 1), "null layer");
+    using (var l = MakeGru(4, 3)) {
+      Throws<ArgumentNullException>(() => l.Forward(null, 1, 1), "null input");
+      Throws<ArgumentNullException>(() => l.Forward(new float[3], 1, 1, null, null, 0, false, null, null), "null output");
+      Throws<ArgumentNullException>(() => l.ForwardState(null, new float[3], 1, new float[4]), "null state");
+      Throws<ArgumentNullException>(() => l.SetWeights(null), "null weights");
+      Throws<ArgumentNullException>(() => l.SetWeight(0, null), "null weight");
+    }
+  }
+
+  static void ErrorsAreThreadLocal() {
+    // Different errors raised at once on many threads: each thread gets its own message.
+    var errors = new List<string>();
+    var threads = new List<Thread>();
+    for (int k = 0; k < 8; ++k) {
+      int id = k;
+      var t = new Thread(() => {
+        for (int i = 0; i < 200; ++i) {
+          string name = "activation_" + id + "_" + i;
+          try {
+            using (var o = new LayerOptions(LayerType.Gru, 4, 3)) {
+              o.Activation = name;
+              Layer.Create(o).Dispose();
+            }
+            lock (errors) errors.Add("no exception for " + name);
+          } catch (RecurException e) {
+            if (e.Status != Status.InvalidArgument || !e.Message.Contains(name))
+              lock (errors) errors.Add("thread " + id + " got '" + e.Message + "' for " + name);
+          }
+        }
+      });
+      threads.Add(t);
+      t.Start();
+    }
+    foreach (var t in threads) t.Join();
+    Check(errors.Count == 0, string.Join("; ", errors.Take(3)));
+  }
+
+  // ---- lifetime -------------------------------------------------------------------------------
+
+  static void DisposeTwiceAndUseAfterDispose() {
+    var o = new LayerOptions(LayerType.Gru, 4, 3);
+    var l = Layer.Create(o);
+    var s = new State(l, 1);
+    var m = Model.Open(Path.Combine(modelDir, "sentiment_keras3.keras"));
+    s.Dispose();
+    s.Dispose();
+    Check(s.IsDisposed, "state disposed");
+    Throws<ObjectDisposedException>(() => s.Reset(), "state after dispose");
+    Throws<ObjectDisposedException>(() => s.Get(), "state get after dispose");
+    Throws<ObjectDisposedException>(() => l.ForwardState(s, new float[3], 1, new float[4]), "disposed state argument");
+    Throws<ObjectDisposedException>(() => Library.CStepNanoseconds(l, s, new float[3], new float[4], 1), "bench with disposed state");
+    l.Dispose();
+    l.Dispose();
+    Check(l.IsDisposed, "layer disposed");
+    Throws<ObjectDisposedException>(() => l.Forward(new float[3], 1, 1), "layer after dispose");
+    Throws<ObjectDisposedException>(() => { var i = l.Info; }, "info after dispose");
+    Throws<ObjectDisposedException>(() => l.GetWeights(), "weights after dispose");
+    Throws<ObjectDisposedException>(() => new State(l, 1), "state of a disposed layer");
+    o.Dispose();
+    o.Dispose();
+    Throws<ObjectDisposedException>(() => { o.Units = 3; }, "options after dispose");
+    Throws<ObjectDisposedException>(() => { o.Activation = "tanh"; }, "options string after dispose");
+    Throws<ObjectDisposedException>(() => Layer.Create(o), "create from disposed options");
+    using (var l2 = m.GetLayer(FirstRecurrentLayer(m))) {
+      m.Dispose();
+      m.Dispose();
+      Throws<ObjectDisposedException>(() => m.Run(new float[10], 1, 10), "model after dispose");
+      Throws<ObjectDisposedException>(() => m.GetLayer("x"), "get_layer after dispose");
+      Check(l2.Info.Units > 0, "a layer taken from a model outlives it");
+    }
+  }
+
+  static void FinalizersFreeUndisposedObjects() {
+    for (int i = 0; i < 2000; ++i) {
+      var l = MakeGru(8, 8);
+      var s = new State(l, 2);
+      var o = new LayerOptions(LayerType.Lstm, 2, 2);
+      o.Activation = "relu";
+      GC.KeepAlive(s);
+    }
+    GC.Collect();
+    GC.WaitForPendingFinalizers();
+    GC.Collect();
+  }
+
+  // ---- concurrency: many states on one layer from many threads == serial ---------------------
+
+  static void ConcurrentStatesMatchSerial() {
+    const int U = 16, F = 8, streams = 32, steps = 40, threads = 8;
+    using (var l = MakeGru(U, F, false)) {
+      Func<int, float[]> input = k => Pattern(steps * F, 1.0, k * 0.7);
+      var serial = new float[streams][];
+      for (int k = 0; k < streams; ++k) {
+        using (var s = new State(l, 1)) {
+          var x = input(k);
+          var step = new float[F];
+          var o = new float[U];
+          for (int t = 0; t < steps; ++t) {
+            Array.Copy(x, t * F, step, 0, F);
+            l.ForwardState(s, step, 1, o);
+          }
+          serial[k] = s.Get();
+        }
+      }
+      var parallel = new float[streams][];
+      var states = new State[streams];
+      for (int k = 0; k < streams; ++k) states[k] = new State(l, 1);
+      Exception failure = null;
+      var workers = new List<Thread>();
+      for (int w = 0; w < threads; ++w) {
+        int id = w;
+        var t = new Thread(() => {
+          try {
+            var step = new float[F];
+            var o = new float[U];
+            // Interleave the streams this thread owns step by step.
+            for (int t2 = 0; t2 < steps; ++t2)
+              for (int k = id; k < streams; k += threads) {
+                Array.Copy(input(k), t2 * F, step, 0, F);
+                l.ForwardState(states[k], step, 1, o);
+              }
+            for (int k = id; k < streams; k += threads) parallel[k] = states[k].Get();
+          } catch (Exception e) {
+            failure = e;
+          }
+        });
+        workers.Add(t);
+        t.Start();
+      }
+      foreach (var t in workers) t.Join();
+      foreach (var s in states) s.Dispose();
+      if (failure != null) throw failure;
+      for (int k = 0; k < streams; ++k) Check(MaxDiff(serial[k], parallel[k]) == 0, "stream " + k + " equals the serial run");
+    }
+  }
+
+  // ---- Keras parity and the bundled model -----------------------------------------------------
+
+  static string FirstRecurrentLayer(Model m) {
+    for (int i = 0; i < m.Info.NumLayers; ++i) {
+      var e = m.LayerAt(i);
+      if (e.Recurrent) return e.Name;
+    }
+    throw new Exception("no recurrent layer");
+  }
+
+  static void BundledModel() {
+    var ids = File.ReadAllLines(Path.Combine(modelDir, "sentiment_inputs.txt")).Where(x => x.Trim().Length > 0)
+                  .Select(x => x.Split(new[] { ' ' }, StringSplitOptions.RemoveEmptyEntries).Select(float.Parse).ToArray())
+                  .ToArray();
+    var keras = File.ReadAllLines(Path.Combine(modelDir, "sentiment_keras3_keras.txt")).Where(x => x.Trim().Length > 0)
+                    .SelectMany(x => x.Split(new[] { ' ' }, StringSplitOptions.RemoveEmptyEntries)
+                                      .Select(v => float.Parse(v, System.Globalization.CultureInfo.InvariantCulture)))
+                    .ToArray();
+    int B = ids.Length, T = ids[0].Length;
+    using (var m = Model.Open(Path.Combine(modelDir, "sentiment_keras3.keras"))) {
+      var info = m.Info;
+      Check(info.Runnable && info.Unsupported == "" && info.TakesTokenIds && info.Dialect == Dialect.Keras3, "model info");
+      var output = m.Run(ids.SelectMany(r => r).ToArray(), B, T);
+      Check(MaxDiff(output, keras) <= 1e-5, "model output equals Keras: " + MaxDiff(output, keras));
+      using (var l = m.GetLayer(FirstRecurrentLayer(m))) Check(l.NumWeights >= 2, "layer from the model");
+      var entry = m.LayerAt(0);
+      Check(entry.Name != null && entry.ClassName != null && entry.ConfigJson.StartsWith("{"), "model layer entry");
+    }
+  }
+
+  static int Main(string[] args) {
+    if (args.Length < 2) {
+      Console.Error.WriteLine("usage: RecurTests.exe parity_cases.txt MODEL_DIR");
+      return 2;
+    }
+    fixturePath = args[0];
+    modelDir = args[1];
+    Console.WriteLine("recur " + Library.Version + ", C# binding on " + Environment.Version);
+    Run("Version", Version);
+    Run("OptionsAndInfo", OptionsAndInfo);
+    Run("WeightsRoundTrip", WeightsRoundTrip);
+    Run("StreamingEqualsSequence", StreamingEqualsSequence);
+    Run("ForwardWithMaskAndInitialState", ForwardWithMaskAndInitialState);
+    Run("Cells", Cells);
+    Run("LossesAndConstraints", LossesAndConstraints);
+    Run("StatefulLayer", StatefulLayer);
+    Run("ErrorPaths", ErrorPaths);
+    Run("ManagedArgumentChecks", ManagedArgumentChecks);
+    Run("ErrorsAreThreadLocal", ErrorsAreThreadLocal);
+    Run("DisposeTwiceAndUseAfterDispose", DisposeTwiceAndUseAfterDispose);
+    Run("FinalizersFreeUndisposedObjects", FinalizersFreeUndisposedObjects);
+    Run("ConcurrentStatesMatchSerial", ConcurrentStatesMatchSerial);
+    Run("BundledModel", BundledModel);
+    List<FixtureCase> cases = null;
+    Run("LoadParityCases", () => { cases = FixtureCase.Load(fixturePath); Check(cases.Count >= 15, "cases"); });
+    if (cases != null)
+      foreach (var c in cases) {
+        var fc = c;
+        Run("Parity " + c.Name, () => {
+          double worst = fc.Run();
+          Check(worst <= fc.Tolerance, "max abs error " + worst + " > " + fc.Tolerance);
+        });
+      }
+    Console.WriteLine("{0} passed, {1} failed", passed, failed);
+    return failed == 0 ? 0 : 1;
+  }
+}
+
+}
