@@ -245,19 +245,8 @@ void Layer::call(const LayerCall& a) {
 
   SequenceWorkspace& ws = tls_workspace;
   const Index rows = B * T;
-  const float* input = a.input;
   std::vector<float> batch_reversed;
-  bool go_backwards = config_.go_backwards;
-  if (config_.is_cudnn() && config_.time_major && go_backwards) {
-    // Keras 2's CuDNN layers reverse axis 1, which is the batch axis of a time-major input.
-    batch_reversed.resize(in_len);
-    for (Index t = 0; t < T; ++t)
-      for (Index b = 0; b < B; ++b)
-        std::memcpy(&batch_reversed[static_cast<std::size_t>((t * B + b) * F)], input + (t * B + (B - 1 - b)) * F,
-                    static_cast<std::size_t>(F) * sizeof(float));
-    input = batch_reversed.data();
-    go_backwards = false;
-  }
+  const float* input = cudnn_reversal(a.input, B, T, batch_reversed);
 
   // Dropout (training only): which masks, and how they are sampled, follows the dialect and path.
   std::vector<const float*> inputs{input};
@@ -290,20 +279,11 @@ void Layer::call(const LayerCall& a) {
     }
   }
 
-  SequenceJob job;
+  SequenceJob job = sequence_job(B, T, a.mask, a.output);
   job.inputs = inputs.data();
   job.num_inputs = static_cast<int>(inputs.size());
-  job.batch = B;
-  job.timesteps = T;
-  job.time_major = config_.time_major;
-  job.go_backwards = go_backwards;
-  job.mask = a.mask;
-  job.zero_output_for_mask = config_.zero_output_for_mask;
-  job.unrolled_mask_quirk = config_.unroll && config_.go_backwards;
   job.recurrent_masks = recurrent_masks.empty() ? nullptr : &recurrent_masks;
   job.states = states.data();
-  job.sequence_output = config_.return_sequences ? a.output : nullptr;
-  job.last_output = config_.return_sequences ? nullptr : a.output;
   cpu_backend().run_sequence(cell_, job, ws);
 
   if (a.final_state)
@@ -357,31 +337,39 @@ void Layer::call_state(State& state, const float* input, std::size_t input_len, 
   const std::size_t out_len = output_size(B, T);
   if (output_len != out_len) fail(Error::Code::shape, "output: expected ", out_len, " floats, got ", output_len);
   std::vector<float> batch_reversed;
-  bool go_backwards = config_.go_backwards;
-  if (config_.is_cudnn() && config_.time_major && go_backwards) {
-    batch_reversed.resize(in_len);
-    for (Index t = 0; t < T; ++t)
-      for (Index b = 0; b < B; ++b)
-        std::memcpy(&batch_reversed[static_cast<std::size_t>((t * B + b) * F)], input + (t * B + (B - 1 - b)) * F,
-                    static_cast<std::size_t>(F) * sizeof(float));
-    input = batch_reversed.data();
-    go_backwards = false;
-  }
-  const float* inputs[1] = {input};
-  SequenceJob job;
+  const float* inputs[1] = {cudnn_reversal(input, B, T, batch_reversed)};
+  SequenceJob job = sequence_job(B, T, mask, output);
   job.inputs = inputs;
+  job.states = state.tensors();
+  job.carried_output = &state.carried_output();
+  cpu_backend().run_sequence(cell_, job, state.workspace());
+}
+
+SequenceJob Layer::sequence_job(Index B, Index T, const std::uint8_t* mask, float* output) const {
+  SequenceJob job;
   job.batch = B;
   job.timesteps = T;
   job.time_major = config_.time_major;
-  job.go_backwards = go_backwards;
+  // Keras 2's CuDNN layers reverse axis 1, which for a time-major input is the batch axis, not
+  // time (cudnn_reversal does that); the loop then runs forwards.
+  job.go_backwards = config_.go_backwards && !(config_.is_cudnn() && config_.time_major);
   job.mask = mask;
   job.zero_output_for_mask = config_.zero_output_for_mask;
   job.unrolled_mask_quirk = config_.unroll && config_.go_backwards;
-  job.states = state.tensors();
-  job.carried_output = &state.carried_output();
   job.sequence_output = config_.return_sequences ? output : nullptr;
   job.last_output = config_.return_sequences ? nullptr : output;
-  cpu_backend().run_sequence(cell_, job, state.workspace());
+  return job;
+}
+
+const float* Layer::cudnn_reversal(const float* input, Index B, Index T, std::vector<float>& storage) const {
+  if (!(config_.is_cudnn() && config_.time_major && config_.go_backwards)) return input;
+  const Index F = config_.input_size;
+  storage.resize(static_cast<std::size_t>(T * B * F));
+  for (Index t = 0; t < T; ++t)
+    for (Index b = 0; b < B; ++b)
+      std::memcpy(&storage[static_cast<std::size_t>((t * B + b) * F)], input + (t * B + (B - 1 - b)) * F,
+                  static_cast<std::size_t>(F) * sizeof(float));
+  return storage.data();
 }
 
 // ----- stateful -----

@@ -100,6 +100,10 @@ class Layer {
   std::vector<RowMatrix> make_masks(int count, Index rows, Index cols, float rate);
   void record_activity(const LayerCall& args, const RowMatrix* final_states);
   int mask_count() const;
+  // The parts of a sequence run every call shares: layout, direction, masking, outputs.
+  SequenceJob sequence_job(Index batch, Index timesteps, const std::uint8_t* mask, float* output) const;
+  // The input as the backend sees it (Keras 2 CuDNN time_major + go_backwards reverses the batch).
+  const float* cudnn_reversal(const float* input, Index batch, Index timesteps, std::vector<float>& storage) const;
 
   LayerConfig config_;
   std::vector<WeightSpec> specs_;
