@@ -1,0 +1,3 @@
+module recur.dev/recur
+
+go 1.19

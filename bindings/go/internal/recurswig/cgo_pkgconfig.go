@@ -1,0 +1,9 @@
+//go:build !recur_no_pkgconfig
+
+package recurswig
+
+// The C library as installed: recur.pc gives the include path and -lrecur (set PKG_CONFIG_PATH
+// when recur is installed under a prefix pkg-config does not search).
+
+// #cgo pkg-config: recur
+import "C"

@@ -1,0 +1,1060 @@
+// Package recur runs Keras recurrent layers (GRU, LSTM, CuDNNGRU, CuDNNLSTM, GRUCell, LSTMCell)
+// with Keras's exact numbers, through librecur's C ABI.
+//
+// Layers come from options (NewLayer), from the JSON Keras writes for a layer (LayerFromJSON) or
+// from a Keras model file (OpenModel, then Model.Layer). Tensors are dense, row-major []float32
+// slices that are handed to the library without a copy; outputs are written into slices the
+// caller allocates (the *Len / OutputLength helpers give their sizes), so a steady-state loop
+// allocates nothing.
+//
+// Every fallible method returns an error; recur's own errors are *Error values carrying the C
+// ABI's status and the library's message (use errors.As). Layer, State and Model hold native
+// resources: Close them (Close is idempotent; a finalizer is only a safety net). Using an object
+// after Close returns an *Error with Status ErrState.
+//
+// Concurrency: every method is safe to call from any goroutine. ForwardState may run
+// concurrently on one Layer with different States (the layer's weights are only read); methods
+// that change a layer (Forward, CellCall, SetWeights, ...) are serialized on that layer by the
+// binding. A State is used by one goroutine at a time (the binding serializes it too).
+package recur
+
+import (
+	"math"
+	"runtime"
+	"strings"
+	"sync"
+
+	"recur.dev/recur/internal/recurswig"
+)
+
+// Error is the error of a failed recur call: Status is one of the Err* constants and Msg is the
+// library's message (it names the argument and what was expected).
+type Error = recurswig.Error
+
+// Status codes (the C ABI's recur_status).
+const (
+	OK                 = 0
+	ErrInvalidArgument = -1 // NULL pointer, value out of range, unknown name
+	ErrShape           = -2 // a length or dimension that does not agree
+	ErrUnsupported     = -3 // valid Keras, but not in this dialect / not supported
+	ErrParse           = -4 // malformed JSON
+	ErrState           = -5 // closed object, or the object cannot do this
+	ErrOutOfMemory     = -6
+	ErrIO              = -7 // file access
+	ErrInternal        = -100
+)
+
+// LayerType is the Keras class of a layer.
+type LayerType int
+
+const (
+	GRU       LayerType = 1
+	LSTM      LayerType = 2
+	CuDNNGRU  LayerType = 3 // Keras 2 only
+	CuDNNLSTM LayerType = 4 // Keras 2 only
+	GRUCell   LayerType = 5 // single-step cells: use CellCall
+	LSTMCell  LayerType = 6
+)
+
+// Dialect selects Keras 2 (tf.keras / tf-keras) or Keras 3 semantics.
+type Dialect int
+
+const (
+	DialectAuto Dialect = 0 // JSON: detect from the fields; options: Keras 3
+	Keras2      Dialect = 2
+	Keras3      Dialect = 3
+)
+
+// OptBool is a flag whose zero value means "the layer's Keras default".
+type OptBool int8
+
+const (
+	Unset OptBool = iota // the Keras default of the dialect
+	True
+	False
+)
+
+func (b OptBool) c() int {
+	switch b {
+	case True:
+		return 1
+	case False:
+		return 0
+	}
+	return -1 // RECUR_DEFAULT
+}
+
+// StatusString names a status code, like the C ABI's recur_status_string ("invalid argument").
+func StatusString(status int) string { return recurswig.StatusString(status) }
+
+// Version is the loaded library's version, "MAJOR.MINOR.PATCH".
+func Version() string { return recurswig.Recur_binding_version() }
+
+func closedError(what string) error {
+	return &Error{Status: ErrState, Msg: what + " is closed"}
+}
+
+func argError(msg string) error { return &Error{Status: ErrInvalidArgument, Msg: msg} }
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layer options
+// ---------------------------------------------------------------------------------------------
+
+// LayerOptions are the constructor arguments of a Keras recurrent layer. The zero value of every
+// field means the Keras default (Type, Units and InputSize are required).
+type LayerOptions struct {
+	Type         LayerType
+	Dialect      Dialect // DialectAuto = Keras 3
+	KerasVersion string  // e.g. "2.15.0"; "" = newest of the dialect
+	Name         string  // used in messages
+
+	Units     int
+	InputSize int // size of the last input axis
+
+	Activation          string // "" = "tanh"
+	RecurrentActivation string // "" = "sigmoid"
+	UseBias             OptBool
+	ResetAfter          OptBool // GRU
+	Implementation      int     // 1, 2, or 0 = default (2)
+	UnitForgetBias      OptBool // LSTM
+	Dropout             float32 // applies in training calls only
+	RecurrentDropout    float32
+
+	ReturnSequences   OptBool
+	ReturnState       OptBool
+	GoBackwards       OptBool
+	Stateful          OptBool // needs BatchSize
+	TimeMajor         OptBool // Keras 2 only
+	Unroll            OptBool
+	ZeroOutputForMask OptBool
+	BatchSize         int // fixed batch of a stateful layer; 0 = none
+
+	// A Keras name ("glorot_uniform", "l2", "max_norm") or Keras JSON
+	// ({"class_name": "Orthogonal", "config": {"gain": 2.0}}); "" = default / none.
+	KernelInitializer    string
+	RecurrentInitializer string
+	BiasInitializer      string
+	KernelRegularizer    string
+	RecurrentRegularizer string
+	BiasRegularizer      string
+	ActivityRegularizer  string
+	KernelConstraint     string
+	RecurrentConstraint  string
+	BiasConstraint       string
+
+	Seed      *int64  // seeds initializers and dropout masks; nil = random
+	Trainable OptBool // Keras 3 omits frozen weights' penalties
+}
+
+// Int64 returns a pointer to v, for LayerOptions.Seed.
+func Int64(v int64) *int64 { return &v }
+
+func (o *LayerOptions) native() recurswig.LayerOptions {
+	n := recurswig.NewLayerOptions()
+	n.SetXtype(int(o.Type))
+	n.SetDialect(int(o.Dialect))
+	n.Set_keras_version(o.KerasVersion)
+	n.Set_name(o.Name)
+	n.SetUnits(clampInt32(o.Units))
+	n.SetInput_size(clampInt32(o.InputSize))
+	n.Set_activation(o.Activation)
+	n.Set_recurrent_activation(o.RecurrentActivation)
+	n.SetUse_bias(o.UseBias.c())
+	n.SetReset_after(o.ResetAfter.c())
+	if o.Implementation == 0 {
+		n.SetImplementation(-1)
+	} else {
+		n.SetImplementation(clampInt32(o.Implementation))
+	}
+	n.SetUnit_forget_bias(o.UnitForgetBias.c())
+	n.SetDropout(o.Dropout)
+	n.SetRecurrent_dropout(o.RecurrentDropout)
+	n.SetReturn_sequences(o.ReturnSequences.c())
+	n.SetReturn_state(o.ReturnState.c())
+	n.SetGo_backwards(o.GoBackwards.c())
+	n.SetStateful(o.Stateful.c())
+	n.SetTime_major(o.TimeMajor.c())
+	n.SetUnroll(o.Unroll.c())
+	n.SetZero_output_for_mask(o.ZeroOutputForMask.c())
+	n.SetBatch_size(clampInt32(o.BatchSize))
+	n.Set_kernel_initializer(o.KernelInitializer)
+	n.Set_recurrent_initializer(o.RecurrentInitializer)
+	n.Set_bias_initializer(o.BiasInitializer)
+	n.Set_kernel_regularizer(o.KernelRegularizer)
+	n.Set_recurrent_regularizer(o.RecurrentRegularizer)
+	n.Set_bias_regularizer(o.BiasRegularizer)
+	n.Set_activity_regularizer(o.ActivityRegularizer)
+	n.Set_kernel_constraint(o.KernelConstraint)
+	n.Set_recurrent_constraint(o.RecurrentConstraint)
+	n.Set_bias_constraint(o.BiasConstraint)
+	if o.Seed != nil {
+		n.SetSeed(*o.Seed)
+	} else {
+		n.SetSeed(-1)
+	}
+	n.SetTrainable(o.Trainable.c())
+	return n
+}
+
+// clampInt32 keeps out-of-range Go ints from wrapping into valid-looking int32 values: they
+// become -2 (never a valid size or flag), which the library rejects with a message.
+func clampInt32(v int) int {
+	if v > math.MaxInt32 || v < math.MinInt32 {
+		return -2
+	}
+	return v
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layer
+// ---------------------------------------------------------------------------------------------
+
+// LayerInfo describes a layer after its defaults were resolved.
+type LayerInfo struct {
+	Type            LayerType
+	Dialect         Dialect
+	Units           int
+	InputSize       int
+	NumStates       int // 1 (h) or 2 (h, c)
+	NumWeights      int
+	ReturnSequences bool
+	ReturnState     bool
+	GoBackwards     bool
+	Stateful        bool
+	TimeMajor       bool
+	BatchSize       int // stateful batch, or 0
+	Implementation  int
+	ResetAfter      bool
+}
+
+// Layer is a Keras sequence layer or cell.
+type Layer struct {
+	mu   sync.RWMutex // read: calls that only read the layer; write: calls that change it, Close
+	h    recurswig.SwigcptrLayer
+	info LayerInfo
+}
+
+func newLayer(h recurswig.Layer) (*Layer, error) {
+	l := &Layer{h: recurswig.SwigcptrLayer(h.Swigcptr())}
+	ni := recurswig.NewLayerInfo()
+	err := l.h.Get_info(ni)
+	if err == nil {
+		l.info = LayerInfo{
+			Type: LayerType(ni.GetXtype()), Dialect: Dialect(ni.GetDialect()), Units: ni.GetUnits(),
+			InputSize: ni.GetInput_size(), NumStates: ni.GetNum_states(), NumWeights: ni.GetNum_weights(),
+			ReturnSequences: ni.GetReturn_sequences() != 0, ReturnState: ni.GetReturn_state() != 0,
+			GoBackwards: ni.GetGo_backwards() != 0, Stateful: ni.GetStateful() != 0,
+			TimeMajor: ni.GetTime_major() != 0, BatchSize: ni.GetBatch_size(),
+			Implementation: ni.GetImplementation(), ResetAfter: ni.GetReset_after() != 0,
+		}
+	}
+	recurswig.DeleteLayerInfo(ni)
+	if err != nil {
+		recurswig.DeleteLayer(l.h)
+		return nil, err
+	}
+	runtime.SetFinalizer(l, (*Layer).Close)
+	return l, nil
+}
+
+// NewLayer creates a layer or cell and initialises its weights with its initializers.
+func NewLayer(opts LayerOptions) (*Layer, error) {
+	n := opts.native()
+	var err error
+	h := recurswig.LayerCreate(n, &err)
+	recurswig.DeleteLayerOptions(n)
+	if err != nil {
+		return nil, err
+	}
+	return newLayer(h)
+}
+
+// LayerFromJSON creates a layer or cell from the JSON Keras writes for it ({"class_name": "GRU",
+// "config": {...}}, Keras 2 or Keras 3 style). inputSize <= 0 takes the input size from the
+// JSON; dialect is DialectAuto, Keras2 or Keras3 (as an int); kerasVersion "" = newest.
+func LayerFromJSON(json string, inputSize, dialect int, kerasVersion string) (*Layer, error) {
+	var err error
+	h := recurswig.LayerCreate_from_json(json, clampInt32(inputSize), clampInt32(dialect), kerasVersion, &err)
+	if err != nil {
+		return nil, err
+	}
+	return newLayer(h)
+}
+
+// Close frees the layer. It is idempotent; States created for the layer stay valid.
+func (l *Layer) Close() error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	if l.h != 0 {
+		recurswig.DeleteLayer(l.h)
+		l.h = 0
+	}
+	l.mu.Unlock()
+	runtime.SetFinalizer(l, nil)
+	return nil
+}
+
+// read locks the layer for a call that only reads it.
+func (l *Layer) read() (recurswig.SwigcptrLayer, error) {
+	if l == nil {
+		return 0, closedError("layer")
+	}
+	l.mu.RLock()
+	if l.h == 0 {
+		l.mu.RUnlock()
+		return 0, closedError("layer")
+	}
+	return l.h, nil
+}
+
+// write locks the layer for a call that changes it.
+func (l *Layer) write() (recurswig.SwigcptrLayer, error) {
+	if l == nil {
+		return 0, closedError("layer")
+	}
+	l.mu.Lock()
+	if l.h == 0 {
+		l.mu.Unlock()
+		return 0, closedError("layer")
+	}
+	return l.h, nil
+}
+
+func (l *Layer) readDone()  { l.mu.RUnlock(); runtime.KeepAlive(l) }
+func (l *Layer) writeDone() { l.mu.Unlock(); runtime.KeepAlive(l) }
+
+// Info describes the layer.
+func (l *Layer) Info() (LayerInfo, error) {
+	if _, err := l.read(); err != nil {
+		return LayerInfo{}, err
+	}
+	info := l.info
+	l.readDone()
+	return info, nil
+}
+
+// OutputLength is the number of floats Forward writes for batch sequences of timesteps steps:
+// B*T*units with return_sequences, else B*units.
+func (l *Layer) OutputLength(batch, timesteps int) (int, error) {
+	h, err := l.read()
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	err = h.Output_length(clampInt32(batch), clampInt32(timesteps), &n)
+	l.readDone()
+	return int(n), err
+}
+
+// StateLength is the length of NumStates x (batch, units) concatenated: the size of initial
+// and final state buffers, and of a State's values.
+func (l *Layer) StateLength(batch int) (int, error) {
+	info, err := l.Info()
+	if err != nil {
+		return 0, err
+	}
+	return info.NumStates * batch * info.Units, nil
+}
+
+// ForwardOptions are the optional arguments of Forward.
+type ForwardOptions struct {
+	// Mask is nil, or (B, T) ((T, B) for time_major) bytes, nonzero = valid step.
+	Mask []byte
+	// InitialState is nil, or the layer's NumStates tensors (B, units) concatenated ([h] for a
+	// GRU, [h, c] for an LSTM).
+	InitialState []float32
+	// FinalState is nil, or a buffer of StateLength(B) floats that receives the final states
+	// (what Keras returns with return_state). Stateful layers also keep them.
+	FinalState []float32
+	// Training applies dropout and recurrent_dropout.
+	Training bool
+}
+
+// Forward runs the layer over a batch of sequences, as Keras's layer call. input is (B, T, F)
+// ((T, B, F) for time_major) and output must hold OutputLength(B, T) floats. opts may be nil.
+func (l *Layer) Forward(input []float32, batch, timesteps int, output []float32, opts *ForwardOptions) error {
+	var o ForwardOptions
+	if opts != nil {
+		o = *opts
+	}
+	h, err := l.write()
+	if err != nil {
+		return err
+	}
+	numInitial := 0
+	if len(o.InitialState) > 0 {
+		numInitial = l.info.NumStates
+	}
+	err = h.Forward(input, len(input), clampInt32(batch), clampInt32(timesteps), o.Mask, len(o.Mask),
+		o.InitialState, len(o.InitialState), numInitial, b2i(o.Training), output, len(output), o.FinalState,
+		len(o.FinalState))
+	l.writeDone()
+	return err
+}
+
+// Call is Forward with an output slice it allocates.
+func (l *Layer) Call(input []float32, batch, timesteps int, opts *ForwardOptions) ([]float32, error) {
+	n, err := l.OutputLength(batch, timesteps)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, n)
+	if err := l.Forward(input, batch, timesteps, out, opts); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ForwardState advances state through timesteps steps of input (inference): input is (B, T, F)
+// ((T, B, F) for time_major) with B = the state's batch, mask nil or (B, T), output
+// OutputLength(B, T) floats. Feeding a sequence in pieces gives the same outputs as one call.
+// Safe to call concurrently on one layer with different states; it does not allocate.
+func (l *Layer) ForwardState(state *State, input []float32, timesteps int, mask []byte, output []float32) error {
+	h, err := l.read()
+	if err != nil {
+		return err
+	}
+	sh, err := state.lock()
+	if err != nil {
+		l.readDone()
+		return err
+	}
+	err = h.Forward_state(sh, input, len(input), clampInt32(timesteps), mask, len(mask), output, len(output))
+	state.unlock()
+	l.readDone()
+	return err
+}
+
+// ResetStates zero-fills a stateful layer's states (Keras reset_states()).
+func (l *Layer) ResetStates() error {
+	h, err := l.write()
+	if err != nil {
+		return err
+	}
+	err = h.Reset_states()
+	l.writeDone()
+	return err
+}
+
+// SetStates sets a stateful layer's states (Keras 2 reset_states(states)): NumStates tensors
+// (batch_size, units) concatenated.
+func (l *Layer) SetStates(states []float32) error {
+	h, err := l.write()
+	if err != nil {
+		return err
+	}
+	err = h.Set_states(states, len(states), l.info.NumStates)
+	l.writeDone()
+	return err
+}
+
+// GetStates copies a stateful layer's current states (NumStates x (batch_size, units)) into out.
+func (l *Layer) GetStates(out []float32) error {
+	h, err := l.read()
+	if err != nil {
+		return err
+	}
+	err = h.Get_states(out, len(out))
+	l.readDone()
+	return err
+}
+
+// States returns a stateful layer's current states in a new slice.
+func (l *Layer) States() ([]float32, error) {
+	n, err := l.StateLength(l.info.BatchSize)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, n)
+	if err := l.GetStates(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// InitialState is Keras's get_initial_state: zeros, NumStates x (batch, units).
+func (l *Layer) InitialState(batch int) ([]float32, error) {
+	if batch <= 0 {
+		return nil, argError("batch must be > 0")
+	}
+	n, err := l.StateLength(batch)
+	if err != nil {
+		return nil, err
+	}
+	return make([]float32, n), nil
+}
+
+// CellCall runs one step of a cell (GRUCell, LSTMCell): input (B, F); states NumStates x
+// (B, units) concatenated; output (B, units); newStates nil or NumStates x (B, units).
+// training applies dropout with the cell's cached masks.
+func (l *Layer) CellCall(input []float32, batch int, states []float32, output, newStates []float32, training bool) error {
+	h, err := l.write()
+	if err != nil {
+		return err
+	}
+	err = h.Cell_call(input, len(input), clampInt32(batch), states, len(states), l.info.NumStates, b2i(training),
+		output, len(output), newStates, len(newStates))
+	l.writeDone()
+	return err
+}
+
+func (l *Layer) dropoutMask(recurrent bool, batch int, training bool) ([]float32, int, error) {
+	h, err := l.write()
+	if err != nil {
+		return nil, 0, err
+	}
+	defer l.writeDone()
+	get := h.Dropout_mask
+	width := l.info.InputSize
+	if recurrent {
+		get = h.Recurrent_dropout_mask
+		width = l.info.Units
+	}
+	var count int32
+	if err := get(clampInt32(batch), b2i(training), nil, 0, &count); err != nil {
+		return nil, 0, err
+	}
+	if count == 0 {
+		return nil, 0, nil
+	}
+	out := make([]float32, int(count)*batch*width)
+	if err := get(clampInt32(batch), b2i(training), out, len(out), &count); err != nil {
+		return nil, 0, err
+	}
+	return out, int(count), nil
+}
+
+// DropoutMask returns the cell's cached input dropout masks for a batch (Keras
+// get_dropout_mask_for_cell): count masks of (batch, input_size) concatenated, values 0 or
+// 1/(1-rate). count is 0 (and the slice nil) when dropout is 0.
+func (l *Layer) DropoutMask(batch int, training bool) (masks []float32, count int, err error) {
+	return l.dropoutMask(false, batch, training)
+}
+
+// RecurrentDropoutMask is DropoutMask for recurrent dropout: masks of (batch, units).
+func (l *Layer) RecurrentDropoutMask(batch int, training bool) (masks []float32, count int, err error) {
+	return l.dropoutMask(true, batch, training)
+}
+
+// ResetDropoutMask drops the cell's cached input dropout masks.
+func (l *Layer) ResetDropoutMask() error {
+	h, err := l.write()
+	if err != nil {
+		return err
+	}
+	err = h.Reset_dropout_mask()
+	l.writeDone()
+	return err
+}
+
+// ResetRecurrentDropoutMask drops the cell's cached recurrent dropout masks.
+func (l *Layer) ResetRecurrentDropoutMask() error {
+	h, err := l.write()
+	if err != nil {
+		return err
+	}
+	err = h.Reset_recurrent_dropout_mask()
+	l.writeDone()
+	return err
+}
+
+// NumWeights is the number of weight tensors (2 without bias, else 3), in Keras get_weights
+// order: kernel, recurrent_kernel[, bias].
+func (l *Layer) NumWeights() (int, error) {
+	h, err := l.read()
+	if err != nil {
+		return 0, err
+	}
+	var n int32
+	err = h.Num_weights(&n)
+	l.readDone()
+	return int(n), err
+}
+
+// WeightShape is the shape of weight index (1 or 2 dimensions).
+func (l *Layer) WeightShape(index int) ([]int, error) {
+	h, err := l.read()
+	if err != nil {
+		return nil, err
+	}
+	var d0, d1 int64
+	var nd int32
+	err = h.Weight_shape(clampInt32(index), &d0, &d1, &nd)
+	l.readDone()
+	if err != nil {
+		return nil, err
+	}
+	if nd == 1 {
+		return []int{int(d0)}, nil
+	}
+	return []int{int(d0), int(d1)}, nil
+}
+
+// WeightName is the name of weight index: "kernel", "recurrent_kernel" or "bias".
+func (l *Layer) WeightName(index int) (string, error) {
+	h, err := l.read()
+	if err != nil {
+		return "", err
+	}
+	var s string
+	err = h.Weight_name(clampInt32(index), &s)
+	l.readDone()
+	return s, err
+}
+
+// GetWeight copies weight index (row-major) into out, which must hold exactly its size.
+func (l *Layer) GetWeight(index int, out []float32) error {
+	h, err := l.read()
+	if err != nil {
+		return err
+	}
+	err = h.Get_weight(clampInt32(index), out, len(out))
+	l.readDone()
+	return err
+}
+
+// Weight returns a copy of weight index.
+func (l *Layer) Weight(index int) ([]float32, error) {
+	shape, err := l.WeightShape(index)
+	if err != nil {
+		return nil, err
+	}
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	out := make([]float32, n)
+	if err := l.GetWeight(index, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SetWeight sets weight index (row-major; only the length is checked). CuDNN layers take their
+// own CuDNN-layout weights.
+func (l *Layer) SetWeight(index int, data []float32) error {
+	h, err := l.write()
+	if err != nil {
+		return err
+	}
+	err = h.Set_weight(clampInt32(index), data, len(data))
+	l.writeDone()
+	return err
+}
+
+// WeightsLength is the total number of floats of all weights.
+func (l *Layer) WeightsLength() (int, error) {
+	h, err := l.read()
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	err = h.Weights_length(&n)
+	l.readDone()
+	return int(n), err
+}
+
+// GetWeights copies all weights, concatenated in get_weights order, into out.
+func (l *Layer) GetWeights(out []float32) error {
+	h, err := l.read()
+	if err != nil {
+		return err
+	}
+	err = h.Get_weights(out, len(out))
+	l.readDone()
+	return err
+}
+
+// Weights returns all weights concatenated in get_weights order.
+func (l *Layer) Weights() ([]float32, error) {
+	n, err := l.WeightsLength()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, n)
+	if err := l.GetWeights(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SetWeights sets all weights from one slice in get_weights order (validated before anything
+// changes).
+func (l *Layer) SetWeights(data []float32) error {
+	h, err := l.write()
+	if err != nil {
+		return err
+	}
+	err = h.Set_weights(data, len(data))
+	l.writeDone()
+	return err
+}
+
+// Loss is one entry of Keras's layer.losses.
+type Loss struct {
+	Name  string // "activity:output", "activity:state_h", "activity:state_c", "kernel", "recurrent_kernel", "bias"
+	Value float32
+}
+
+// Losses is Keras's layer.losses: the activity-regularizer penalties of the last call, then the
+// kernel, recurrent_kernel and bias penalties.
+func (l *Layer) Losses() ([]Loss, error) {
+	h, err := l.read()
+	if err != nil {
+		return nil, err
+	}
+	defer l.readDone()
+	var count int32
+	if err := h.Get_losses(nil, 0, &count); err != nil {
+		return nil, err
+	}
+	if count == 0 {
+		return nil, nil
+	}
+	values := make([]float32, count)
+	if err := h.Get_losses(values, len(values), &count); err != nil {
+		return nil, err
+	}
+	out := make([]Loss, count)
+	for i := range out {
+		if err := h.Loss_name(i, &out[i].Name); err != nil {
+			return nil, err
+		}
+		out[i].Value = values[i]
+	}
+	return out, nil
+}
+
+// ApplyConstraints applies the kernel/recurrent/bias constraints to the weights, as an
+// optimizer does after an update.
+func (l *Layer) ApplyConstraints() error {
+	h, err := l.write()
+	if err != nil {
+		return err
+	}
+	err = h.Apply_constraints()
+	l.writeDone()
+	return err
+}
+
+// ---------------------------------------------------------------------------------------------
+// State
+// ---------------------------------------------------------------------------------------------
+
+// State is the h (and c) of a batch of streams, advanced by Layer.ForwardState. Many states can
+// be stepped concurrently against one layer.
+type State struct {
+	mu        sync.Mutex
+	h         recurswig.SwigcptrState
+	numStates int
+	batch     int
+	units     int
+}
+
+// NewState creates a zero state of batch streams shaped for layer (the layer is only read; the
+// state does not reference it afterwards).
+func NewState(layer *Layer, batch int) (*State, error) {
+	lh, err := layer.read()
+	if err != nil {
+		return nil, err
+	}
+	h := recurswig.StateCreate(lh, clampInt32(batch), &err)
+	layer.readDone()
+	if err != nil {
+		return nil, err
+	}
+	s := &State{h: recurswig.SwigcptrState(h.Swigcptr())}
+	var ns, b, u int32
+	if err := s.h.Shape(&ns, &b, &u); err != nil {
+		recurswig.DeleteState(s.h)
+		return nil, err
+	}
+	s.numStates, s.batch, s.units = int(ns), int(b), int(u)
+	runtime.SetFinalizer(s, (*State).Close)
+	return s, nil
+}
+
+// Close frees the state. It is idempotent.
+func (s *State) Close() error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	if s.h != 0 {
+		recurswig.DeleteState(s.h)
+		s.h = 0
+	}
+	s.mu.Unlock()
+	runtime.SetFinalizer(s, nil)
+	return nil
+}
+
+func (s *State) lock() (recurswig.SwigcptrState, error) {
+	if s == nil {
+		return 0, closedError("state")
+	}
+	s.mu.Lock()
+	if s.h == 0 {
+		s.mu.Unlock()
+		return 0, closedError("state")
+	}
+	return s.h, nil
+}
+
+func (s *State) unlock() { s.mu.Unlock(); runtime.KeepAlive(s) }
+
+// Shape is the number of state tensors, the batch and the units.
+func (s *State) Shape() (numStates, batch, units int, err error) {
+	if _, err := s.lock(); err != nil {
+		return 0, 0, 0, err
+	}
+	numStates, batch, units = s.numStates, s.batch, s.units
+	s.unlock()
+	return numStates, batch, units, nil
+}
+
+// Len is numStates*batch*units, the length of Get's and Set's slices (0 once closed).
+func (s *State) Len() int {
+	ns, b, u, _ := s.Shape()
+	return ns * b * u
+}
+
+// Get copies the states out: numStates x (batch, units), concatenated.
+func (s *State) Get(out []float32) error {
+	h, err := s.lock()
+	if err != nil {
+		return err
+	}
+	err = h.Get(out, len(out))
+	s.unlock()
+	return err
+}
+
+// Values returns the states in a new slice.
+func (s *State) Values() ([]float32, error) {
+	out := make([]float32, s.Len())
+	if err := s.Get(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Set sets the states (numStates x (batch, units) concatenated) and starts a new stream.
+func (s *State) Set(values []float32) error {
+	h, err := s.lock()
+	if err != nil {
+		return err
+	}
+	err = h.Set(values, len(values), s.numStates)
+	s.unlock()
+	return err
+}
+
+// Reset zero-fills the states and starts a new stream.
+func (s *State) Reset() error {
+	h, err := s.lock()
+	if err != nil {
+		return err
+	}
+	err = h.Reset()
+	s.unlock()
+	return err
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model
+// ---------------------------------------------------------------------------------------------
+
+// ModelInfo describes a Keras model file.
+type ModelInfo struct {
+	Dialect          Dialect
+	KerasVersion     string // as the file records it
+	NumLayers        int    // entries of the model config, InputLayer included
+	Runnable         bool   // Run can run the whole chain
+	Unsupported      string // why not ("" if runnable)
+	InputSize        int    // features per timestep (1: token ids for an Embedding)
+	TakesTokenIDs    bool   // the first layer is an Embedding
+	OutputSize       int    // last axis of each output
+	ReturnsSequences bool   // outputs are (B, T, OutputSize), else (B, OutputSize)
+	NumOutputs       int    // 2 for a final Bidirectional with merge_mode=None, else 1
+}
+
+// ModelLayer describes one layer of a model file.
+type ModelLayer struct {
+	Name       string
+	ClassName  string
+	ConfigJSON string // the layer's entry in the model config
+	InputSize  int    // last input axis, 0 if unknown
+	OutputSize int    // last output axis, 0 if unknown
+	Recurrent  bool   // Model.Layer can return it
+}
+
+// Model is a Keras model file (.keras zip or legacy .h5).
+type Model struct {
+	mu       sync.RWMutex
+	h        recurswig.SwigcptrModel
+	info     ModelInfo
+	stateful bool // Run changes the model (stateful layers): serialize it
+}
+
+// OpenModel opens a Keras model file as it is (.keras from Keras 3 / tf.keras >= 2.13, or a
+// legacy .h5). Layers recur cannot run do not fail the open; Run reports them.
+func OpenModel(path string) (*Model, error) {
+	var err error
+	h := recurswig.ModelOpen(path, &err)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{h: recurswig.SwigcptrModel(h.Swigcptr())}
+	ni := recurswig.NewModelInfo()
+	if err := m.h.Get_info(ni); err != nil {
+		recurswig.DeleteModelInfo(ni)
+		recurswig.DeleteModel(m.h)
+		return nil, err
+	}
+	m.info = ModelInfo{
+		Dialect: Dialect(ni.GetDialect()), KerasVersion: ni.GetKeras_version(), NumLayers: ni.GetNum_layers(),
+		Runnable: ni.GetRunnable() != 0, Unsupported: ni.GetUnsupported(), InputSize: ni.GetInput_size(),
+		TakesTokenIDs: ni.GetTakes_token_ids() != 0, OutputSize: ni.GetOutput_size(),
+		ReturnsSequences: ni.GetReturns_sequences() != 0, NumOutputs: ni.GetNum_outputs(),
+	}
+	recurswig.DeleteModelInfo(ni)
+	for i := 0; i < m.info.NumLayers; i++ {
+		var name, class, config string
+		var in, out, rec int32
+		if m.h.Layer(i, &name, &class, &config, &in, &out, &rec) == nil && rec != 0 &&
+			strings.Contains(strings.ReplaceAll(config, " ", ""), `"stateful":true`) {
+			m.stateful = true
+		}
+	}
+	runtime.SetFinalizer(m, (*Model).Close)
+	return m, nil
+}
+
+// Close frees the model. It is idempotent; layers taken from it stay valid.
+func (m *Model) Close() error {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	if m.h != 0 {
+		recurswig.DeleteModel(m.h)
+		m.h = 0
+	}
+	m.mu.Unlock()
+	runtime.SetFinalizer(m, nil)
+	return nil
+}
+
+func (m *Model) read() (recurswig.SwigcptrModel, error) {
+	if m == nil {
+		return 0, closedError("model")
+	}
+	m.mu.RLock()
+	if m.h == 0 {
+		m.mu.RUnlock()
+		return 0, closedError("model")
+	}
+	return m.h, nil
+}
+
+func (m *Model) readDone() { m.mu.RUnlock(); runtime.KeepAlive(m) }
+
+// Info describes the model.
+func (m *Model) Info() (ModelInfo, error) {
+	if _, err := m.read(); err != nil {
+		return ModelInfo{}, err
+	}
+	info := m.info
+	m.readDone()
+	return info, nil
+}
+
+// LayerAt describes layer index (0 <= index < Info().NumLayers).
+func (m *Model) LayerAt(index int) (ModelLayer, error) {
+	h, err := m.read()
+	if err != nil {
+		return ModelLayer{}, err
+	}
+	var ml ModelLayer
+	var in, out, rec int32
+	err = h.Layer(clampInt32(index), &ml.Name, &ml.ClassName, &ml.ConfigJSON, &in, &out, &rec)
+	m.readDone()
+	if err != nil {
+		return ModelLayer{}, err
+	}
+	ml.InputSize, ml.OutputSize, ml.Recurrent = int(in), int(out), rec != 0
+	return ml, nil
+}
+
+// Layer returns a new, independent layer with the config and weights of the recurrent layer
+// name (for a Bidirectional, "<name>/forward" or "<name>/backward"). Close it when done.
+func (m *Model) Layer(name string) (*Layer, error) {
+	h, err := m.read()
+	if err != nil {
+		return nil, err
+	}
+	lh := h.Get_layer(name, &err)
+	m.readDone()
+	if err != nil {
+		return nil, err
+	}
+	return newLayer(lh)
+}
+
+// OutputLength is the number of floats Run writes for batch sequences of timesteps steps.
+func (m *Model) OutputLength(batch, timesteps int) (int, error) {
+	h, err := m.read()
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	err = h.Output_length(clampInt32(batch), clampInt32(timesteps), &n)
+	m.readDone()
+	return int(n), err
+}
+
+// Run runs the model's chain of layers: input (B, T, InputSize) floats (token ids as floats
+// when the model starts with an Embedding), mask nil or (B, T), output OutputLength(B, T)
+// floats. Concurrent Runs on one model proceed in parallel, unless the model holds stateful
+// layers (whose states a run changes): then the binding runs them one at a time.
+func (m *Model) Run(input []float32, batch, timesteps int, mask []byte, output []float32) error {
+	if m != nil && m.stateful {
+		m.mu.Lock()
+		defer func() { m.mu.Unlock(); runtime.KeepAlive(m) }()
+		if m.h == 0 {
+			return closedError("model")
+		}
+		return m.h.Run(input, len(input), clampInt32(batch), clampInt32(timesteps), mask, len(mask), output,
+			len(output))
+	}
+	h, err := m.read()
+	if err != nil {
+		return err
+	}
+	err = h.Run(input, len(input), clampInt32(batch), clampInt32(timesteps), mask, len(mask), output, len(output))
+	m.readDone()
+	return err
+}
+
+// Predict is Run with an output slice it allocates.
+func (m *Model) Predict(input []float32, batch, timesteps int, mask []byte) ([]float32, error) {
+	n, err := m.OutputLength(batch, timesteps)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, n)
+	if err := m.Run(input, batch, timesteps, mask, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

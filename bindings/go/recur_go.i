@@ -1,0 +1,244 @@
+/*
+ * Go idioms for bindings/recur.i (included before the classes).
+ *
+ * SWIG writes this wrapper into an internal package (recur.dev/recur/internal/recurswig), so the
+ * generated, SWIG-shaped API is not importable by users; the public package recur.dev/recur is
+ * hand-written Go on top of it (bindings/go/recur.go).
+ *
+ * - recur_rc (a status) becomes `error`. The C wrapper reads recur_last_error() INSIDE the same
+ *   cgo call as the failing function, so the message always comes from the OS thread that
+ *   failed, even though a goroutine can move between threads between two cgo calls. On success
+ *   nothing is allocated and no second cgo call is made; on failure the wrapper returns
+ *   "<status>\n<message>" in malloc'd memory that the Go side copies and frees. No panic is ever
+ *   raised (and certainly never from inside a C++ catch block).
+ * - Tensor pointers become Go slices, passed without a copy: C gets the slice's own backing
+ *   array (the length is its own argument, always len(slice) from the hand-written package). recur never keeps a pointer after a call, and float32/uint8
+ *   slices hold no Go pointers, so this satisfies cgo's pointer rules (checked with
+ *   GODEBUG=cgocheck=2). A nil slice passes NULL, which is what the C ABI wants for "no mask",
+ *   "no initial state" and "no final state".
+ * - Scalar out-parameters become Go pointers (*int32, *int64, *uint64), strings returned through
+ *   `const char **` become *string (copied into Go memory in the same call).
+ */
+
+%{
+#include <stdio.h>
+
+/* "" (no allocation) for RECUR_OK; "<status>\n<message>" in malloc'd memory otherwise. The
+ * message is read here, on the thread that just failed. */
+static _gostring_ recur_go_status(recur_status st) {
+  _gostring_ r;
+  r.p = NULL;
+  r.n = 0;
+  if (st != RECUR_OK) {
+    const char *msg = recur_last_error();
+    size_t n = strlen(msg);
+    char *p = (char *)malloc(n + 16);
+    if (p) {
+      int k = sprintf(p, "%d\n", (int)st);
+      memcpy(p + k, msg, n);
+      r.p = p;
+      r.n = (intgo)(k + n);
+    } else {
+      /* Still report the failure: a 1-byte static string means "out of memory" (a real
+       * message is at least "-1\n"), and the Go side does not free it. */
+      static char oom[] = "!";
+      r.p = oom;
+      r.n = 1;
+    }
+  }
+  return r;
+}
+%}
+
+/* ---- status -> error ---------------------------------------------------------------------- */
+%typemap(gotype) recur_rc "error"
+%typemap(imtype) recur_rc "string"
+%typemap(out) recur_rc %{ $result = recur_go_status((recur_status)$1); %}
+%typemap(goout) recur_rc %{ $result = statusError($1) %}
+/* The factories' status out-parameter: *recur_rc in C, *error in Go. */
+%typemap(gotype) recur_rc *st "*error"
+%typemap(imtype) recur_rc *st "*string"
+%typemap(in) recur_rc *st (recur_rc temp) %{ temp = RECUR_OK; $1 = &temp; %}
+%typemap(argout) recur_rc *st %{ *$input = recur_go_status((recur_status)temp$argnum); %}
+%typemap(goin) recur_rc *st %{ var swig_st_$1 string
+  $result = &swig_st_$1 %}
+%typemap(goargout) recur_rc *st %{ *$1 = statusError(*$input) %}
+
+%insert(go_wrapper) %{
+// Error is the error of a failed recur call: the C ABI's status (one of the ERR_* constants)
+// and the library's message, read on the OS thread that failed.
+type Error struct {
+	Status int
+	Msg    string
+}
+
+func (e *Error) Error() string {
+	return "recur: " + StatusString(e.Status) + ": " + e.Msg
+}
+
+// StatusString names a status code, like recur_status_string.
+func StatusString(status int) string {
+	switch status {
+	case 0:
+		return "ok"
+	case -1:
+		return "invalid argument"
+	case -2:
+		return "shape mismatch"
+	case -3:
+		return "unsupported"
+	case -4:
+		return "parse error"
+	case -5:
+		return "invalid state"
+	case -6:
+		return "out of memory"
+	case -7:
+		return "I/O error"
+	case -100:
+		return "internal error"
+	}
+	return "status " + itoa(status)
+}
+
+func itoa(v int) string {
+	neg := v < 0
+	if neg {
+		v = -v
+	}
+	var b [24]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			break
+		}
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}
+
+type swigGoString struct {
+	p uintptr
+	n int
+}
+
+// statusError turns the wrapper's status string into nil or an *Error, copying the C memory
+// and freeing it. The empty string (success) allocated nothing.
+func statusError(s string) error {
+	if len(s) == 0 {
+		return nil
+	}
+	if len(s) == 1 {
+		return &Error{Status: -6, Msg: "out of memory while reporting an error"}
+	}
+	raw := *(*swigGoString)(unsafe.Pointer(&s))
+	msg := string((*[1 << 30]byte)(unsafe.Pointer(raw.p))[:raw.n:raw.n])
+	Swig_free(raw.p)
+	status, i := 0, 0
+	neg := false
+	if i < len(msg) && msg[i] == '-' {
+		neg = true
+		i++
+	}
+	for i < len(msg) && msg[i] >= '0' && msg[i] <= '9' {
+		status = status*10 + int(msg[i]-'0')
+		i++
+	}
+	if neg {
+		status = -status
+	}
+	if i < len(msg) && msg[i] == '\n' {
+		i++
+	}
+	return &Error{Status: status, Msg: msg[i:]}
+}
+%}
+
+/* ---- slices ------------------------------------------------------------------------------- */
+/* A tensor argument is a Go slice passed as an unsafe.Pointer to its first element (nil for an
+ * empty slice, which the C ABI reads as NULL), next to its length argument, which the
+ * hand-written package always passes as len(slice). Not SWIG's _goslice_ struct: cgo checks
+ * struct arguments that hold pointers by converting them to interface{}, which allocates on every
+ * call; an unsafe.Pointer argument is checked without allocating, so a steady-state step
+ * allocates nothing. */
+%define RECUR_GO_SLICE(CTYPE, GOTYPE, NAMES...)
+%typemap(gotype) CTYPE *SLICEPTR "GOTYPE"
+%typemap(imtype) CTYPE *SLICEPTR "unsafe.Pointer"
+%typemap(goin) CTYPE *SLICEPTR %{ $result = nil
+  if len($input) > 0 {
+    $result = unsafe.Pointer(&$input[0])
+  } %}
+%typemap(in) CTYPE *SLICEPTR %{ $1 = ($1_ltype)$input; %}
+%apply CTYPE *SLICEPTR { NAMES };
+%enddef
+
+RECUR_GO_SLICE(const float, []float32, const float *input, const float *initial_state, const float *states)
+RECUR_GO_SLICE(float, []float32, float *output, float *final_state)
+RECUR_GO_SLICE(const uint8_t, []byte, const uint8_t *mask)
+
+/* Lengths and counts as Go ints. */
+%apply int { size_t input_len, size_t initial_state_len, size_t states_len, size_t output_len,
+             size_t final_state_len, size_t mask_len };
+
+/* The state argument of the step, as the concrete handle type: passing SWIG's State interface
+ * would box the handle (an allocation per call). */
+%typemap(gotype) RecurState *state "SwigcptrState"
+%typemap(imtype) RecurState *state "uintptr"
+%typemap(goin) RecurState *state %{ $result = uintptr($input) %}
+
+/* ---- scalar out-parameters ---------------------------------------------------------------- */
+%define RECUR_GO_OUT(CTYPE, GOTYPE, NAMES...)
+%typemap(gotype) CTYPE *OUTVAL "*GOTYPE"
+%typemap(imtype) CTYPE *OUTVAL "*GOTYPE"
+%typemap(in) CTYPE *OUTVAL (CTYPE temp) %{ temp = 0; $1 = &temp; %}
+%typemap(argout) CTYPE *OUTVAL %{ if ($input) *$input = temp$argnum; %}
+%apply CTYPE *OUTVAL { NAMES };
+%enddef
+
+RECUR_GO_OUT(int32_t, int32, int32_t *count, int32_t *ndims, int32_t *num_states, int32_t *batch,
+             int32_t *units, int32_t *input_size, int32_t *output_size, int32_t *recurrent)
+RECUR_GO_OUT(int64_t, int64, int64_t *dim0, int64_t *dim1)
+RECUR_GO_OUT(size_t, uint64, size_t *out_len, size_t *len)
+
+/* const char ** (names owned by the library): copied into a Go string in the same call. */
+%typemap(gotype) const char **OUTSTR "*string"
+%typemap(imtype) const char **OUTSTR "*string"
+%typemap(in) const char **OUTSTR (const char *temp) %{ temp = NULL; $1 = ($1_ltype)&temp; %}
+%typemap(argout, fragment="AllocateString") const char **OUTSTR
+%{ if ($input) *$input = Swig_AllocateString(temp$argnum ? temp$argnum : "", temp$argnum ? strlen(temp$argnum) : 0); %}
+%typemap(goin) const char **OUTSTR %{ var swig_s_$1 string
+  $result = &swig_s_$1 %}
+%typemap(goargout, fragment="CopyString") const char **OUTSTR %{ if $1 != nil {
+    *$1 = swigCopyString(*$input)
+  } else {
+    swigCopyString(*$input)
+  } %}
+%apply const char **OUTSTR { const char **name, const char **class_name, const char **config_json };
+
+/* Optional strings: Go has no nil string, so "" passes NULL (the C ABI's "default"). */
+%typemap(in) const char *OPTSTR %{
+  $1 = NULL;
+  if ($input.n > 0) {
+    $1 = ($1_ltype)malloc($input.n + 1);
+    if ($1) {
+      memcpy($1, $input.p, $input.n);
+      $1[$input.n] = '\0';
+    }
+  }
+%}
+%typemap(freearg) const char *OPTSTR %{ free($1); %}
+%apply const char *OPTSTR { const char *keras_version, const char *v };
+
+/* Naming: the generated package is internal; keep its names close to the C ones. */
+%rename(LayerOptions) RecurLayerOptions;
+%rename(Layer) RecurLayer;
+%rename(State) RecurState;
+%rename(Model) RecurModel;
+%rename(LayerInfo) recur_layer_info;
+%rename(ModelInfo) recur_model_info;
