@@ -23,6 +23,7 @@ using Code = Error::Code;
 
 constexpr std::uint64_t kMaxJsonBytes = std::uint64_t(1) << 26;     // config.json / metadata.json
 constexpr std::uint64_t kMaxWeightsBytes = std::uint64_t(1) << 32;  // model.weights.h5
+constexpr std::uint64_t kMaxModelFloats = std::uint64_t(1) << 28;   // all weights of a model
 
 enum class NodeKind { masking, embedding, recurrent, bidirectional, dropout, dense, activation, unsupported };
 
@@ -61,7 +62,7 @@ json parse_json(const std::string& text, const std::string& where) {
   try {
     return json::parse(text);
   } catch (const json::exception& e) {
-    fail(Code::io, where, ": malformed JSON (", e.what(), ")");
+    fail(Code::io, where, ": malformed JSON (", io::printable(e.what()), ")");
   }
 }
 
@@ -99,6 +100,26 @@ int last_dim(const json& shape) {
   return d.is_number_integer() ? d.get<int>() : 0;
 }
 
+// The floats a node's weights hold. Stored datasets may hold at most twice that (a CuDNN LSTM
+// bias is twice the native one): anything larger is rejected before it is read.
+std::uint64_t node_floats(const Node& n) {
+  std::uint64_t total = static_cast<std::uint64_t>(n.table.size()) + static_cast<std::uint64_t>(n.bias.size());
+  if (n.forward) total += n.forward->weights_size();
+  if (n.backward) total += n.backward->weights_size();
+  return total;
+}
+std::uint64_t read_budget(const Node& n) { return 2 * node_floats(n) + 16; }
+
+// An integer config value; 0 (rejected by the callers) if it is missing, not an integer or out of
+// int range (json's value<int> would convert 1e30 with undefined behaviour).
+int int_of(const json& cfg, const char* key) {
+  if (!cfg.contains(key) || !cfg[key].is_number_integer()) return 0;
+  const json& v = cfg[key];
+  if (v.is_number_unsigned()) return v.get<std::uint64_t>() > 2147483647u ? 0 : static_cast<int>(v.get<std::uint64_t>());
+  const std::int64_t x = v.get<std::int64_t>();
+  return x < -2147483647 || x > 2147483647 ? 0 : static_cast<int>(x);
+}
+
 std::string activation_of(const json& cfg) {
   if (!cfg.contains("activation") || cfg["activation"].is_null()) return "linear";
   if (!cfg["activation"].is_string())
@@ -123,7 +144,7 @@ struct Model::Impl {
   void configure(Node& n, int in_size, bool last);
   void load_legacy_weights(const io::H5File& h5);
   void load_keras_weights(const io::H5File& h5, bool sequential);
-  void assign(Node& n, std::vector<StoredWeight> weights, bool legacy);
+  void assign(Node& n, std::vector<StoredWeight> weights, bool legacy, const std::string& object);
   void forward_chain(const float* x, Index B, Index T, const std::uint8_t* mask, float* out) const;
 };
 
@@ -147,7 +168,7 @@ void Model::Impl::configure(Node& n, int in_size, bool last) {
     n.info.output_size = in_size;
   } else if (cls == "Embedding") {
     n.kind = NodeKind::embedding;
-    const int input_dim = cfg.value("input_dim", 0), output_dim = cfg.value("output_dim", 0);
+    const int input_dim = int_of(cfg, "input_dim"), output_dim = int_of(cfg, "output_dim");
     if (input_dim <= 0 || output_dim <= 0 || static_cast<double>(input_dim) * output_dim > double(1 << 28))
       fail(Code::invalid_argument, "Embedding: input_dim and output_dim must be positive and fit 1 GiB");
     n.mask_zero = cfg.value("mask_zero", false);
@@ -189,7 +210,7 @@ void Model::Impl::configure(Node& n, int in_size, bool last) {
                                 cfg["layer"].value("class_name", std::string()) == "Dense")) {
     n.kind = NodeKind::dense;
     const json& dc = cls == "Dense" ? cfg : cfg["layer"].at("config");
-    const int units = dc.value("units", 0);
+    const int units = int_of(dc, "units");
     if (units <= 0 || in_size <= 0 || static_cast<double>(units) * in_size > double(1 << 28))
       fail(Code::invalid_argument, cls, ": units must be positive and the kernel must fit 1 GiB");
     n.use_bias = dc.value("use_bias", true);
@@ -282,6 +303,8 @@ void Model::Impl::build(const json& model_config) {
   // excludes a Sequential's InputLayer.
   std::map<std::string, int> used;
   std::map<std::string, int> out_size;  // layer name -> size of its output's last axis
+  std::map<std::string, json> input_shapes;  // InputLayer name -> its batch shape
+  std::uint64_t total_floats = 0;
   for (std::size_t i = 0; i < order.size(); ++i) {
     const json& e = *order[i];
     Node n;
@@ -311,13 +334,29 @@ void Model::Impl::build(const json& model_config) {
       size = shape_size(e["build_config"]["input_shape"]);
     }
     if (n.info.class_name == "Embedding") size = 1;
+    // A stateful layer whose entry records no input shape (Keras 3's legacy .h5 drops
+    // build_config) gets its batch size from the Input(batch_shape=...) that feeds it, as Keras's
+    // functional rebuild does.
+    if (is_input) {
+      const json& ic = e["config"];
+      input_shapes[n.info.name] = ic.contains("batch_shape") ? ic["batch_shape"] : ic.value("batch_input_shape", json());
+    } else if (pred.count(n.info.name) && input_shapes.count(pred[n.info.name]) &&
+               e["config"].value("stateful", json(false)) == json(true) && !e["config"].contains("batch_input_shape") &&
+               !(e.contains("build_config") && e["build_config"].is_object() &&
+                 e["build_config"].contains("input_shape"))) {
+      n.entry["build_config"] = json{{"input_shape", input_shapes[pred[n.info.name]]}};
+    }
     if (is_input) {
       n.info.input_size = n.info.output_size = size;
       n.kind = NodeKind::dropout;  // passes its input through
     } else {
       try {
         if (size <= 0) fail(Code::unsupported, "the input size is not known");
-        configure(n, size, i + 1 == order.size());
+        try {
+          configure(n, size, i + 1 == order.size());
+        } catch (const json::exception& je) {
+          fail(Code::invalid_argument, "config: ", io::printable(je.what()));
+        }
       } catch (const Error& err) {
         n.kind = NodeKind::unsupported;
         n.info.supported = false;
@@ -332,6 +371,11 @@ void Model::Impl::build(const json& model_config) {
         unsupported = "layer " + n.info.class_name + " '" + n.info.name + "': " + n.chain_issue;
     }
     out_size[n.info.name] = n.info.output_size;
+    // Each weight is bounded (1 GiB); so is the whole model, before the next layer allocates.
+    total_floats += node_floats(n);
+    if (total_floats > kMaxModelFloats)
+      fail(Code::io, path, ": model_config: the layers up to '", io::printable(n.info.name), "' hold more than ",
+           kMaxModelFloats, " weights (1 GiB), the most recur loads");
     nodes.push_back(std::move(n));
   }
   // The model's input: the first layer's input (token ids when it is an Embedding).
@@ -344,8 +388,8 @@ void Model::Impl::build(const json& model_config) {
   for (const auto& n : nodes) infos.push_back(n.info);
 }
 
-void Model::Impl::assign(Node& n, std::vector<StoredWeight> w, bool legacy) {
-  const std::string where = path + ": " + n.info.name;
+void Model::Impl::assign(Node& n, std::vector<StoredWeight> w, bool legacy, const std::string& object) {
+  const std::string where = path + ": " + object + " (layer '" + io::printable(n.info.name) + "')";
   for (const auto& sw : w)
     for (float v : sw.data)
       if (!std::isfinite(v)) fail(Code::io, path, ": ", io::printable(sw.path), ": non-finite weight value");
@@ -353,7 +397,7 @@ void Model::Impl::assign(Node& n, std::vector<StoredWeight> w, bool legacy) {
     if (sw.shape != shape) {
       std::vector<Index> a(sw.shape.begin(), sw.shape.end()), b(shape.begin(), shape.end());
       fail(Code::io, path, ": ", io::printable(sw.path), ": shape ", shape_string(a), " does not fit layer '",
-           n.info.name, "' (expected ", shape_string(b), ")");
+           io::printable(n.info.name), "' (expected ", shape_string(b), ")");
     }
   };
   auto count = [&](std::size_t want) {
@@ -405,8 +449,12 @@ void Model::Impl::assign(Node& n, std::vector<StoredWeight> w, bool legacy) {
             const bool ok = (source == "CuDNNGRU" && target == "GRU(reset_after=True)") ||
                             (source == "GRU(reset_after=True)" && target == "CuDNNGRU") ||
                             (source == "CuDNNLSTM" && target == "LSTM") || (source == "LSTM" && target == "CuDNNLSTM");
-            if (!ok) fail(Code::io, where, ": ", source, " is not compatible with ", target);
+            if (!ok)
+              fail(Code::io, path, ": ", io::printable(mine[2].path), ": ", source, " is not compatible with ", target,
+                   " (layer '", io::printable(n.info.name), "' cannot take this bias layout)");
             const bool to_native = source.rfind("CuDNN", 0) == 0;
+            if (!to_native)  // the stored bias must be exactly the native one before it is converted
+              expect(mine[2], c.is_gru() ? std::vector<std::int64_t>{2, G * u} : std::vector<std::int64_t>{G * u});
             expect(mine[0], {c.input_size, G * u});
             expect(mine[1], {u, G * u});
             RowMatrix k = Eigen::Map<RowMatrix>(mine[0].data.data(), c.input_size, G * u);
@@ -458,24 +506,28 @@ void Model::Impl::load_legacy_weights(const io::H5File& h5) {
       fail(Code::io, path, ": /", io::printable(lg), ": missing the weights of layer '", io::printable(n.info.name),
            "' (the config and the weights disagree)");
     std::vector<StoredWeight> w;
+    std::uint64_t budget = read_budget(n);  // no more than the layer can hold is ever read
     for (const std::string& wn : h5.attribute_strings(lg, "weight_names")) {
       StoredWeight sw;
       sw.path = "/" + lg + "/" + wn;
-      sw.data = h5.read_floats(lg + "/" + wn, sw.shape);
+      sw.data = h5.read_floats(lg + "/" + wn, sw.shape, budget);
+      budget -= std::min<std::uint64_t>(budget, std::max<std::size_t>(sw.data.size(), 1));
       w.push_back(std::move(sw));
     }
-    assign(n, std::move(w), true);
+    assign(n, std::move(w), true, "/" + lg);
   }
 }
 
 void Model::Impl::load_keras_weights(const io::H5File& h5, bool) {
+  std::uint64_t budget = 0;  // what the current node can hold: no more is ever read
   auto vars = [&](const std::string& object) {
     std::vector<StoredWeight> w;
     const std::string base = object + "/vars";
     for (int i = 0; h5.exists(base + "/" + std::to_string(i)); ++i) {
       StoredWeight sw;
       sw.path = "model.weights.h5:/" + base + "/" + std::to_string(i);
-      sw.data = h5.read_floats(base + "/" + std::to_string(i), sw.shape);
+      sw.data = h5.read_floats(base + "/" + std::to_string(i), sw.shape, budget);
+      budget -= std::min<std::uint64_t>(budget, sw.data.size());
       w.push_back(std::move(sw));
       if (i > 64) break;
     }
@@ -488,22 +540,24 @@ void Model::Impl::load_keras_weights(const io::H5File& h5, bool) {
     return w;
   };
   for (Node& n : nodes) {
+    budget = read_budget(n);
+    const std::string object = "model.weights.h5:/" + n.file_path;
     switch (n.kind) {
       case NodeKind::embedding:
       case NodeKind::dense: {
         const std::string obj = n.info.class_name == "TimeDistributed" ? n.file_path + "/layer" : n.file_path;
         if (!h5.is_group(obj)) fail(Code::io, path, ": model.weights.h5:/", obj, ": missing (config and weights disagree)");
-        assign(n, vars(obj), false);
+        assign(n, vars(obj), false, "model.weights.h5:/" + obj);
         break;
       }
       case NodeKind::recurrent:
-        assign(n, rnn_vars(n.file_path), false);
+        assign(n, rnn_vars(n.file_path), false, object);
         break;
       case NodeKind::bidirectional: {
         std::vector<StoredWeight> w = rnn_vars(n.file_path + "/forward_layer");
         std::vector<StoredWeight> b = rnn_vars(n.file_path + "/backward_layer");
         for (auto& x : b) w.push_back(std::move(x));
-        assign(n, std::move(w), false);
+        assign(n, std::move(w), false, object);
         break;
       }
       default:
@@ -529,6 +583,9 @@ Model Model::open(const std::string& path) {
            "' (recur reads files from Keras 2 and Keras 3)");
     impl->dialect = DialectInfo::parse(v[0] == '2' ? Dialect::keras2 : Dialect::keras3, v);
   };
+  // A config entry of the wrong JSON type (e.g. a layer name that is a number) throws json's own
+  // exceptions: report them as a problem of this file, not as an internal error.
+  try {
   if (std::memcmp(sig, "\x89HDF\r\n\x1a\n", 8) == 0) {
     const io::H5File h5 = io::H5File::open_path(path);
     if (!h5.has_attribute("", "model_config"))
@@ -556,6 +613,9 @@ Model Model::open(const std::string& path) {
     impl->load_keras_weights(h5, model_config.value("class_name", std::string()) == "Sequential");
   } else {
     fail(Code::io, path, ": neither a .keras (zip) nor an .h5 (HDF5) file");
+  }
+  } catch (const json::exception& e) {
+    fail(Code::io, path, ": model_config: unexpected JSON (", io::printable(e.what()), ")");
   }
   return Model(std::move(impl));
 }

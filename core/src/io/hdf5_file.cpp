@@ -1,5 +1,6 @@
 #include "hdf5_file.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -87,7 +88,10 @@ H5File::~H5File() {
 }
 
 void H5File::fail_at(const std::string& path, const std::string& problem) const {
-  fail(Code::io, name_, ": ", printable(normalise(path)), ": ", problem);
+  // Absolute object paths, written as the model loader writes them ("file.h5: /a/b",
+  // "x.keras: model.weights.h5:/a/b" for an image).
+  const std::string p = path.empty() || path[0] != '/' ? "/" + path : path;
+  fail(Code::io, name_, image_.empty() ? ": " : ":", printable(p), ": ", problem);
 }
 
 H5File H5File::open_path(const std::string& path) {
@@ -220,7 +224,9 @@ std::string H5File::attribute_string(const std::string& object, const std::strin
   return v[0];
 }
 
-std::vector<float> H5File::read_floats(const std::string& path, std::vector<std::int64_t>& shape) const {
+std::vector<float> H5File::read_floats(const std::string& path, std::vector<std::int64_t>& shape,
+                                       std::uint64_t max_elements) const {
+  max_elements = std::min(max_elements, kMaxElements);
   if (!is_dataset(path)) fail_at(path, "missing dataset");
   Handle d(H5Dopen2(file_, normalise(path).c_str(), H5P_DEFAULT));
   if (!d.ok()) fail_at(path, "the dataset cannot be opened");
@@ -236,8 +242,16 @@ std::vector<float> H5File::read_floats(const std::string& path, std::vector<std:
   std::uint64_t n = 1;
   shape.clear();
   for (int i = 0; i < rank; ++i) {
-    if (dims[i] > kMaxElements || n * dims[i] > kMaxElements)
-      fail_at(path, "the dataset declares more than 268435456 elements");
+    if (dims[i] > max_elements || n * dims[i] > max_elements) {
+      std::string declared;
+      for (int k = 0; k < rank; ++k) declared += (k ? ", " : "") + std::to_string(dims[k]);
+      if (max_elements < kMaxElements)
+        fail_at(path, "the dataset declares shape (" + declared + "), more values than its layer has room for (" +
+                          std::to_string(max_elements) + " left): the file holds more or larger weights than the "
+                          "config needs");
+      fail_at(path, "the dataset declares shape (" + declared + "), more than the " + std::to_string(kMaxElements) +
+                        " elements recur accepts");
+    }
     n *= dims[i];
     shape.push_back(static_cast<std::int64_t>(dims[i]));
   }

@@ -294,8 +294,12 @@ int get_int(const json& cfg, const char* key, int fallback) {
     return static_cast<int>(x);
   }
   // Keras writes integral floats in some configs (e.g. units=8.0 after arithmetic).
-  if (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<long long>(v.get<double>())))
-    return static_cast<int>(v.get<double>());
+  // (Range first: converting an out-of-range double to an integer is undefined behaviour.)
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (d >= -2147483648.0 && d <= 2147483647.0 && d == static_cast<double>(static_cast<int>(d)))
+      return static_cast<int>(d);
+  }
   fail(Code::invalid_argument, key, ": expected an integer, got ", v.dump());
 }
 

@@ -2,6 +2,8 @@
 
 #include <zip.h>
 
+#include <algorithm>
+
 #include "recur/error.hpp"
 
 namespace recur::io {
@@ -42,18 +44,26 @@ std::vector<char> ZipArchive::read(const std::string& member, std::uint64_t max_
          " allowed");
   zip_file_t* f = zip_fopen(archive_, member.c_str(), 0);
   if (!f) fail(Error::Code::io, path_, ": ", member, ": cannot be opened (", zip_strerror(archive_), ")");
-  std::vector<char> data(static_cast<std::size_t>(st.size));
+  // Grow the buffer as data really arrives: the declared size is only an upper bound, so a small
+  // hostile archive cannot make recur allocate max_bytes up front.
+  std::vector<char> data;
   std::uint64_t got = 0;
   while (got < st.size) {
-    const zip_int64_t n = zip_fread(f, data.data() + got, st.size - got);
+    const std::uint64_t step = std::min<std::uint64_t>(st.size - got, std::uint64_t(1) << 20);
+    data.resize(static_cast<std::size_t>(got + step));
+    const zip_int64_t n = zip_fread(f, data.data() + got, step);
     if (n <= 0) break;
     got += static_cast<std::uint64_t>(n);
   }
+  data.resize(static_cast<std::size_t>(got));
   // One more read must hit the end: a member longer than declared is corrupt.
   char extra = 0;
   const zip_int64_t tail = got == st.size ? zip_fread(f, &extra, 1) : -1;
   const std::string why = zip_file_strerror(f);
   zip_fclose(f);
+  if (got != st.size && why == "No error")
+    fail(Error::Code::io, path_, ": ", member, ": truncated or corrupt (it holds ", got, " bytes, its header declares ",
+         st.size, ")");
   if (got != st.size || tail != 0)
     fail(Error::Code::io, path_, ": ", member, ": truncated or corrupt (", why, ")");
   return data;
