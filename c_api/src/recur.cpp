@@ -54,17 +54,19 @@ class Registry {
   std::unordered_set<const void*> live_;
 };
 
+// Never destroyed: handles may be destroyed during static destruction or from finalizers at
+// exit, after a function-local static registry would already be gone.
 Registry& layers() {
-  static Registry r;
-  return r;
+  static Registry* r = new Registry;
+  return *r;
 }
 Registry& states() {
-  static Registry r;
-  return r;
+  static Registry* r = new Registry;
+  return *r;
 }
 Registry& models() {
-  static Registry r;
-  return r;
+  static Registry* r = new Registry;
+  return *r;
 }
 
 recur_status set_error(recur_status status, const std::string& message) {

@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "recur/recur.h"
@@ -438,6 +439,13 @@ struct OpenedModel {
   recur_model* model = nullptr;
   recur_status status = RECUR_OK;
   std::string error;  // status_text of a failed open
+
+  OpenedModel() = default;
+  OpenedModel(OpenedModel&& other) noexcept
+      : model(std::exchange(other.model, nullptr)), status(other.status), error(std::move(other.error)) {}
+  OpenedModel(const OpenedModel&) = delete;
+  OpenedModel& operator=(const OpenedModel&) = delete;
+  ~OpenedModel() { recur_model_destroy(model); }  // at exit, before the leak checker looks
 };
 
 // Each model file is opened once and kept for the whole run.
