@@ -407,41 +407,34 @@ void Layer::get_states(float* out, std::size_t len) const {
 
 // ----- cells -----
 
-std::vector<RowMatrix> Layer::dropout_mask(Index batch, bool training) {
+std::vector<RowMatrix> Layer::cached_masks(std::vector<RowMatrix>& cache, bool& cached, Index batch, bool training,
+                                           float rate, int count, Index cols, const char* what) {
   if (batch <= 0) fail(Error::Code::invalid_argument, "batch: expected a positive batch size, got ", batch);
-  if (config_.dropout <= 0.0f) return {};
+  if (rate <= 0.0f) return {};
   std::lock_guard<std::mutex> lock(mutex_);
-  if (dropout_cached_) {
-    if (dropout_cache_.front().rows() != batch)
-      fail(Error::Code::shape, "batch: the cached dropout mask was made for batch ", dropout_cache_.front().rows(),
-           ", not ", batch, "; reset the dropout mask first");
-    return dropout_cache_;
+  if (cached) {
+    if (cache.front().rows() != batch)
+      fail(Error::Code::shape, "batch: the cached ", what, " mask was made for batch ", cache.front().rows(), ", not ",
+           batch, "; reset the ", what, " mask first");
+    return cache;
   }
   // Keras 2 caches ones when asked outside training; Keras 3 always samples.
   if (config_.dialect.dialect == Dialect::keras2 && !training)
-    dropout_cache_.assign(static_cast<std::size_t>(mask_count()), RowMatrix::Ones(batch, config_.input_size));
+    cache.assign(static_cast<std::size_t>(count), RowMatrix::Ones(batch, cols));
   else
-    dropout_cache_ = make_masks(mask_count(), batch, config_.input_size, config_.dropout);
-  dropout_cached_ = true;
-  return dropout_cache_;
+    cache = make_masks(count, batch, cols, rate);
+  cached = true;
+  return cache;
+}
+
+std::vector<RowMatrix> Layer::dropout_mask(Index batch, bool training) {
+  return cached_masks(dropout_cache_, dropout_cached_, batch, training, config_.dropout, mask_count(),
+                      config_.input_size, "dropout");
 }
 
 std::vector<RowMatrix> Layer::recurrent_dropout_mask(Index batch, bool training) {
-  if (batch <= 0) fail(Error::Code::invalid_argument, "batch: expected a positive batch size, got ", batch);
-  if (config_.recurrent_dropout <= 0.0f) return {};
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (recurrent_dropout_cached_) {
-    if (recurrent_dropout_cache_.front().rows() != batch)
-      fail(Error::Code::shape, "batch: the cached recurrent dropout mask was made for batch ",
-           recurrent_dropout_cache_.front().rows(), ", not ", batch, "; reset the recurrent dropout mask first");
-    return recurrent_dropout_cache_;
-  }
-  if (config_.dialect.dialect == Dialect::keras2 && !training)
-    recurrent_dropout_cache_.assign(static_cast<std::size_t>(config_.gates()), RowMatrix::Ones(batch, config_.units));
-  else
-    recurrent_dropout_cache_ = make_masks(config_.gates(), batch, config_.units, config_.recurrent_dropout);
-  recurrent_dropout_cached_ = true;
-  return recurrent_dropout_cache_;
+  return cached_masks(recurrent_dropout_cache_, recurrent_dropout_cached_, batch, training, config_.recurrent_dropout,
+                      config_.gates(), config_.units, "recurrent dropout");
 }
 
 void Layer::reset_dropout_mask() {

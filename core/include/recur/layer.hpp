@@ -98,6 +98,9 @@ class Layer {
   void sync_cell();
   void check_states_arg(const float* states, std::size_t len, int num_given, Index batch, const char* what) const;
   std::vector<RowMatrix> make_masks(int count, Index rows, Index cols, float rate);
+  // A cell's mask cache (Keras get_*dropout_mask_for_cell): made on first use, kept until reset.
+  std::vector<RowMatrix> cached_masks(std::vector<RowMatrix>& cache, bool& cached, Index batch, bool training,
+                                      float rate, int count, Index cols, const char* what);
   void record_activity(const LayerCall& args, const RowMatrix* final_states);
   int mask_count() const;
   // The parts of a sequence run every call shares: layout, direction, masking, outputs.
