@@ -227,19 +227,24 @@ def cudnn_to_native_numpy(kind, weights):
 # --------------------------------------------------------------------------------------------
 # Generator
 # --------------------------------------------------------------------------------------------
+def configure_tensorflow(dialect):
+    """Imports TensorFlow for `dialect`, CPU only, one thread, deterministic, no TF32."""
+    if dialect == "keras3":
+        os.environ["KERAS_BACKEND"] = "tensorflow"
+    import tensorflow as tf
+
+    tf.config.set_visible_devices([], "GPU")
+    tf.config.experimental.enable_tensor_float_32_execution(False)
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    tf.config.experimental.enable_op_determinism()
+    return tf
+
+
 class Generator:
     def __init__(self, dialect):
         self.dialect = dialect
-        if dialect == "keras3":
-            os.environ["KERAS_BACKEND"] = "tensorflow"
-        import tensorflow as tf
-
-        tf.config.set_visible_devices([], "GPU")
-        tf.config.experimental.enable_tensor_float_32_execution(False)
-        tf.config.threading.set_intra_op_parallelism_threads(1)
-        tf.config.threading.set_inter_op_parallelism_threads(1)
-        tf.config.experimental.enable_op_determinism()
-        self.tf = tf
+        self.tf = tf = configure_tensorflow(dialect)
         if dialect == "keras2":
             import tf_keras as K
             import importlib.metadata as md

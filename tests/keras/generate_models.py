@@ -35,6 +35,9 @@ os.environ["PYTHONHASHSEED"] = "0"
 
 import numpy as np  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from generate import configure_tensorflow  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CELLS = ("GRUCell", "LSTMCell")
 # Fixture files saved without model files, to keep tests/keras/models under ~15 MB.
@@ -77,16 +80,7 @@ def tensor(a):
 class ModelWriter:
     def __init__(self, dialect):
         self.dialect = dialect
-        if dialect == "keras3":
-            os.environ["KERAS_BACKEND"] = "tensorflow"
-        import tensorflow as tf
-
-        tf.config.set_visible_devices([], "GPU")
-        tf.config.experimental.enable_tensor_float_32_execution(False)
-        tf.config.threading.set_intra_op_parallelism_threads(1)
-        tf.config.threading.set_inter_op_parallelism_threads(1)
-        tf.config.experimental.enable_op_determinism()
-        self.tf = tf
+        self.tf = tf = configure_tensorflow(dialect)
         if dialect == "keras2":
             import tf_keras as K
             from tf_keras.src.layers.rnn.cudnn_gru import CuDNNGRU
