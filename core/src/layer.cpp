@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "gpu/gpu_layer.hpp"
 #include "recur/constraints.hpp"
 #include "recur/error.hpp"
 #include "recur/initializers.hpp"
@@ -72,7 +73,12 @@ Layer::Layer(LayerConfig config)
   sync_cell();
 }
 
-void Layer::sync_cell() { cell_.set_params(cell_params(config_, weights_)); }
+Layer::~Layer() = default;
+
+void Layer::sync_cell() {
+  cell_.set_params(cell_params(config_, weights_));
+  if (gpu_) gpu_->upload(cell_.params());
+}
 
 void Layer::require_sequence_layer(const char* what) const {
   if (config_.is_cell())
@@ -284,7 +290,10 @@ void Layer::call(const LayerCall& a) {
   job.num_inputs = static_cast<int>(inputs.size());
   job.recurrent_masks = recurrent_masks.empty() ? nullptr : &recurrent_masks;
   job.states = states.data();
-  cpu_backend().run_sequence(cell_, job, ws);
+  if (gpu_)
+    gpu::GpuBackend(*gpu_).run_sequence(cell_, job, ws);
+  else
+    cpu_backend().run_sequence(cell_, job, ws);
 
   if (a.final_state)
     for (int s = 0; s < ns; ++s)
@@ -342,7 +351,12 @@ void Layer::call_state(State& state, const float* input, std::size_t input_len, 
   job.inputs = inputs;
   job.states = state.tensors();
   job.carried_output = &state.carried_output();
-  cpu_backend().run_sequence(cell_, job, state.workspace());
+  if (gpu_) {
+    gpu_->run_job(job, resident_state(state));
+  } else {
+    state.detach_device();
+    cpu_backend().run_sequence(cell_, job, state.workspace());
+  }
 }
 
 SequenceJob Layer::sequence_job(Index B, Index T, const std::uint8_t* mask, float* output) const {
@@ -485,11 +499,25 @@ void Layer::cell_call(const float* input, std::size_t input_len, Index batch, co
   std::vector<RowMatrix> in(static_cast<std::size_t>(ns)), out(static_cast<std::size_t>(ns));
   for (int s = 0; s < ns; ++s)
     in[static_cast<std::size_t>(s)] = Eigen::Map<const RowMatrix>(states + s * B * u, B, u);
-  RowMatrix xp;
-  StepWorkspace ws;
-  cell_.project(inputs.data(), static_cast<int>(inputs.size()), B, xp);
-  cell_.step(xp.data(), xp.cols(), B, in.data(), out.data(), rec_masks.empty() ? nullptr : &rec_masks, ws);
-  std::memcpy(output, out[0].data(), static_cast<std::size_t>(B * u) * sizeof(float));
+  if (gpu_) {
+    // One timestep of the layer loop: the kernel route with T = 1.
+    SequenceJob job;
+    job.inputs = inputs.data();
+    job.num_inputs = static_cast<int>(inputs.size());
+    job.batch = B;
+    job.timesteps = 1;
+    job.recurrent_masks = rec_masks.empty() ? nullptr : &rec_masks;
+    job.states = in.data();
+    job.last_output = output;
+    gpu_->run_job(job, nullptr);
+    out = std::move(in);
+  } else {
+    RowMatrix xp;
+    StepWorkspace ws;
+    cell_.project(inputs.data(), static_cast<int>(inputs.size()), B, xp);
+    cell_.step(xp.data(), xp.cols(), B, in.data(), out.data(), rec_masks.empty() ? nullptr : &rec_masks, ws);
+    std::memcpy(output, out[0].data(), static_cast<std::size_t>(B * u) * sizeof(float));
+  }
   if (new_states)
     for (int s = 0; s < ns; ++s)
       std::memcpy(new_states + s * B * u, out[static_cast<std::size_t>(s)].data(),
@@ -536,6 +564,226 @@ void Layer::apply_constraints() {
     apply_constraint(*specs[i], updated[i], config_.dialect.dialect, fields[i]);
   weights_ = std::move(updated);
   sync_cell();
+}
+
+// ----- devices -----
+
+void Layer::set_device(const DeviceRequest& request) {
+  Placement p;
+  p.requested = request.to_string();
+  std::shared_ptr<gpu::GpuLayer> twin;
+  auto place_on_gpu = [&](int ordinal) {
+    twin = std::make_shared<gpu::GpuLayer>(config_, ordinal);
+    twin->upload(cell_.params());
+    p.backend = "cuda:" + std::to_string(ordinal);
+    p.ordinal = ordinal;
+    p.path = twin->path().cudnn ? "cudnn" : "kernel";
+    p.reason = twin->path().reason;
+    p.device_name = gpu::device_name(ordinal);
+  };
+  switch (request.kind) {
+    case DeviceRequest::Kind::cpu: break;
+    case DeviceRequest::Kind::cuda: place_on_gpu(request.ordinal); break;
+    case DeviceRequest::Kind::automatic:
+      if (gpu_device_count() > 0) {
+        try {
+          place_on_gpu(0);
+        } catch (const Error& e) {
+          twin.reset();
+          p = Placement{};
+          p.requested = "auto";
+          p.reason = std::string("auto: the GPU could not take the layer (") + e.what() + "), so it runs on the CPU";
+        }
+      } else {
+        p.reason = "auto: " + gpu::plugin().why + "; the layer runs on the CPU";
+      }
+      break;
+  }
+  if (request.kind == DeviceRequest::Kind::cpu) p.reason = "the CPU backend was asked for";
+  std::lock_guard<std::mutex> lock(mutex_);
+  gpu_ = std::move(twin);
+  placement_ = std::move(p);
+}
+
+Placement Layer::placement() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return placement_;
+}
+
+gpu::DeviceState* Layer::resident_state(State& state) const {
+  gpu::DeviceState* d = state.device_state();
+  if (d && d->ordinal() == gpu_->ordinal()) return d;
+  state.detach_device();
+  state.attach_device(std::make_unique<gpu::DeviceState>(gpu_->ordinal(), state.num_states(), state.batch(),
+                                                         state.units()));
+  return state.device_state();
+}
+
+void Layer::call_states(State* const* states, std::size_t count, const float* input, std::size_t input_len,
+                        const std::uint8_t* mask, std::size_t mask_len, float* output, std::size_t output_len) const {
+  require_sequence_layer("forward_states");
+  if (!states) fail(Error::Code::invalid_argument, "states: is NULL");
+  if (count == 0) fail(Error::Code::invalid_argument, "num_states: expected at least 1 state, got 0");
+  const Index F = config_.input_size, u = config_.units;
+  const int ns = config_.num_states();
+  Index rows = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const State* st = states[i];
+    if (!st) fail(Error::Code::invalid_argument, "states[", i, "]: is NULL");
+    if (st->num_states() != ns || st->units() != config_.units)
+      fail(Error::Code::shape, "states[", i, "]: holds ", st->num_states(), " tensor(s) of ", st->units(), " units; ",
+           kind_name(config_.kind), " needs ", ns, " of ", config_.units, " units");
+    rows += st->batch();
+  }
+  if (!input) fail(Error::Code::invalid_argument, "input: is NULL");
+  if (input_len != static_cast<std::size_t>(rows * F))
+    fail(Error::Code::shape, "input: expected ", rows * F, " floats for ", rows, " stream rows x ", F,
+         " features, got ", input_len);
+  if (mask) {
+    if (config_.is_cudnn()) fail(Error::Code::unsupported, "mask: Masking is not supported for CuDNN RNNs.");
+    if (mask_len != static_cast<std::size_t>(rows))
+      fail(Error::Code::shape, "mask: expected ", rows, " values (one per stream row), got ", mask_len);
+  }
+  if (!output) fail(Error::Code::invalid_argument, "output: is NULL");
+  if (output_len != static_cast<std::size_t>(rows * u))
+    fail(Error::Code::shape, "output: expected ", rows * u, " floats (", rows, " stream rows x ", u, " units), got ",
+         output_len);
+
+  if (config_.is_cudnn() && config_.time_major && config_.go_backwards) {
+    // Keras 2's CuDNN time_major + go_backwards reverses each call's batch axis: per stream.
+    std::size_t row = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const Index b = states[i]->batch();
+      call_state(*states[i], input + row * F, static_cast<std::size_t>(b * F), 1, nullptr, 0, output + row * u,
+                 static_cast<std::size_t>(b * u));
+      row += static_cast<std::size_t>(b);
+    }
+    return;
+  }
+  if (gpu_) {
+    // Each row of the batch points into its stream's resident buffer; the plugin gathers and
+    // scatters them on the device.
+    std::vector<float*> h(static_cast<std::size_t>(rows)), c, carried(static_cast<std::size_t>(rows));
+    if (ns == 2) c.resize(static_cast<std::size_t>(rows));
+    std::size_t r = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      gpu::DeviceState* d = resident_state(*states[i]);
+      const Index b = states[i]->batch();
+      for (Index j = 0; j < b; ++j, ++r) {
+        h[r] = d->states() + j * u;
+        if (ns == 2) c[r] = d->states() + b * u + j * u;
+        carried[r] = d->carried() + j * u;
+      }
+    }
+    recur_gpu_step_rows step{};
+    step.rows = rows;
+    step.h_rows = h.data();
+    step.c_rows = ns == 2 ? c.data() : nullptr;
+    step.carried_rows = carried.data();
+    step.input = input;
+    step.mask = mask;
+    step.zero_output_for_mask = config_.zero_output_for_mask;
+    step.output = output;
+    gpu_->step_rows(step);
+    return;
+  }
+
+  // CPU: gather the streams into one batch so the step is one GEMM, then scatter back.
+  std::vector<RowMatrix> batch_states(static_cast<std::size_t>(ns), RowMatrix(rows, u));
+  RowMatrix carried(rows, u);
+  Index r = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    State& st = *states[i];
+    st.detach_device();
+    const Index b = st.batch();
+    for (int s = 0; s < ns; ++s) batch_states[static_cast<std::size_t>(s)].middleRows(r, b) = st.tensor(s);
+    carried.middleRows(r, b) = st.carried_output();
+    r += b;
+  }
+  std::vector<float> batch_reversed;
+  const float* inputs[1] = {cudnn_reversal(input, rows, 1, batch_reversed)};
+  SequenceJob job = sequence_job(rows, 1, mask, nullptr);
+  job.sequence_output = nullptr;
+  job.last_output = output;
+  job.inputs = inputs;
+  job.states = batch_states.data();
+  job.carried_output = &carried;
+  SequenceWorkspace& ws = tls_workspace;
+  cpu_backend().run_sequence(cell_, job, ws);
+  r = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    State& st = *states[i];
+    const Index b = st.batch();
+    for (int s = 0; s < ns; ++s) st.tensor(s) = batch_states[static_cast<std::size_t>(s)].middleRows(r, b);
+    st.carried_output() = carried.middleRows(r, b);
+    r += b;
+  }
+}
+
+void Layer::call_device(void* stream, const float* d_input, Index B, Index T, const std::uint8_t* mask,
+                        std::size_t mask_len, const float* d_initial_state, int num_initial_states, float* d_output,
+                        float* d_final_state) {
+  require_sequence_layer("forward_device");
+  if (!gpu_)
+    fail(Error::Code::state, "forward_device: ", kind_name(config_.kind),
+         " runs on the CPU; place it on a GPU first (recur_layer_set_device(layer, \"cuda\"))");
+  if (B <= 0) fail(Error::Code::invalid_argument, "batch: expected a positive batch size, got ", B);
+  if (T <= 0) fail(Error::Code::invalid_argument, "timesteps: expected at least 1 timestep, got ", T);
+  if (!d_input) fail(Error::Code::invalid_argument, "d_input: is NULL");
+  if (!d_output) fail(Error::Code::invalid_argument, "d_output: is NULL");
+  checked_product({B, T, config_.input_size}, "d_input");
+  if (mask) {
+    if (config_.is_cudnn()) fail(Error::Code::unsupported, "mask: Masking is not supported for CuDNN RNNs.");
+    if (mask_len != static_cast<std::size_t>(B * T))
+      fail(Error::Code::shape, "mask: expected ", B * T, " values, got ", mask_len);
+  }
+  if (d_initial_state || num_initial_states != 0) {
+    if (num_initial_states != config_.num_states())
+      fail(Error::Code::shape, "initial_state: ", kind_name(config_.kind), " has ", config_.num_states(),
+           " state(s) but was passed ", num_initial_states);
+    if (!d_initial_state) fail(Error::Code::invalid_argument, "d_initial_state: is NULL");
+  }
+  if (config_.stateful && B != config_.batch_size)
+    fail(Error::Code::shape, "batch: this stateful layer has batch size ", config_.batch_size, "; the input has batch ",
+         B);
+  if (config_.is_cudnn() && config_.time_major && config_.go_backwards)
+    fail(Error::Code::unsupported,
+         "forward_device: Keras 2's CuDNN time_major + go_backwards reverses the batch axis; run it with host buffers");
+  const int ns = config_.num_states();
+  const std::int64_t state_floats = ns * B * config_.units;
+  std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+  if (config_.stateful) lock.lock();
+  // The states live in a buffer of recur's: the caller's initial and final state buffers may be
+  // absent or the same memory.
+  gpu::DeviceBuffer states(gpu_->ordinal(), state_floats);
+  if (d_initial_state) {
+    char err[512] = {0};
+    const int rc = gpu_->table().copy2d(gpu_->ordinal(), d_initial_state, state_floats, states.data(), state_floats, 1,
+                                       state_floats, err, sizeof err);
+    if (rc != RECUR_GPU_OK) gpu::raise(rc, err, "copying initial_state");
+  } else {
+    std::vector<float> host(static_cast<std::size_t>(state_floats), 0.0f);
+    if (config_.stateful)
+      for (int s = 0; s < ns; ++s)
+        std::memcpy(host.data() + s * B * config_.units, stored_->tensor(s).data(),
+                    static_cast<std::size_t>(B * config_.units) * sizeof(float));
+    states.upload(0, host.data(), state_floats);
+  }
+  gpu_->run_device(stream, d_input, B, T, mask, states.data(), config_.return_sequences ? d_output : nullptr,
+                   config_.return_sequences ? nullptr : d_output);
+  if (d_final_state) {
+    char err[512] = {0};
+    const int rc = gpu_->table().copy2d(gpu_->ordinal(), states.data(), state_floats, d_final_state, state_floats, 1,
+                                       state_floats, err, sizeof err);
+    if (rc != RECUR_GPU_OK) gpu::raise(rc, err, "copying final_state");
+  }
+  if (config_.stateful) {
+    std::vector<float> host(static_cast<std::size_t>(state_floats));
+    states.download(0, host.data(), state_floats);
+    for (int s = 0; s < ns; ++s)
+      std::memcpy(stored_->tensor(s).data(), host.data() + s * B * config_.units,
+                  static_cast<std::size_t>(B * config_.units) * sizeof(float));
+  }
 }
 
 }  // namespace recur

@@ -10,6 +10,8 @@
 #include <map>
 #include <regex>
 
+#include "gpu/gpu_layer.hpp"
+#include "gpu/runtime.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/zip_archive.hpp"
 #include "recur/error.hpp"
@@ -47,6 +49,8 @@ struct Node {
   ActivationFn activation;
   std::shared_ptr<Layer> forward, backward;
   std::string merge_mode = "concat";
+  // Dense weights on the model's GPU (kernel then bias), when the model runs there.
+  std::shared_ptr<gpu::DeviceBuffer> device_weights;
   std::string file_path;  // .keras object path (e.g. "layers/gru_1")
 };
 
@@ -146,6 +150,12 @@ struct Model::Impl {
   void load_keras_weights(const io::H5File& h5, bool sequential);
   void assign(Node& n, std::vector<StoredWeight> weights, bool legacy, const std::string& object);
   void forward_chain(const float* x, Index B, Index T, const std::uint8_t* mask, float* out) const;
+  // The same chain with its tensors on the GPU: the input goes up once, the output comes down
+  // once; masks are computed on the host from the input, as the chain's first layers define them.
+  void forward_chain_device(const float* x, Index B, Index T, const std::uint8_t* mask, float* out) const;
+
+  Placement placement;
+  int device = -1;  // CUDA ordinal when the chain runs on a GPU
 };
 
 void Model::Impl::configure(Node& n, int in_size, bool last) {
@@ -702,7 +712,227 @@ void Model::run(const float* input, std::size_t input_len, Index B, Index T, con
   impl_->forward_chain(input, B, T, mask, output);
 }
 
+void Model::set_device(const DeviceRequest& request) {
+  Impl& m = *impl_;
+  std::vector<Layer*> layers;
+  for (Node& n : m.nodes) {
+    if (n.forward) layers.push_back(n.forward.get());
+    if (n.backward) layers.push_back(n.backward.get());
+  }
+  Placement p;
+  p.requested = request.to_string();
+  int ordinal = -1;
+  if (request.kind == DeviceRequest::Kind::cuda) {
+    check_device(request);
+    ordinal = request.ordinal;
+  } else if (request.kind == DeviceRequest::Kind::automatic) {
+    if (gpu_device_count() > 0) ordinal = 0;
+    else p.reason = "auto: " + gpu::plugin().why + "; the model runs on the CPU";
+  } else {
+    p.reason = "the CPU backend was asked for";
+  }
+  const DeviceRequest target = ordinal >= 0 ? DeviceRequest{DeviceRequest::Kind::cuda, ordinal} : DeviceRequest{};
+  try {
+    std::vector<std::shared_ptr<gpu::DeviceBuffer>> dense(m.nodes.size());
+    if (ordinal >= 0) {
+      for (std::size_t i = 0; i < m.nodes.size(); ++i) {
+        const Node& n = m.nodes[i];
+        if (n.kind != NodeKind::dense) continue;
+        const std::int64_t k = n.table.size(), b = n.use_bias ? n.bias.size() : 0;
+        auto buf = std::make_shared<gpu::DeviceBuffer>(ordinal, k + b);
+        buf->upload(0, n.table.data(), k);
+        if (b) buf->upload(k, n.bias.data(), b);
+        dense[i] = std::move(buf);
+      }
+    }
+    for (Layer* l : layers) l->set_device(target);
+    for (std::size_t i = 0; i < m.nodes.size(); ++i) m.nodes[i].device_weights = std::move(dense[i]);
+  } catch (const Error& e) {
+    // Leave every layer where the model was, so a failed move changes nothing.
+    for (Layer* l : layers) l->set_device(m.device >= 0 ? DeviceRequest{DeviceRequest::Kind::cuda, m.device} : DeviceRequest{});
+    if (request.kind != DeviceRequest::Kind::automatic) throw;
+    ordinal = -1;
+    p.reason = std::string("auto: the GPU could not take the model (") + e.what() + "), so it runs on the CPU";
+    for (Node& n : m.nodes) n.device_weights.reset();
+  }
+  if (ordinal >= 0) {
+    p.backend = "cuda:" + std::to_string(ordinal);
+    p.ordinal = ordinal;
+    p.path = "kernel";
+    p.reason = "the whole chain runs on " + p.backend + " (recurrent layers report their own route)";
+    p.device_name = gpu::device_name(ordinal);
+  }
+  m.device = ordinal;
+  m.placement = std::move(p);
+}
+
+Placement Model::placement() const { return impl_->placement; }
+
+Placement Model::layer_placement(int index) const {
+  const Impl& m = *impl_;
+  if (index < 0 || static_cast<std::size_t>(index) >= m.infos.size())
+    fail(Code::invalid_argument, "layer_index: expected -1 (the model) or 0..", m.infos.size() - 1, ", got ", index);
+  const std::string& name = m.infos[static_cast<std::size_t>(index)].name;
+  for (const Node& n : m.nodes)
+    if (n.info.name == name && n.forward) return n.forward->placement();
+  return m.placement;
+}
+
+void Model::Impl::forward_chain_device(const float* x, Index B, Index T, const std::uint8_t* in_mask,
+                                       float* out) const {
+  const recur_gpu_plugin& t = gpu::require_device(device);
+  char err[512] = {0};
+  auto check = [&](int rc, const std::string& what) {
+    if (rc != RECUR_GPU_OK) gpu::raise(rc, err, what);
+  };
+  Index width = input_size;
+  bool seq = true;
+  auto rows = [&]() { return seq ? B * T : B; };
+  std::vector<std::uint8_t> mask;
+  if (in_mask) mask.assign(in_mask, in_mask + B * T);
+  // The input stays on the host until a layer needs it on the device: Masking and Embedding read
+  // it there (token ids are checked and gathered from host memory).
+  std::vector<float> host(x, x + B * T * input_size);
+  bool on_host = true;
+  auto new_buffer = [&](std::int64_t floats) { return std::make_shared<gpu::DeviceBuffer>(device, std::max<std::int64_t>(floats, 1)); };
+  std::shared_ptr<gpu::DeviceBuffer> cur;
+  auto to_device = [&]() {
+    if (!on_host) return;
+    cur = new_buffer(static_cast<std::int64_t>(host.size()));
+    cur->upload(0, host.data(), static_cast<std::int64_t>(host.size()));
+    on_host = false;
+  };
+  for (const Node& n : nodes) {
+    switch (n.kind) {
+      case NodeKind::dropout: break;
+      case NodeKind::masking: {
+        if (!on_host) {  // a Masking layer after other layers: compute it on the host's copy
+          host.resize(static_cast<std::size_t>(rows() * width));
+          cur->download(0, host.data(), static_cast<std::int64_t>(host.size()));
+          on_host = true;
+        }
+        mask.assign(static_cast<std::size_t>(B * T), 0);
+        for (Index r = 0; r < B * T; ++r) {
+          bool any = false;
+          for (Index j = 0; j < width; ++j) any = any || host[static_cast<std::size_t>(r * width + j)] != n.mask_value;
+          mask[static_cast<std::size_t>(r)] = any;
+          if (!any) std::fill_n(host.begin() + r * width, width, 0.0f);
+        }
+        break;
+      }
+      case NodeKind::embedding: {
+        if (!on_host) fail(Code::unsupported, "Embedding '", n.info.name, "' after other layers cannot run on a GPU");
+        const Index dim = n.table.cols();
+        std::vector<std::int32_t> ids(static_cast<std::size_t>(B * T));
+        if (n.mask_zero) mask.assign(static_cast<std::size_t>(B * T), 0);
+        for (Index r = 0; r < B * T; ++r) {
+          const float id = host[static_cast<std::size_t>(r)];
+          if (!(id >= 0.0f) || id != std::floor(id) || id >= static_cast<float>(n.table.rows()))
+            fail(Code::invalid_argument, "input: token id ", id, " at row ", r, " is not an integer in [0, ",
+                 n.table.rows(), ") for Embedding '", n.info.name, "'");
+          ids[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(id);
+          if (n.mask_zero) mask[static_cast<std::size_t>(r)] = id != 0.0f;
+        }
+        // The table is small next to the sequence; keep it on the device with the node.
+        gpu::DeviceBuffer table(device, n.table.size());
+        table.upload(0, n.table.data(), n.table.size());
+        auto next = new_buffer(B * T * dim);
+        check(t.gather_rows(device, table.data(), dim, ids.data(), B * T, next->data(), err, sizeof err),
+              "Embedding '" + n.info.name + "'");
+        cur = std::move(next);
+        on_host = false;
+        width = dim;
+        break;
+      }
+      case NodeKind::recurrent:
+      case NodeKind::bidirectional: {
+        if (!seq) fail(Code::unsupported, "layer '", n.info.name, "' needs a sequence, but the previous layer returns one vector");
+        to_device();
+        const std::uint8_t* m = mask.empty() ? nullptr : mask.data();
+        auto run = [&](const Layer& layer) {
+          const gpu::GpuLayer* g = layer.gpu_layer();
+          if (!g) fail(Code::state, "layer '", n.info.name, "' is not on the model's GPU");
+          const Index u = layer.config().units;
+          auto y = new_buffer(layer.config().return_sequences ? B * T * u : B * u);
+          gpu::DeviceBuffer states(device, layer.num_states() * B * u);
+          const std::vector<float> zeros(static_cast<std::size_t>(states.size()), 0.0f);
+          states.upload(0, zeros.data(), states.size());
+          g->run_device(nullptr, cur->data(), B, T, m, states.data(), layer.config().return_sequences ? y->data() : nullptr,
+                        layer.config().return_sequences ? nullptr : y->data());
+          return y;
+        };
+        auto y = run(*n.forward);
+        const bool rs = n.forward->config().return_sequences;
+        const Index u = n.forward->config().units;
+        const Index r = rs ? B * T : B;
+        if (n.kind == NodeKind::bidirectional) {
+          auto yb = run(*n.backward);
+          if (rs) {  // Keras flips the backward outputs back into input order
+            auto flipped = new_buffer(r * u);
+            for (Index k = 0; k < T; ++k)
+              check(t.copy2d(device, yb->data() + (T - 1 - k) * u, T * u, flipped->data() + k * u, T * u, B, u, err, sizeof err),
+                    "Bidirectional '" + n.info.name + "'");
+            yb = std::move(flipped);
+          }
+          std::shared_ptr<gpu::DeviceBuffer> merged;
+          if (n.merge_mode == "concat" || n.merge_mode == "none") {
+            const bool concat = n.merge_mode == "concat";
+            merged = new_buffer(2 * r * u);
+            check(t.copy2d(device, y->data(), u, merged->data(), concat ? 2 * u : u, r, u, err, sizeof err), "Bidirectional");
+            check(t.copy2d(device, yb->data(), u, merged->data() + (concat ? u : r * u), concat ? 2 * u : u, r, u, err,
+                           sizeof err),
+                  "Bidirectional '" + n.info.name + "'");
+          } else {
+            const int op = n.merge_mode == "sum" ? RECUR_GPU_OP_ADD : n.merge_mode == "mul" ? RECUR_GPU_OP_MUL : RECUR_GPU_OP_AVERAGE;
+            check(t.binary(device, op, y->data(), yb->data(), r * u, y->data(), err, sizeof err),
+                  "Bidirectional '" + n.info.name + "'");
+            merged = y;
+          }
+          cur = std::move(merged);
+          width = n.merge_mode == "concat" ? 2 * u : u;
+        } else {
+          cur = std::move(y);
+          width = u;
+        }
+        if (!rs) {
+          seq = false;
+          mask.clear();
+        }
+        break;
+      }
+      case NodeKind::dense: {
+        to_device();
+        const Index units = n.table.cols();
+        auto y = new_buffer(rows() * units);
+        const float* w = n.device_weights->data();
+        check(t.dense(device, cur->data(), rows(), width, w, n.use_bias ? w + n.table.size() : nullptr, units,
+                      static_cast<std::int32_t>(n.activation.kind), static_cast<std::int32_t>(n.activation.hard_sigmoid),
+                      y->data(), err, sizeof err),
+              "Dense '" + n.info.name + "'");
+        cur = std::move(y);
+        width = units;
+        break;
+      }
+      case NodeKind::activation:
+        to_device();
+        check(t.activate(device, cur->data(), rows(), width, static_cast<std::int32_t>(n.activation.kind),
+                         static_cast<std::int32_t>(n.activation.hard_sigmoid), err, sizeof err),
+              "Activation '" + n.info.name + "'");
+        break;
+      case NodeKind::unsupported:
+        fail(Code::unsupported, "unsupported layer ", n.info.class_name, " at ", n.info.name);
+    }
+  }
+  const std::int64_t total = static_cast<std::int64_t>(rows()) * width * (nodes.back().merge_mode == "none" && nodes.back().kind == NodeKind::bidirectional ? 2 : 1);
+  if (on_host) std::memcpy(out, host.data(), static_cast<std::size_t>(total) * sizeof(float));
+  else cur->download(0, out, total);
+}
+
 void Model::Impl::forward_chain(const float* x, Index B, Index T, const std::uint8_t* in_mask, float* out) const {
+  if (device >= 0) {
+    forward_chain_device(x, B, T, in_mask, out);
+    return;
+  }
   std::vector<float> cur(x, x + B * T * input_size);
   Index width = input_size;
   bool seq = true;

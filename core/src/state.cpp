@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "gpu/gpu_layer.hpp"
 #include "recur/error.hpp"
 
 namespace recur {
@@ -15,9 +16,43 @@ State::State(int num_states, Index batch, int units) : batch_(batch), units_(uni
   carried_output_ = RowMatrix::Zero(batch, units);
 }
 
+State::~State() = default;
+State::State(State&&) noexcept = default;
+State& State::operator=(State&&) noexcept = default;
+
 void State::reset() {
   for (auto& t : tensors_) t.setZero();
   carried_output_.setZero();
+  if (device_) device_->zero();
+}
+
+Placement State::placement() const {
+  Placement p;
+  if (!device_) {
+    p.reason = "the state is in host memory";
+    return p;
+  }
+  p.requested = p.backend = "cuda:" + std::to_string(device_->ordinal());
+  p.ordinal = device_->ordinal();
+  p.path = "device-resident";
+  p.reason = "stepped by a layer on " + p.backend + "; it stays there between calls";
+  p.device_name = gpu::device_name(device_->ordinal());
+  return p;
+}
+
+void State::attach_device(std::unique_ptr<gpu::DeviceState> device) {
+  device->upload(tensors_, carried_output_);
+  device_ = std::move(device);
+}
+
+void State::detach_device() {
+  if (!device_) return;
+  device_->download(tensors_, carried_output_);
+  device_.reset();
+}
+
+void State::sync_to_host() {
+  if (device_) device_->download(tensors_, carried_output_);
 }
 
 bool State::all_zero() const {
@@ -31,6 +66,10 @@ void State::get(float* out, std::size_t len) const {
   if (len != static_cast<std::size_t>(size()))
     fail(Error::Code::shape, "out: expected ", size(), " floats (", num_states(), " state tensor(s) of shape (",
          batch_, ", ", units_, ")), got ", len);
+  if (device_) {
+    device_->download_states(out);
+    return;
+  }
   const std::size_t each = static_cast<std::size_t>(batch_ * units_);
   for (std::size_t i = 0; i < tensors_.size(); ++i)
     std::memcpy(out + i * each, tensors_[i].data(), each * sizeof(float));
@@ -48,6 +87,7 @@ void State::set(const float* in, std::size_t len, int num_given, const char* wha
   for (std::size_t i = 0; i < tensors_.size(); ++i)
     std::memcpy(tensors_[i].data(), in + i * each, each * sizeof(float));
   carried_output_.setZero();  // a new starting point begins a new stream
+  if (device_) device_->upload_states(in);
 }
 
 }  // namespace recur

@@ -49,7 +49,7 @@ extern "C" {
 /* ------------------------------------------------------------------------------------------ */
 
 #define RECUR_VERSION_MAJOR 0
-#define RECUR_VERSION_MINOR 1
+#define RECUR_VERSION_MINOR 2
 #define RECUR_VERSION_PATCH 0
 #define RECUR_VERSION_NUMBER (RECUR_VERSION_MAJOR * 10000 + RECUR_VERSION_MINOR * 100 + RECUR_VERSION_PATCH)
 
@@ -392,6 +392,88 @@ RECUR_API recur_status recur_model_output_length(const recur_model *model, int32
 RECUR_API recur_status recur_model_run(const recur_model *model, const float *input, size_t input_len, int32_t batch,
                                        int32_t timesteps, const uint8_t *mask, size_t mask_len, float *output,
                                        size_t output_len);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Devices: CPU and NVIDIA GPUs (since 0.2)                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Device strings: "cpu", "cuda" (= "cuda:0"), "cuda:N" (CUDA ordinal N) or "auto" (the first GPU
+ * when one can run, else the CPU). The GPU backend is a plugin (librecur_cuda.so, next to
+ * librecur.so or named by the environment variable RECUR_CUDA_PLUGIN) that the library loads
+ * only when a GPU is first asked for; librecur.so itself has no CUDA dependency. Every layer
+ * option runs on the GPU with the CPU's numbers: through cuDNN where cuDNN computes the same
+ * function (GRU reset_after=True and LSTM with tanh/sigmoid, CuDNNGRU, CuDNNLSTM, masks that are
+ * right-padded), and through recur's own CUDA kernels otherwise (any activation, reset_after=False,
+ * masks with holes, unroll's masking quirk, training-mode dropout). */
+
+#define RECUR_DEVICE_INFO_VERSION 1
+
+/* Where something runs and why. Strings are owned by the object queried and stay valid until
+ * its next recur_*_set_device or its destruction. */
+typedef struct recur_device_info {
+  uint32_t version;        /* set by the caller to RECUR_DEVICE_INFO_VERSION */
+  const char *requested;   /* "cpu", "cuda:N" or "auto", as last set ("cpu" by default) */
+  const char *backend;     /* where calls run now: "cpu" or "cuda:N" */
+  const char *path;        /* "cpu", "cudnn" or "kernel": the route of a call without a mask
+                              (masks with holes always take "kernel" on a GPU) */
+  const char *reason;      /* why this backend and path, e.g. "reset_after=False is not cuDNN's GRU" */
+  const char *device_name; /* the GPU's name and cuDNN version, or "" on the CPU */
+} recur_device_info;
+
+/* Number of usable CUDA devices: 0 when the plugin, the driver or a GPU is missing (that is not
+ * an error; recur_device_check says which). Errors: INVALID_ARGUMENT (count NULL). */
+RECUR_API recur_status recur_device_count(int32_t *count);
+
+/* RECUR_OK when `device` can run now. Errors: INVALID_ARGUMENT (not a device string; the message
+ * lists the accepted forms), UNSUPPORTED (the message says which is missing: the plugin file and
+ * why it did not load, the CUDA driver, a GPU with that ordinal, or cuDNN 9). "cpu" and "auto"
+ * always pass. Thread-safe. */
+RECUR_API recur_status recur_device_check(const char *device);
+
+/* Moves a layer (its weights, and the states of a stateful layer) to `device`. Weights are
+ * uploaded once here and again on every set_weight(s); later calls copy only inputs and outputs.
+ * "auto" falls back to the CPU when no GPU can run, and the info's reason says why.
+ * Errors: INVALID_ARGUMENT (device string), UNSUPPORTED (a GPU that cannot run; the layer stays
+ * where it was), STATE. Not thread-safe with other calls on the layer. */
+RECUR_API recur_status recur_layer_set_device(recur_layer *layer, const char *device);
+/* Where the layer runs, which route (cudnn or kernel) and why. */
+RECUR_API recur_status recur_layer_get_device(const recur_layer *layer, recur_device_info *info);
+
+/* Where a state's tensors live. A state lives on the device of the layer it was created for
+ * (recur_state_create), and moves when stepped by a layer on another device; recur_state_get/
+ * set/reset work wherever it lives. path is "cpu" or "device-resident". */
+RECUR_API recur_status recur_state_get_device(const recur_state *state, recur_device_info *info);
+
+/* One step for many independent streams at once: states[i] (num_states handles, each of any
+ * batch b_i) advance by one timestep of input as one batch, on the layer's device, with their
+ * states staying resident there. input: (sum b_i, F) rows in the order of `states`; mask: NULL or
+ * sum b_i bytes; output: (sum b_i, units). The same state may not appear twice. Equals calling
+ * recur_layer_forward_state on each state with T = 1. Errors: INVALID_ARGUMENT, SHAPE (a state
+ * of another layer shape, a length), STATE (a cell, a destroyed handle). Thread rules as
+ * recur_layer_forward_state: each state used by one thread at a time. */
+RECUR_API recur_status recur_layer_forward_states(const recur_layer *layer, recur_state *const *states,
+                                                  int32_t num_states, const float *input, size_t input_len,
+                                                  const uint8_t *mask, size_t mask_len, float *output,
+                                                  size_t output_len);
+
+/* recur_layer_forward for callers that hold CUDA device buffers: d_input, d_initial_state
+ * (or NULL), d_output and d_final_state (or NULL) are device pointers on the layer's GPU, shaped
+ * as in recur_layer_forward; mask is a HOST array (or NULL): recur plans the route from it.
+ * cuda_stream is a cudaStream_t (NULL: the default stream); the call is ordered on it and returns
+ * once the outputs are written. Errors: STATE (the layer is not on a GPU: recur_layer_set_device),
+ * INVALID_ARGUMENT, SHAPE, UNSUPPORTED. */
+RECUR_API recur_status recur_layer_forward_device(recur_layer *layer, void *cuda_stream, const float *d_input,
+                                                  int32_t batch, int32_t timesteps, const uint8_t *mask,
+                                                  size_t mask_len, const float *d_initial_state,
+                                                  int32_t num_initial_states, float *d_output,
+                                                  float *d_final_state);
+
+/* Moves a model (every layer recur_model_run uses) to `device`; the whole chain then runs there
+ * without returning to the host between layers. Errors as recur_layer_set_device. */
+RECUR_API recur_status recur_model_set_device(recur_model *model, const char *device);
+/* layer_index -1: where the model runs; otherwise that layer (recur_model_layer order); layers
+ * without weights report the model's backend. Errors: INVALID_ARGUMENT (index). */
+RECUR_API recur_status recur_model_get_device(const recur_model *model, int32_t layer_index, recur_device_info *info);
 
 #ifdef __cplusplus
 }

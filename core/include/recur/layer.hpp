@@ -14,11 +14,17 @@
 #include "recur/backend.hpp"
 #include "recur/cell.hpp"
 #include "recur/config.hpp"
+#include "recur/device.hpp"
 #include "recur/random.hpp"
 #include "recur/state.hpp"
 #include "recur/weights.hpp"
 
 namespace recur {
+
+namespace gpu {
+class GpuLayer;
+class DeviceState;
+}
 
 // One call of a sequence layer. Buffers are dense row-major float32 with explicit lengths; the
 // layer checks every length against the dims and keeps no pointer after the call.
@@ -47,6 +53,7 @@ struct Loss {
 class Layer {
  public:
   explicit Layer(LayerConfig config);  // validates the config, creates and initialises the weights
+  ~Layer();
 
   const LayerConfig& config() const { return config_; }
   const Cell& cell() const { return cell_; }
@@ -92,8 +99,27 @@ class Layer {
   std::vector<Loss> losses() const;
   void apply_constraints();
 
+  // --- devices ---
+  // Moves the layer to a device (weights uploaded once; re-uploaded on every weight change).
+  // Throws Error(unsupported) when a GPU was asked for and cannot run; the layer stays put.
+  void set_device(const DeviceRequest& request);
+  Placement placement() const;
+  // One timestep for many independent states as one batch: input (sum of their batches, F),
+  // output (same rows, units). States stay resident on the layer's device.
+  void call_states(State* const* states, std::size_t count, const float* input, std::size_t input_len,
+                   const std::uint8_t* mask, std::size_t mask_len, float* output, std::size_t output_len) const;
+  // A Keras call on caller-held device buffers (mask on the host). Throws Error(state) when the
+  // layer is not on a GPU.
+  void call_device(void* stream, const float* d_input, Index batch, Index timesteps, const std::uint8_t* mask,
+                   std::size_t mask_len, const float* d_initial_state, int num_initial_states, float* d_output,
+                   float* d_final_state);
+  // The device twin, or null on the CPU (for the model runner, which keeps tensors on the GPU).
+  gpu::GpuLayer* gpu_layer() const { return gpu_.get(); }
+
  private:
   void require_sequence_layer(const char* what) const;
+  // The state's copy on this layer's GPU, made (from its host tensors) when it lives elsewhere.
+  gpu::DeviceState* resident_state(State& state) const;
   void require_cell(const char* what) const;
   void sync_cell();
   void check_states_arg(const float* states, std::size_t len, int num_given, Index batch, const char* what) const;
@@ -109,6 +135,8 @@ class Layer {
   const float* cudnn_reversal(const float* input, Index batch, Index timesteps, std::vector<float>& storage) const;
 
   LayerConfig config_;
+  Placement placement_;
+  std::shared_ptr<gpu::GpuLayer> gpu_;  // set when placed on a GPU
   std::vector<WeightSpec> specs_;
   std::vector<Tensor> weights_;
   Cell cell_;

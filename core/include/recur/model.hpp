@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "recur/device.hpp"
 #include "recur/dialect.hpp"
 #include "recur/layer.hpp"
 
@@ -49,6 +50,11 @@ class Model {
   bool returns_sequences() const;
   int num_outputs() const;       // 2 for a final Bidirectional with merge_mode=None, else 1
   std::size_t output_length(Index batch, Index timesteps) const;  // all outputs together
+
+  // Moves every layer the chain runs to a device; the chain then runs there end to end.
+  void set_device(const DeviceRequest& request);
+  Placement placement() const;
+  Placement layer_placement(int index) const;  // recur_model_layer order
 
   // Runs the chain: input (B, T, input_size) floats (token ids as floats for an Embedding),
   // optional (B, T) mask. Outputs are concatenated in order. Safe to call concurrently.

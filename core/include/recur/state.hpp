@@ -3,16 +3,25 @@
 // read-only layer, each state used by one thread at a time.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "recur/backend.hpp"
+#include "recur/device.hpp"
 #include "recur/tensor.hpp"
 
 namespace recur {
 
+namespace gpu {
+class DeviceState;
+}
+
 class State {
  public:
   State(int num_states, Index batch, int units);
+  ~State();
+  State(State&&) noexcept;
+  State& operator=(State&&) noexcept;
 
   int num_states() const { return static_cast<int>(tensors_.size()); }
   Index batch() const { return batch_; }
@@ -30,6 +39,15 @@ class State {
   void set(const float* in, std::size_t len, int num_given, const char* what);
 
   SequenceWorkspace& workspace() { return workspace_; }
+
+  // Device residency: while a GPU copy is current, the host tensors are stale and get/set/reset
+  // go through it. The GPU runner owns the copy's layout.
+  Placement placement() const;
+  gpu::DeviceState* device_state() { return device_.get(); }
+  void attach_device(std::unique_ptr<gpu::DeviceState> device);  // the copy becomes current
+  void detach_device();                                           // downloads, then frees the copy
+  // Brings the host tensors up to date (a no-op on the CPU).
+  void sync_to_host();
   // The last output of the stream (what a masked step repeats); zeros after reset() or set().
   RowMatrix& carried_output() { return carried_output_; }
 
@@ -39,6 +57,7 @@ class State {
   int units_;
   SequenceWorkspace workspace_;
   RowMatrix carried_output_;
+  std::unique_ptr<gpu::DeviceState> device_;
 };
 
 }  // namespace recur

@@ -1,0 +1,192 @@
+/*
+ * The boundary between the core library and a GPU backend plugin (librecur_cuda.so).
+ *
+ * The core never links CUDA: it dlopen()s the plugin when a layer or model asks for a GPU, looks
+ * up the one exported symbol RECUR_GPU_PLUGIN_ENTRY and calls it with the ABI version it was
+ * built with. The plugin answers with its table; the core refuses a table whose abi_version or
+ * build_id differs from its own (a plugin from another build), with a message naming both.
+ *
+ * Everything here is plain C: no exceptions cross it. Every fallible function returns 0 on
+ * success or a nonzero code, and then writes a message into err (err_len bytes, always
+ * NUL-terminated). Pointers are host pointers unless a field says "device".
+ *
+ * Layout conventions are the core's: row (b, t) of a sequence tensor is t*B + b when time_major,
+ * else b*T + t; states are num_states tensors (B, units) concatenated; weights are row-major in
+ * Keras's gate order (GRU z, r, h; LSTM i, f, c, o).
+ */
+#ifndef RECUR_GPU_PLUGIN_ABI_H
+#define RECUR_GPU_PLUGIN_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bump on any change to a struct or function below. */
+#define RECUR_GPU_PLUGIN_ABI_VERSION 1
+#define RECUR_GPU_PLUGIN_ENTRY "recur_gpu_plugin_entry"
+
+/* Return codes. */
+#define RECUR_GPU_OK 0
+#define RECUR_GPU_ERR_NO_DRIVER 1      /* no (or too old a) CUDA driver */
+#define RECUR_GPU_ERR_NO_DEVICE 2      /* driver present, no such GPU */
+#define RECUR_GPU_ERR_NO_CUDNN 3       /* cuDNN missing or of another major version */
+#define RECUR_GPU_ERR_INVALID 4        /* an argument the core should not have sent */
+#define RECUR_GPU_ERR_OUT_OF_MEMORY 5  /* device or host allocation failed */
+#define RECUR_GPU_ERR_CUDA 6           /* a CUDA, cuBLAS or cuDNN call failed */
+
+/* Which route a run takes. The core decides (and can say why); the plugin follows. */
+#define RECUR_GPU_ROUTE_KERNEL 0 /* cuBLAS projection + recur's fused per-step kernels */
+#define RECUR_GPU_ROUTE_CUDNN 1  /* cudnnRNNForward + post-processing kernels */
+
+/* One matrix or bias of the cuDNN weight space, as recur's host layout model places it.
+ * The plugin checks every region against cudnnGetRNNWeightParams before uploading. */
+typedef struct recur_gpu_cudnn_region {
+  int32_t lin_layer_id; /* cuDNN linLayerID: GRU 0..5 (r, z, h on x; r, z, h on h), LSTM 0..7 */
+  int32_t is_bias;      /* 0: matrix (rows x cols, row-major), 1: bias (rows values, cols = 1) */
+  int64_t offset;       /* in floats, from the start of the weight space */
+  int64_t rows;
+  int64_t cols;
+} recur_gpu_cudnn_region;
+
+/* What a layer computes. Activation codes are recur::Activation values; hard_sigmoid_variant is
+ * recur::HardSigmoid (the formula differs between Keras versions). */
+typedef struct recur_gpu_layer_desc {
+  int32_t device;            /* CUDA ordinal */
+  int32_t is_gru;            /* 1: GRU (1 state), 0: LSTM (2 states) */
+  int32_t units;
+  int32_t input_size;
+  int32_t reset_after;       /* GRU */
+  int32_t use_bias;
+  int32_t bias_in_projection; /* the input bias is added to x@K (else after x@K + h@U, LSTM impl 2) */
+  int32_t activation;
+  int32_t activation_hard_sigmoid;
+  int32_t recurrent_activation;
+  int32_t recurrent_activation_hard_sigmoid;
+  int32_t cudnn_capable;     /* the layer may take RECUR_GPU_ROUTE_CUDNN */
+} recur_gpu_layer_desc;
+
+/* The weights of a layer, in the form the math uses (CuDNN* layouts already converted).
+ * kernel (F, G*u), recurrent (u, G*u), input_bias (G*u) or NULL, recurrent_bias (G*u) or NULL
+ * (GRU reset_after only). When the layer is cudnn_capable, cudnn_params holds the whole cuDNN
+ * weight space on the host (cudnn_params_len floats) and regions says where each piece is. */
+typedef struct recur_gpu_weights {
+  const float *kernel;
+  const float *recurrent;
+  const float *input_bias;
+  const float *recurrent_bias;
+  const float *cudnn_params;
+  int64_t cudnn_params_len;
+  const recur_gpu_cudnn_region *regions;
+  int32_t num_regions;
+} recur_gpu_weights;
+
+/* Where a run's buffers live. */
+#define RECUR_GPU_MEMORY_HOST 0   /* host buffers: the plugin copies in and out */
+#define RECUR_GPU_MEMORY_DEVICE 1 /* device buffers (and `stream`) from a caller holding them */
+
+/* One run over a sequence (inference or training with host-made dropout masks). `memory` applies
+ * to inputs, states, carried_*, sequence_output and last_output; mask, lengths and
+ * recurrent_masks are always host arrays (the core plans routes from the mask). */
+typedef struct recur_gpu_run {
+  int32_t route;            /* RECUR_GPU_ROUTE_* */
+  int32_t memory;           /* RECUR_GPU_MEMORY_*: for every pointer below */
+  void *stream;             /* cudaStream_t, or NULL for the plugin's own stream */
+  int64_t batch;
+  int64_t timesteps;
+  int32_t time_major;
+  int32_t go_backwards;
+  int32_t num_inputs;             /* 1, or G (one input per gate: per-gate input dropout) */
+  const float *const *inputs;     /* num_inputs pointers, each (rows, F); host array of pointers */
+  const uint8_t *mask;            /* (rows) bytes, nonzero = valid, or NULL */
+  const int32_t *lengths;         /* cuDNN route with a right-padded mask: per-row valid steps
+                                     (host array, B values, may be 0); NULL = all T */
+  int32_t zero_output_for_mask;
+  int32_t unrolled_mask_quirk;    /* Keras unroll=True with go_backwards: see the CPU backend */
+  const float *recurrent_masks;   /* NULL, or G masks (B, u) concatenated (recurrent dropout), host */
+  float *states;                  /* in: initial states; out: final states. ns x (B, u) */
+  const float *carried_in;        /* the output a masked first step repeats (B, u); NULL = zeros */
+  float *carried_out;             /* the last output (B, u), or NULL */
+  float *sequence_output;         /* (rows, u) in processing order, or NULL */
+  float *last_output;             /* (B, u), or NULL */
+} recur_gpu_run;
+
+/* One step for many independent streams at once (the serving / game case). Each stream's
+ * state lives in its own device buffer made by state_alloc; rows are the streams' batch rows,
+ * in order. h_rows[r], c_rows[r] (LSTM) and carried_rows[r] are device pointers to row r's
+ * vectors (units floats) inside those buffers; the pointer arrays are host arrays. */
+typedef struct recur_gpu_step_rows {
+  int64_t rows;
+  float *const *h_rows;
+  float *const *c_rows;             /* NULL for GRU */
+  float *const *carried_rows;
+  const float *input;               /* host (rows, F) */
+  const uint8_t *mask;              /* host (rows) or NULL */
+  int32_t zero_output_for_mask;
+  float *output;                    /* host (rows, u) */
+} recur_gpu_step_rows;
+
+typedef struct recur_gpu_plugin {
+  uint32_t abi_version;  /* RECUR_GPU_PLUGIN_ABI_VERSION of the plugin's build */
+  uint32_t struct_size;  /* sizeof(recur_gpu_plugin) in the plugin's build */
+  const char *build_id;  /* the recur version and ABI the plugin was built with */
+  const char *name;      /* "cuda" (or "emulator" for the CPU-only test double) */
+
+  /* Number of usable devices, or a code (NO_DRIVER, NO_CUDNN) with a message saying what is
+   * missing. Cheap after the first call. */
+  int (*probe)(int32_t *device_count, char *err, size_t err_len);
+  /* "NVIDIA H100 80GB HBM3, compute 9.0, cuDNN 9.19.0" for messages and reports. */
+  int (*device_name)(int32_t device, char *out, size_t out_len);
+
+  /* Layers: weights on the device, uploaded once per set_weights. Thread rules: set_weights and
+   * destroy are exclusive; run may be called concurrently on one layer from many threads. */
+  int (*layer_create)(const recur_gpu_layer_desc *desc, void **layer, char *err, size_t err_len);
+  int (*layer_set_weights)(void *layer, const recur_gpu_weights *weights, char *err, size_t err_len);
+  int (*layer_run)(void *layer, const recur_gpu_run *run, char *err, size_t err_len);
+  void (*layer_destroy)(void *layer);
+
+  /* Device buffers for resident states (floats). */
+  int (*buffer_alloc)(int32_t device, int64_t floats, void **buffer, char *err, size_t err_len);
+  void (*buffer_free)(void *buffer);
+  int (*buffer_upload)(void *buffer, int64_t offset, const float *src, int64_t floats, char *err, size_t err_len);
+  int (*buffer_download)(const void *buffer, int64_t offset, float *dst, int64_t floats, char *err, size_t err_len);
+  float *(*buffer_device_pointer)(void *buffer);
+
+  /* One step of many streams whose states are device-resident (see recur_gpu_step_rows). */
+  int (*layer_step_rows)(void *layer, const recur_gpu_step_rows *step, char *err, size_t err_len);
+
+  /* Device tensor ops for whole models (the layers around the recurrent ones), so a model runs
+   * without a round trip to the host between layers. All pointers are device pointers made with
+   * buffer_alloc (buffer_device_pointer plus an offset) unless named host_; all work is ordered on
+   * the calling thread's stream for `device`, and buffer_download waits for it. */
+  /* y (rows, out) = act(x (rows, in) @ w (in, out) + b (out) or no bias). */
+  int (*dense)(int32_t device, const float *x, int64_t rows, int64_t in, const float *w, const float *b, int64_t out,
+               int32_t activation, int32_t hard_sigmoid_variant, float *y, char *err, size_t err_len);
+  /* In place, per row of `cols` (softmax-like activations normalise over the row). */
+  int (*activate)(int32_t device, float *data, int64_t rows, int64_t cols, int32_t activation,
+                  int32_t hard_sigmoid_variant, char *err, size_t err_len);
+  /* out[i, :] = table[host_ids[i], :] (ids already checked by the core). */
+  int (*gather_rows)(int32_t device, const float *table, int64_t cols, const int32_t *host_ids, int64_t n, float *out,
+                     char *err, size_t err_len);
+  /* out = a (op) b elementwise over n floats; op: RECUR_GPU_OP_*. out may alias a. */
+  int (*binary)(int32_t device, int32_t op, const float *a, const float *b, int64_t n, float *out, char *err,
+                size_t err_len);
+  /* Copies a (rows x cols) block between strided row-major tensors (concatenation, slicing). */
+  int (*copy2d)(int32_t device, const float *src, int64_t src_stride, float *dst, int64_t dst_stride, int64_t rows,
+                int64_t cols, char *err, size_t err_len);
+} recur_gpu_plugin;
+
+#define RECUR_GPU_OP_ADD 0
+#define RECUR_GPU_OP_MUL 1
+#define RECUR_GPU_OP_AVERAGE 2 /* (a + b) / 2 */
+
+/* The plugin's one exported symbol. Returns NULL when it cannot serve `core_abi_version`. */
+typedef const recur_gpu_plugin *(*recur_gpu_plugin_entry_fn)(uint32_t core_abi_version);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RECUR_GPU_PLUGIN_ABI_H */

@@ -1,0 +1,234 @@
+#include "gpu/gpu_layer.hpp"
+
+#include <cstring>
+#include <string>
+
+#include "recur/error.hpp"
+
+namespace recur::gpu {
+namespace {
+
+std::string layer_label(const LayerConfig& c) {
+  return std::string(kind_name(c.kind)) + (c.name.empty() ? "" : " '" + c.name + "'");
+}
+
+// Grow-only device scratch per thread, for host inputs and outputs of runs whose states are
+// resident on the device.
+struct Scratch {
+  DeviceBuffer buffer;
+  float* get(int ordinal, std::int64_t floats) {
+    if (buffer.ordinal() != ordinal || buffer.size() < floats) {
+      buffer = DeviceBuffer();  // free first: the old one may be large
+      buffer = DeviceBuffer(ordinal, std::max<std::int64_t>(floats, 1024));
+    }
+    return buffer.data();
+  }
+};
+thread_local Scratch scratch_input, scratch_output;
+
+}  // namespace
+
+// ----- DeviceState -----
+
+DeviceState::DeviceState(int ordinal, int num_states, Index batch, int units)
+    : buffer_(ordinal, (num_states + 1) * batch * units), num_states_(num_states), batch_(batch), units_(units) {}
+
+void DeviceState::upload(const std::vector<RowMatrix>& tensors, const RowMatrix& carried) {
+  const std::int64_t each = batch_ * units_;
+  for (int s = 0; s < num_states_; ++s) buffer_.upload(s * each, tensors[static_cast<std::size_t>(s)].data(), each);
+  if (carried.rows() == batch_ && carried.cols() == units_) {
+    buffer_.upload(num_states_ * each, carried.data(), each);
+  } else {
+    const std::vector<float> zeros(static_cast<std::size_t>(each), 0.0f);
+    buffer_.upload(num_states_ * each, zeros.data(), each);
+  }
+}
+
+void DeviceState::download(std::vector<RowMatrix>& tensors, RowMatrix& carried) const {
+  const std::int64_t each = batch_ * units_;
+  for (int s = 0; s < num_states_; ++s) buffer_.download(s * each, tensors[static_cast<std::size_t>(s)].data(), each);
+  carried.resize(batch_, units_);
+  buffer_.download(num_states_ * each, carried.data(), each);
+}
+
+void DeviceState::download_states(float* out) const { buffer_.download(0, out, num_states_ * batch_ * units_); }
+
+void DeviceState::upload_states(const float* in) {
+  const std::int64_t each = batch_ * units_;
+  buffer_.upload(0, in, num_states_ * each);
+  const std::vector<float> zeros(static_cast<std::size_t>(each), 0.0f);
+  buffer_.upload(num_states_ * each, zeros.data(), each);
+}
+
+void DeviceState::zero() {
+  const std::vector<float> zeros(static_cast<std::size_t>((num_states_ + 1) * batch_ * units_), 0.0f);
+  buffer_.upload(0, zeros.data(), static_cast<std::int64_t>(zeros.size()));
+}
+
+// ----- GpuLayer -----
+
+GpuLayer::GpuLayer(const LayerConfig& c, int ordinal)
+    : config_(c), ordinal_(ordinal), table_(&require_device(ordinal)), path_(choose_path(c)) {
+  recur_gpu_layer_desc d{};
+  d.device = ordinal;
+  d.is_gru = c.is_gru() ? 1 : 0;
+  d.units = c.units;
+  d.input_size = c.input_size;
+  d.reset_after = c.is_gru() && c.reset_after ? 1 : 0;
+  d.use_bias = c.use_bias ? 1 : 0;
+  // Mirrors Cell: the LSTM implementation-2 bias (and CuDNNLSTM's) is added after x@K + h@U.
+  d.bias_in_projection = c.use_bias && (c.is_gru() || c.effective_implementation() == 1) && c.kind != LayerKind::cudnn_lstm;
+  d.activation = static_cast<std::int32_t>(c.activation.kind);
+  d.activation_hard_sigmoid = static_cast<std::int32_t>(c.activation.hard_sigmoid);
+  d.recurrent_activation = static_cast<std::int32_t>(c.recurrent_activation.kind);
+  d.recurrent_activation_hard_sigmoid = static_cast<std::int32_t>(c.recurrent_activation.hard_sigmoid);
+  d.cudnn_capable = path_.cudnn ? 1 : 0;
+  char err[512] = {0};
+  const int rc = table_->layer_create(&d, &handle_, err, sizeof err);
+  if (rc != RECUR_GPU_OK) {
+    handle_ = nullptr;
+    raise(rc, err, "creating " + layer_label(c) + " on cuda:" + std::to_string(ordinal));
+  }
+}
+
+GpuLayer::~GpuLayer() {
+  if (handle_) table_->layer_destroy(handle_);
+}
+
+void GpuLayer::upload(const CellParams& p) {
+  recur_gpu_weights w{};
+  w.kernel = p.kernel.data();
+  w.recurrent = p.recurrent.data();
+  w.input_bias = p.input_bias.size() ? p.input_bias.data() : nullptr;
+  w.recurrent_bias = p.recurrent_bias.size() ? p.recurrent_bias.data() : nullptr;
+  CudnnWeights packed;
+  if (path_.cudnn) {
+    packed = pack_cudnn_weights(config_, p);
+    w.cudnn_params = packed.params.data();
+    w.cudnn_params_len = static_cast<std::int64_t>(packed.params.size());
+    w.regions = packed.regions.data();
+    w.num_regions = static_cast<std::int32_t>(packed.regions.size());
+  }
+  char err[512] = {0};
+  const int rc = table_->layer_set_weights(handle_, &w, err, sizeof err);
+  if (rc != RECUR_GPU_OK) raise(rc, err, "uploading the weights of " + layer_label(config_));
+}
+
+void GpuLayer::fill_route(recur_gpu_run& run, const std::uint8_t* mask, Index B, Index T, bool per_gate_inputs,
+                          bool recurrent_masks, bool unrolled_quirk, MaskPlan& plan) const {
+  plan = plan_mask(mask, B, T, config_.time_major);
+  const CallRoute route = choose_call_route(path_, &plan, per_gate_inputs, recurrent_masks, unrolled_quirk && mask);
+  run.route = route.cudnn ? RECUR_GPU_ROUTE_CUDNN : RECUR_GPU_ROUTE_KERNEL;
+  // cuDNN takes lengths, not masks; the kernels take the mask as it is.
+  run.mask = route.cudnn ? nullptr : mask;
+  run.lengths = route.lengths ? route.lengths->data() : nullptr;
+}
+
+void GpuLayer::call(const recur_gpu_run& run) const {
+  char err[512] = {0};
+  const int rc = table_->layer_run(handle_, &run, err, sizeof err);
+  if (rc != RECUR_GPU_OK) raise(rc, err, "running " + layer_label(config_) + " on cuda:" + std::to_string(ordinal_));
+}
+
+void GpuLayer::run_job(const SequenceJob& job, DeviceState* resident) const {
+  const Index B = job.batch, T = job.timesteps, u = config_.units, F = config_.input_size;
+  const int ns = config_.num_states(), G = config_.gates();
+  recur_gpu_run run{};
+  run.batch = B;
+  run.timesteps = T;
+  run.time_major = job.time_major;
+  run.go_backwards = job.go_backwards;
+  run.zero_output_for_mask = job.zero_output_for_mask;
+  run.unrolled_mask_quirk = job.unrolled_mask_quirk;
+  run.num_inputs = job.num_inputs;
+  std::vector<float> recurrent_masks;
+  if (job.recurrent_masks) {
+    for (const auto& m : *job.recurrent_masks) recurrent_masks.insert(recurrent_masks.end(), m.data(), m.data() + m.size());
+    run.recurrent_masks = recurrent_masks.data();
+  }
+  MaskPlan plan;
+  fill_route(run, job.mask, B, T, job.num_inputs > 1, job.recurrent_masks != nullptr, job.unrolled_mask_quirk, plan);
+  const std::int64_t rows = B * T, out_floats = job.sequence_output ? rows * u : B * u;
+  float* host_out = job.sequence_output ? job.sequence_output : job.last_output;
+
+  if (resident) {
+    // States stay on the device: inputs go up, outputs come down, nothing else crosses.
+    run.memory = RECUR_GPU_MEMORY_DEVICE;
+    const std::int64_t in_floats = rows * F;
+    float* d_in = scratch_input.get(ordinal_, in_floats * job.num_inputs);
+    std::vector<const float*> d_inputs(static_cast<std::size_t>(job.num_inputs));
+    for (int g = 0; g < job.num_inputs; ++g) {
+      scratch_input.buffer.upload(g * in_floats, job.inputs[g], in_floats);
+      d_inputs[static_cast<std::size_t>(g)] = d_in + g * in_floats;
+    }
+    run.inputs = d_inputs.data();
+    float* d_out = scratch_output.get(ordinal_, out_floats);
+    run.sequence_output = job.sequence_output ? d_out : nullptr;
+    run.last_output = job.sequence_output ? nullptr : d_out;
+    run.states = resident->states();
+    run.carried_in = resident->carried();
+    run.carried_out = resident->carried();
+    call(run);
+    if (host_out) scratch_output.buffer.download(0, host_out, out_floats);
+    return;
+  }
+
+  run.memory = RECUR_GPU_MEMORY_HOST;
+  run.inputs = job.inputs;
+  std::vector<float> states(static_cast<std::size_t>(ns * B * u));
+  for (int s = 0; s < ns; ++s)
+    std::memcpy(states.data() + s * B * u, job.states[s].data(), static_cast<std::size_t>(B * u) * sizeof(float));
+  run.states = states.data();
+  const bool carries = job.carried_output && job.carried_output->rows() == B && job.carried_output->cols() == u;
+  RowMatrix carried_out;
+  if (carries) run.carried_in = job.carried_output->data();
+  if (job.carried_output) {
+    carried_out.resize(B, u);
+    run.carried_out = carried_out.data();
+  }
+  run.sequence_output = job.sequence_output;
+  run.last_output = job.last_output;
+  (void)G;
+  call(run);
+  for (int s = 0; s < ns; ++s)
+    std::memcpy(job.states[s].data(), states.data() + s * B * u, static_cast<std::size_t>(B * u) * sizeof(float));
+  if (job.carried_output) *job.carried_output = std::move(carried_out);
+}
+
+void GpuLayer::run_device(void* stream, const float* d_input, Index B, Index T, const std::uint8_t* mask,
+                          float* d_states, float* d_sequence_output, float* d_last_output) const {
+  recur_gpu_run run{};
+  run.memory = RECUR_GPU_MEMORY_DEVICE;
+  run.stream = stream;
+  run.batch = B;
+  run.timesteps = T;
+  run.time_major = config_.time_major;
+  run.go_backwards = config_.go_backwards;
+  run.zero_output_for_mask = config_.zero_output_for_mask;
+  run.unrolled_mask_quirk = config_.unroll && config_.go_backwards;
+  run.num_inputs = 1;
+  const float* inputs[1] = {d_input};
+  run.inputs = inputs;
+  MaskPlan plan;
+  fill_route(run, mask, B, T, false, false, run.unrolled_mask_quirk, plan);
+  run.states = d_states;
+  run.sequence_output = d_sequence_output;
+  run.last_output = d_last_output;
+  call(run);
+}
+
+void GpuLayer::step_rows(const recur_gpu_step_rows& step) const {
+  char err[512] = {0};
+  const int rc = table_->layer_step_rows(handle_, &step, err, sizeof err);
+  if (rc != RECUR_GPU_OK)
+    raise(rc, err, "stepping " + std::to_string(step.rows) + " streams of " + layer_label(config_) + " on cuda:" +
+                       std::to_string(ordinal_));
+}
+
+// ----- GpuBackend -----
+
+void GpuBackend::run_sequence(const Cell&, const SequenceJob& job, SequenceWorkspace&) const {
+  layer_.run_job(job, nullptr);
+}
+
+}  // namespace recur::gpu

@@ -1,0 +1,175 @@
+#include "gpu/runtime.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "recur/error.hpp"
+
+#define RECUR_STR_(x) #x
+#define RECUR_STR(x) RECUR_STR_(x)
+
+namespace recur::gpu {
+namespace {
+
+constexpr const char* kPluginFile = "librecur_cuda.so";
+
+std::string directory_of_this_library() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&expected_build_id), &info) == 0 || !info.dli_fname) return {};
+  std::string path = info.dli_fname;
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+}
+
+std::string message_of(const char* buf) { return buf[0] ? std::string(buf) : std::string("no message"); }
+
+}  // namespace
+
+const char* expected_build_id() { return "recur " RECUR_PROJECT_VERSION " abi " RECUR_STR(RECUR_GPU_PLUGIN_ABI_VERSION); }
+
+PluginLoad load_plugin(const std::string& path) {
+  PluginLoad out;
+  out.path = path;
+  // RTLD_LOCAL keeps CUDA's symbols out of the process's global namespace; the handle is never
+  // closed because CUDA runtimes do not survive being unloaded.
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* e = dlerror();
+    out.why = "the GPU plugin " + path + " did not load: " + (e ? e : "unknown dlopen error") +
+              " (it needs the CUDA runtime and cuDNN 9; build recur with the CUDA toolkit, or point "
+              "RECUR_CUDA_PLUGIN at a plugin)";
+    return out;
+  }
+  auto entry = reinterpret_cast<recur_gpu_plugin_entry_fn>(dlsym(handle, RECUR_GPU_PLUGIN_ENTRY));
+  if (!entry) {
+    out.why = path + " is not a recur GPU plugin: it has no " RECUR_GPU_PLUGIN_ENTRY " symbol";
+    return out;
+  }
+  const recur_gpu_plugin* table = entry(RECUR_GPU_PLUGIN_ABI_VERSION);
+  if (!table) {
+    out.why = path + " refused plugin ABI " RECUR_STR(RECUR_GPU_PLUGIN_ABI_VERSION) +
+              std::string(" (it was built for another version of recur); use the plugin from the same build");
+    return out;
+  }
+  if (table->abi_version != RECUR_GPU_PLUGIN_ABI_VERSION || table->struct_size < sizeof(recur_gpu_plugin)) {
+    out.why = path + " implements GPU plugin ABI " + std::to_string(table->abi_version) + " (table of " +
+              std::to_string(table->struct_size) + " bytes), but this library needs ABI " +
+              RECUR_STR(RECUR_GPU_PLUGIN_ABI_VERSION) + " (" + std::to_string(sizeof(recur_gpu_plugin)) +
+              " bytes); use the plugin from the same build";
+    return out;
+  }
+  const std::string id = table->build_id ? table->build_id : "";
+  if (id != expected_build_id()) {
+    out.why = path + " comes from another build of recur (\"" + id + "\"; this library is \"" + expected_build_id() +
+              "\"); use the plugin from the same build";
+    return out;
+  }
+  char err[512] = {0};
+  std::int32_t count = 0;
+  const int rc = table->probe(&count, err, sizeof err);
+  if (rc != RECUR_GPU_OK) {
+    switch (rc) {
+      case RECUR_GPU_ERR_NO_DRIVER: out.why = "no usable NVIDIA driver: " + message_of(err); break;
+      case RECUR_GPU_ERR_NO_DEVICE: out.why = "no NVIDIA GPU: " + message_of(err); break;
+      case RECUR_GPU_ERR_NO_CUDNN: out.why = "cuDNN 9 is not usable: " + message_of(err); break;
+      default: out.why = "the GPU plugin's probe failed: " + message_of(err); break;
+    }
+    out.table = table;  // loaded and valid, but nothing to run on
+    return out;
+  }
+  if (count <= 0) out.why = "no NVIDIA GPU: the driver reports 0 devices";
+  out.table = table;
+  out.device_count = count;
+  return out;
+}
+
+const PluginLoad& plugin() {
+  static std::once_flag once;
+  static PluginLoad* loaded = nullptr;  // never destroyed: handles may outlive static destruction
+  std::call_once(once, [] {
+    const char* env = std::getenv("RECUR_CUDA_PLUGIN");
+    std::string path;
+    if (env && *env) {
+      path = env;
+    } else {
+      const std::string dir = directory_of_this_library();
+      path = dir.empty() ? kPluginFile : dir + "/" + kPluginFile;
+    }
+    loaded = new PluginLoad(load_plugin(path));
+  });
+  return *loaded;
+}
+
+const recur_gpu_plugin& require_device(int ordinal) {
+  const PluginLoad& p = plugin();
+  if (!p.table || p.device_count == 0) fail(Error::Code::unsupported, "cuda:", ordinal, ": ", p.why);
+  if (ordinal < 0 || ordinal >= p.device_count)
+    fail(Error::Code::unsupported, "cuda:", ordinal, ": no such GPU; ", p.device_count, " usable GPU(s): cuda:0",
+         p.device_count > 1 ? " to cuda:" + std::to_string(p.device_count - 1) : std::string());
+  return *p.table;
+}
+
+std::string device_name(int ordinal) {
+  const recur_gpu_plugin& t = require_device(ordinal);
+  char name[256] = {0};
+  if (t.device_name(ordinal, name, sizeof name) != RECUR_GPU_OK) return "cuda:" + std::to_string(ordinal);
+  return name;
+}
+
+void raise(int code, const char* message, const std::string& context) {
+  const std::string text = context + ": " + (message && message[0] ? message : "the GPU plugin failed");
+  switch (code) {
+    case RECUR_GPU_ERR_OUT_OF_MEMORY: throw std::bad_alloc();
+    case RECUR_GPU_ERR_INVALID: fail(Error::Code::invalid_argument, text);
+    default: fail(Error::Code::unsupported, text);
+  }
+}
+
+DeviceBuffer::DeviceBuffer(int ordinal, std::int64_t floats) : floats_(floats), ordinal_(ordinal) {
+  char err[512] = {0};
+  const int rc = require_device(ordinal).buffer_alloc(ordinal, floats, &handle_, err, sizeof err);
+  if (rc != RECUR_GPU_OK) {
+    handle_ = nullptr;
+    raise(rc, err, "allocating " + std::to_string(floats) + " floats on cuda:" + std::to_string(ordinal));
+  }
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (handle_) plugin().table->buffer_free(handle_);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : handle_(o.handle_), floats_(o.floats_), ordinal_(o.ordinal_) {
+  o.handle_ = nullptr;
+  o.floats_ = 0;
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (handle_) plugin().table->buffer_free(handle_);
+    handle_ = o.handle_;
+    floats_ = o.floats_;
+    ordinal_ = o.ordinal_;
+    o.handle_ = nullptr;
+    o.floats_ = 0;
+  }
+  return *this;
+}
+
+float* DeviceBuffer::data() const { return handle_ ? plugin().table->buffer_device_pointer(handle_) : nullptr; }
+
+void DeviceBuffer::upload(std::int64_t offset, const float* src, std::int64_t floats) {
+  char err[512] = {0};
+  const int rc = plugin().table->buffer_upload(handle_, offset, src, floats, err, sizeof err);
+  if (rc != RECUR_GPU_OK) raise(rc, err, "copying to cuda:" + std::to_string(ordinal_));
+}
+
+void DeviceBuffer::download(std::int64_t offset, float* dst, std::int64_t floats) const {
+  char err[512] = {0};
+  const int rc = plugin().table->buffer_download(handle_, offset, dst, floats, err, sizeof err);
+  if (rc != RECUR_GPU_OK) raise(rc, err, "copying from cuda:" + std::to_string(ordinal_));
+}
+
+}  // namespace recur::gpu
