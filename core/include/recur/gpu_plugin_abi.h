@@ -134,16 +134,19 @@ typedef struct recur_gpu_plugin {
   const char *build_id;  /* the recur version and ABI the plugin was built with */
   const char *name;      /* "cuda" (or "emulator" for the CPU-only test double) */
 
-  /* Number of usable devices, or a code (NO_DRIVER, NO_CUDNN) with a message saying what is
-   * missing. Cheap after the first call. */
+  /* Number of usable devices, or a code (NO_DRIVER, NO_DEVICE, NO_CUDNN) with a message saying
+   * what is missing. Cheap after the first call. */
   int (*probe)(int32_t *device_count, char *err, size_t err_len);
-  /* "NVIDIA H100 80GB HBM3, compute 9.0, cuDNN 9.19.0" for messages and reports. */
+  /* "NVIDIA H100 80GB HBM3, compute 9.0, cuDNN 9.19.0" for messages and reports; on failure a
+   * nonzero code with the reason written into `out` instead. */
   int (*device_name)(int32_t device, char *out, size_t out_len);
 
   /* Layers: weights on the device, uploaded once per set_weights. Thread rules: set_weights and
    * destroy are exclusive; run may be called concurrently on one layer from many threads. */
   int (*layer_create)(const recur_gpu_layer_desc *desc, void **layer, char *err, size_t err_len);
   int (*layer_set_weights)(void *layer, const recur_gpu_weights *weights, char *err, size_t err_len);
+  /* Returns once the outputs are written. With a caller's stream, the work this thread queued on
+   * the plugin's own stream (buffer copies, model ops) is finished first. */
   int (*layer_run)(void *layer, const recur_gpu_run *run, char *err, size_t err_len);
   void (*layer_destroy)(void *layer);
 

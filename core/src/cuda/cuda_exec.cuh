@@ -1,0 +1,184 @@
+// The CUDA execution policy of the runner (see runner.hpp): cuBLAS in pedantic math (no TF32,
+// no reduced-precision reductions), one generic grid-stride kernel for element-wise work, and a
+// per-thread, per-device stream, cuBLAS handle and scratch block, so runs from many threads on one
+// layer share no mutable state.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpu_common.hpp"
+
+namespace recur::gpu {
+
+inline void check_cuda(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return;
+  const int code = e == cudaErrorMemoryAllocation ? RECUR_GPU_ERR_OUT_OF_MEMORY : RECUR_GPU_ERR_CUDA;
+  fail(code, std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+
+inline void check_cublas(cublasStatus_t s, const char* what) {
+  if (s == CUBLAS_STATUS_SUCCESS) return;
+  const int code = s == CUBLAS_STATUS_ALLOC_FAILED ? RECUR_GPU_ERR_OUT_OF_MEMORY : RECUR_GPU_ERR_CUDA;
+  fail(code, std::string(what) + ": " + cublasGetStatusName(s) + " (" + cublasGetStatusString(s) + ")");
+}
+
+template <class F>
+__global__ void for_each_kernel(int64_t n, F f) {
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) f(i);
+}
+
+// What one thread keeps for one device. Destroyed at thread exit; errors there are ignored, as
+// the runtime may already be shutting down.
+struct ThreadDevice {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  void* scratch = nullptr;
+  std::size_t capacity = 0;
+  cudaEvent_t scratch_done = nullptr;  // recorded after the last call that used the scratch
+  cudaStream_t scratch_stream = nullptr;
+  void* staging = nullptr;  // pinned host memory for uploads made of many small pieces
+  std::size_t staging_capacity = 0;
+
+  explicit ThreadDevice(int32_t device) {
+    try {
+      check_cuda(cudaSetDevice(device), "cudaSetDevice");
+      check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+      check_cuda(cudaEventCreateWithFlags(&scratch_done, cudaEventDisableTiming), "cudaEventCreate");
+      check_cublas(cublasCreate(&blas), "cublasCreate");
+      // Pedantic: no TF32 and no reduced-precision reductions, whatever the GPU offers.
+      check_cublas(cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ThreadDevice(const ThreadDevice&) = delete;
+  ThreadDevice& operator=(const ThreadDevice&) = delete;
+  ~ThreadDevice() { release(); }
+
+ private:
+  void release() {
+    if (staging) cudaFreeHost(staging);
+    if (scratch) cudaFree(scratch);
+    if (blas) cublasDestroy(blas);
+    if (scratch_done) cudaEventDestroy(scratch_done);
+    if (stream) cudaStreamDestroy(stream);
+  }
+};
+
+class CudaExec {
+ public:
+  CudaExec(int32_t device, void* stream) : dev_(enter(device)) {
+    stream_ = stream ? static_cast<cudaStream_t>(stream) : dev_.stream;
+    // Work this thread queued on its own stream (buffer copies, model ops) comes first.
+    if (stream_ != dev_.stream) check_cuda(cudaStreamSynchronize(dev_.stream), "cudaStreamSynchronize");
+    check_cublas(cublasSetStream(dev_.blas, stream_), "cublasSetStream");
+  }
+  CudaExec(const CudaExec&) = delete;
+  CudaExec& operator=(const CudaExec&) = delete;
+  ~CudaExec() {
+    if (used_scratch_ && cudaEventRecord(dev_.scratch_done, stream_) == cudaSuccess) dev_.scratch_stream = stream_;
+  }
+
+  static void* alloc(int32_t device, std::size_t bytes) {
+    check_cuda(cudaSetDevice(device), "cudaSetDevice");
+    void* p = nullptr;
+    check_cuda(cudaMalloc(&p, std::max<std::size_t>(bytes, 1)), "cudaMalloc");
+    return p;
+  }
+  static void release(void* p) { cudaFree(p); }
+
+  // The thread's scratch block. Work from an earlier call on another stream may still use it, so
+  // this stream waits for that call's event; growing it waits for all of its users.
+  void* scratch(std::size_t bytes) {
+    if (dev_.scratch_stream && dev_.scratch_stream != stream_)
+      check_cuda(cudaStreamWaitEvent(stream_, dev_.scratch_done, 0), "cudaStreamWaitEvent");
+    if (bytes > dev_.capacity) {
+      const std::size_t grown = std::max(bytes, dev_.capacity + dev_.capacity / 2);
+      if (dev_.scratch) {
+        check_cuda(cudaEventSynchronize(dev_.scratch_done), "cudaEventSynchronize");
+        check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+        check_cuda(cudaFree(dev_.scratch), "cudaFree");
+        dev_.scratch = nullptr;
+        dev_.capacity = 0;
+      }
+      check_cuda(cudaMalloc(&dev_.scratch, grown), "cudaMalloc (scratch)");
+      dev_.capacity = grown;
+    }
+    used_scratch_ = true;
+    return dev_.scratch;
+  }
+
+  // The thread's pinned host block, for assembling one upload. The caller synchronizes before it
+  // returns, so the block is free again at the next call on this thread.
+  void* host_staging(std::size_t bytes) {
+    if (bytes > dev_.staging_capacity) {
+      const std::size_t grown = std::max(bytes, dev_.staging_capacity + dev_.staging_capacity / 2);
+      if (dev_.staging) check_cuda(cudaFreeHost(dev_.staging), "cudaFreeHost");
+      dev_.staging = nullptr;
+      dev_.staging_capacity = 0;
+      check_cuda(cudaMallocHost(&dev_.staging, grown), "cudaMallocHost");
+      dev_.staging_capacity = grown;
+    }
+    return dev_.staging;
+  }
+
+  void copy(void* dst, const void* src, std::size_t bytes, Copy kind) {
+    if (bytes == 0 || dst == src) return;
+    const cudaMemcpyKind k = kind == Copy::h2d   ? cudaMemcpyHostToDevice
+                             : kind == Copy::d2h ? cudaMemcpyDeviceToHost
+                                                 : cudaMemcpyDeviceToDevice;
+    check_cuda(cudaMemcpyAsync(dst, src, bytes, k, stream_), "cudaMemcpyAsync");
+  }
+
+  // Row-major C = A @ B is column-major C^T = B^T @ A^T: cuBLAS sees B first.
+  void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+            int64_t ldc) {
+    if (m == 0 || n == 0) return;
+    if (k == 0) {
+      check_cuda(cudaMemset2DAsync(c, static_cast<std::size_t>(ldc) * sizeof(float), 0,
+                                   static_cast<std::size_t>(n) * sizeof(float), static_cast<std::size_t>(m), stream_),
+                 "cudaMemset2DAsync");
+      return;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    check_cublas(cublasSgemm_v2_64(dev_.blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b, ldb, a, lda, &zero, c, ldc),
+                 "cublasSgemm");
+  }
+
+  template <class F>
+  void for_each(int64_t n, const F& f) {
+    if (n <= 0) return;
+    constexpr int kThreads = 256;
+    const int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads, int64_t(1) << 20);
+    for_each_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream_>>>(n, f);
+    check_cuda(cudaGetLastError(), "kernel launch");
+  }
+
+  void sync() { check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+  void* stream() const { return stream_; }
+
+ private:
+  static ThreadDevice& enter(int32_t device) {
+    check_cuda(cudaSetDevice(device), "cudaSetDevice");
+    thread_local std::vector<std::unique_ptr<ThreadDevice>> devices;
+    if (static_cast<std::size_t>(device) >= devices.size()) devices.resize(static_cast<std::size_t>(device) + 1);
+    auto& d = devices[static_cast<std::size_t>(device)];
+    if (!d) d = std::make_unique<ThreadDevice>(device);
+    return *d;
+  }
+
+  ThreadDevice& dev_;
+  cudaStream_t stream_ = nullptr;
+  bool used_scratch_ = false;
+};
+
+}  // namespace recur::gpu

@@ -1,0 +1,51 @@
+// Pieces the runner, the execution policies and the plugin table share: the error type that
+// carries an ABI code to the table boundary, copy directions, and the scratch carver.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "recur/gpu_plugin_abi.h"
+
+namespace recur::gpu {
+
+// Thrown inside the plugin; the table boundary turns it into `code` and the message.
+class GpuError : public std::runtime_error {
+ public:
+  GpuError(int code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
+
+[[noreturn]] inline void fail(int code, const std::string& message) { throw GpuError(code, message); }
+inline void check(bool ok, const std::string& message) {
+  if (!ok) fail(RECUR_GPU_ERR_INVALID, message);
+}
+
+enum class Copy { h2d, d2h, d2d };
+
+// Hands out aligned pieces of one scratch block. A call carves twice: once with no base to learn
+// the size, then over the block the policy returns, so a call asks for scratch memory once.
+class Arena {
+ public:
+  explicit Arena(char* base = nullptr) : base_(base) {}
+  template <class T>
+  T* take(int64_t count) {
+    offset_ = (offset_ + kAlign - 1) / kAlign * kAlign;
+    T* p = base_ ? reinterpret_cast<T*>(base_ + offset_) : nullptr;
+    offset_ += static_cast<std::size_t>(count) * sizeof(T);
+    return p;
+  }
+  std::size_t size() const { return offset_; }
+
+ private:
+  static constexpr std::size_t kAlign = 256;  // cuBLAS and vector loads like aligned rows
+  char* base_;
+  std::size_t offset_ = 0;
+};
+
+}  // namespace recur::gpu

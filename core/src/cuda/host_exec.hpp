@@ -1,0 +1,70 @@
+// The host execution policy: "device" memory is host memory, kernels are loops and the GEMM is
+// Eigen's (the CPU backend's). The emulator plugin and the unit tests run the runner with it.
+#pragma once
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "gpu_common.hpp"
+
+namespace recur::gpu {
+
+class HostExec {
+ public:
+  // `device` and `stream` only matter to the CUDA policy; host work is done when a call returns.
+  HostExec(int32_t /*device*/, void* /*stream*/) {}
+
+  static void* alloc(int32_t /*device*/, std::size_t bytes) {
+    void* p = std::aligned_alloc(256, (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256);
+    if (!p) fail(RECUR_GPU_ERR_OUT_OF_MEMORY, "host allocation of " + std::to_string(bytes) + " bytes failed");
+    return p;
+  }
+  static void release(void* p) { std::free(p); }
+
+  // One growing block per thread, like the CUDA policy's.
+  void* scratch(std::size_t bytes) {
+    thread_local std::vector<char> block;
+    if (block.size() < bytes + 256) block.resize(bytes + 256);
+    const auto base = reinterpret_cast<std::uintptr_t>(block.data());
+    return block.data() + ((256 - base % 256) % 256);
+  }
+
+  void* host_staging(std::size_t bytes) {
+    thread_local std::vector<char> block;
+    if (block.size() < bytes) block.resize(bytes);
+    return block.data();
+  }
+
+  void copy(void* dst, const void* src, std::size_t bytes, Copy) {
+    if (bytes && dst != src) std::memmove(dst, src, bytes);
+  }
+
+  void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+            int64_t ldc) {
+    using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    using In = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
+    using Out = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
+    if (m == 0 || n == 0) return;
+    Out cm(c, m, n, Eigen::OuterStride<>(ldc));
+    if (k == 0) {
+      cm.setZero();
+      return;
+    }
+    cm.noalias() = In(a, m, k, Eigen::OuterStride<>(lda)) * In(b, k, n, Eigen::OuterStride<>(ldb));
+  }
+
+  template <class F>
+  void for_each(int64_t n, const F& f) {
+    for (int64_t i = 0; i < n; ++i) f(i);
+  }
+
+  void sync() {}
+  void* stream() const { return nullptr; }
+};
+
+}  // namespace recur::gpu

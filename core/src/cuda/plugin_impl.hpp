@@ -1,0 +1,523 @@
+// The plugin table (gpu_plugin_abi.h), written once over a platform so the CUDA plugin and the
+// host emulator share validation, staging, step_rows and the model ops. A platform provides:
+//   using Exec = ...;                       the execution policy (see runner.hpp)
+//   static constexpr const char* kName;     the table's name
+//   static constexpr int64_t kProjectionBudget;  floats of projected inputs held at once
+//   static int probe(int32_t* count, std::string& err);
+//   static std::string device_name(int32_t device);
+//   static void check_usable(int32_t device);   throws GpuError for a device the build cannot use
+// Every function catches all exceptions and answers with a code and a message.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "cudnn_route.hpp"
+#include "gpu_common.hpp"
+#include "runner.hpp"
+
+namespace recur::gpu {
+
+inline void write_message(char* out, std::size_t len, const std::string& msg) {
+  if (!out || len == 0) return;
+  const std::size_t n = std::min(len - 1, msg.size());
+  std::memcpy(out, msg.data(), n);
+  out[n] = '\0';
+}
+
+template <class F>
+int guarded(char* err, std::size_t err_len, const F& f) {
+  try {
+    f();
+    return RECUR_GPU_OK;
+  } catch (const GpuError& e) {
+    write_message(err, err_len, e.what());
+    return e.code();
+  } catch (const std::bad_alloc&) {
+    write_message(err, err_len, "host allocation failed");
+    return RECUR_GPU_ERR_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    write_message(err, err_len, e.what());
+    return RECUR_GPU_ERR_CUDA;
+  } catch (...) {
+    write_message(err, err_len, "unknown error in the GPU plugin");
+    return RECUR_GPU_ERR_CUDA;
+  }
+}
+
+template <class Platform>
+class Plugin {
+  using Exec = typename Platform::Exec;
+
+  // A device block freed with the policy.
+  struct DeviceBlock {
+    void* p = nullptr;
+    DeviceBlock() = default;
+    DeviceBlock(const DeviceBlock&) = delete;
+    DeviceBlock& operator=(const DeviceBlock&) = delete;
+    ~DeviceBlock() {
+      if (p) Exec::release(p);
+    }
+  };
+
+  struct Layer {
+    recur_gpu_layer_desc desc{};
+    LayerSpec spec;
+    std::unique_ptr<DeviceBlock> weights;  // kernel, recurrent and biases in one block
+    DeviceWeights w;
+    std::unique_ptr<cuda::CudnnRoute> cudnn;
+  };
+
+  struct Buffer {
+    int32_t device = 0;
+    int64_t floats = 0;
+    DeviceBlock block;
+  };
+
+  static void check_device(int32_t device) {
+    int32_t count = 0;
+    std::string err;
+    const int rc = Platform::probe(&count, err);
+    if (rc != RECUR_GPU_OK) fail(rc, err);
+    if (device < 0 || device >= count)
+      fail(RECUR_GPU_ERR_NO_DEVICE, "no GPU " + std::to_string(device) + " (" + std::to_string(count) + " found)");
+    Platform::check_usable(device);
+  }
+
+  // ---- layers -----------------------------------------------------------------------------
+
+  static int layer_create(const recur_gpu_layer_desc* desc, void** out, char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(desc && out, "layer_create: null argument");
+      *out = nullptr;
+      check_device(desc->device);
+      auto layer = std::make_unique<Layer>();
+      layer->desc = *desc;
+      layer->spec = make_spec(*desc);
+      if (desc->cudnn_capable) {
+        std::string msg;
+        layer->cudnn = cuda::make_cudnn_route(*desc, msg);
+        if (!layer->cudnn) fail(RECUR_GPU_ERR_CUDA, "cuDNN route: " + msg);
+      }
+      *out = layer.release();
+    });
+  }
+
+  static int layer_set_weights(void* handle, const recur_gpu_weights* wts, char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(handle && wts, "layer_set_weights: null argument");
+      Layer& L = *static_cast<Layer*>(handle);
+      const LayerSpec& s = L.spec;
+      const int64_t W = s.width();
+      check(wts->kernel && wts->recurrent, "layer_set_weights: kernel and recurrent are required");
+      check(!s.use_bias || wts->input_bias, "layer_set_weights: the layer uses a bias but input_bias is NULL");
+      check(!(s.reset_after && s.use_bias) || wts->recurrent_bias,
+            "layer_set_weights: a reset_after GRU with bias needs recurrent_bias");
+      check(!L.cudnn || (wts->cudnn_params && wts->regions && wts->num_regions > 0),
+            "layer_set_weights: a cudnn_capable layer needs cudnn_params and regions");
+
+      Arena measure;
+      auto carve = [&](Arena& a, DeviceWeights& w) {
+        w.kernel = a.take<float>(s.input_size * W);
+        w.recurrent = a.take<float>(s.units * W);
+        w.input_bias = s.use_bias ? a.take<float>(W) : nullptr;
+        w.recurrent_bias = s.reset_after && s.use_bias ? a.take<float>(W) : nullptr;
+      };
+      DeviceWeights w;
+      carve(measure, w);
+      auto block = std::make_unique<DeviceBlock>();
+      block->p = Exec::alloc(L.desc.device, measure.size());
+      Arena at(static_cast<char*>(block->p));
+      carve(at, w);
+      Exec ex(L.desc.device, nullptr);
+      auto upload = [&](const float* dst, const float* src, int64_t n) {
+        ex.copy(const_cast<float*>(dst), src, static_cast<std::size_t>(n) * sizeof(float), Copy::h2d);
+      };
+      upload(w.kernel, wts->kernel, s.input_size * W);
+      upload(w.recurrent, wts->recurrent, s.units * W);
+      if (w.input_bias) upload(w.input_bias, wts->input_bias, W);
+      if (w.recurrent_bias) upload(w.recurrent_bias, wts->recurrent_bias, W);
+      ex.sync();
+      if (L.cudnn) {
+        std::string msg;
+        const int rc = L.cudnn->set_weights(*wts, msg);
+        if (rc != RECUR_GPU_OK) fail(rc, msg);
+      }
+      L.weights = std::move(block);
+      L.w = w;
+    });
+  }
+
+  static void run_impl(const Layer& L, const recur_gpu_run& r) {
+    const LayerSpec& s = L.spec;
+    check(L.weights != nullptr, "layer_run: weights were never set");
+    check(r.route == RECUR_GPU_ROUTE_KERNEL || r.route == RECUR_GPU_ROUTE_CUDNN, "layer_run: unknown route");
+    check(r.memory == RECUR_GPU_MEMORY_HOST || r.memory == RECUR_GPU_MEMORY_DEVICE, "layer_run: unknown memory kind");
+    check(r.batch >= 0 && r.timesteps >= 0, "layer_run: negative batch or timesteps");
+    check(r.num_inputs == 1 || r.num_inputs == s.gates(), "layer_run: num_inputs must be 1 or the gate count");
+    const bool cudnn = r.route == RECUR_GPU_ROUTE_CUDNN;
+    if (cudnn) {
+      check(L.cudnn != nullptr, "layer_run: route CUDNN on a layer that is not cudnn_capable");
+      check(!r.mask && !r.recurrent_masks && r.num_inputs == 1,
+            "layer_run: route CUDNN takes one input and lengths, not a mask, recurrent masks or per-gate inputs");
+    }
+    const int64_t B = r.batch, T = r.timesteps, rows = B * T, u = s.units, F = s.input_size, Bu = B * u;
+    const int ns = s.num_states(), G = s.gates();
+    check(r.inputs || rows == 0, "layer_run: inputs is NULL");
+    for (int g = 0; g < r.num_inputs && rows > 0; ++g) check(r.inputs[g] != nullptr, "layer_run: an input is NULL");
+    check(r.states || B == 0, "layer_run: states is NULL");
+    const bool host = r.memory == RECUR_GPU_MEMORY_HOST;
+
+    Exec ex(L.desc.device, r.stream);
+    // Device views of the run's tensors: staged copies for host memory, else the caller's.
+    const float* inputs[4] = {nullptr, nullptr, nullptr, nullptr};
+    float* states = r.states;
+    const float* carried_in = r.carried_in;
+    float* carried_out = r.carried_out;
+    float* seq = r.sequence_output;
+    float* last = r.last_output;
+    uint8_t* mask = nullptr;
+    float* rmasks = nullptr;
+    RunBuffers rb;
+    auto carve = [&](Arena& a) {
+      if (host) {
+        for (int g = 0; g < r.num_inputs; ++g) inputs[g] = a.take<float>(rows * F);
+        states = a.take<float>(ns * Bu);
+        if (r.carried_in) carried_in = a.take<float>(Bu);
+        if (r.carried_out) carried_out = a.take<float>(Bu);
+        if (r.sequence_output) seq = a.take<float>(rows * u);
+        if (r.last_output) last = a.take<float>(Bu);
+      }
+      if (r.mask) mask = a.take<uint8_t>(rows);
+      if (r.recurrent_masks) rmasks = a.take<float>(G * Bu);
+      if (!cudnn) rb = carve_run(a, s, B, T, r.num_inputs, r.recurrent_masks != nullptr, Platform::kProjectionBudget);
+    };
+    Arena measure;
+    carve(measure);
+    Arena scratch(static_cast<char*>(ex.scratch(measure.size())));
+    carve(scratch);
+
+    const auto bytes = [](int64_t floats) { return static_cast<std::size_t>(floats) * sizeof(float); };
+    if (host) {
+      for (int g = 0; g < r.num_inputs && rows > 0; ++g)
+        ex.copy(const_cast<float*>(inputs[g]), r.inputs[g], bytes(rows * F), Copy::h2d);
+      if (Bu > 0) ex.copy(states, r.states, bytes(ns * Bu), Copy::h2d);
+      if (r.carried_in && Bu > 0) ex.copy(const_cast<float*>(carried_in), r.carried_in, bytes(Bu), Copy::h2d);
+    } else {
+      for (int g = 0; g < r.num_inputs && rows > 0; ++g) inputs[g] = r.inputs[g];
+    }
+    if (mask && rows > 0) ex.copy(mask, r.mask, static_cast<std::size_t>(rows), Copy::h2d);
+    if (rmasks && Bu > 0) ex.copy(rmasks, r.recurrent_masks, bytes(G * Bu), Copy::h2d);
+
+    if (cudnn) {
+      recur_gpu_run d = r;
+      d.memory = RECUR_GPU_MEMORY_DEVICE;
+      d.stream = ex.stream();
+      d.inputs = inputs;
+      d.states = states;
+      d.carried_in = carried_in;
+      d.carried_out = carried_out;
+      d.sequence_output = seq;
+      d.last_output = last;
+      std::string msg;
+      const int rc = L.cudnn->run(d, ex.stream(), msg);
+      if (rc != RECUR_GPU_OK) fail(rc, msg);
+    } else {
+      SequenceArgs a;
+      a.inputs = inputs;
+      a.num_inputs = r.num_inputs;
+      a.batch = B;
+      a.timesteps = T;
+      a.time_major = r.time_major != 0;
+      a.go_backwards = r.go_backwards != 0;
+      a.mask = mask;
+      a.zero_output_for_mask = r.zero_output_for_mask != 0;
+      a.unrolled_mask_quirk = r.unrolled_mask_quirk != 0;
+      a.recurrent_masks = rmasks;
+      a.states = states;
+      a.carried_in = carried_in;
+      a.carried_out = carried_out;
+      a.sequence_output = seq;
+      a.last_output = last;
+      run_sequence(ex, s, L.w, a, rb);
+    }
+
+    if (host) {
+      if (Bu > 0) {
+        ex.copy(r.states, states, bytes(ns * Bu), Copy::d2h);
+        if (r.carried_out) ex.copy(r.carried_out, carried_out, bytes(Bu), Copy::d2h);
+        if (r.last_output) ex.copy(r.last_output, last, bytes(Bu), Copy::d2h);
+      }
+      if (r.sequence_output && rows > 0) ex.copy(r.sequence_output, seq, bytes(rows * u), Copy::d2h);
+    }
+    // A run returns with its outputs written, so callers may read them (or free their buffers).
+    ex.sync();
+  }
+
+  static int layer_run(void* handle, const recur_gpu_run* run, char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(handle && run, "layer_run: null argument");
+      run_impl(*static_cast<const Layer*>(handle), *run);
+    });
+  }
+
+  static void layer_destroy(void* handle) {
+    try {
+      delete static_cast<Layer*>(handle);
+    } catch (...) {
+      // A failing device free at teardown has nobody left to report to.
+    }
+  }
+
+  static void step_rows_impl(const Layer& L, const recur_gpu_step_rows& st) {
+    const LayerSpec& s = L.spec;
+    check(L.weights != nullptr, "layer_step_rows: weights were never set");
+    const int64_t R = st.rows, u = s.units, F = s.input_size;
+    check(R >= 0, "layer_step_rows: negative rows");
+    if (R == 0) return;
+    check(st.h_rows && st.carried_rows && st.input && st.output, "layer_step_rows: null argument");
+    check(s.gru || st.c_rows, "layer_step_rows: an LSTM needs c_rows");
+    const int ns = s.num_states();
+    const std::size_t ptr_bytes = static_cast<std::size_t>(R) * sizeof(float*);
+
+    Exec ex(L.desc.device, nullptr);
+    // The host data goes up in one copy: pointer arrays, input and mask, in this order.
+    float** h_ptrs = nullptr;
+    float** c_ptrs = nullptr;
+    float** carried_ptrs = nullptr;
+    float* input = nullptr;
+    uint8_t* mask = nullptr;
+    float* states = nullptr;
+    float* carried = nullptr;
+    float* out = nullptr;
+    std::size_t upload_bytes = 0;
+    RunBuffers rb;
+    auto carve = [&](Arena& a) {
+      h_ptrs = a.take<float*>(R);
+      if (!s.gru) c_ptrs = a.take<float*>(R);
+      carried_ptrs = a.take<float*>(R);
+      input = a.take<float>(R * F);
+      if (st.mask) mask = a.take<uint8_t>(R);
+      upload_bytes = a.size();
+      states = a.take<float>(ns * R * u);
+      carried = a.take<float>(R * u);
+      out = a.take<float>(R * u);
+      rb = carve_run(a, s, R, 1, 1, false, Platform::kProjectionBudget);
+    };
+    Arena measure;
+    carve(measure);
+    char* base = static_cast<char*>(ex.scratch(measure.size()));
+    Arena scratch(base);
+    carve(scratch);
+
+    char* staging = static_cast<char*>(ex.host_staging(upload_bytes));
+    auto stage = [&](const void* dev, const void* src, std::size_t n) {
+      std::memcpy(staging + (static_cast<const char*>(dev) - base), src, n);
+    };
+    stage(h_ptrs, st.h_rows, ptr_bytes);
+    if (c_ptrs) stage(c_ptrs, st.c_rows, ptr_bytes);
+    stage(carried_ptrs, st.carried_rows, ptr_bytes);
+    stage(input, st.input, static_cast<std::size_t>(R * F) * sizeof(float));
+    if (mask) stage(mask, st.mask, static_cast<std::size_t>(R));
+    ex.copy(base, staging, upload_bytes, Copy::h2d);
+
+    float* c_block = s.gru ? nullptr : states + R * u;
+    ex.for_each(R * u, MoveRows{h_ptrs, c_ptrs, carried_ptrs, states, c_block, carried, u, false});
+    SequenceArgs a;
+    const float* inputs[1] = {input};
+    a.inputs = inputs;
+    a.batch = R;
+    a.timesteps = 1;
+    a.mask = mask;
+    a.zero_output_for_mask = st.zero_output_for_mask != 0;
+    a.states = states;
+    a.carried_in = carried;
+    a.carried_out = carried;
+    a.last_output = out;
+    run_sequence(ex, s, L.w, a, rb);
+    ex.for_each(R * u, MoveRows{h_ptrs, c_ptrs, carried_ptrs, states, c_block, carried, u, true});
+    ex.copy(st.output, out, static_cast<std::size_t>(R * u) * sizeof(float), Copy::d2h);
+    ex.sync();
+  }
+
+  static int layer_step_rows(void* handle, const recur_gpu_step_rows* step, char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(handle && step, "layer_step_rows: null argument");
+      step_rows_impl(*static_cast<const Layer*>(handle), *step);
+    });
+  }
+
+  // ---- buffers ----------------------------------------------------------------------------
+
+  static int buffer_alloc(int32_t device, int64_t floats, void** out, char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(out != nullptr && floats >= 0, "buffer_alloc: bad argument");
+      *out = nullptr;
+      check_device(device);
+      auto buf = std::make_unique<Buffer>();
+      buf->device = device;
+      buf->floats = floats;
+      buf->block.p = Exec::alloc(device, static_cast<std::size_t>(floats) * sizeof(float));
+      *out = buf.release();
+    });
+  }
+
+  static void buffer_free(void* buffer) {
+    try {
+      delete static_cast<Buffer*>(buffer);
+    } catch (...) {
+      // As layer_destroy.
+    }
+  }
+
+  static void check_range(const Buffer& b, int64_t offset, int64_t floats, const char* fn) {
+    check(offset >= 0 && floats >= 0 && offset <= b.floats && floats <= b.floats - offset,
+          std::string(fn) + ": range outside the buffer");
+  }
+
+  static int buffer_upload(void* buffer, int64_t offset, const float* src, int64_t floats, char* err,
+                           std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(buffer && (src || floats == 0), "buffer_upload: null argument");
+      Buffer& b = *static_cast<Buffer*>(buffer);
+      check_range(b, offset, floats, "buffer_upload");
+      if (floats == 0) return;
+      Exec ex(b.device, nullptr);
+      ex.copy(static_cast<float*>(b.block.p) + offset, src, static_cast<std::size_t>(floats) * sizeof(float),
+              Copy::h2d);
+      ex.sync();
+    });
+  }
+
+  static int buffer_download(const void* buffer, int64_t offset, float* dst, int64_t floats, char* err,
+                             std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(buffer && (dst || floats == 0), "buffer_download: null argument");
+      const Buffer& b = *static_cast<const Buffer*>(buffer);
+      check_range(b, offset, floats, "buffer_download");
+      Exec ex(b.device, nullptr);
+      if (floats > 0)
+        ex.copy(dst, static_cast<const float*>(b.block.p) + offset, static_cast<std::size_t>(floats) * sizeof(float),
+                Copy::d2h);
+      ex.sync();  // also orders the model ops queued before it
+    });
+  }
+
+  static float* buffer_device_pointer(void* buffer) {
+    return buffer ? static_cast<float*>(static_cast<Buffer*>(buffer)->block.p) : nullptr;
+  }
+
+  // ---- model ops --------------------------------------------------------------------------
+
+  static void check_activation(int32_t act, int32_t hs) {
+    check(act >= 0 && act < kActCount, "unknown activation code");
+    check(hs >= 0 && hs < kHardSigmoidFormCount, "unknown hard_sigmoid variant");
+  }
+
+  static int dense(int32_t device, const float* x, int64_t rows, int64_t in, const float* w, const float* b,
+                   int64_t out, int32_t act, int32_t hs, float* y, char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(rows >= 0 && in >= 0 && out >= 0, "dense: negative size");
+      check((x && w && y) || rows * out == 0, "dense: null argument");
+      check_activation(act, hs);
+      Exec ex(device, nullptr);
+      ex.gemm(rows, out, in, x, in, w, out, y, out);
+      activate_rows(ex, y, rows, out, act, hs, b);
+    });
+  }
+
+  static int activate(int32_t device, float* data, int64_t rows, int64_t cols, int32_t act, int32_t hs, char* err,
+                      std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(rows >= 0 && cols >= 0 && (data || rows * cols == 0), "activate: bad argument");
+      check_activation(act, hs);
+      Exec ex(device, nullptr);
+      activate_rows(ex, data, rows, cols, act, hs, nullptr);
+    });
+  }
+
+  static int gather_rows(int32_t device, const float* table, int64_t cols, const int32_t* host_ids, int64_t n,
+                         float* out, char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(n >= 0 && cols >= 0, "gather_rows: negative size");
+      if (n == 0 || cols == 0) return;
+      check(table && host_ids && out, "gather_rows: null argument");
+      Exec ex(device, nullptr);
+      auto* ids = static_cast<int32_t*>(ex.scratch(static_cast<std::size_t>(n) * sizeof(int32_t)));
+      ex.copy(ids, host_ids, static_cast<std::size_t>(n) * sizeof(int32_t), Copy::h2d);
+      ex.for_each(n * cols, GatherIds{table, ids, out, cols});
+    });
+  }
+
+  static int binary(int32_t device, int32_t op, const float* a, const float* b, int64_t n, float* out, char* err,
+                    std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(op == RECUR_GPU_OP_ADD || op == RECUR_GPU_OP_MUL || op == RECUR_GPU_OP_AVERAGE, "binary: unknown op");
+      check(n >= 0 && ((a && b && out) || n == 0), "binary: bad argument");
+      Exec ex(device, nullptr);
+      ex.for_each(n, Binary{op, a, b, out});
+    });
+  }
+
+  static int copy2d(int32_t device, const float* src, int64_t src_stride, float* dst, int64_t dst_stride, int64_t rows,
+                    int64_t cols, char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(rows >= 0 && cols >= 0 && src_stride >= cols && dst_stride >= cols, "copy2d: bad sizes");
+      check((src && dst) || rows * cols == 0, "copy2d: null argument");
+      Exec ex(device, nullptr);
+      ex.for_each(rows * cols, Copy2d{src, dst, src_stride, dst_stride, cols});
+    });
+  }
+
+  static int probe(int32_t* count, char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(count != nullptr, "probe: null argument");
+      *count = 0;
+      std::string msg;
+      const int rc = Platform::probe(count, msg);
+      if (rc != RECUR_GPU_OK) fail(rc, msg);
+    });
+  }
+
+  static int device_name(int32_t device, char* out, std::size_t out_len) {
+    return guarded(out, out_len, [&] {
+      check_device(device);
+      write_message(out, out_len, Platform::device_name(device));
+    });
+  }
+
+ public:
+  static const recur_gpu_plugin* table(uint32_t core_abi_version, const char* build_id) {
+    if (core_abi_version != RECUR_GPU_PLUGIN_ABI_VERSION) return nullptr;
+    static const recur_gpu_plugin t = {
+        RECUR_GPU_PLUGIN_ABI_VERSION,
+        static_cast<uint32_t>(sizeof(recur_gpu_plugin)),
+        build_id,
+        Platform::kName,
+        &probe,
+        &device_name,
+        &layer_create,
+        &layer_set_weights,
+        &layer_run,
+        &layer_destroy,
+        &buffer_alloc,
+        &buffer_free,
+        &buffer_upload,
+        &buffer_download,
+        &buffer_device_pointer,
+        &layer_step_rows,
+        &dense,
+        &activate,
+        &gather_rows,
+        &binary,
+        &copy2d,
+    };
+    return &t;
+  }
+};
+
+}  // namespace recur::gpu

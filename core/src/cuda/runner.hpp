@@ -1,0 +1,584 @@
+// The sequence runner of route KERNEL, written once against an execution policy so the same code
+// runs on CUDA (cuda_exec.cuh) and on the host (host_exec.hpp, the emulator and the unit tests).
+//
+// A policy `Exec` provides:
+//   void* scratch(size_t bytes)             per-thread device scratch, valid for the current call
+//   void* host_staging(size_t bytes)        per-thread (pinned) host block for assembling uploads
+//   void copy(void* dst, const void* src, size_t bytes, Copy kind)
+//   void gemm(m, n, k, a, lda, b, ldb, c, ldc)   row-major C (m x n) = A (m x k) @ B (k x n)
+//   template <class F> void for_each(int64_t n, const F& f)   f(i) for i in [0, n), any order
+//   void sync()                              waits for the work ordered so far
+// Functors passed to for_each are trivially copyable structs with a RECUR_HD operator().
+//
+// The algorithm is the CPU backend's (core/src/cpu/cpu_backend.cpp, core/src/cell.cpp) with the
+// same association order everywhere: one projection GEMM per input over all rows (or chunks of
+// timesteps), then per step the recurrent GEMM(s), element-wise gate kernels and the mask select.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "gpu_common.hpp"
+#include "gpu_math.hpp"
+#include "recur/gpu_plugin_abi.h"
+
+namespace recur::gpu {
+
+// What a layer computes, checked once from the ABI descriptor.
+struct LayerSpec {
+  bool gru = true;
+  bool reset_after = false;
+  bool use_bias = false;
+  bool bias_in_projection = false;
+  int64_t units = 0;
+  int64_t input_size = 0;
+  int32_t act = kTanh, act_hs = kKeras3, ract = kSigmoid, ract_hs = kKeras3;
+
+  int gates() const { return gru ? 3 : 4; }
+  int64_t width() const { return gates() * units; }
+  int num_states() const { return gru ? 1 : 2; }
+};
+
+inline LayerSpec make_spec(const recur_gpu_layer_desc& d) {
+  check(d.is_gru == 0 || d.is_gru == 1, "layer_create: is_gru must be 0 or 1");
+  check(d.units > 0 && d.input_size > 0, "layer_create: units and input_size must be positive");
+  check(d.activation >= 0 && d.activation < kActCount && d.recurrent_activation >= 0 &&
+            d.recurrent_activation < kActCount,
+        "layer_create: unknown activation code");
+  check(d.activation_hard_sigmoid >= 0 && d.activation_hard_sigmoid < kHardSigmoidFormCount &&
+            d.recurrent_activation_hard_sigmoid >= 0 && d.recurrent_activation_hard_sigmoid < kHardSigmoidFormCount,
+        "layer_create: unknown hard_sigmoid variant");
+  LayerSpec s;
+  s.gru = d.is_gru != 0;
+  s.reset_after = s.gru && d.reset_after != 0;
+  s.use_bias = d.use_bias != 0;
+  s.bias_in_projection = s.use_bias && d.bias_in_projection != 0;
+  s.units = d.units;
+  s.input_size = d.input_size;
+  s.act = d.activation;
+  s.act_hs = d.activation_hard_sigmoid;
+  s.ract = d.recurrent_activation;
+  s.ract_hs = d.recurrent_activation_hard_sigmoid;
+  return s;
+}
+
+// Device pointers to the weights (CellParams's layout).
+struct DeviceWeights {
+  const float* kernel = nullptr;          // (F, W)
+  const float* recurrent = nullptr;       // (u, W)
+  const float* input_bias = nullptr;      // (W) or null
+  const float* recurrent_bias = nullptr;  // (W) or null: GRU reset_after with bias
+};
+
+// One run, every pointer a device pointer except `inputs` (a host array of device pointers).
+struct SequenceArgs {
+  const float* const* inputs = nullptr;
+  int num_inputs = 1;
+  int64_t batch = 0;
+  int64_t timesteps = 0;
+  bool time_major = false;
+  bool go_backwards = false;
+  const uint8_t* mask = nullptr;             // (rows) or null
+  bool zero_output_for_mask = false;
+  bool unrolled_mask_quirk = false;
+  const float* recurrent_masks = nullptr;    // G x (B, u) or null
+  float* states = nullptr;                   // ns x (B, u), in and out
+  const float* carried_in = nullptr;         // (B, u) or null (zeros); may alias carried_out
+  float* carried_out = nullptr;
+  float* sequence_output = nullptr;
+  float* last_output = nullptr;
+};
+
+// The runner's scratch for one run, carved from the policy's scratch block.
+struct RunBuffers {
+  float* proj = nullptr;      // (chunk*B or B*T, W)
+  float* gathered = nullptr;  // num_inputs x (chunk*B, F), chunked runs only
+  float* states[2] = {nullptr, nullptr};  // ping-pong, ns x (B, u) each
+  float* out_t = nullptr;     // (B, u)
+  float* pre = nullptr;       // (B, W)
+  float* cand = nullptr;      // (B, u)
+  float* masked_h = nullptr;  // G x (B, u), recurrent dropout only
+  int64_t chunk = 0;          // timesteps projected at once
+};
+
+// Timesteps projected at once: the CPU backend's rule, with the policy's budget in floats.
+inline int64_t projection_chunk(int64_t B, int64_t T, int64_t W, int64_t budget) {
+  return std::max<int64_t>(1, std::min<int64_t>(T, budget / std::max<int64_t>(1, B * W)));
+}
+
+inline RunBuffers carve_run(Arena& a, const LayerSpec& s, int64_t B, int64_t T, int num_inputs, bool masked_rec,
+                            int64_t budget) {
+  RunBuffers r;
+  const int64_t u = s.units, W = s.width();
+  r.chunk = projection_chunk(B, T, W, budget);
+  const bool chunked = r.chunk < T;
+  r.proj = a.take<float>((chunked ? r.chunk : T) * B * W);
+  if (chunked) r.gathered = a.take<float>(num_inputs * r.chunk * B * s.input_size);
+  r.states[0] = a.take<float>(s.num_states() * B * u);
+  r.states[1] = a.take<float>(s.num_states() * B * u);
+  r.out_t = a.take<float>(B * u);
+  r.pre = a.take<float>(B * W);
+  r.cand = a.take<float>(B * u);
+  if (masked_rec) r.masked_h = a.take<float>(s.gates() * B * u);
+  return r;
+}
+
+// ---- kernels (functors) ---------------------------------------------------------------------
+
+struct FillZero {
+  float* p;
+  RECUR_HD void operator()(int64_t i) const { p[i] = 0.0f; }
+};
+
+// Copies timesteps [k0, k0+n) of one input, in processing order, into time-major rows jj*B + b.
+struct GatherChunk {
+  const float* x;
+  float* dst;
+  int64_t B, T, F, k0;
+  bool time_major, go_backwards;
+  RECUR_HD void operator()(int64_t i) const {
+    const int64_t f = i % F, rb = i / F, b = rb % B, jj = rb / B;
+    const int64_t tt = go_backwards ? T - 1 - (k0 + jj) : k0 + jj;
+    const int64_t row = time_major ? tt * B + b : b * T + tt;
+    dst[i] = x[row * F + f];
+  }
+};
+
+// masked_h[g] = h ⊙ mask_g for every gate (Keras implementation 1 recurrent dropout).
+struct MaskH {
+  const float* h;
+  const float* masks;
+  float* out;
+  int64_t n;  // B*u
+  RECUR_HD void operator()(int64_t i) const { out[i] = h[i % n] * masks[i]; }
+};
+
+// Everything a step's element-wise kernels read and write.
+struct StepCtx {
+  int64_t u, W;
+  const float* xp;        // projected inputs of row b at xp + b*xp_stride
+  int64_t xp_stride;
+  const float* b_in;      // added to xp (bias in the projection), or null
+  const float* b_late;    // LSTM implementation 2: added after x@K + h@U, or null
+  const float* b_rec;     // GRU reset_after recurrent bias, or null
+  float* pre;             // (B, W): recurrent products in, gates out
+  float* cand;            // (B, u)
+  const float* h;         // current state
+  const float* c;
+  float* h_next;
+  float* c_next;
+  const float* mask_h;    // h ⊙ mask_h for GRU reset_after=False's (r ⊙ h) @ U_h, or null
+  const uint8_t* mask;    // null: every row valid; else row b valid iff mask[mask_base + b*mask_stride]
+  int64_t mask_base, mask_stride;
+  bool zero_masked;
+  float* out_t;           // (B, u): the output of this step (a masked row repeats or zeroes it)
+  float* seq_out;         // row b of this step at seq_out + b*seq_stride, or null
+  int64_t seq_stride;
+  int32_t act, act_hs, ract, ract_hs;
+
+  RECUR_HD float xp_at(int64_t b, int64_t col) const {
+    const float x = xp[b * xp_stride + col];
+    return b_in ? x + b_in[col] : x;
+  }
+  // Writes the new state (or keeps the old one on a masked row) and the step's output.
+  RECUR_HD void finish(int64_t i, float h_new, float c_new) const {
+    const int64_t b = i / u;
+    if (!mask || mask[mask_base + b * mask_stride]) {
+      h_next[i] = h_new;
+      if (c_next) c_next[i] = c_new;
+      out_t[i] = h_new;
+    } else {
+      h_next[i] = h[i];
+      if (c_next) c_next[i] = c[i];
+      if (zero_masked) out_t[i] = 0.0f;
+    }
+    if (seq_out) seq_out[b * seq_stride + i % u] = out_t[i];
+  }
+};
+
+// GRU z and r: act((x@K + b_in) + (h@U + b_rec)). `fused` (reset_after, both activations
+// element-wise) goes on to the candidate and the update in the same pass.
+struct GruGates {
+  StepCtx s;
+  bool fused;
+  RECUR_HD void operator()(int64_t i) const {
+    const int64_t b = i / s.u, j = i % s.u;
+    float* pre = s.pre + b * s.W;
+    float rz = pre[j], rr = pre[s.u + j];
+    if (s.b_rec) {
+      rz = rz + s.b_rec[j];
+      rr = rr + s.b_rec[s.u + j];
+    }
+    float z = s.xp_at(b, j) + rz;
+    float r = s.xp_at(b, s.u + j) + rr;
+    if (!is_row_activation(s.ract)) {
+      z = activate(s.ract, s.ract_hs, z);
+      r = activate(s.ract, s.ract_hs, r);
+    }
+    if (fused) {
+      float rh = pre[2 * s.u + j];
+      if (s.b_rec) rh = rh + s.b_rec[2 * s.u + j];
+      const float cand = activate(s.act, s.act_hs, s.xp_at(b, 2 * s.u + j) + r * rh);
+      s.finish(i, gru_update(z, s.h[i], cand), 0.0f);
+      return;
+    }
+    pre[j] = z;
+    pre[s.u + j] = r;
+  }
+};
+
+// GRU reset_after=False: cand (B, u) = r ⊙ (h ⊙ mask_h), the left operand of the U_h product.
+struct GruResetH {
+  StepCtx s;
+  RECUR_HD void operator()(int64_t i) const {
+    const int64_t b = i / s.u, j = i % s.u;
+    const float h = s.mask_h ? s.h[i] * s.mask_h[i] : s.h[i];
+    s.cand[i] = s.pre[b * s.W + s.u + j] * h;
+  }
+};
+
+// GRU candidate from activated z, r in pre: reset_after ĥ = act(xh + r ⊙ (h@U_h + b_rec_h)),
+// else ĥ = act(xh + (r ⊙ h)@U_h) with the product already in pre's h block. With an element-wise
+// activation it finishes the step; otherwise it leaves the pre-activation in cand.
+struct GruCandidate {
+  StepCtx s;
+  bool reset_after;
+  RECUR_HD void operator()(int64_t i) const {
+    const int64_t b = i / s.u, j = i % s.u;
+    const float* pre = s.pre + b * s.W;
+    float rh = pre[2 * s.u + j];
+    if (reset_after) {
+      if (s.b_rec) rh = rh + s.b_rec[2 * s.u + j];
+      rh = pre[s.u + j] * rh;
+    }
+    const float x = s.xp_at(b, 2 * s.u + j) + rh;
+    if (is_row_activation(s.act)) {
+      s.cand[i] = x;
+      return;
+    }
+    s.finish(i, gru_update(pre[j], s.h[i], activate(s.act, s.act_hs, x)), 0.0f);
+  }
+};
+
+struct GruFinal {
+  StepCtx s;
+  RECUR_HD void operator()(int64_t i) const {
+    const int64_t b = i / s.u, j = i % s.u;
+    s.finish(i, gru_update(s.pre[b * s.W + j], s.h[i], s.cand[i]), 0.0f);
+  }
+};
+
+// LSTM gates: (x@K [+ b]) + h@U [+ b]. `fused` (both activations element-wise) goes on to c', h'.
+struct LstmGates {
+  StepCtx s;
+  bool fused;
+  RECUR_HD void operator()(int64_t i) const {
+    const int64_t b = i / s.u, j = i % s.u;
+    float* pre = s.pre + b * s.W;
+    float g4[4];
+    for (int g = 0; g < 4; ++g) {
+      const int64_t col = g * s.u + j;
+      float v = s.xp_at(b, col) + pre[col];
+      if (s.b_late) v = v + s.b_late[col];
+      g4[g] = v;
+    }
+    if (fused) {
+      const float ig = activate(s.ract, s.ract_hs, g4[0]);
+      const float fg = activate(s.ract, s.ract_hs, g4[1]);
+      const float gg = activate(s.act, s.act_hs, g4[2]);
+      const float og = activate(s.ract, s.ract_hs, g4[3]);
+      const float c_new = lstm_cell(fg, s.c[i], ig, gg);
+      s.finish(i, lstm_hidden(og, activate(s.act, s.act_hs, c_new)), c_new);
+      return;
+    }
+    for (int g = 0; g < 4; ++g) pre[g * s.u + j] = g4[g];
+  }
+};
+
+// LSTM c' from activated gates in pre; finishes the step unless act(c') is row-wise, in which
+// case c' goes to cand for the row pass and LstmFinal finishes.
+struct LstmCell {
+  StepCtx s;
+  RECUR_HD void operator()(int64_t i) const {
+    const int64_t b = i / s.u, j = i % s.u;
+    const float* pre = s.pre + b * s.W;
+    const float c_new = lstm_cell(pre[s.u + j], s.c[i], pre[j], pre[2 * s.u + j]);
+    if (is_row_activation(s.act)) {
+      s.cand[i] = c_new;
+      return;
+    }
+    s.finish(i, lstm_hidden(pre[3 * s.u + j], activate(s.act, s.act_hs, c_new)), c_new);
+  }
+};
+
+// LSTM h' = o ⊙ act(c') after the row pass; cand holds act(c'), and c' is recomputed (cheap,
+// and the exact same expression) so the mask select keeps one code path.
+struct LstmFinal {
+  StepCtx s;
+  RECUR_HD void operator()(int64_t i) const {
+    const int64_t b = i / s.u, j = i % s.u;
+    const float* pre = s.pre + b * s.W;
+    const float c_new = lstm_cell(pre[s.u + j], s.c[i], pre[j], pre[2 * s.u + j]);
+    s.finish(i, lstm_hidden(pre[3 * s.u + j], s.cand[i]), c_new);
+  }
+};
+
+// One activation over `cols` values of each row (row i at data + i*stride): the row-wise
+// activations' pass, and the element-wise ones of a step that needs a row pass anyway.
+struct ActivateRows {
+  float* data;
+  int64_t stride, cols;
+  int32_t act, hs;
+  RECUR_HD void operator()(int64_t i) const { activate_row(act, hs, data + i * stride, cols, 1); }
+};
+
+// Keras unroll=True + go_backwards: zero output k where the input-order mask at k is 0.
+struct UnrolledQuirk {
+  float* seq_out;
+  const uint8_t* mask;
+  int64_t u;
+  RECUR_HD void operator()(int64_t i) const {
+    if (!mask[i / u]) seq_out[i] = 0.0f;
+  }
+};
+
+// The last output of rows whose last processed step is masked, zeroed (the quirk's last output).
+struct ZeroMaskedRows {
+  float* out;
+  const uint8_t* mask;
+  int64_t u, mask_base, mask_stride;
+  RECUR_HD void operator()(int64_t i) const {
+    if (!mask[mask_base + (i / u) * mask_stride]) out[i] = 0.0f;
+  }
+};
+
+// ---- the runner ------------------------------------------------------------------------------
+
+template <class Exec>
+void run_sequence(Exec& ex, const LayerSpec& s, const DeviceWeights& w, const SequenceArgs& a, const RunBuffers& rb) {
+  const int64_t B = a.batch, T = a.timesteps, u = s.units, W = s.width(), F = s.input_size;
+  const int ns = s.num_states(), G = s.gates();
+  const int64_t Bu = B * u;
+  const size_t bu_bytes = static_cast<size_t>(Bu) * sizeof(float);
+  auto row_index = [&](int64_t b, int64_t t) { return a.time_major ? t * B + b : b * T + t; };
+  const int64_t time_stride = a.time_major ? 1 : T;  // rows between batch entries of one step
+
+  // Projection of `rows` rows of each input into proj: one GEMM per input (per gate block when
+  // every gate has its own input).
+  auto project = [&](const float* const* xs, int64_t rows) {
+    if (a.num_inputs == 1) {
+      ex.gemm(rows, W, F, xs[0], F, w.kernel, W, rb.proj, W);
+    } else {
+      for (int g = 0; g < G; ++g) ex.gemm(rows, u, F, xs[g], F, w.kernel + g * u, W, rb.proj + g * u, W);
+    }
+  };
+
+  float* cur = rb.states[0];
+  float* next = rb.states[1];
+  if (Bu > 0) ex.copy(cur, a.states, bu_bytes * ns, Copy::d2d);
+  // The "previous output" of a masked first step starts at zeros unless a stream carries one.
+  if (a.carried_in)
+    ex.copy(rb.out_t, a.carried_in, bu_bytes, Copy::d2d);
+  else
+    ex.for_each(Bu, FillZero{rb.out_t});
+
+  const bool chunked = rb.chunk < T;
+  if (!chunked && B * T > 0) project(a.inputs, B * T);
+  const float* gathered_ptrs[4] = {nullptr, nullptr, nullptr, nullptr};
+  for (int g = 0; g < a.num_inputs && chunked; ++g) gathered_ptrs[g] = rb.gathered + g * rb.chunk * B * F;
+
+  StepCtx c{};
+  c.u = u;
+  c.W = W;
+  c.b_in = s.bias_in_projection ? w.input_bias : nullptr;
+  c.b_late = !s.gru && s.use_bias && !s.bias_in_projection ? w.input_bias : nullptr;
+  c.b_rec = s.reset_after && s.use_bias ? w.recurrent_bias : nullptr;
+  c.pre = rb.pre;
+  c.cand = rb.cand;
+  c.mask = a.mask;
+  c.mask_stride = time_stride;
+  c.zero_masked = a.zero_output_for_mask && !a.unrolled_mask_quirk;
+  c.out_t = rb.out_t;
+  c.seq_stride = time_stride * u;
+  c.act = s.act;
+  c.act_hs = s.act_hs;
+  c.ract = s.ract;
+  c.ract_hs = s.ract_hs;
+  const bool row_act = is_row_activation(s.act), row_ract = is_row_activation(s.ract);
+
+  // pre (:, gate blocks [g0, g0+n)) = h @ U, with h ⊙ mask_g per gate under recurrent dropout.
+  auto recurrent_product = [&](const float* h, int g0, int n) {
+    if (!a.recurrent_masks) {
+      ex.gemm(B, n * u, u, h, u, w.recurrent + g0 * u, W, rb.pre + g0 * u, W);
+      return;
+    }
+    for (int g = g0; g < g0 + n; ++g)
+      ex.gemm(B, u, u, rb.masked_h + g * Bu, u, w.recurrent + g * u, W, rb.pre + g * u, W);
+  };
+  // Activation pass over gate block g of every row of pre.
+  auto activate_gate = [&](int g, int32_t act, int32_t hs) {
+    ex.for_each(B, ActivateRows{rb.pre + g * u, W, u, act, hs});
+  };
+
+  for (int64_t k = 0; k < T && B > 0; ++k) {
+    const int64_t t = a.go_backwards ? T - 1 - k : k;
+    if (!chunked) {
+      c.xp = rb.proj + row_index(0, t) * W;
+      c.xp_stride = time_stride * W;
+    } else {
+      const int64_t j = k % rb.chunk;
+      if (j == 0) {
+        const int64_t n = std::min(rb.chunk, T - k);
+        for (int g = 0; g < a.num_inputs; ++g)
+          ex.for_each(n * B * F, GatherChunk{a.inputs[g], rb.gathered + g * rb.chunk * B * F, B, T, F, k,
+                                             a.time_major, a.go_backwards});
+        project(gathered_ptrs, n * B);
+      }
+      c.xp = rb.proj + j * B * W;
+      c.xp_stride = W;
+    }
+    c.h = cur;
+    c.c = s.gru ? nullptr : cur + Bu;
+    c.h_next = next;
+    c.c_next = s.gru ? nullptr : next + Bu;
+    c.mask_base = row_index(0, t);
+    c.seq_out = a.sequence_output ? a.sequence_output + row_index(0, k) * u : nullptr;
+    c.mask_h = nullptr;
+    if (a.recurrent_masks) ex.for_each(G * Bu, MaskH{cur, a.recurrent_masks, rb.masked_h, Bu});
+
+    if (s.gru) {
+      recurrent_product(cur, 0, s.reset_after ? 3 : 2);
+      const bool fused = s.reset_after && !row_act && !row_ract;
+      ex.for_each(Bu, GruGates{c, fused});
+      if (!fused) {
+        if (row_ract) {
+          activate_gate(0, s.ract, s.ract_hs);
+          activate_gate(1, s.ract, s.ract_hs);
+        }
+        if (!s.reset_after) {
+          StepCtx cr = c;
+          cr.mask_h = a.recurrent_masks ? a.recurrent_masks + 2 * Bu : nullptr;
+          ex.for_each(Bu, GruResetH{cr});
+          ex.gemm(B, u, u, rb.cand, u, w.recurrent + 2 * u, W, rb.pre + 2 * u, W);
+        }
+        ex.for_each(Bu, GruCandidate{c, s.reset_after});
+        if (row_act) {
+          ex.for_each(B, ActivateRows{rb.cand, u, u, s.act, s.act_hs});
+          ex.for_each(Bu, GruFinal{c});
+        }
+      }
+    } else {
+      recurrent_product(cur, 0, 4);
+      const bool fused = !row_act && !row_ract;
+      ex.for_each(Bu, LstmGates{c, fused});
+      if (!fused) {
+        activate_gate(0, s.ract, s.ract_hs);
+        activate_gate(1, s.ract, s.ract_hs);
+        activate_gate(2, s.act, s.act_hs);
+        activate_gate(3, s.ract, s.ract_hs);
+        ex.for_each(Bu, LstmCell{c});
+        if (row_act) {
+          ex.for_each(B, ActivateRows{rb.cand, u, u, s.act, s.act_hs});
+          ex.for_each(Bu, LstmFinal{c});
+        }
+      }
+    }
+    std::swap(cur, next);
+  }
+
+  if (a.mask && a.unrolled_mask_quirk && a.zero_output_for_mask && T > 0) {
+    // Keras (unroll=True) zeroes the stacked outputs with the mask in input order, although the
+    // outputs are in processing order; the last output uses the last processed step.
+    if (a.sequence_output) ex.for_each(B * T * u, UnrolledQuirk{a.sequence_output, a.mask, u});
+    ex.for_each(Bu, ZeroMaskedRows{rb.out_t, a.mask, u, row_index(0, a.go_backwards ? 0 : T - 1), time_stride});
+  }
+  if (Bu > 0) {
+    ex.copy(a.states, cur, bu_bytes * ns, Copy::d2d);
+    if (a.last_output) ex.copy(a.last_output, rb.out_t, bu_bytes, Copy::d2d);
+    if (a.carried_out) ex.copy(a.carried_out, rb.out_t, bu_bytes, Copy::d2d);
+  }
+}
+
+// ---- step_rows: many streams' device-resident states, one step ------------------------------
+
+// Gathers (scatter = false) or scatters rows' h, c and carried vectors between their own buffers
+// and contiguous (rows, u) blocks, in one kernel.
+struct MoveRows {
+  float* const* h_rows;
+  float* const* c_rows;  // null for GRU
+  float* const* carried_rows;
+  float* h;
+  float* c;
+  float* carried;
+  int64_t u;
+  bool scatter;
+  RECUR_HD void operator()(int64_t i) const {
+    const int64_t r = i / u, j = i % u;
+    if (scatter) {
+      h_rows[r][j] = h[i];
+      if (c_rows) c_rows[r][j] = c[i];
+      carried_rows[r][j] = carried[i];
+    } else {
+      h[i] = h_rows[r][j];
+      if (c_rows) c[i] = c_rows[r][j];
+      carried[i] = carried_rows[r][j];
+    }
+  }
+};
+
+// ---- model ops --------------------------------------------------------------------------------
+
+// y = x + b per row, then the activation (element-wise, or per row for softmax-like ones).
+struct BiasActivate {
+  float* y;
+  const float* b;
+  int64_t cols;
+  int32_t act, hs;
+  RECUR_HD void operator()(int64_t i) const {
+    float v = y[i];
+    if (b) v = v + b[i % cols];
+    y[i] = activate(act, hs, v);
+  }
+};
+
+struct GatherIds {
+  const float* table;
+  const int32_t* ids;
+  float* out;
+  int64_t cols;
+  RECUR_HD void operator()(int64_t i) const { out[i] = table[static_cast<int64_t>(ids[i / cols]) * cols + i % cols]; }
+};
+
+struct Binary {
+  int32_t op;
+  const float* a;
+  const float* b;
+  float* out;
+  RECUR_HD void operator()(int64_t i) const {
+    const float x = a[i], y = b[i];
+    out[i] = op == RECUR_GPU_OP_ADD ? x + y : (op == RECUR_GPU_OP_MUL ? x * y : (x + y) / 2.0f);
+  }
+};
+
+struct Copy2d {
+  const float* src;
+  float* dst;
+  int64_t src_stride, dst_stride, cols;
+  RECUR_HD void operator()(int64_t i) const {
+    const int64_t r = i / cols, j = i % cols;
+    dst[r * dst_stride + j] = src[r * src_stride + j];
+  }
+};
+
+template <class Exec>
+void activate_rows(Exec& ex, float* data, int64_t rows, int64_t cols, int32_t act, int32_t hs, const float* bias) {
+  if (is_row_activation(act)) {
+    if (bias) ex.for_each(rows * cols, BiasActivate{data, bias, cols, kLinear, hs});
+    ex.for_each(rows, ActivateRows{data, cols, cols, act, hs});
+  } else if (bias || act != kLinear) {
+    ex.for_each(rows * cols, BiasActivate{data, bias, cols, act, hs});
+  }
+}
+
+}  // namespace recur::gpu

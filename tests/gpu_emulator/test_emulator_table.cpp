@@ -1,0 +1,510 @@
+// The plugin table (core/src/cuda/plugin_impl.hpp, shared with librecur_cuda.so) through the
+// emulator's C entry point: staging of host and device memory, step_rows over scattered state
+// buffers, the model ops, argument errors and concurrent runs, against the CPU backend.
+// RECUR_GPU_PLUGIN_UNDER_TEST=/path/to/librecur_cuda.so runs the same tests on a real GPU (they
+// skip, printing probe's message, where the plugin finds no usable device).
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "recur/activations.hpp"
+#include "recur/backend.hpp"
+#include "recur/cell.hpp"
+#include "recur/config.hpp"
+#include "recur/gpu_plugin_abi.h"
+
+namespace recur {
+namespace {
+
+using Vec = std::vector<float>;
+constexpr float kTol = 1e-5f;
+
+const char* plugin_path() {
+  const char* env = std::getenv("RECUR_GPU_PLUGIN_UNDER_TEST");
+  return env && *env ? env : RECUR_GPU_EMULATOR_PATH;
+}
+
+recur_gpu_plugin_entry_fn plugin_entry() {
+  void* h = dlopen(plugin_path(), RTLD_NOW | RTLD_LOCAL);
+  return h ? reinterpret_cast<recur_gpu_plugin_entry_fn>(dlsym(h, RECUR_GPU_PLUGIN_ENTRY)) : nullptr;
+}
+
+const recur_gpu_plugin* plugin() {
+  static const recur_gpu_plugin* table = [] {
+    const recur_gpu_plugin_entry_fn entry = plugin_entry();
+    return entry ? entry(RECUR_GPU_PLUGIN_ABI_VERSION) : nullptr;
+  }();
+  return table;
+}
+
+bool is_emulator() { return plugin() && std::string(plugin()->name) == "emulator"; }
+
+// Skips a test when the plugin under test has no usable device (a CUDA plugin without a GPU).
+#define REQUIRE_DEVICE()                                                           \
+  do {                                                                             \
+    ASSERT_NE(plugin(), nullptr) << plugin_path() << ": " << dlerror();            \
+    int32_t count_ = 0;                                                            \
+    char err_[256] = "";                                                           \
+    if (plugin()->probe(&count_, err_, sizeof err_) != RECUR_GPU_OK || count_ < 1) \
+      GTEST_SKIP() << "no usable device: " << err_;                                \
+  } while (0)
+
+Vec random_vec(std::size_t n, std::mt19937& gen, float scale = 1.0f) {
+  std::normal_distribution<float> d(0.0f, scale);
+  Vec v(n);
+  for (auto& x : v) x = d(gen);
+  return v;
+}
+
+void expect_near(const Vec& a, const Vec& b, const char* what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], kTol) << what << " at " << i;
+}
+
+// A layer on both sides: a CPU Cell and an emulator layer with the same weights.
+struct Pair {
+  LayerConfig cfg;
+  std::unique_ptr<Cell> cell;
+  void* layer = nullptr;
+  int G = 3, ns = 1, u = 0, F = 0;
+
+  Pair(bool gru, int units, int input, unsigned seed, int lstm_impl = 2) {
+    cfg = LayerConfig::defaults(gru ? LayerKind::gru : LayerKind::lstm, DialectInfo::latest(Dialect::keras3));
+    cfg.units = units;
+    cfg.input_size = input;
+    cfg.implementation = lstm_impl;
+    cell = std::make_unique<Cell>(cfg);
+    G = cell->gates();
+    ns = cell->num_states();
+    u = units;
+    F = input;
+    const Index W = cell->width();
+    std::mt19937 gen(seed);
+    CellParams p;
+    p.kernel = Eigen::Map<const RowMatrix>(random_vec(static_cast<std::size_t>(F * W), gen, 0.5f).data(), F, W);
+    p.recurrent = Eigen::Map<const RowMatrix>(random_vec(static_cast<std::size_t>(u * W), gen, 0.5f).data(), u, W);
+    p.input_bias = Eigen::Map<const RowVector>(random_vec(static_cast<std::size_t>(W), gen, 0.3f).data(), W);
+    if (gru) p.recurrent_bias = Eigen::Map<const RowVector>(random_vec(static_cast<std::size_t>(W), gen, 0.3f).data(), W);
+    cell->set_params(p);
+
+    recur_gpu_layer_desc d{};
+    d.is_gru = gru;
+    d.units = units;
+    d.input_size = input;
+    d.reset_after = gru;
+    d.use_bias = 1;
+    d.bias_in_projection = gru || lstm_impl == 1;
+    d.activation = static_cast<int32_t>(Activation::tanh);
+    d.activation_hard_sigmoid = static_cast<int32_t>(HardSigmoid::keras3);
+    d.recurrent_activation = static_cast<int32_t>(Activation::sigmoid);
+    d.recurrent_activation_hard_sigmoid = static_cast<int32_t>(HardSigmoid::keras3);
+    char err[256] = "";
+    EXPECT_EQ(plugin()->layer_create(&d, &layer, err, sizeof err), RECUR_GPU_OK) << err;
+    recur_gpu_weights w{};
+    w.kernel = p.kernel.data();
+    w.recurrent = p.recurrent.data();
+    w.input_bias = p.input_bias.data();
+    w.recurrent_bias = gru ? p.recurrent_bias.data() : nullptr;
+    EXPECT_EQ(plugin()->layer_set_weights(layer, &w, err, sizeof err), RECUR_GPU_OK) << err;
+  }
+  ~Pair() { plugin()->layer_destroy(layer); }
+
+  // CPU reference of a run; states (ns*B*u) and carried (B*u) in and out.
+  void cpu_run(const Vec& x, Index B, Index T, const std::vector<std::uint8_t>* mask, bool back, bool zero, Vec& states,
+               Vec* carried, Vec& seq, Vec& last) const {
+    std::vector<RowMatrix> st(static_cast<std::size_t>(ns));
+    for (int s = 0; s < ns; ++s) st[static_cast<std::size_t>(s)] = Eigen::Map<const RowMatrix>(states.data() + s * B * u, B, u);
+    RowMatrix car;
+    if (carried) car = Eigen::Map<const RowMatrix>(carried->data(), B, u);
+    const float* xs[1] = {x.data()};
+    SequenceJob job;
+    job.inputs = xs;
+    job.batch = B;
+    job.timesteps = T;
+    job.go_backwards = back;
+    job.mask = mask ? mask->data() : nullptr;
+    job.zero_output_for_mask = zero;
+    job.states = st.data();
+    job.carried_output = carried ? &car : nullptr;
+    seq.assign(static_cast<std::size_t>(B * T * u), 0.0f);
+    last.assign(static_cast<std::size_t>(B * u), 0.0f);
+    job.sequence_output = seq.data();
+    job.last_output = last.data();
+    SequenceWorkspace ws;
+    cpu_backend().run_sequence(*cell, job, ws);
+    for (int s = 0; s < ns; ++s)
+      std::memcpy(states.data() + s * B * u, st[static_cast<std::size_t>(s)].data(), sizeof(float) * B * u);
+    if (carried) std::memcpy(carried->data(), car.data(), sizeof(float) * B * u);
+  }
+};
+
+TEST(GpuEmulatorTable, EntryAndProbe) {
+  ASSERT_NE(plugin(), nullptr) << plugin_path() << ": " << dlerror();
+  const recur_gpu_plugin* p = plugin();
+  EXPECT_EQ(p->abi_version, static_cast<uint32_t>(RECUR_GPU_PLUGIN_ABI_VERSION));
+  EXPECT_EQ(p->struct_size, sizeof(recur_gpu_plugin));
+  EXPECT_EQ(std::string(p->build_id).rfind("recur ", 0), 0u) << p->build_id;
+  EXPECT_NE(std::string(p->build_id).find(" abi " + std::to_string(RECUR_GPU_PLUGIN_ABI_VERSION)), std::string::npos);
+  EXPECT_EQ(plugin_entry()(RECUR_GPU_PLUGIN_ABI_VERSION + 1), nullptr);
+  int32_t count = -1;
+  char err[256] = "";
+  const int rc = p->probe(&count, err, sizeof err);
+  char name[256] = "";
+  if (is_emulator()) {
+    EXPECT_EQ(rc, RECUR_GPU_OK);
+    EXPECT_EQ(count, 1);
+    EXPECT_EQ(p->device_name(0, name, sizeof name), RECUR_GPU_OK);
+    EXPECT_STREQ(name, "recur GPU emulator (host memory, no CUDA)");
+  } else if (rc != RECUR_GPU_OK) {
+    // A CUDA plugin on a machine without a GPU: a code that says what is missing, and a message.
+    EXPECT_TRUE(rc == RECUR_GPU_ERR_NO_DRIVER || rc == RECUR_GPU_ERR_NO_DEVICE || rc == RECUR_GPU_ERR_NO_CUDNN) << rc;
+    EXPECT_GT(std::strlen(err), 10u);
+    EXPECT_EQ(p->device_name(0, name, sizeof name), rc);
+    std::printf("probe: %s\n", err);
+    return;
+  }
+  EXPECT_EQ(p->device_name(count, name, sizeof name), RECUR_GPU_ERR_NO_DEVICE);
+}
+
+TEST(GpuEmulatorTable, HostAndDeviceMemoryRunsMatchCpu) {
+  REQUIRE_DEVICE();
+  const recur_gpu_plugin* p = plugin();
+  for (int cell = 0; cell < 3; ++cell) {
+    Pair pair(cell == 0, 5, 3, 40 + cell, cell == 2 ? 1 : 2);
+    const Index B = 3, T = 7, u = 5;
+    std::mt19937 gen(7 + cell);
+    const Vec x = random_vec(static_cast<std::size_t>(B * T * 3), gen);
+    std::vector<std::uint8_t> mask(static_cast<std::size_t>(B * T), 1);
+    for (std::size_t i = 0; i < mask.size(); i += 3) mask[i] = 0;
+    const Vec states0 = random_vec(static_cast<std::size_t>(pair.ns * B * u), gen);
+    const Vec carried0 = random_vec(static_cast<std::size_t>(B * u), gen);
+
+    Vec cpu_states = states0, cpu_carried = carried0, cpu_seq, cpu_last;
+    pair.cpu_run(x, B, T, &mask, true, true, cpu_states, &cpu_carried, cpu_seq, cpu_last);
+
+    Vec states = states0, carried_out(static_cast<std::size_t>(B * u)), seq(cpu_seq.size()), last(cpu_last.size());
+    const float* xs[1] = {x.data()};
+    recur_gpu_run r{};
+    r.route = RECUR_GPU_ROUTE_KERNEL;
+    r.memory = RECUR_GPU_MEMORY_HOST;
+    r.batch = B;
+    r.timesteps = T;
+    r.go_backwards = 1;
+    r.num_inputs = 1;
+    r.inputs = xs;
+    r.mask = mask.data();
+    r.zero_output_for_mask = 1;
+    r.states = states.data();
+    r.carried_in = carried0.data();
+    r.carried_out = carried_out.data();
+    r.sequence_output = seq.data();
+    r.last_output = last.data();
+    char err[256] = "";
+    ASSERT_EQ(p->layer_run(pair.layer, &r, err, sizeof err), RECUR_GPU_OK) << err;
+    expect_near(seq, cpu_seq, "host sequence output");
+    expect_near(last, cpu_last, "host last output");
+    expect_near(states, cpu_states, "host states");
+    expect_near(carried_out, cpu_carried, "host carried output");
+
+    // The same run over device buffers (carried in and out aliased, as a stream keeps them).
+    auto alloc = [&](const Vec& init, Index n) {
+      void* b = nullptr;
+      EXPECT_EQ(p->buffer_alloc(0, n, &b, err, sizeof err), RECUR_GPU_OK) << err;
+      if (!init.empty()) {
+        EXPECT_EQ(p->buffer_upload(b, 0, init.data(), n, err, sizeof err), RECUR_GPU_OK) << err;
+      }
+      return b;
+    };
+    void* dx = alloc(x, B * T * 3);
+    void* dstate = alloc(states0, pair.ns * B * u);
+    void* dcar = alloc(carried0, B * u);
+    void* dseq = alloc({}, B * T * u);
+    void* dlast = alloc({}, B * u);
+    const float* dxs[1] = {p->buffer_device_pointer(dx)};
+    r.memory = RECUR_GPU_MEMORY_DEVICE;
+    r.inputs = dxs;
+    r.states = p->buffer_device_pointer(dstate);
+    r.carried_in = p->buffer_device_pointer(dcar);
+    r.carried_out = p->buffer_device_pointer(dcar);
+    r.sequence_output = p->buffer_device_pointer(dseq);
+    r.last_output = p->buffer_device_pointer(dlast);
+    ASSERT_EQ(p->layer_run(pair.layer, &r, err, sizeof err), RECUR_GPU_OK) << err;
+    auto download = [&](void* b, Index n) {
+      Vec v(static_cast<std::size_t>(n));
+      EXPECT_EQ(p->buffer_download(b, 0, v.data(), n, err, sizeof err), RECUR_GPU_OK) << err;
+      return v;
+    };
+    expect_near(download(dseq, B * T * u), cpu_seq, "device sequence output");
+    expect_near(download(dlast, B * u), cpu_last, "device last output");
+    expect_near(download(dstate, pair.ns * B * u), cpu_states, "device states");
+    expect_near(download(dcar, B * u), cpu_carried, "device carried output");
+    for (void* b : {dx, dstate, dcar, dseq, dlast}) p->buffer_free(b);
+  }
+}
+
+TEST(GpuEmulatorTable, StepRowsMatchesOneStepPerStream) {
+  REQUIRE_DEVICE();
+  const recur_gpu_plugin* p = plugin();
+  for (bool gru : {true, false}) {
+    Pair pair(gru, 4, 3, gru ? 60 : 61);
+    const int streams = 5, u = 4, F = 3;
+    std::mt19937 gen(gru ? 3 : 4);
+    char err[256] = "";
+    // Each stream's h, c and carried output live in their own buffer: [h | c | carried].
+    std::vector<void*> bufs(streams);
+    std::vector<Vec> h(streams), c(streams), car(streams);
+    for (int s = 0; s < streams; ++s) {
+      h[s] = random_vec(u, gen);
+      c[s] = random_vec(u, gen);
+      car[s] = random_vec(u, gen);
+      ASSERT_EQ(p->buffer_alloc(0, 3 * u, &bufs[s], err, sizeof err), RECUR_GPU_OK) << err;
+      Vec all = h[s];
+      all.insert(all.end(), c[s].begin(), c[s].end());
+      all.insert(all.end(), car[s].begin(), car[s].end());
+      ASSERT_EQ(p->buffer_upload(bufs[s], 0, all.data(), 3 * u, err, sizeof err), RECUR_GPU_OK) << err;
+    }
+    for (int step = 0; step < 3; ++step) {
+      // Streams 4, 1, 3 step (in that row order); stream 1 is masked on step 1.
+      const std::vector<int> order = {4, 1, 3};
+      const Index R = static_cast<Index>(order.size());
+      const Vec x = random_vec(static_cast<std::size_t>(R * F), gen);
+      std::vector<std::uint8_t> mask = {1, static_cast<std::uint8_t>(step == 1 ? 0 : 1), 1};
+      std::vector<float*> hp, cp, carp;
+      for (int s : order) {
+        float* base = p->buffer_device_pointer(bufs[s]);
+        hp.push_back(base);
+        cp.push_back(base + u);
+        carp.push_back(base + 2 * u);
+      }
+      Vec out(static_cast<std::size_t>(R * u), -1.0f);
+      recur_gpu_step_rows st{};
+      st.rows = R;
+      st.h_rows = hp.data();
+      st.c_rows = gru ? nullptr : cp.data();
+      st.carried_rows = carp.data();
+      st.input = x.data();
+      st.mask = mask.data();
+      st.zero_output_for_mask = step == 1;
+      st.output = out.data();
+      ASSERT_EQ(p->layer_step_rows(pair.layer, &st, err, sizeof err), RECUR_GPU_OK) << err;
+
+      for (Index r = 0; r < R; ++r) {
+        const int s = order[static_cast<std::size_t>(r)];
+        Vec states = h[s];
+        if (!gru) states.insert(states.end(), c[s].begin(), c[s].end());
+        const Vec xr(x.begin() + r * F, x.begin() + (r + 1) * F);
+        std::vector<std::uint8_t> m = {mask[static_cast<std::size_t>(r)]};
+        Vec seq, last;
+        pair.cpu_run(xr, 1, 1, &m, false, st.zero_output_for_mask, states, &car[s], seq, last);
+        h[s].assign(states.begin(), states.begin() + u);
+        if (!gru) c[s].assign(states.begin() + u, states.end());
+        expect_near(Vec(out.begin() + r * u, out.begin() + (r + 1) * u), last, "step output");
+      }
+      for (int s = 0; s < streams; ++s) {
+        Vec all(static_cast<std::size_t>(3 * u));
+        ASSERT_EQ(p->buffer_download(bufs[s], 0, all.data(), 3 * u, err, sizeof err), RECUR_GPU_OK) << err;
+        expect_near(Vec(all.begin(), all.begin() + u), h[s], "stream h");
+        if (!gru) expect_near(Vec(all.begin() + u, all.begin() + 2 * u), c[s], "stream c");
+        expect_near(Vec(all.begin() + 2 * u, all.end()), car[s], "stream carried output");
+      }
+    }
+    for (void* b : bufs) p->buffer_free(b);
+  }
+}
+
+TEST(GpuEmulatorTable, StepRowsManyStreams) {
+  // The serving case: 16384 streams, each state in its own slot of one big buffer, stepped in a
+  // shuffled order, against one CPU batch step.
+  REQUIRE_DEVICE();
+  const recur_gpu_plugin* p = plugin();
+  const Index R = 16384, u = 8, F = 5;
+  Pair pair(false, u, F, 90);
+  std::mt19937 gen(12);
+  Vec h = random_vec(static_cast<std::size_t>(R * u), gen), c = random_vec(static_cast<std::size_t>(R * u), gen);
+  Vec car(static_cast<std::size_t>(R * u), 0.0f);
+  const Vec x = random_vec(static_cast<std::size_t>(R * F), gen);
+  std::vector<std::uint8_t> mask(static_cast<std::size_t>(R), 1);
+  for (Index r = 0; r < R; r += 7) mask[static_cast<std::size_t>(r)] = 0;
+  std::vector<Index> slot(static_cast<std::size_t>(R));  // row r lives in slot[r]
+  for (Index r = 0; r < R; ++r) slot[static_cast<std::size_t>(r)] = (r * 7919) % R;
+
+  char err[256] = "";
+  void* buf = nullptr;
+  ASSERT_EQ(p->buffer_alloc(0, 3 * R * u, &buf, err, sizeof err), RECUR_GPU_OK) << err;
+  float* base = p->buffer_device_pointer(buf);
+  std::vector<float*> hp, cp, carp;
+  for (Index r = 0; r < R; ++r) {
+    const Index s = slot[static_cast<std::size_t>(r)];
+    ASSERT_EQ(p->buffer_upload(buf, s * 3 * u, h.data() + r * u, u, err, sizeof err), RECUR_GPU_OK);
+    ASSERT_EQ(p->buffer_upload(buf, s * 3 * u + u, c.data() + r * u, u, err, sizeof err), RECUR_GPU_OK);
+    ASSERT_EQ(p->buffer_upload(buf, s * 3 * u + 2 * u, car.data() + r * u, u, err, sizeof err), RECUR_GPU_OK);
+    hp.push_back(base + s * 3 * u);
+    cp.push_back(base + s * 3 * u + u);
+    carp.push_back(base + s * 3 * u + 2 * u);
+  }
+  Vec out(static_cast<std::size_t>(R * u));
+  recur_gpu_step_rows st{};
+  st.rows = R;
+  st.h_rows = hp.data();
+  st.c_rows = cp.data();
+  st.carried_rows = carp.data();
+  st.input = x.data();
+  st.mask = mask.data();
+  st.output = out.data();
+  ASSERT_EQ(p->layer_step_rows(pair.layer, &st, err, sizeof err), RECUR_GPU_OK) << err;
+
+  Vec states = h;
+  states.insert(states.end(), c.begin(), c.end());
+  Vec seq, last;
+  pair.cpu_run(x, R, 1, &mask, false, false, states, &car, seq, last);
+  expect_near(out, last, "outputs");
+  Vec all(static_cast<std::size_t>(3 * R * u));
+  ASSERT_EQ(p->buffer_download(buf, 0, all.data(), 3 * R * u, err, sizeof err), RECUR_GPU_OK);
+  for (Index r = 0; r < R; ++r) {
+    const float* s = all.data() + slot[static_cast<std::size_t>(r)] * 3 * u;
+    for (Index j = 0; j < u; ++j) {
+      ASSERT_NEAR(s[j], states[static_cast<std::size_t>(r * u + j)], kTol) << "h of row " << r;
+      ASSERT_NEAR(s[u + j], states[static_cast<std::size_t>(R * u + r * u + j)], kTol) << "c of row " << r;
+      ASSERT_NEAR(s[2 * u + j], car[static_cast<std::size_t>(r * u + j)], kTol) << "carried of row " << r;
+    }
+  }
+  p->buffer_free(buf);
+}
+
+TEST(GpuEmulatorTable, ModelOps) {
+  REQUIRE_DEVICE();
+  const recur_gpu_plugin* p = plugin();
+  char err[256] = "";
+  std::mt19937 gen(9);
+  const Index rows = 3, in = 4, out = 5;
+  const Vec x = random_vec(rows * in, gen), w = random_vec(in * out, gen), b = random_vec(out, gen);
+  void* buf = nullptr;
+  ASSERT_EQ(p->buffer_alloc(0, 64, &buf, err, sizeof err), RECUR_GPU_OK) << err;
+  float* d = p->buffer_device_pointer(buf);
+  ASSERT_EQ(p->buffer_upload(buf, 0, x.data(), rows * in, err, sizeof err), RECUR_GPU_OK);
+  ASSERT_EQ(p->buffer_upload(buf, 12, w.data(), in * out, err, sizeof err), RECUR_GPU_OK);
+  ASSERT_EQ(p->buffer_upload(buf, 32, b.data(), out, err, sizeof err), RECUR_GPU_OK);
+  ASSERT_EQ(p->dense(0, d, rows, in, d + 12, d + 32, out, static_cast<int32_t>(Activation::softmax), 2, d + 40, err,
+                     sizeof err),
+            RECUR_GPU_OK)
+      << err;
+  Vec y(rows * out), ref(rows * out);
+  ASSERT_EQ(p->buffer_download(buf, 40, y.data(), rows * out, err, sizeof err), RECUR_GPU_OK);
+  for (Index r = 0; r < rows; ++r)
+    for (Index o = 0; o < out; ++o) {
+      float acc = 0.0f;
+      for (Index i = 0; i < in; ++i) acc += x[r * in + i] * w[i * out + o];
+      ref[r * out + o] = acc + b[o];
+    }
+  apply_activation({Activation::softmax, HardSigmoid::keras3}, ref.data(), rows, out);
+  expect_near(y, ref, "dense + softmax");
+
+  // binary, gather_rows, copy2d over the same buffer.
+  ASSERT_EQ(p->binary(0, RECUR_GPU_OP_AVERAGE, d, d + 12, 4, d + 56, err, sizeof err), RECUR_GPU_OK);
+  const int32_t ids[2] = {2, 0};
+  ASSERT_EQ(p->gather_rows(0, d, in, ids, 2, d + 40, err, sizeof err), RECUR_GPU_OK);
+  ASSERT_EQ(p->copy2d(0, d, in, d + 48, 2, 2, 2, err, sizeof err), RECUR_GPU_OK);
+  Vec all(64);
+  ASSERT_EQ(p->buffer_download(buf, 0, all.data(), 64, err, sizeof err), RECUR_GPU_OK);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(all[56 + i], (x[i] + w[i]) / 2.0f);
+  for (int j = 0; j < 4; ++j) {
+    EXPECT_EQ(all[40 + j], x[2 * in + j]);
+    EXPECT_EQ(all[44 + j], x[j]);
+  }
+  EXPECT_EQ(all[48], x[0]);
+  EXPECT_EQ(all[49], x[1]);
+  EXPECT_EQ(all[50], x[4]);
+  EXPECT_EQ(all[51], x[5]);
+  ASSERT_EQ(p->activate(0, d + 40, 2, 4, static_cast<int32_t>(Activation::relu), 2, err, sizeof err), RECUR_GPU_OK);
+  EXPECT_EQ(p->binary(0, 7, d, d, 1, d, err, sizeof err), RECUR_GPU_ERR_INVALID);
+  EXPECT_EQ(p->buffer_download(buf, 60, all.data(), 5, err, sizeof err), RECUR_GPU_ERR_INVALID);
+  EXPECT_NE(std::string(err).find("outside"), std::string::npos) << err;
+  p->buffer_free(buf);
+}
+
+TEST(GpuEmulatorTable, ArgumentErrorsAreCodesWithMessages) {
+  REQUIRE_DEVICE();
+  const recur_gpu_plugin* p = plugin();
+  char err[256] = "";
+  recur_gpu_layer_desc d{};
+  d.is_gru = 1;
+  d.units = 0;
+  d.input_size = 2;
+  void* layer = nullptr;
+  EXPECT_EQ(p->layer_create(&d, &layer, err, sizeof err), RECUR_GPU_ERR_INVALID);
+  EXPECT_NE(std::string(err).find("units"), std::string::npos) << err;
+  d.units = 2;
+  d.activation = 99;
+  EXPECT_EQ(p->layer_create(&d, &layer, err, sizeof err), RECUR_GPU_ERR_INVALID);
+  d.activation = 1;
+  d.device = 1000;
+  EXPECT_EQ(p->layer_create(&d, &layer, err, sizeof err), RECUR_GPU_ERR_NO_DEVICE);
+  d.device = 0;
+  ASSERT_EQ(p->layer_create(&d, &layer, err, sizeof err), RECUR_GPU_OK) << err;
+  recur_gpu_run r{};
+  r.num_inputs = 1;
+  EXPECT_EQ(p->layer_run(layer, &r, err, sizeof err), RECUR_GPU_ERR_INVALID);
+  EXPECT_NE(std::string(err).find("weights"), std::string::npos) << err;
+  const Vec k(2 * 6, 0.1f), u(2 * 6, 0.1f);
+  recur_gpu_weights w{};
+  w.kernel = k.data();
+  w.recurrent = u.data();
+  ASSERT_EQ(p->layer_set_weights(layer, &w, err, sizeof err), RECUR_GPU_OK) << err;
+  r.route = RECUR_GPU_ROUTE_CUDNN;
+  EXPECT_EQ(p->layer_run(layer, &r, err, sizeof err), RECUR_GPU_ERR_INVALID);
+  EXPECT_NE(std::string(err).find("cudnn_capable"), std::string::npos) << err;
+  r.route = RECUR_GPU_ROUTE_KERNEL;
+  r.num_inputs = 2;
+  EXPECT_EQ(p->layer_run(layer, &r, err, sizeof err), RECUR_GPU_ERR_INVALID);
+  // A tiny message buffer still gets a NUL-terminated prefix.
+  char tiny[4] = {'x', 'x', 'x', 'x'};
+  EXPECT_EQ(p->layer_run(layer, &r, tiny, sizeof tiny), RECUR_GPU_ERR_INVALID);
+  EXPECT_EQ(tiny[3], '\0');
+  p->layer_destroy(layer);
+}
+
+TEST(GpuEmulatorTable, ConcurrentRunsOnOneLayer) {
+  REQUIRE_DEVICE();
+  const recur_gpu_plugin* p = plugin();
+  Pair pair(false, 6, 4, 77);
+  const Index B = 4, T = 9, u = 6;
+  std::vector<Vec> results(8);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      std::mt19937 gen(static_cast<unsigned>(t % 2));  // pairs of threads run the same inputs
+      const Vec x = random_vec(static_cast<std::size_t>(B * T * 4), gen);
+      Vec states(static_cast<std::size_t>(2 * B * u), 0.0f), seq(static_cast<std::size_t>(B * T * u));
+      const float* xs[1] = {x.data()};
+      recur_gpu_run r{};
+      r.memory = RECUR_GPU_MEMORY_HOST;
+      r.batch = B;
+      r.timesteps = T;
+      r.num_inputs = 1;
+      r.inputs = xs;
+      r.states = states.data();
+      r.sequence_output = seq.data();
+      char err[256] = "";
+      for (int rep = 0; rep < 20; ++rep) {
+        std::fill(states.begin(), states.end(), 0.0f);
+        if (p->layer_run(pair.layer, &r, err, sizeof err) != RECUR_GPU_OK) return;
+      }
+      results[static_cast<std::size_t>(t)] = seq;
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 8; ++t) {
+    ASSERT_FALSE(results[static_cast<std::size_t>(t)].empty());
+    EXPECT_EQ(results[static_cast<std::size_t>(t)], results[static_cast<std::size_t>(t % 2)]) << "thread " << t;
+  }
+}
+
+}  // namespace
+}  // namespace recur
