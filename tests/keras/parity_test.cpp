@@ -1,11 +1,12 @@
 // Keras parity: runs every fixture that tests/keras/generate.py wrote with real Keras through the
 // C ABI and compares every output and state. The fixture format is described in
-// tests/keras/README.md.
+// tests/keras/README.md. RECUR_TEST_DEVICE (e.g. "cuda") runs every layer on that device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -40,6 +41,7 @@ struct OutputError {
 
 struct CaseResult {
   std::string error;  // non-empty if the case could not run
+  std::string path;   // where the layer ran: "cpu", "cudnn" or "kernel"
   double tolerance = 1e-5;
   std::vector<OutputError> outputs;
   double max_abs() const {
@@ -323,6 +325,24 @@ void check_initializers(recur_layer* layer, const json& c, CaseResult& r) {
 
 void run_calls(recur_layer* layer, const json& c, CaseResult& r);
 
+const char* test_device() {
+  const char* d = std::getenv("RECUR_TEST_DEVICE");
+  return d && *d ? d : nullptr;
+}
+
+// Places the layer on RECUR_TEST_DEVICE (if set) and records the route it takes there.
+void place(recur_layer* layer, CaseResult& r) {
+  if (const char* device = test_device()) {
+    if (recur_layer_set_device(layer, device) != RECUR_OK) {
+      r.error = std::string("set_device ") + device + ": " + recur_last_error();
+      return;
+    }
+  }
+  recur_device_info info;
+  info.version = RECUR_DEVICE_INFO_VERSION;
+  if (recur_layer_get_device(layer, &info) == RECUR_OK) r.path = info.path;
+}
+
 CaseResult run_case(const Fixture& f) {
   CaseResult r;
   const json& c = f.data;
@@ -336,6 +356,8 @@ CaseResult run_case(const Fixture& f) {
     r.error = "create: " + status_text(st);
     return r;
   }
+  // Placed before the weights are set, so every set_weight re-uploads them.
+  place(layer, r);
   const json weights = c.value("weights", json::array());
   for (std::size_t i = 0; i < weights.size() && r.error.empty(); ++i) {
     const auto data = floats(weights[i]);
@@ -489,7 +511,8 @@ CaseResult run_file_case(const Fixture& f, const std::string& file) {
     r.error = "model_get_layer " + file + " '" + name + "': " + status_text(st);
     return r;
   }
-  run_calls(layer, c, r);
+  place(layer, r);
+  if (r.error.empty()) run_calls(layer, c, r);
   recur_layer_destroy(layer);
   return r;
 }
@@ -586,6 +609,7 @@ TEST(KerasParitySummary, AllFixturesWithinTolerance) {
   std::size_t failed = 0, outputs = 0;
   std::printf("%-10s %-52s %12s %12s %8s\n", "dialect", "case", "max_abs", "max_rel", "tol");
   std::size_t cases = 0;
+  std::map<std::string, std::size_t> paths;
   for (const auto& f : fixtures()) {
     if (f.file_only) continue;
     ++cases;
@@ -597,8 +621,9 @@ TEST(KerasParitySummary, AllFixturesWithinTolerance) {
       continue;
     }
     outputs += r.outputs.size();
-    std::printf("%-10s %-52s %12.3e %12.3e %8.0e\n", f.dialect.c_str(), name.c_str(), r.max_abs(), r.max_rel(),
-                r.tolerance);
+    ++paths[r.path];
+    std::printf("%-10s %-52s %12.3e %12.3e %8.0e %s\n", f.dialect.c_str(), name.c_str(), r.max_abs(), r.max_rel(),
+                r.tolerance, r.path.c_str());
     if (r.max_abs() > r.tolerance) ++failed;
     if (r.max_abs() > worst_abs) {
       worst_abs = r.max_abs();
@@ -608,6 +633,8 @@ TEST(KerasParitySummary, AllFixturesWithinTolerance) {
   }
   std::printf("parity: %zu cases, %zu outputs compared, %zu failed; worst max abs error %.3e (%s), worst rel %.3e\n",
               cases, outputs, failed, worst_abs, worst_case.c_str(), worst_rel);
+  std::printf("device: %s; routes: %zu cpu, %zu cudnn, %zu kernel\n", test_device() ? test_device() : "cpu",
+              paths["cpu"], paths["cudnn"], paths["kernel"]);
 
   // The model-file path: one line per file kind (.keras, .h5).
   for (const bool h5 : {false, true}) {
@@ -651,3 +678,18 @@ TEST(KerasParitySummary, AllFixturesWithinTolerance) {
 }
 
 }  // namespace
+
+// With RECUR_TEST_DEVICE naming a device that cannot run here (no GPU, driver or plugin), the whole
+// suite is skipped (exit 77, ctest's SKIP_RETURN_CODE) with the reason, instead of failing every case.
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (const char* device = test_device()) {
+    if (recur_device_check(device) != RECUR_OK) {
+      std::printf("skipped: the parity suite on %s cannot run here: %s\n", device, recur_last_error());
+      return 77;
+    }
+    std::printf("parity on device %s\n", device);
+  }
+  return RUN_ALL_TESTS();
+}
+
