@@ -1,0 +1,474 @@
+// recur_gpu_bench: recur's GPU routes, through the public C ABI, against cudnnRNNForward called
+// directly on the same weights and shapes. See README.md for what each line measures.
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "recur/recur.h"
+
+namespace {
+
+constexpr int kWarmup = 5;
+constexpr int kRepeats = 30;
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "recur_gpu_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+void check_cuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) die(std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+
+void check_cudnn(cudnnStatus_t s, const char* what) {
+  if (s == CUDNN_STATUS_SUCCESS) return;
+  char reason[512] = {0};
+  cudnnGetLastErrorString(reason, sizeof reason);
+  die(std::string(what) + ": " + cudnnGetErrorString(s) + (reason[0] ? std::string(": ") + reason : ""));
+}
+
+void check_recur(recur_status s, const char* what) {
+  if (s != RECUR_OK) die(std::string(what) + ": " + recur_status_string(s) + ": " + recur_last_error());
+}
+
+std::vector<float> random_vec(size_t n, unsigned seed, float scale) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+// Median wall time of `run` (which must wait for its own GPU work), after warm-up calls.
+double median_ms(const std::function<void()>& run, int repeats = kRepeats) {
+  for (int i = 0; i < kWarmup; ++i) run();
+  std::vector<double> ms;
+  for (int i = 0; i < repeats; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) die("comparing outputs of different sizes");
+  double m = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, double(std::fabs(a[i] - b[i])));
+  return m;
+}
+
+template <class T>
+struct DeviceBuffer {
+  T* p = nullptr;
+  size_t n = 0;
+  explicit DeviceBuffer(size_t count) : n(count) {
+    check_cuda(cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(T)), "cudaMalloc");
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { cudaFree(p); }
+  void upload(const std::vector<T>& v) {
+    check_cuda(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+  }
+  std::vector<T> download() const {
+    std::vector<T> v(n);
+    check_cuda(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+    return v;
+  }
+};
+
+struct Shape {
+  int batch, timesteps, input, units;
+};
+
+// A layer's Keras weights, flat in get_weights order: kernel (F, G*u), recurrent_kernel (u, G*u),
+// bias ((2, 3u) for GRU reset_after=True, else (G*u)).
+struct KerasWeights {
+  bool gru;
+  int F, u, G;
+  std::vector<float> flat;
+  float kernel(int i, int c) const { return flat[size_t(i) * G * u + c]; }
+  float recurrent(int k, int c) const { return flat[size_t(F) * G * u + size_t(k) * G * u + c]; }
+  float bias(int row, int c) const { return flat[size_t(F + u) * G * u + size_t(row) * G * u + c]; }
+};
+
+// cudnnRNNForward called directly: the reference recur is compared with and timed against.
+class RawCudnn {
+ public:
+  RawCudnn(cudnnHandle_t handle, cudaStream_t stream, const KerasWeights& w, const Shape& s)
+      : handle_(handle), stream_(stream), s_(s), gru_(w.gru) {
+    check_cudnn(cudnnCreateDropoutDescriptor(&dropout_), "cudnnCreateDropoutDescriptor");
+    check_cudnn(cudnnSetDropoutDescriptor(dropout_, handle_, 0.0f, nullptr, 0, 0), "cudnnSetDropoutDescriptor");
+    check_cudnn(cudnnCreateRNNDescriptor(&rnn_), "cudnnCreateRNNDescriptor");
+    check_cudnn(
+        cudnnSetRNNDescriptor_v8(rnn_, CUDNN_RNN_ALGO_STANDARD, gru_ ? CUDNN_GRU : CUDNN_LSTM, CUDNN_RNN_DOUBLE_BIAS,
+                                 CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
+                                 CUDNN_FMA_MATH, s.input, s.units, s.units, 1, dropout_, CUDNN_RNN_PADDED_IO_ENABLED),
+        "cudnnSetRNNDescriptor_v8");
+    std::vector<int> lengths(size_t(s.batch), s.timesteps);
+    float fill = 0.0f;
+    check_cudnn(cudnnCreateRNNDataDescriptor(&x_desc_), "cudnnCreateRNNDataDescriptor");
+    check_cudnn(cudnnCreateRNNDataDescriptor(&y_desc_), "cudnnCreateRNNDataDescriptor");
+    check_cudnn(cudnnSetRNNDataDescriptor(x_desc_, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
+                                          s.timesteps, s.batch, s.input, lengths.data(), &fill),
+                "cudnnSetRNNDataDescriptor(x)");
+    check_cudnn(cudnnSetRNNDataDescriptor(y_desc_, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
+                                          s.timesteps, s.batch, s.units, lengths.data(), &fill),
+                "cudnnSetRNNDataDescriptor(y)");
+    check_cudnn(cudnnCreateTensorDescriptor(&h_desc_), "cudnnCreateTensorDescriptor");
+    const int dims[3] = {1, s.batch, s.units}, strides[3] = {s.batch * s.units, s.units, 1};
+    check_cudnn(cudnnSetTensorNdDescriptor(h_desc_, CUDNN_DATA_FLOAT, 3, dims, strides), "cudnnSetTensorNdDescriptor");
+    check_cuda(cudaMalloc(&lengths_, lengths.size() * sizeof(int)), "cudaMalloc");
+    check_cuda(cudaMemcpy(lengths_, lengths.data(), lengths.size() * sizeof(int), cudaMemcpyHostToDevice),
+               "cudaMemcpy");
+
+    check_cudnn(cudnnGetRNNWeightSpaceSize(handle_, rnn_, &weight_bytes_), "cudnnGetRNNWeightSpaceSize");
+    check_cuda(cudaMalloc(&weights_, weight_bytes_), "cudaMalloc");
+    upload_weights(w);
+    check_cudnn(
+        cudnnGetRNNTempSpaceSizes(handle_, rnn_, CUDNN_FWD_MODE_INFERENCE, x_desc_, &work_bytes_, &reserve_bytes_),
+        "cudnnGetRNNTempSpaceSizes");
+    if (work_bytes_) check_cuda(cudaMalloc(&work_, work_bytes_), "cudaMalloc");
+    if (reserve_bytes_) check_cuda(cudaMalloc(&reserve_, reserve_bytes_), "cudaMalloc");
+  }
+  RawCudnn(const RawCudnn&) = delete;
+  RawCudnn& operator=(const RawCudnn&) = delete;
+  ~RawCudnn() {
+    cudaFree(reserve_);
+    cudaFree(work_);
+    cudaFree(weights_);
+    cudaFree(lengths_);
+    cudnnDestroyTensorDescriptor(h_desc_);
+    cudnnDestroyRNNDataDescriptor(y_desc_);
+    cudnnDestroyRNNDataDescriptor(x_desc_);
+    cudnnDestroyRNNDescriptor(rnn_);
+    cudnnDestroyDropoutDescriptor(dropout_);
+  }
+
+  // Zero initial states; y (B, T, u), hy and cy (B, u). Waits for the result.
+  void forward(const float* x, float* y, float* hy, float* cy) {
+    check_cudnn(cudnnSetStream(handle_, stream_), "cudnnSetStream");
+    check_cudnn(cudnnRNNForward(handle_, rnn_, CUDNN_FWD_MODE_INFERENCE, lengths_, x_desc_, x, y_desc_, y, h_desc_,
+                                nullptr, hy, h_desc_, nullptr, gru_ ? nullptr : cy, weight_bytes_, weights_,
+                                work_bytes_, work_, reserve_bytes_, reserve_),
+                "cudnnRNNForward");
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+
+ private:
+  // Keras -> cuDNN (cudnn_rnn.md §2.4): W_g is the transpose of Keras's gate block; cuDNN's GRU
+  // gates are (r, z, h) where Keras's are (z, r, h); Keras's LSTM bias is cuDNN's recurrent bias.
+  void upload_weights(const KerasWeights& w) {
+    std::vector<float> space(weight_bytes_ / sizeof(float), 0.0f);
+    cudnnTensorDescriptor_t m_desc = nullptr, b_desc = nullptr;
+    check_cudnn(cudnnCreateTensorDescriptor(&m_desc), "cudnnCreateTensorDescriptor");
+    check_cudnn(cudnnCreateTensorDescriptor(&b_desc), "cudnnCreateTensorDescriptor");
+    const int G = w.G, u = w.u;
+    for (int id = 0; id < 2 * G; ++id) {
+      void* m = nullptr;
+      void* b = nullptr;
+      check_cudnn(cudnnGetRNNWeightParams(handle_, rnn_, 0, weight_bytes_, weights_, id, m_desc, &m, b_desc, &b),
+                  "cudnnGetRNNWeightParams");
+      const size_t m_at = size_t(static_cast<char*>(m) - static_cast<char*>(weights_)) / sizeof(float);
+      const size_t b_at = size_t(static_cast<char*>(b) - static_cast<char*>(weights_)) / sizeof(float);
+      const int g = id % G, kg = w.gru ? (g == 0 ? 1 : g == 1 ? 0 : 2) : g;
+      const bool on_input = id < G;
+      const int cols = on_input ? w.F : u;
+      for (int j = 0; j < u; ++j) {
+        for (int i = 0; i < cols; ++i)
+          space[m_at + size_t(j) * cols + i] = on_input ? w.kernel(i, kg * u + j) : w.recurrent(i, kg * u + j);
+        space[b_at + j] = w.gru ? w.bias(on_input ? 0 : 1, kg * u + j) : (on_input ? 0.0f : w.bias(0, kg * u + j));
+      }
+    }
+    cudnnDestroyTensorDescriptor(b_desc);
+    cudnnDestroyTensorDescriptor(m_desc);
+    check_cuda(cudaMemcpy(weights_, space.data(), weight_bytes_, cudaMemcpyHostToDevice), "cudaMemcpy weights");
+  }
+
+  cudnnHandle_t handle_;
+  cudaStream_t stream_;
+  Shape s_;
+  bool gru_;
+  cudnnDropoutDescriptor_t dropout_ = nullptr;
+  cudnnRNNDescriptor_t rnn_ = nullptr;
+  cudnnRNNDataDescriptor_t x_desc_ = nullptr, y_desc_ = nullptr;
+  cudnnTensorDescriptor_t h_desc_ = nullptr;
+  int* lengths_ = nullptr;
+  void* weights_ = nullptr;
+  size_t weight_bytes_ = 0;
+  void* work_ = nullptr;
+  size_t work_bytes_ = 0;
+  void* reserve_ = nullptr;
+  size_t reserve_bytes_ = 0;
+};
+
+struct LayerSpec {
+  bool gru = true;
+  int reset_after = 1;
+  const char* recurrent_activation = nullptr;  // NULL: sigmoid
+  int go_backwards = 0;
+  int zero_output_for_mask = 0;
+};
+
+// A recur layer with return_sequences=True on `device`, with the given flat Keras weights.
+recur_layer* make_layer(const LayerSpec& spec, const Shape& s, const std::vector<float>* weights, const char* device) {
+  recur_layer_options o;
+  check_recur(recur_layer_options_init(&o, RECUR_LAYER_OPTIONS_VERSION), "recur_layer_options_init");
+  o.type = spec.gru ? RECUR_LAYER_GRU : RECUR_LAYER_LSTM;
+  o.units = s.units;
+  o.input_size = s.input;
+  o.return_sequences = 1;
+  o.reset_after = spec.gru ? spec.reset_after : RECUR_DEFAULT;
+  o.recurrent_activation = spec.recurrent_activation;
+  o.go_backwards = spec.go_backwards;
+  o.zero_output_for_mask = spec.zero_output_for_mask;
+  recur_layer* layer = nullptr;
+  check_recur(recur_layer_create(&layer, &o), "recur_layer_create");
+  if (weights) check_recur(recur_layer_set_weights(layer, weights->data(), weights->size()), "recur_layer_set_weights");
+  check_recur(recur_layer_set_device(layer, device), "recur_layer_set_device");
+  return layer;
+}
+
+std::vector<float> random_weights(recur_layer* layer, unsigned seed) {
+  size_t n = 0;
+  check_recur(recur_layer_weights_length(layer, &n), "recur_layer_weights_length");
+  return random_vec(n, seed, 0.08f);
+}
+
+std::string route_of(const recur_layer* layer) {
+  recur_device_info info{};
+  info.version = RECUR_DEVICE_INFO_VERSION;
+  check_recur(recur_layer_get_device(layer, &info), "recur_layer_get_device");
+  return std::string(info.backend) + "/" + info.path;
+}
+
+// recur_layer_forward on host buffers (H2D and D2H included).
+void forward_host(recur_layer* layer, const Shape& s, const std::vector<float>& x, const std::vector<uint8_t>* mask,
+                  std::vector<float>& out) {
+  out.resize(size_t(s.batch) * s.timesteps * s.units);
+  check_recur(recur_layer_forward(layer, x.data(), x.size(), s.batch, s.timesteps, mask ? mask->data() : nullptr,
+                                  mask ? mask->size() : 0, nullptr, 0, 0, 0, out.data(), out.size(), nullptr, 0),
+              "recur_layer_forward");
+}
+
+// recur_layer_forward_device on device buffers; waits for the stream.
+void forward_device(recur_layer* layer, cudaStream_t stream, const Shape& s, const float* d_x,
+                    const std::vector<uint8_t>* mask, float* d_out) {
+  check_recur(recur_layer_forward_device(layer, stream, d_x, s.batch, s.timesteps, mask ? mask->data() : nullptr,
+                                         mask ? mask->size() : 0, nullptr, 0, d_out, nullptr),
+              "recur_layer_forward_device");
+  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+}
+
+std::string shape_name(const Shape& s) {
+  return "B=" + std::to_string(s.batch) + " T=" + std::to_string(s.timesteps) + " F=" + std::to_string(s.input) +
+         " u=" + std::to_string(s.units);
+}
+
+// A mask with holes (not right-padded): route "kernel" on a GPU.
+std::vector<uint8_t> holed_mask(const Shape& s) {
+  std::vector<uint8_t> m(size_t(s.batch) * s.timesteps, 1);
+  for (int b = 0; b < s.batch; ++b)
+    for (int t = 0; t < s.timesteps; ++t)
+      if ((b + t) % 7 == 3) m[size_t(b) * s.timesteps + t] = 0;
+  return m;
+}
+
+void bench_shape(cudnnHandle_t handle, cudaStream_t stream, bool gru, const Shape& s) {
+  const char* cell = gru ? "GRU" : "LSTM";
+  const size_t nx = size_t(s.batch) * s.timesteps * s.input, ny = size_t(s.batch) * s.timesteps * s.units;
+  const std::vector<float> x = random_vec(nx, 1, 1.0f);
+  DeviceBuffer<float> d_x(nx), d_y(ny), d_out(ny), d_hy(size_t(s.batch) * s.units), d_cy(size_t(s.batch) * s.units);
+  d_x.upload(x);
+
+  // The cuDNN-capable layer and raw cuDNN on the same weights.
+  LayerSpec spec;
+  spec.gru = gru;
+  recur_layer* gpu = make_layer(spec, s, nullptr, "cpu");
+  const std::vector<float> weights = random_weights(gpu, 2);
+  check_recur(recur_layer_set_weights(gpu, weights.data(), weights.size()), "recur_layer_set_weights");
+  check_recur(recur_layer_set_device(gpu, "cuda"), "recur_layer_set_device");
+  KerasWeights kw{gru, s.input, s.units, gru ? 3 : 4, weights};
+  RawCudnn raw(handle, stream, kw, s);
+
+  raw.forward(d_x.p, d_y.p, d_hy.p, d_cy.p);
+  const std::vector<float> want = d_y.download();
+  forward_device(gpu, stream, s, d_x.p, nullptr, d_out.p);
+  const double diff_device = max_abs_diff(d_out.download(), want);
+  std::vector<float> host_out;
+  forward_host(gpu, s, x, nullptr, host_out);
+  const double diff_host = max_abs_diff(host_out, want);
+
+  const double t_cudnn = median_ms([&] { raw.forward(d_x.p, d_y.p, d_hy.p, d_cy.p); });
+  const double t_device = median_ms([&] { forward_device(gpu, stream, s, d_x.p, nullptr, d_out.p); });
+  const double t_host = median_ms([&] { forward_host(gpu, s, x, nullptr, host_out); });
+  std::printf("%-4s %-26s route %-12s max|recur-cuDNN| device %.2e host %.2e\n", cell, shape_name(s).c_str(),
+              route_of(gpu).c_str(), diff_device, diff_host);
+  std::printf("     cuDNN %9.3f ms | recur device %9.3f ms (x%.2f) | recur host %9.3f ms (x%.2f, H2D/D2H included)\n",
+              t_cudnn, t_device, t_device / t_cudnn, t_host, t_host / t_cudnn);
+
+  // recur's own kernels on the same shape, each checked against recur on the CPU.
+  struct KernelCase {
+    const char* name;
+    LayerSpec spec;
+    bool holes;
+  };
+  std::vector<KernelCase> cases;
+  if (gru) {
+    LayerSpec ra0 = spec;
+    ra0.reset_after = 0;
+    cases.push_back({"GRU reset_after=0", ra0, false});
+  } else {
+    LayerSpec hard = spec;
+    hard.recurrent_activation = "hard_sigmoid";
+    cases.push_back({"LSTM hard_sigmoid", hard, false});
+  }
+  cases.push_back({"mask with holes", spec, true});
+  for (const KernelCase& k : cases) {
+    recur_layer* cpu = make_layer(k.spec, s, nullptr, "cpu");
+    const std::vector<float> kweights = k.holes ? weights : random_weights(cpu, 3);
+    check_recur(recur_layer_set_weights(cpu, kweights.data(), kweights.size()), "recur_layer_set_weights");
+    recur_layer* dev = make_layer(k.spec, s, &kweights, "cuda");
+    const std::vector<uint8_t> mask = holed_mask(s);
+    const std::vector<uint8_t>* m = k.holes ? &mask : nullptr;
+    std::vector<float> ref;
+    forward_host(cpu, s, x, m, ref);
+    forward_device(dev, stream, s, d_x.p, m, d_out.p);
+    const double diff = max_abs_diff(d_out.download(), ref);
+    const double t = median_ms([&] { forward_device(dev, stream, s, d_x.p, m, d_out.p); });
+    std::printf("     %-18s route %-12s max|gpu-cpu| %.2e  device %9.3f ms (x%.2f of cuDNN)\n", k.name,
+                route_of(dev).c_str(), diff, t, t / t_cudnn);
+    recur_layer_destroy(dev);
+    recur_layer_destroy(cpu);
+  }
+  recur_layer_destroy(gpu);
+}
+
+// recur's cuDNN route against recur on the CPU where it rewrites cuDNN's results: right-padded
+// masks with a zero-length row, go_backwards, zero_output_for_mask, initial states. Returns the
+// number of failures.
+int check_cudnn_route() {
+  const Shape s{5, 7, 6, 8};
+  const int lengths[5] = {7, 3, 0, 1, 6};
+  std::vector<uint8_t> mask(size_t(s.batch) * s.timesteps, 0);
+  for (int b = 0; b < s.batch; ++b)
+    for (int t = 0; t < lengths[b]; ++t) mask[size_t(b) * s.timesteps + t] = 1;
+  const std::vector<float> x = random_vec(size_t(s.batch) * s.timesteps * s.input, 6, 1.0f);
+  int failures = 0, cases = 0;
+  double worst = 0.0;
+  for (bool gru : {true, false})
+    for (int backwards : {0, 1})
+      for (int zero_output : {0, 1})
+        for (bool masked : {false, true}) {
+          LayerSpec spec;
+          spec.gru = gru;
+          spec.go_backwards = backwards;
+          spec.zero_output_for_mask = zero_output;
+          recur_layer* cpu = make_layer(spec, s, nullptr, "cpu");
+          const std::vector<float> weights = random_weights(cpu, 7);
+          check_recur(recur_layer_set_weights(cpu, weights.data(), weights.size()), "recur_layer_set_weights");
+          recur_layer* dev = make_layer(spec, s, &weights, "cuda");
+          const int ns = gru ? 1 : 2;
+          const std::vector<float> h0 = random_vec(size_t(ns) * s.batch * s.units, 8, 0.5f);
+          std::vector<float> out[2], state[2];
+          recur_layer* layers[2] = {cpu, dev};
+          for (int i = 0; i < 2; ++i) {
+            out[i].resize(size_t(s.batch) * s.timesteps * s.units);
+            state[i].resize(h0.size());
+            check_recur(
+                recur_layer_forward(layers[i], x.data(), x.size(), s.batch, s.timesteps, masked ? mask.data() : nullptr,
+                                    masked ? mask.size() : 0, h0.data(), h0.size(), ns, 0, out[i].data(), out[i].size(),
+                                    state[i].data(), state[i].size()),
+                "recur_layer_forward");
+          }
+          const double diff = std::max(max_abs_diff(out[1], out[0]), max_abs_diff(state[1], state[0]));
+          worst = std::max(worst, diff);
+          ++cases;
+          if (diff > 1e-4) {
+            ++failures;
+            std::printf("FAIL cuDNN route %s go_backwards=%d zero_output_for_mask=%d mask=%s: max|gpu-cpu| %.2e\n",
+                        gru ? "GRU" : "LSTM", backwards, zero_output, masked ? "right-padded" : "none", diff);
+          }
+          recur_layer_destroy(dev);
+          recur_layer_destroy(cpu);
+        }
+  std::printf(
+      "cuDNN route vs CPU (padded mask with a zero-length row, go_backwards, zero_output_for_mask, "
+      "initial states): %d/%d cases agree, max|gpu-cpu| %.2e\n",
+      cases - failures, cases, worst);
+  return failures;
+}
+
+// One step of n independent streams (batch-1 states) of a GRU with 256 units.
+void bench_streams(int n) {
+  const Shape s{n, 1, 256, 256};
+  LayerSpec spec;
+  recur_layer* cpu = make_layer(spec, s, nullptr, "cpu");
+  const std::vector<float> weights = random_weights(cpu, 4);
+  check_recur(recur_layer_set_weights(cpu, weights.data(), weights.size()), "recur_layer_set_weights");
+  recur_layer* dev = make_layer(spec, s, &weights, "cuda");
+  std::vector<recur_state*> states(size_t(n), nullptr);
+  for (auto& st : states) check_recur(recur_state_create(&st, dev, 1), "recur_state_create");
+  const std::vector<float> x = random_vec(size_t(n) * s.input, 5, 1.0f);
+  std::vector<float> out(size_t(n) * s.units), ref;
+  auto step = [&] {
+    check_recur(
+        recur_layer_forward_states(dev, states.data(), n, x.data(), x.size(), nullptr, 0, out.data(), out.size()),
+        "recur_layer_forward_states");
+  };
+  step();  // from zero states: equals one batch-n step on the CPU
+  forward_host(cpu, s, x, nullptr, ref);
+  const double diff = max_abs_diff(out, ref);
+  const double t = median_ms(step);
+  std::printf("streams %6d  route %-12s max|gpu-cpu| %.2e  %9.3f ms per step (%8.3f us per stream)\n", n,
+              route_of(dev).c_str(), diff, t, 1000.0 * t / n);
+  for (auto* st : states) recur_state_destroy(st);
+  recur_layer_destroy(dev);
+  recur_layer_destroy(cpu);
+}
+
+}  // namespace
+
+int main() {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    std::printf("no CUDA device: %s\n", cudaGetErrorString(e));
+    return 0;
+  }
+  if (count == 0) {
+    std::printf("no CUDA device: cudaGetDeviceCount found none\n");
+    return 0;
+  }
+  check_cuda(cudaSetDevice(0), "cudaSetDevice");
+  cudnnHandle_t handle = nullptr;
+  check_cudnn(cudnnCreate(&handle), "cudnnCreate");
+  if (recur_device_check("cuda") != RECUR_OK) die(std::string("recur cannot use the GPU: ") + recur_last_error());
+  cudaDeviceProp prop{};
+  check_cuda(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  std::printf("%s (compute %d.%d), cuDNN %zu, recur %s; median of %d warm runs, wall time to completion\n", prop.name,
+              prop.major, prop.minor, cudnnGetVersion(), recur_version_string(), kRepeats);
+  cudaStream_t stream = nullptr;
+  check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+
+  const int failures = check_cudnn_route();
+  const Shape shapes[] = {{64, 100, 256, 256}, {128, 50, 1024, 1024}};
+  for (bool gru : {true, false})
+    for (const Shape& s : shapes) bench_shape(handle, stream, gru, s);
+  for (int n : {1, 64, 1024, 16384}) bench_streams(n);
+
+  cudaStreamDestroy(stream);
+  cudnnDestroy(handle);
+  return failures ? 1 : 0;
+}
