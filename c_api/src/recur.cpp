@@ -4,27 +4,62 @@
 
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <shared_mutex>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "recur/device.hpp"
 #include "recur/error.hpp"
 #include "recur/keras_json.hpp"
 #include "recur/layer.hpp"
 #include "recur/model.hpp"
 
+namespace {
+
+// The strings recur_device_info points at. Every distinct placement a handle has reported is
+// kept until its next set_device or its destruction, so pointers one thread holds stay valid
+// while another thread queries again (a state can move between devices between two queries).
+// The set stays small: one entry per distinct (backend, path, reason) the handle has shown.
+class PlacementCache {
+ public:
+  const recur::Placement& keep(recur::Placement p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& k : kept_)
+      if (k->requested == p.requested && k->backend == p.backend && k->path == p.path && k->reason == p.reason &&
+          k->device_name == p.device_name && k->ordinal == p.ordinal)
+        return *k;
+    kept_.push_back(std::make_unique<recur::Placement>(std::move(p)));
+    return *kept_.back();
+  }
+  void clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    kept_.clear();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<recur::Placement>> kept_;
+};
+
+}  // namespace
+
 struct recur_layer {
   std::unique_ptr<recur::Layer> impl;
+  mutable PlacementCache placements;  // filled by queries on a const handle
 };
 
 struct recur_state {
   std::unique_ptr<recur::State> impl;
+  mutable PlacementCache placements;
 };
 
 struct recur_model {
   std::unique_ptr<recur::Model> impl;
+  mutable PlacementCache placements;
 };
 
 namespace {
@@ -111,6 +146,12 @@ recur::Layer& layer_of(const recur_layer* l, const char* fn) {
 const recur::Model& model_of(const recur_model* m, const char* fn) {
   if (!m) recur::fail(Error::Code::invalid_argument, fn, ": model is NULL");
   if (!models().contains(m)) recur::fail(Error::Code::state, fn, ": model is not a live handle (destroyed?)");
+  return *m->impl;
+}
+
+// For the calls that change a model (set_device); everything else only reads it.
+recur::Model& mutable_model_of(recur_model* m, const char* fn) {
+  model_of(m, fn);
   return *m->impl;
 }
 
@@ -231,6 +272,26 @@ std::int32_t layer_type(recur::LayerKind k) {
     case recur::LayerKind::lstm_cell: return RECUR_LAYER_LSTM_CELL;
   }
   return 0;
+}
+
+recur::DeviceRequest device_request(const char* device, const char* fn) {
+  require(device, fn, "device");
+  return recur::DeviceRequest::parse(device, (std::string(fn) + ": device").c_str());
+}
+
+void require_device_info(const recur_device_info* info, const char* fn) {
+  require(info, fn, "info");
+  if (info->version != RECUR_DEVICE_INFO_VERSION)
+    recur::fail(Error::Code::unsupported, fn, ": info->version must be RECUR_DEVICE_INFO_VERSION (",
+                RECUR_DEVICE_INFO_VERSION, "), got ", info->version);
+}
+
+void fill_device_info(const recur::Placement& p, recur_device_info* info) {
+  info->requested = p.requested.c_str();
+  info->backend = p.backend.c_str();
+  info->path = p.path.c_str();
+  info->reason = p.reason.c_str();
+  info->device_name = p.device_name.c_str();
 }
 
 void copy_masks(const std::vector<recur::RowMatrix>& masks, float* out, std::size_t out_len, std::int32_t* count,
@@ -698,6 +759,104 @@ recur_status recur_model_run(const recur_model* model, const float* input, size_
                              size_t output_len) {
   return guarded([&] {
     model_of(model, "recur_model_run").run(input, input_len, batch, timesteps, mask, mask_len, output, output_len);
+  });
+}
+
+recur_status recur_device_count(int32_t* count) {
+  return guarded([&] {
+    require(count, "recur_device_count", "count");
+    *count = recur::gpu_device_count();
+  });
+}
+
+recur_status recur_device_check(const char* device) {
+  return guarded([&] { recur::check_device(device_request(device, "recur_device_check")); });
+}
+
+recur_status recur_layer_set_device(recur_layer* layer, const char* device) {
+  return guarded([&] {
+    recur::Layer& l = layer_of(layer, "recur_layer_set_device");
+    l.set_device(device_request(device, "recur_layer_set_device"));
+    layer->placements.clear();
+  });
+}
+
+recur_status recur_layer_get_device(const recur_layer* layer, recur_device_info* info) {
+  return guarded([&] {
+    const recur::Layer& l = layer_of(layer, "recur_layer_get_device");
+    require_device_info(info, "recur_layer_get_device");
+    fill_device_info(layer->placements.keep(l.placement()), info);
+  });
+}
+
+recur_status recur_state_get_device(const recur_state* state, recur_device_info* info) {
+  return guarded([&] {
+    const recur::State& s = state_of(state, "recur_state_get_device");
+    require_device_info(info, "recur_state_get_device");
+    fill_device_info(state->placements.keep(s.placement()), info);
+  });
+}
+
+recur_status recur_layer_forward_states(const recur_layer* layer, recur_state* const* states, int32_t num_states,
+                                        const float* input, size_t input_len, const uint8_t* mask, size_t mask_len,
+                                        float* output, size_t output_len) {
+  return guarded([&] {
+    static const char* const fn = "recur_layer_forward_states";
+    const recur::Layer& l = layer_of(layer, fn);
+    positive(num_states, fn, "num_states");
+    require(states, fn, "states");
+    std::vector<recur::State*> impls(static_cast<std::size_t>(num_states));
+    std::unordered_map<const recur_state*, int32_t> first;  // the core would alias one state's tensors
+    first.reserve(impls.size());
+    for (int32_t i = 0; i < num_states; ++i) {
+      const recur_state* s = states[i];
+      if (!s) recur::fail(Error::Code::invalid_argument, fn, ": states[", i, "] is NULL");
+      if (!::states().contains(s))  // the parameter hides the registry's name
+        recur::fail(Error::Code::state, fn, ": states[", i, "] is not a live handle (destroyed?)");
+      const auto seen = first.emplace(s, i);
+      if (!seen.second)
+        recur::fail(Error::Code::invalid_argument, fn, ": states[", seen.first->second, "] and states[", i,
+                    "] are the same state (each stream may appear once per call)");
+      impls[static_cast<std::size_t>(i)] = s->impl.get();
+    }
+    l.call_states(impls.data(), impls.size(), input, input_len, mask, mask_len, output, output_len);
+  });
+}
+
+recur_status recur_layer_forward_device(recur_layer* layer, void* cuda_stream, const float* d_input, int32_t batch,
+                                        int32_t timesteps, const uint8_t* mask, size_t mask_len,
+                                        const float* d_initial_state, int32_t num_initial_states, float* d_output,
+                                        float* d_final_state) {
+  return guarded([&] {
+    static const char* const fn = "recur_layer_forward_device";
+    recur::Layer& l = layer_of(layer, fn);
+    // First, so a caller on the CPU learns that, not which device pointer it got wrong.
+    if (!l.gpu_layer())
+      recur::fail(Error::Code::state, fn, ": the layer runs on the CPU (", l.placement().reason,
+                  "); move it to a GPU with recur_layer_set_device first");
+    require(d_input, fn, "d_input");
+    require(d_output, fn, "d_output");
+    l.call_device(cuda_stream, d_input, positive(batch, fn, "batch"), positive(timesteps, fn, "timesteps"), mask,
+                  mask_len, d_initial_state, num_initial_states, d_output, d_final_state);
+  });
+}
+
+recur_status recur_model_set_device(recur_model* model, const char* device) {
+  return guarded([&] {
+    recur::Model& m = mutable_model_of(model, "recur_model_set_device");
+    m.set_device(device_request(device, "recur_model_set_device"));
+    model->placements.clear();
+  });
+}
+
+recur_status recur_model_get_device(const recur_model* model, int32_t layer_index, recur_device_info* info) {
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_get_device");
+    require_device_info(info, "recur_model_get_device");
+    if (layer_index < -1 || (layer_index >= 0 && static_cast<std::size_t>(layer_index) >= m.layers().size()))
+      recur::fail(Error::Code::invalid_argument, "recur_model_get_device: layer_index ", layer_index,
+                  " is out of range (-1 for the model, or a layer index below ", m.layers().size(), ")");
+    fill_device_info(model->placements.keep(layer_index < 0 ? m.placement() : m.layer_placement(layer_index)), info);
   });
 }
 

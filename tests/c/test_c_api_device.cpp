@@ -1,0 +1,697 @@
+// The device functions of the C ABI (recur.h, "Devices"): every error path, the CPU routes that
+// must always work, and, when a GPU backend can run (a GPU with librecur_cuda.so, or the GPU
+// emulator plugin named by RECUR_CUDA_PLUGIN), GPU results against the CPU's.
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "c_api_test_util.hpp"
+
+namespace {
+
+const std::string kModels = RECUR_TEST_MODELS_DIR;
+// GPU results differ from the CPU's in the last bits only (other summation orders in cuBLAS/cuDNN).
+constexpr float kGpuTolerance = 1e-5f;
+// The CPU backend's matrix products round a batch of N rows differently from a batch of M (plain
+// recur_layer_forward with B = 2 and B = 6 differs in the last bit of some rows), so a batched
+// step equals per-state steps up to float rounding, not bit for bit (seen: 3e-8 after 40 steps).
+constexpr float kBatchRounding = 1e-6f;
+const char* const kBadDevices[] = {"gpu", "cuda:-1", "cuda:x", "CUDA", "", "cuda:", "cuda0", "cpu ", "auto:0", "cuda:0x"};
+
+struct ModelDeleter {
+  void operator()(recur_model* m) const { recur_model_destroy(m); }
+};
+using Model = std::unique_ptr<recur_model, ModelDeleter>;
+
+int32_t device_count() {
+  int32_t n = -1;
+  EXPECT_RECUR_OK(recur_device_count(&n));
+  return n;
+}
+
+// What recur_device_check says about "cuda" (empty when a GPU can run).
+std::string why_no_gpu() {
+  return recur_device_check("cuda") == RECUR_OK ? std::string() : std::string(recur_last_error());
+}
+
+// A message that says which part of the GPU stack is missing.
+bool names_what_is_missing(const std::string& message) {
+  for (const char* part : {"plugin", "driver", "GPU", "cuDNN"})
+    if (message.find(part) != std::string::npos) return true;
+  return false;
+}
+
+#define SKIP_WITHOUT_GPU()                                                                      \
+  do {                                                                                          \
+    if (device_count() == 0) GTEST_SKIP() << "no GPU backend can run here: " << why_no_gpu();  \
+  } while (0)
+
+#define SKIP_WITH_GPU()                                                                                 \
+  do {                                                                                                  \
+    if (device_count() > 0) GTEST_SKIP() << "a GPU backend can run here; the GPU tests cover \"cuda\""; \
+  } while (0)
+
+recur_device_info info_struct() {
+  recur_device_info info;
+  std::memset(&info, 0, sizeof info);
+  info.version = RECUR_DEVICE_INFO_VERSION;
+  return info;
+}
+
+recur_device_info layer_device(const recur_layer* l) {
+  recur_device_info info = info_struct();
+  EXPECT_RECUR_OK(recur_layer_get_device(l, &info));
+  return info;
+}
+
+recur_device_info state_device(const recur_state* s) {
+  recur_device_info info = info_struct();
+  EXPECT_RECUR_OK(recur_state_get_device(s, &info));
+  return info;
+}
+
+recur_device_info model_device(const recur_model* m, int32_t index) {
+  recur_device_info info = info_struct();
+  EXPECT_RECUR_OK(recur_model_get_device(m, index, &info));
+  return info;
+}
+
+void expect_on_cpu(const recur_device_info& info, const std::string& requested) {
+  ASSERT_NE(info.requested, nullptr);
+  ASSERT_NE(info.backend, nullptr);
+  ASSERT_NE(info.path, nullptr);
+  ASSERT_NE(info.reason, nullptr);
+  ASSERT_NE(info.device_name, nullptr);
+  EXPECT_EQ(std::string(info.requested), requested);
+  EXPECT_STREQ(info.backend, "cpu");
+  EXPECT_STREQ(info.path, "cpu");
+  EXPECT_STRNE(info.reason, "");
+  EXPECT_STREQ(info.device_name, "");
+}
+
+void expect_on_gpu(const recur_device_info& info) {
+  EXPECT_STREQ(info.backend, "cuda:0");
+  EXPECT_TRUE(std::string(info.path) == "cudnn" || std::string(info.path) == "kernel") << info.path;
+  EXPECT_STRNE(info.reason, "");
+  EXPECT_STRNE(info.device_name, "");
+}
+
+float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float d = 0.0f;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
+  return d;
+}
+
+rt::Layer gru(int32_t units = 4, int32_t input = 3, bool return_sequences = true) {
+  recur_layer_options o = rt::options(RECUR_LAYER_GRU, units, input);
+  o.return_sequences = return_sequences;
+  return rt::make(o);
+}
+
+rt::Layer lstm(int32_t units = 4, int32_t input = 3) {
+  recur_layer_options o = rt::options(RECUR_LAYER_LSTM, units, input);
+  o.return_sequences = 1;
+  return rt::make(o);
+}
+
+// A (B, T) mask with holes: valid steps 1, 0, 1, 1, 0, ... shifted per row.
+std::vector<uint8_t> holey_mask(int32_t B, int32_t T) {
+  std::vector<uint8_t> m(static_cast<std::size_t>(B) * T);
+  for (int32_t b = 0; b < B; ++b)
+    for (int32_t t = 0; t < T; ++t) m[static_cast<std::size_t>(b) * T + t] = (t + b) % 3 != 1;
+  return m;
+}
+
+std::vector<float> forward(recur_layer* l, const std::vector<float>& x, int32_t B, int32_t T,
+                           const std::vector<uint8_t>* mask = nullptr) {
+  size_t n = 0;
+  EXPECT_RECUR_OK(recur_layer_output_length(l, B, T, &n));
+  std::vector<float> y(n);
+  EXPECT_RECUR_OK(recur_layer_forward(l, x.data(), x.size(), B, T, mask ? mask->data() : nullptr,
+                                      mask ? mask->size() : 0, nullptr, 0, 0, 0, y.data(), y.size(), nullptr, 0));
+  return y;
+}
+
+Model open_model(const std::string& relative) {
+  recur_model* m = nullptr;
+  EXPECT_RECUR_OK(recur_model_open(&m, (kModels + "/" + relative).c_str()));
+  return Model(m);
+}
+
+std::vector<float> run_model(const recur_model* m, const std::vector<float>& x, int32_t B, int32_t T) {
+  size_t n = 0;
+  EXPECT_RECUR_OK(recur_model_output_length(m, B, T, &n));
+  std::vector<float> y(n);
+  EXPECT_RECUR_OK(recur_model_run(m, x.data(), x.size(), B, T, nullptr, 0, y.data(), y.size()));
+  return y;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------ library calls
+
+TEST(CApiDevice, CountArguments) {
+  EXPECT_RECUR_ERR(recur_device_count(nullptr), RECUR_ERR_INVALID_ARGUMENT, "recur_device_count: count is NULL");
+  EXPECT_GE(device_count(), 0);
+}
+
+TEST(CApiDevice, CheckRejectsWhatIsNotADeviceString) {
+  EXPECT_RECUR_ERR(recur_device_check(nullptr), RECUR_ERR_INVALID_ARGUMENT, "recur_device_check: device is NULL");
+  for (const char* bad : kBadDevices) {
+    SCOPED_TRACE(std::string("device \"") + bad + "\"");
+    EXPECT_RECUR_ERR(recur_device_check(bad), RECUR_ERR_INVALID_ARGUMENT, "recur_device_check: device");
+    EXPECT_RECUR_ERR(recur_device_check(bad), RECUR_ERR_INVALID_ARGUMENT, "\"cuda:N\"");  // lists the forms
+  }
+}
+
+TEST(CApiDevice, CpuAndAutoAlwaysPass) {
+  EXPECT_RECUR_OK(recur_device_check("cpu"));
+  EXPECT_RECUR_OK(recur_device_check("auto"));
+}
+
+TEST(CApiDevice, CudaWithoutGpuSaysWhatIsMissing) {
+  SKIP_WITH_GPU();
+  for (const char* cuda : {"cuda", "cuda:0", "cuda:3"}) {
+    SCOPED_TRACE(cuda);
+    EXPECT_RECUR_ERR(recur_device_check(cuda), RECUR_ERR_UNSUPPORTED, "cuda:");
+    EXPECT_TRUE(names_what_is_missing(recur_last_error())) << recur_last_error();
+  }
+}
+
+TEST(CApiDevice, CudaOrdinalBeyondTheGpusFails) {
+  SKIP_WITHOUT_GPU();
+  const std::string beyond = "cuda:" + std::to_string(device_count());
+  EXPECT_RECUR_ERR(recur_device_check(beyond.c_str()), RECUR_ERR_UNSUPPORTED, beyond);
+  EXPECT_RECUR_OK(recur_device_check("cuda"));
+  EXPECT_RECUR_OK(recur_device_check("cuda:0"));
+}
+
+// ------------------------------------------------------------------------------------- layers
+
+TEST(CApiDevice, LayerStartsOnTheCpu) {
+  rt::Layer l = gru();
+  expect_on_cpu(layer_device(l.get()), "cpu");
+}
+
+TEST(CApiDevice, LayerErrors) {
+  rt::Layer l = gru();
+  recur_device_info info = info_struct();
+  EXPECT_RECUR_ERR(recur_layer_set_device(nullptr, "cpu"), RECUR_ERR_INVALID_ARGUMENT,
+                   "recur_layer_set_device: layer is NULL");
+  EXPECT_RECUR_ERR(recur_layer_set_device(l.get(), nullptr), RECUR_ERR_INVALID_ARGUMENT,
+                   "recur_layer_set_device: device is NULL");
+  for (const char* bad : kBadDevices) {
+    SCOPED_TRACE(std::string("device \"") + bad + "\"");
+    EXPECT_RECUR_ERR(recur_layer_set_device(l.get(), bad), RECUR_ERR_INVALID_ARGUMENT, "recur_layer_set_device: device");
+  }
+  EXPECT_RECUR_ERR(recur_layer_get_device(nullptr, &info), RECUR_ERR_INVALID_ARGUMENT,
+                   "recur_layer_get_device: layer is NULL");
+  EXPECT_RECUR_ERR(recur_layer_get_device(l.get(), nullptr), RECUR_ERR_INVALID_ARGUMENT,
+                   "recur_layer_get_device: info is NULL");
+  for (uint32_t version : {0u, 2u, 0xFFFFFFFFu}) {
+    info.version = version;
+    EXPECT_RECUR_ERR(recur_layer_get_device(l.get(), &info), RECUR_ERR_UNSUPPORTED, "RECUR_DEVICE_INFO_VERSION");
+  }
+  expect_on_cpu(layer_device(l.get()), "cpu");  // nothing above moved it
+
+  recur_layer* dead = gru().release();
+  recur_layer_destroy(dead);
+  info.version = RECUR_DEVICE_INFO_VERSION;
+  EXPECT_RECUR_ERR(recur_layer_set_device(dead, "cpu"), RECUR_ERR_STATE, "recur_layer_set_device: layer is not a live");
+  EXPECT_RECUR_ERR(recur_layer_get_device(dead, &info), RECUR_ERR_STATE, "recur_layer_get_device: layer is not a live");
+}
+
+TEST(CApiDevice, CpuAndAutoKeepResults) {
+  for (bool is_lstm : {false, true}) {
+    SCOPED_TRACE(is_lstm ? "LSTM" : "GRU");
+    rt::Layer l = is_lstm ? lstm() : gru();
+    const int32_t B = 2, T = 5;
+    const std::vector<float> x = rt::data(static_cast<std::size_t>(B) * T * 3);
+    const std::vector<uint8_t> mask = holey_mask(B, T);
+    const std::vector<float> before = forward(l.get(), x, B, T, &mask);
+
+    ASSERT_RECUR_OK(recur_layer_set_device(l.get(), "cpu"));
+    expect_on_cpu(layer_device(l.get()), "cpu");
+    EXPECT_EQ(forward(l.get(), x, B, T, &mask), before);
+
+    ASSERT_RECUR_OK(recur_layer_set_device(l.get(), "auto"));
+    const recur_device_info info = layer_device(l.get());
+    EXPECT_STREQ(info.requested, "auto");
+    if (device_count() == 0) {
+      expect_on_cpu(info, "auto");
+      EXPECT_TRUE(names_what_is_missing(info.reason)) << "auto on the CPU must say why: " << info.reason;
+      EXPECT_EQ(forward(l.get(), x, B, T, &mask), before);
+    } else {
+      expect_on_gpu(info);
+      EXPECT_LE(max_diff(forward(l.get(), x, B, T, &mask), before), kGpuTolerance);
+    }
+    ASSERT_RECUR_OK(recur_layer_set_device(l.get(), "cpu"));
+    EXPECT_EQ(forward(l.get(), x, B, T, &mask), before);
+  }
+}
+
+TEST(CApiDevice, FailedCudaLeavesTheLayerUsableOnTheCpu) {
+  SKIP_WITH_GPU();
+  rt::Layer l = gru();
+  const std::vector<float> x = rt::data(2 * 4 * 3);
+  const std::vector<float> before = forward(l.get(), x, 2, 4);
+  for (const char* cuda : {"cuda", "cuda:1"}) {
+    SCOPED_TRACE(cuda);
+    EXPECT_RECUR_ERR(recur_layer_set_device(l.get(), cuda), RECUR_ERR_UNSUPPORTED, "cuda:");
+    EXPECT_TRUE(names_what_is_missing(recur_last_error())) << recur_last_error();
+    expect_on_cpu(layer_device(l.get()), "cpu");
+    EXPECT_EQ(forward(l.get(), x, 2, 4), before);
+  }
+  // From "auto" too: a failed move keeps what was asked before.
+  ASSERT_RECUR_OK(recur_layer_set_device(l.get(), "auto"));
+  EXPECT_RECUR_ERR(recur_layer_set_device(l.get(), "cuda"), RECUR_ERR_UNSUPPORTED, "cuda:");
+  expect_on_cpu(layer_device(l.get()), "auto");
+  EXPECT_EQ(forward(l.get(), x, 2, 4), before);
+}
+
+TEST(CApiDevice, InfoStringsStayValidAcrossQueries) {
+  rt::Layer l = gru();
+  ASSERT_RECUR_OK(recur_layer_set_device(l.get(), "auto"));
+  const recur_device_info first = layer_device(l.get());
+  const std::string reason = first.reason;
+  std::vector<std::thread> threads;
+  std::atomic<int> changed{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) {
+        recur_device_info info = info_struct();
+        if (recur_layer_get_device(l.get(), &info) != RECUR_OK || info.reason != first.reason) ++changed;
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(changed.load(), 0) << "repeated queries must hand out the same strings";
+  EXPECT_EQ(std::string(first.reason), reason);
+}
+
+// ----------------------------------------------------------------------------- forward_device
+
+TEST(CApiDevice, ForwardDeviceNeedsAGpuLayer) {
+  rt::Layer l = gru();
+  float buf[64] = {0};
+  EXPECT_RECUR_ERR(recur_layer_forward_device(nullptr, nullptr, buf, 1, 1, nullptr, 0, nullptr, 0, buf, nullptr),
+                   RECUR_ERR_INVALID_ARGUMENT, "recur_layer_forward_device: layer is NULL");
+  for (const char* device : {"cpu", "auto"}) {
+    ASSERT_RECUR_OK(recur_layer_set_device(l.get(), device));
+    if (std::string(layer_device(l.get()).backend) != "cpu") continue;  // auto found a GPU
+    EXPECT_RECUR_ERR(recur_layer_forward_device(l.get(), nullptr, buf, 1, 1, nullptr, 0, nullptr, 0, buf, nullptr),
+                     RECUR_ERR_STATE, "recur_layer_set_device");
+    // The device is reported before any pointer: NULLs still say "not on a GPU".
+    EXPECT_RECUR_ERR(
+        recur_layer_forward_device(l.get(), nullptr, nullptr, 0, 0, nullptr, 0, nullptr, 0, nullptr, nullptr),
+        RECUR_ERR_STATE, "recur_layer_forward_device: the layer runs on the CPU");
+  }
+  recur_layer* dead = gru().release();
+  recur_layer_destroy(dead);
+  EXPECT_RECUR_ERR(recur_layer_forward_device(dead, nullptr, buf, 1, 1, nullptr, 0, nullptr, 0, buf, nullptr),
+                   RECUR_ERR_STATE, "layer is not a live handle");
+}
+
+TEST(CApiDevice, ForwardDeviceArgumentsOnAGpuLayer) {
+  SKIP_WITHOUT_GPU();
+  rt::Layer l = gru();
+  ASSERT_RECUR_OK(recur_layer_set_device(l.get(), "cuda"));
+  float buf[64] = {0};
+  EXPECT_RECUR_ERR(recur_layer_forward_device(l.get(), nullptr, nullptr, 1, 1, nullptr, 0, nullptr, 0, buf, nullptr),
+                   RECUR_ERR_INVALID_ARGUMENT, "d_input is NULL");
+  EXPECT_RECUR_ERR(recur_layer_forward_device(l.get(), nullptr, buf, 1, 1, nullptr, 0, nullptr, 0, nullptr, nullptr),
+                   RECUR_ERR_INVALID_ARGUMENT, "d_output is NULL");
+  EXPECT_RECUR_ERR(recur_layer_forward_device(l.get(), nullptr, buf, 0, 1, nullptr, 0, nullptr, 0, buf, nullptr),
+                   RECUR_ERR_INVALID_ARGUMENT, "batch must be positive");
+  EXPECT_RECUR_ERR(recur_layer_forward_device(l.get(), nullptr, buf, 1, -1, nullptr, 0, nullptr, 0, buf, nullptr),
+                   RECUR_ERR_INVALID_ARGUMENT, "timesteps must be positive");
+}
+
+// ------------------------------------------------------------------------------------- states
+
+TEST(CApiDevice, StateDevice) {
+  rt::Layer l = gru();
+  rt::State s = rt::make_state(l.get(), 2);
+  const recur_device_info info = state_device(s.get());
+  EXPECT_STREQ(info.backend, "cpu");
+  EXPECT_STREQ(info.path, "cpu");
+  EXPECT_STREQ(info.device_name, "");
+
+  recur_device_info bad = info_struct();
+  EXPECT_RECUR_ERR(recur_state_get_device(nullptr, &bad), RECUR_ERR_INVALID_ARGUMENT,
+                   "recur_state_get_device: state is NULL");
+  EXPECT_RECUR_ERR(recur_state_get_device(s.get(), nullptr), RECUR_ERR_INVALID_ARGUMENT,
+                   "recur_state_get_device: info is NULL");
+  bad.version = RECUR_DEVICE_INFO_VERSION + 1;
+  EXPECT_RECUR_ERR(recur_state_get_device(s.get(), &bad), RECUR_ERR_UNSUPPORTED, "RECUR_DEVICE_INFO_VERSION");
+  recur_state* dead = rt::make_state(l.get(), 1).release();
+  recur_state_destroy(dead);
+  bad.version = RECUR_DEVICE_INFO_VERSION;
+  EXPECT_RECUR_ERR(recur_state_get_device(dead, &bad), RECUR_ERR_STATE, "recur_state_get_device: state is not a live");
+}
+
+namespace {
+
+// Steps states of batches `batches` `steps` times through forward_states, and copies of them one
+// by one through forward_state with T = 1; outputs and final states must agree within
+// `tolerance`.
+void expect_states_equal_single_steps(recur_layer* layer, const std::vector<int32_t>& batches, int steps,
+                                      float tolerance) {
+  recur_layer_info li;
+  li.version = RECUR_LAYER_INFO_VERSION;
+  ASSERT_RECUR_OK(recur_layer_get_info(layer, &li));
+  const int32_t F = li.input_size, U = li.units;
+  std::vector<rt::State> batched, single;
+  std::vector<recur_state*> handles;
+  int32_t rows = 0;
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    batched.push_back(rt::make_state(layer, batches[i]));
+    single.push_back(rt::make_state(layer, batches[i]));
+    const std::vector<float> h0 = rt::data(static_cast<std::size_t>(li.num_states) * batches[i] * U, 0.3f * i, 0.5f);
+    ASSERT_RECUR_OK(recur_state_set(batched.back().get(), h0.data(), h0.size(), li.num_states));
+    ASSERT_RECUR_OK(recur_state_set(single.back().get(), h0.data(), h0.size(), li.num_states));
+    handles.push_back(batched.back().get());
+    rows += batches[i];
+  }
+  for (int step = 0; step < steps; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    const std::vector<float> x = rt::data(static_cast<std::size_t>(rows) * F, 0.7f * step);
+    std::vector<uint8_t> mask(static_cast<std::size_t>(rows));
+    for (int32_t r = 0; r < rows; ++r) mask[static_cast<std::size_t>(r)] = (r + step) % 4 != 2;  // holes
+    std::vector<float> got(static_cast<std::size_t>(rows) * U), want(got.size());
+    ASSERT_RECUR_OK(recur_layer_forward_states(layer, handles.data(), static_cast<int32_t>(handles.size()), x.data(),
+                                               x.size(), mask.data(), mask.size(), got.data(), got.size()));
+    int32_t row = 0;
+    for (std::size_t i = 0; i < batches.size(); ++i) {
+      const std::size_t off = static_cast<std::size_t>(row);
+      ASSERT_RECUR_OK(recur_layer_forward_state(layer, single[i].get(), x.data() + off * F,
+                                                static_cast<std::size_t>(batches[i]) * F, 1, mask.data() + off,
+                                                static_cast<std::size_t>(batches[i]), want.data() + off * U,
+                                                static_cast<std::size_t>(batches[i]) * U));
+      row += batches[i];
+    }
+    EXPECT_LE(max_diff(got, want), tolerance);
+  }
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    SCOPED_TRACE("final state " + std::to_string(i));
+    const std::size_t n = static_cast<std::size_t>(li.num_states) * batches[i] * U;
+    std::vector<float> a(n), b(n);
+    ASSERT_RECUR_OK(recur_state_get(batched[i].get(), a.data(), a.size()));
+    ASSERT_RECUR_OK(recur_state_get(single[i].get(), b.data(), b.size()));
+    EXPECT_LE(max_diff(a, b), tolerance);
+  }
+}
+
+}  // namespace
+
+TEST(CApiDevice, ForwardStatesEqualsForwardStateOnTheCpu) {
+  for (bool is_lstm : {false, true}) {
+    SCOPED_TRACE(is_lstm ? "LSTM" : "GRU");
+    rt::Layer l = is_lstm ? lstm(5, 3) : gru(5, 3);
+    expect_states_equal_single_steps(l.get(), {1, 3, 2}, 40, kBatchRounding);
+    expect_states_equal_single_steps(l.get(), {1, 1, 1, 1, 1}, 20, kBatchRounding);
+    // One state: the same batch either way, so the same numbers.
+    expect_states_equal_single_steps(l.get(), {4}, 5, 0.0f);
+  }
+  // return_sequences=False writes the same (rows, units) for one step.
+  rt::Layer last = gru(4, 3, false);
+  expect_states_equal_single_steps(last.get(), {2, 1}, 3, kBatchRounding);
+}
+
+TEST(CApiDevice, ForwardStatesWithoutMask) {
+  rt::Layer l = gru();
+  rt::State a = rt::make_state(l.get(), 2), b = rt::make_state(l.get(), 1);
+  rt::State a1 = rt::make_state(l.get(), 2), b1 = rt::make_state(l.get(), 1);
+  recur_state* both[] = {a.get(), b.get()};
+  const std::vector<float> x = rt::data(3 * 3);
+  std::vector<float> got(3 * 4), want(3 * 4);
+  ASSERT_RECUR_OK(recur_layer_forward_states(l.get(), both, 2, x.data(), x.size(), nullptr, 0, got.data(), got.size()));
+  ASSERT_RECUR_OK(recur_layer_forward_state(l.get(), a1.get(), x.data(), 6, 1, nullptr, 0, want.data(), 8));
+  ASSERT_RECUR_OK(recur_layer_forward_state(l.get(), b1.get(), x.data() + 6, 3, 1, nullptr, 0, want.data() + 8, 4));
+  EXPECT_LE(max_diff(got, want), kBatchRounding);
+}
+
+TEST(CApiDevice, ForwardStatesErrors) {
+  rt::Layer l = gru(4, 3);
+  rt::Layer other = gru(6, 3);
+  rt::Layer lstm_layer = lstm(4, 3);
+  rt::State s0 = rt::make_state(l.get(), 2), s1 = rt::make_state(l.get(), 1);
+  rt::State wide = rt::make_state(other.get(), 1), two = rt::make_state(lstm_layer.get(), 1);
+  std::vector<float> x(3 * 3, 0.5f), y(3 * 4);
+  std::vector<uint8_t> mask(3, 1);
+  const char* fn = "recur_layer_forward_states";
+  auto call_n = [&](const recur_layer* layer, std::vector<recur_state*> states, int32_t n) {
+    return recur_layer_forward_states(layer, states.data(), n, x.data(), x.size(), mask.data(), mask.size(), y.data(),
+                                      y.size());
+  };
+  auto call = [&](const recur_layer* layer, std::vector<recur_state*> states) {
+    return call_n(layer, states, static_cast<int32_t>(states.size()));
+  };
+  EXPECT_RECUR_ERR(call(nullptr, {s0.get(), s1.get()}), RECUR_ERR_INVALID_ARGUMENT, "layer is NULL");
+  EXPECT_RECUR_ERR(recur_layer_forward_states(l.get(), nullptr, 2, x.data(), x.size(), nullptr, 0, y.data(), y.size()),
+                   RECUR_ERR_INVALID_ARGUMENT, std::string(fn) + ": states is NULL");
+  EXPECT_RECUR_ERR(call_n(l.get(), {s0.get(), s1.get()}, 0), RECUR_ERR_INVALID_ARGUMENT, "num_states must be positive");
+  EXPECT_RECUR_ERR(call_n(l.get(), {s0.get(), s1.get()}, -3), RECUR_ERR_INVALID_ARGUMENT, "num_states");
+  EXPECT_RECUR_ERR(call(l.get(), {s0.get(), nullptr}), RECUR_ERR_INVALID_ARGUMENT, "states[1] is NULL");
+  EXPECT_RECUR_ERR(call(l.get(), {s1.get(), s1.get()}), RECUR_ERR_INVALID_ARGUMENT,
+                   "states[0] and states[1] are the same state");
+  EXPECT_RECUR_ERR(call(l.get(), {s0.get(), s1.get(), s0.get()}), RECUR_ERR_INVALID_ARGUMENT,
+                   "states[0] and states[2] are the same state");
+  // States shaped for other layers: more units, or h and c for a GRU.
+  EXPECT_RECUR_ERR(call(l.get(), {s0.get(), wide.get()}), RECUR_ERR_SHAPE, "state");
+  EXPECT_RECUR_ERR(call(l.get(), {s0.get(), two.get()}), RECUR_ERR_SHAPE, "state");
+  // Lengths that do not add up to the states' rows (2 + 1 = 3).
+  EXPECT_RECUR_ERR(recur_layer_forward_states(l.get(), std::vector<recur_state*>{s0.get()}.data(), 1, x.data(),
+                                              x.size(), nullptr, 0, y.data(), 2 * 4),
+                   RECUR_ERR_SHAPE, "input");
+  std::vector<recur_state*> pair{s0.get(), s1.get()};
+  EXPECT_RECUR_ERR(recur_layer_forward_states(l.get(), pair.data(), 2, x.data(), x.size(), nullptr, 0, y.data(),
+                                              y.size() - 1),
+                   RECUR_ERR_SHAPE, "output");
+  EXPECT_RECUR_ERR(recur_layer_forward_states(l.get(), pair.data(), 2, x.data(), x.size(), mask.data(), 2, y.data(),
+                                              y.size()),
+                   RECUR_ERR_SHAPE, "mask");
+  EXPECT_RECUR_ERR(recur_layer_forward_states(l.get(), pair.data(), 2, nullptr, x.size(), nullptr, 0, y.data(),
+                                              y.size()),
+                   RECUR_ERR_INVALID_ARGUMENT, "input");
+  EXPECT_RECUR_ERR(recur_layer_forward_states(l.get(), pair.data(), 2, x.data(), x.size(), nullptr, 0, nullptr,
+                                              y.size()),
+                   RECUR_ERR_INVALID_ARGUMENT, "output");
+  // A cell steps with recur_cell_call.
+  rt::Layer cell = rt::make(rt::options(RECUR_LAYER_GRU_CELL, 4, 3));
+  EXPECT_RECUR_ERR(call(cell.get(), {s0.get(), s1.get()}), RECUR_ERR_STATE, "cell");
+  // Destroyed handles.
+  recur_state* dead_state = rt::make_state(l.get(), 1).release();
+  recur_state_destroy(dead_state);
+  EXPECT_RECUR_ERR(call(l.get(), {s0.get(), dead_state}), RECUR_ERR_STATE, "states[1] is not a live handle");
+  recur_layer* dead_layer = gru().release();
+  recur_layer_destroy(dead_layer);
+  EXPECT_RECUR_ERR(call(dead_layer, {s0.get(), s1.get()}), RECUR_ERR_STATE, "layer is not a live handle");
+  // None of the failures above stepped a state.
+  std::vector<float> h(2 * 4, 1.0f);
+  ASSERT_RECUR_OK(recur_state_get(s0.get(), h.data(), h.size()));
+  EXPECT_EQ(h, std::vector<float>(2 * 4, 0.0f));
+}
+
+// ------------------------------------------------------------------------------------- models
+
+TEST(CApiDevice, ModelCpuAndAutoKeepResults) {
+  Model m = open_model("keras3/bigru.keras");
+  ASSERT_NE(m, nullptr);
+  const int32_t B = 3, T = 6;
+  const std::vector<float> x = rt::data(static_cast<std::size_t>(B) * T * 3);
+  const std::vector<float> before = run_model(m.get(), x, B, T);
+  expect_on_cpu(model_device(m.get(), -1), "cpu");
+
+  ASSERT_RECUR_OK(recur_model_set_device(m.get(), "cpu"));
+  expect_on_cpu(model_device(m.get(), -1), "cpu");
+  EXPECT_EQ(run_model(m.get(), x, B, T), before);
+
+  ASSERT_RECUR_OK(recur_model_set_device(m.get(), "auto"));
+  recur_model_info mi;
+  mi.version = RECUR_MODEL_INFO_VERSION;
+  ASSERT_RECUR_OK(recur_model_get_info(m.get(), &mi));
+  const recur_device_info whole = model_device(m.get(), -1);
+  if (device_count() == 0) {
+    expect_on_cpu(whole, "auto");
+    EXPECT_TRUE(names_what_is_missing(whole.reason)) << whole.reason;
+    for (int32_t i = 0; i < mi.num_layers; ++i) {
+      SCOPED_TRACE("layer " + std::to_string(i));
+      const recur_device_info layer = model_device(m.get(), i);
+      EXPECT_STREQ(layer.backend, "cpu");
+      EXPECT_STREQ(layer.path, "cpu");
+      EXPECT_STRNE(layer.reason, "");
+    }
+    EXPECT_EQ(run_model(m.get(), x, B, T), before);
+  } else {
+    expect_on_gpu(whole);
+    EXPECT_LE(max_diff(run_model(m.get(), x, B, T), before), kGpuTolerance);
+  }
+}
+
+TEST(CApiDevice, ModelErrors) {
+  Model m = open_model("keras3/bigru.keras");
+  ASSERT_NE(m, nullptr);
+  recur_model_info mi;
+  mi.version = RECUR_MODEL_INFO_VERSION;
+  ASSERT_RECUR_OK(recur_model_get_info(m.get(), &mi));
+  recur_device_info info = info_struct();
+  EXPECT_RECUR_ERR(recur_model_set_device(nullptr, "cpu"), RECUR_ERR_INVALID_ARGUMENT,
+                   "recur_model_set_device: model is NULL");
+  EXPECT_RECUR_ERR(recur_model_set_device(m.get(), nullptr), RECUR_ERR_INVALID_ARGUMENT,
+                   "recur_model_set_device: device is NULL");
+  for (const char* bad : kBadDevices) {
+    SCOPED_TRACE(std::string("device \"") + bad + "\"");
+    EXPECT_RECUR_ERR(recur_model_set_device(m.get(), bad), RECUR_ERR_INVALID_ARGUMENT, "recur_model_set_device: device");
+  }
+  EXPECT_RECUR_ERR(recur_model_get_device(nullptr, -1, &info), RECUR_ERR_INVALID_ARGUMENT,
+                   "recur_model_get_device: model is NULL");
+  EXPECT_RECUR_ERR(recur_model_get_device(m.get(), -1, nullptr), RECUR_ERR_INVALID_ARGUMENT,
+                   "recur_model_get_device: info is NULL");
+  for (int32_t index : {-2, mi.num_layers, 1 << 30}) {
+    SCOPED_TRACE(index);
+    EXPECT_RECUR_ERR(recur_model_get_device(m.get(), index, &info), RECUR_ERR_INVALID_ARGUMENT, "layer_index");
+  }
+  info.version = 7;
+  EXPECT_RECUR_ERR(recur_model_get_device(m.get(), -1, &info), RECUR_ERR_UNSUPPORTED, "RECUR_DEVICE_INFO_VERSION");
+  info.version = RECUR_DEVICE_INFO_VERSION;
+
+  recur_model* dead = open_model("keras3/bigru.keras").release();
+  recur_model_destroy(dead);
+  EXPECT_RECUR_ERR(recur_model_set_device(dead, "cpu"), RECUR_ERR_STATE, "model is not a live handle");
+  EXPECT_RECUR_ERR(recur_model_get_device(dead, -1, &info), RECUR_ERR_STATE, "model is not a live handle");
+}
+
+TEST(CApiDevice, FailedCudaLeavesTheModelUsableOnTheCpu) {
+  SKIP_WITH_GPU();
+  Model m = open_model("keras2/bigru.h5");
+  ASSERT_NE(m, nullptr);
+  const std::vector<float> x = rt::data(2 * 4 * 3);
+  const std::vector<float> before = run_model(m.get(), x, 2, 4);
+  EXPECT_RECUR_ERR(recur_model_set_device(m.get(), "cuda"), RECUR_ERR_UNSUPPORTED, "cuda:");
+  EXPECT_TRUE(names_what_is_missing(recur_last_error())) << recur_last_error();
+  expect_on_cpu(model_device(m.get(), -1), "cpu");
+  EXPECT_EQ(run_model(m.get(), x, 2, 4), before);
+}
+
+// ---------------------------------------------------------------- GPU (a GPU or the emulator)
+
+TEST(CApiDeviceGpu, LayersMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  struct Case {
+    const char* name;
+    int32_t type;
+    int32_t reset_after;
+    const char* activation;
+    bool mask;
+  } cases[] = {
+      {"GRU (cuDNN's)", RECUR_LAYER_GRU, RECUR_DEFAULT, nullptr, false},
+      {"GRU reset_after=False", RECUR_LAYER_GRU, 0, nullptr, false},
+      {"GRU with a holey mask", RECUR_LAYER_GRU, RECUR_DEFAULT, nullptr, true},
+      {"LSTM", RECUR_LAYER_LSTM, RECUR_DEFAULT, nullptr, false},
+      {"LSTM relu with a holey mask", RECUR_LAYER_LSTM, RECUR_DEFAULT, "relu", true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    recur_layer_options o = rt::options(c.type, 6, 3);
+    o.return_sequences = 1;
+    o.reset_after = c.reset_after;
+    o.activation = c.activation;
+    rt::Layer l = rt::make(o);
+    const int32_t B = 3, T = 7;
+    const std::vector<float> x = rt::data(static_cast<std::size_t>(B) * T * 3);
+    const std::vector<uint8_t> mask = holey_mask(B, T);
+    const std::vector<float> cpu = forward(l.get(), x, B, T, c.mask ? &mask : nullptr);
+    ASSERT_RECUR_OK(recur_layer_set_device(l.get(), "cuda"));
+    const recur_device_info info = layer_device(l.get());
+    EXPECT_STREQ(info.requested, "cuda:0");
+    expect_on_gpu(info);
+    std::printf("[ device   ] %s: %s via %s on %s (%s)\n", c.name, info.backend, info.path, info.device_name,
+                info.reason);
+    EXPECT_LE(max_diff(forward(l.get(), x, B, T, c.mask ? &mask : nullptr), cpu), kGpuTolerance);
+    ASSERT_RECUR_OK(recur_layer_set_device(l.get(), "cpu"));
+    EXPECT_EQ(forward(l.get(), x, B, T, c.mask ? &mask : nullptr), cpu);
+  }
+}
+
+TEST(CApiDeviceGpu, StatesLiveOnTheGpuAndMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  for (bool is_lstm : {false, true}) {
+    SCOPED_TRACE(is_lstm ? "LSTM" : "GRU");
+    rt::Layer cpu = is_lstm ? lstm(5, 3) : gru(5, 3);
+    rt::Layer dev = is_lstm ? lstm(5, 3) : gru(5, 3);  // same seed: same weights
+    ASSERT_RECUR_OK(recur_layer_set_device(dev.get(), "cuda"));
+    rt::State sc = rt::make_state(cpu.get(), 2), sd = rt::make_state(dev.get(), 2);
+    const std::vector<float> x = rt::data(2 * 4 * 3);
+    std::vector<float> yc(2 * 4 * 5), yd(yc.size());
+    ASSERT_RECUR_OK(recur_layer_forward_state(cpu.get(), sc.get(), x.data(), x.size(), 4, nullptr, 0, yc.data(), yc.size()));
+    ASSERT_RECUR_OK(recur_layer_forward_state(dev.get(), sd.get(), x.data(), x.size(), 4, nullptr, 0, yd.data(), yd.size()));
+    EXPECT_LE(max_diff(yc, yd), kGpuTolerance);
+    const recur_device_info info = state_device(sd.get());
+    EXPECT_STREQ(info.backend, "cuda:0");
+    EXPECT_STREQ(info.path, "device-resident");
+    const std::size_t n = static_cast<std::size_t>(is_lstm ? 2 : 1) * 2 * 5;
+    std::vector<float> hc(n), hd(n);
+    ASSERT_RECUR_OK(recur_state_get(sc.get(), hc.data(), hc.size()));
+    ASSERT_RECUR_OK(recur_state_get(sd.get(), hd.data(), hd.size()));
+    EXPECT_LE(max_diff(hc, hd), kGpuTolerance);
+    // Stepped by a CPU layer, the state comes back to the host.
+    ASSERT_RECUR_OK(recur_layer_forward_state(cpu.get(), sd.get(), x.data(), x.size(), 4, nullptr, 0, yd.data(), yd.size()));
+    EXPECT_STREQ(state_device(sd.get()).backend, "cpu");
+  }
+}
+
+TEST(CApiDeviceGpu, ForwardStatesMatchesTheCpu) {
+  SKIP_WITHOUT_GPU();
+  for (bool is_lstm : {false, true}) {
+    SCOPED_TRACE(is_lstm ? "LSTM" : "GRU");
+    rt::Layer l = is_lstm ? lstm(5, 3) : gru(5, 3);
+    ASSERT_RECUR_OK(recur_layer_set_device(l.get(), "cuda"));
+    expect_states_equal_single_steps(l.get(), {1, 3, 2}, 4, kGpuTolerance);
+  }
+}
+
+// The GPU emulator plugin keeps "device" memory on the host, so host buffers stand in for the
+// device pointers a CUDA caller would pass; a real GPU needs cudaMalloc'd ones (CUDA interop).
+TEST(CApiDeviceGpu, ForwardDeviceMatchesForward) {
+  SKIP_WITHOUT_GPU();
+  for (bool is_lstm : {false, true}) {
+    SCOPED_TRACE(is_lstm ? "LSTM" : "GRU");
+    rt::Layer l = is_lstm ? lstm(5, 3) : gru(5, 3);
+    const int32_t B = 3, T = 6, ns = is_lstm ? 2 : 1;
+    const std::vector<float> x = rt::data(static_cast<std::size_t>(B) * T * 3);
+    const std::vector<float> h0 = rt::data(static_cast<std::size_t>(ns) * B * 5, 1.0f, 0.4f);
+    const std::vector<uint8_t> mask = holey_mask(B, T);
+    std::vector<float> want(static_cast<std::size_t>(B) * T * 5), want_final(h0.size());
+    ASSERT_RECUR_OK(recur_layer_forward(l.get(), x.data(), x.size(), B, T, mask.data(), mask.size(), h0.data(),
+                                        h0.size(), ns, 0, want.data(), want.size(), want_final.data(),
+                                        want_final.size()));  // on the CPU
+    ASSERT_RECUR_OK(recur_layer_set_device(l.get(), "cuda"));
+    const std::string name = layer_device(l.get()).device_name;
+    if (name.rfind("recur GPU emulator", 0) != 0) GTEST_SKIP() << "needs device memory on " << name;
+    std::vector<float> got(want.size()), got_final(want_final.size());
+    ASSERT_RECUR_OK(recur_layer_forward_device(l.get(), nullptr, x.data(), B, T, mask.data(), mask.size(), h0.data(),
+                                               ns, got.data(), got_final.data()));
+    EXPECT_LE(max_diff(got, want), kGpuTolerance);
+    EXPECT_LE(max_diff(got_final, want_final), kGpuTolerance);
+    EXPECT_RECUR_ERR(recur_layer_forward_device(l.get(), nullptr, x.data(), B, T, mask.data(), mask.size() - 1,
+                                                nullptr, 0, got.data(), nullptr),
+                     RECUR_ERR_SHAPE, "mask");
+  }
+}
+
+TEST(CApiDeviceGpu, ModelMatchesTheCpu) {
+  SKIP_WITHOUT_GPU();
+  for (const char* file : {"keras3/bigru.keras", "keras2/binone.h5"}) {
+    SCOPED_TRACE(file);
+    Model m = open_model(file);
+    ASSERT_NE(m, nullptr);
+    const std::vector<float> x = rt::data(3 * 6 * 3);
+    const std::vector<float> cpu = run_model(m.get(), x, 3, 6);
+    ASSERT_RECUR_OK(recur_model_set_device(m.get(), "cuda"));
+    expect_on_gpu(model_device(m.get(), -1));
+    EXPECT_LE(max_diff(run_model(m.get(), x, 3, 6), cpu), kGpuTolerance);
+    ASSERT_RECUR_OK(recur_model_set_device(m.get(), "cpu"));
+    EXPECT_EQ(run_model(m.get(), x, 3, 6), cpu);
+  }
+}
