@@ -27,6 +27,24 @@ typedef struct recur_model RecurModel;
 typedef recur_layer_options RecurLayerOptions;
 /* A status that the language files turn into an exception or an error. */
 typedef recur_status recur_rc;
+
+/* State handles cross as 64-bit integers (Java long[], C# long[], Go []int64) and go to the C ABI
+ * as its array of pointers, without a copy: the bindings are built for 64-bit targets only. */
+typedef char recur_binding_handles_are_64_bit[sizeof(recur_state *) == sizeof(long long) ? 1 : -1];
+
+/* Where something runs, as five library-owned strings (the language files copy them at once). */
+static recur_rc recur_binding_device(recur_rc st, const recur_device_info *info, const char **requested,
+                                     const char **backend, const char **path, const char **reason,
+                                     const char **device_name) {
+  if (st == RECUR_OK) {
+    *requested = info->requested;
+    *backend = info->backend;
+    *path = info->path;
+    *reason = info->reason;
+    *device_name = info->device_name;
+  }
+  return st;
+}
 %}
 
 %include <stdint.i>
@@ -72,6 +90,10 @@ typedef int recur_rc;
 %inline %{
 /* The loaded library's version, "MAJOR.MINOR.PATCH". */
 const char *recur_binding_version(void) { return recur_version_string(); }
+
+/* Devices: usable CUDA devices (0 is not an error), and whether a device string can run now. */
+recur_rc recur_binding_device_count(int32_t *count) { return recur_device_count(count); }
+recur_rc recur_binding_device_check(const char *device) { return recur_device_check(device); }
 %}
 
 /* ------------------------------------------------------------------------------------------ */
@@ -202,6 +224,30 @@ typedef struct {} RecurLayer;
                          const uint8_t *mask, size_t mask_len, float *output, size_t output_len) {
     return recur_layer_forward_state($self, state, input, input_len, timesteps, mask, mask_len, output, output_len);
   }
+  /* One step for many states as one batch; handles are the states' addresses (see above). */
+  recur_rc forward_states(const long long *handles, int32_t num_handles, const float *input, size_t input_len,
+                          const uint8_t *mask, size_t mask_len, float *output, size_t output_len) {
+    return recur_layer_forward_states($self, (recur_state *const *)handles, num_handles, input, input_len, mask,
+                                      mask_len, output, output_len);
+  }
+  /* recur_layer_forward on CUDA device memory: the addresses come from the caller's CUDA interop
+   * library; the mask stays a host array. */
+  recur_rc forward_device(int64_t cuda_stream, int64_t d_input, int32_t batch, int32_t timesteps,
+                          const uint8_t *mask, size_t mask_len, int64_t d_initial_state,
+                          int32_t num_initial_states, int64_t d_output, int64_t d_final_state) {
+    return recur_layer_forward_device($self, (void *)(intptr_t)cuda_stream, (const float *)(intptr_t)d_input, batch,
+                                      timesteps, mask, mask_len, (const float *)(intptr_t)d_initial_state,
+                                      num_initial_states, (float *)(intptr_t)d_output,
+                                      (float *)(intptr_t)d_final_state);
+  }
+  recur_rc set_device(const char *device) { return recur_layer_set_device($self, device); }
+  recur_rc get_device(const char **requested, const char **backend, const char **path, const char **reason,
+                      const char **device_name) {
+    recur_device_info info;
+    info.version = RECUR_DEVICE_INFO_VERSION;
+    return recur_binding_device(recur_layer_get_device($self, &info), &info, requested, backend, path, reason,
+                                device_name);
+  }
   recur_rc reset_states() { return recur_layer_reset_states($self); }
   recur_rc set_states(const float *states, size_t states_len, int32_t num_states) {
     return recur_layer_set_states($self, states, states_len, num_states);
@@ -272,6 +318,13 @@ typedef struct {} RecurState;
     return recur_state_set($self, input, input_len, num_states);
   }
   recur_rc reset() { return recur_state_reset($self); }
+  recur_rc get_device(const char **requested, const char **backend, const char **path, const char **reason,
+                      const char **device_name) {
+    recur_device_info info;
+    info.version = RECUR_DEVICE_INFO_VERSION;
+    return recur_binding_device(recur_state_get_device($self, &info), &info, requested, backend, path, reason,
+                                device_name);
+  }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -311,6 +364,15 @@ typedef struct {} RecurModel;
   recur_rc run(const float *input, size_t input_len, int32_t batch, int32_t timesteps, const uint8_t *mask,
                size_t mask_len, float *output, size_t output_len) {
     return recur_model_run($self, input, input_len, batch, timesteps, mask, mask_len, output, output_len);
+  }
+  recur_rc set_device(const char *device) { return recur_model_set_device($self, device); }
+  /* layer_index -1: the model as a whole. */
+  recur_rc get_device(int32_t layer_index, const char **requested, const char **backend, const char **path,
+                      const char **reason, const char **device_name) {
+    recur_device_info info;
+    info.version = RECUR_DEVICE_INFO_VERSION;
+    return recur_binding_device(recur_model_get_device($self, layer_index, &info), &info, requested, backend, path,
+                                reason, device_name);
   }
 }
 

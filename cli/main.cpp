@@ -1,9 +1,13 @@
 // recur: command-line tool over the public C ABI (recur.h) only.
 //
-//   recur info FILE [--json]
-//   recur run FILE --input x.npy [--mask m.npy] [--initial-state h.npy ...] [--layer NAME] --output out.npz
+//   recur info FILE [--json] [--device DEV]
+//   recur run FILE --input x.npy [--mask m.npy] [--initial-state h.npy ...] [--layer NAME] [--device DEV]
+//             --output out.npz
 //   recur verify FILE --input x.npy --expected y.npy|y.npz [--mask m.npy] [--initial-state h.npy ...]
-//                [--layer NAME] [--atol 1e-5]
+//                [--layer NAME] [--device DEV] [--atol 1e-5]
+//   recur devices
+//
+// DEV is cpu (the default), cuda, cuda:N or auto.
 //
 // Exit codes: 0 success (verify: within atol), 1 verify mismatch, 2 any error (recur failure,
 // unreadable or malformed .npy/.npz, bad usage).
@@ -60,16 +64,40 @@ recur_model_info model_info(const recur_model* m) {
   return info;
 }
 
+recur_device_info model_device(const recur_model* m, int32_t layer_index) {
+  recur_device_info d{};
+  d.version = RECUR_DEVICE_INFO_VERSION;
+  check(recur_model_get_device(m, layer_index, &d));
+  return d;
+}
+
+// "cpu (why)" or "cuda:0 via cudnn, <GPU name> (why)".
+std::string device_line(const recur_device_info& d) {
+  std::string line = str(d.backend);
+  if (line != "cpu") line += " via " + str(d.path) + ", " + str(d.device_name);
+  return line + " (" + str(d.reason) + ")";
+}
+
+nlohmann::ordered_json device_json(const recur_device_info& d) {
+  return {{"requested", str(d.requested)},
+          {"backend", str(d.backend)},
+          {"path", str(d.path)},
+          {"reason", str(d.reason)},
+          {"device_name", str(d.device_name)}};
+}
+
 // ---------------------------------------------------------------------------------------------
 // info
 
-int cmd_info(const std::string& file, bool as_json) {
+int cmd_info(const std::string& file, bool as_json, const std::string& device) {
   ModelHandle mh;
   check(recur_model_open(&mh.m, file.c_str()));
+  check(recur_model_set_device(mh.m, device.c_str()));
   const recur_model_info info = model_info(mh.m);
   struct Row {
     std::string name, cls;
     int32_t in = 0, out = 0, recurrent = 0;
+    recur_device_info device{};
   };
   std::vector<Row> rows;
   for (int32_t i = 0; i < info.num_layers; ++i) {
@@ -78,8 +106,10 @@ int cmd_info(const std::string& file, bool as_json) {
     check(recur_model_layer(mh.m, i, &name, &cls, nullptr, &r.in, &r.out, &r.recurrent));
     r.name = str(name);
     r.cls = str(cls);
+    r.device = model_device(mh.m, i);
     rows.push_back(r);
   }
+  const recur_device_info where = model_device(mh.m, -1);
   if (as_json) {
     nlohmann::ordered_json j;
     j["file"] = file;
@@ -92,13 +122,15 @@ int cmd_info(const std::string& file, bool as_json) {
     j["output_size"] = info.output_size;
     j["returns_sequences"] = info.returns_sequences != 0;
     j["num_outputs"] = info.num_outputs;
+    j["device"] = device_json(where);
     j["layers"] = nlohmann::ordered_json::array();
     for (const Row& r : rows)
       j["layers"].push_back({{"name", r.name},
                              {"class", r.cls},
                              {"input_size", r.in},
                              {"output_size", r.out},
-                             {"recurrent", r.recurrent != 0}});
+                             {"recurrent", r.recurrent != 0},
+                             {"device", device_json(r.device)}});
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -112,6 +144,7 @@ int cmd_info(const std::string& file, bool as_json) {
   std::cout << "output:        " << (info.returns_sequences ? "(B, T, " : "(B, ") << info.output_size << ")";
   if (info.num_outputs > 1) std::cout << " x " << info.num_outputs << " outputs";
   std::cout << "\n";
+  std::cout << "device:        " << device_line(where) << "\n";
   std::cout << "layers:        " << info.num_layers << "\n";
   std::size_t w = 4, wc = 5;
   for (const Row& r : rows) {
@@ -131,6 +164,7 @@ int cmd_info(const std::string& file, bool as_json) {
 
 struct RunArgs {
   std::string file, input, mask, layer, output, expected;
+  std::string device = "cpu";
   std::vector<std::string> initial_states;
   double atol = 1e-5;
 };
@@ -150,6 +184,8 @@ NamedArrays run_model(const RunArgs& a) {
   if (!a.initial_states.empty()) usage_error("--initial-state needs --layer (whole-model runs start from zero states)");
   ModelHandle mh;
   check(recur_model_open(&mh.m, a.file.c_str()));
+  check(recur_model_set_device(mh.m, a.device.c_str()));
+  std::cout << "device: " << device_line(model_device(mh.m, -1)) << "\n";
   const recur_model_info info = model_info(mh.m);
   const Array x = recur_cli::read_npy(a.input);
   int64_t B = 0, T = 0;
@@ -196,6 +232,11 @@ NamedArrays run_layer(const RunArgs& a) {
   check(recur_model_open(&mh.m, a.file.c_str()));
   LayerHandle lh;
   check(recur_model_get_layer(mh.m, a.layer.c_str(), &lh.l));
+  check(recur_layer_set_device(lh.l, a.device.c_str()));
+  recur_device_info where{};
+  where.version = RECUR_DEVICE_INFO_VERSION;
+  check(recur_layer_get_device(lh.l, &where));
+  std::cout << "device: " << device_line(where) << "\n";
   recur_layer_info li{};
   li.version = RECUR_LAYER_INFO_VERSION;
   check(recur_layer_get_info(lh.l, &li));
@@ -317,6 +358,30 @@ int cmd_verify(const RunArgs& a) {
   return ok ? 0 : 1;
 }
 
+// ---------------------------------------------------------------------------------------------
+// devices
+
+// "<device>: available", or "<device>: unavailable: <what is missing>".
+void check_device_line(const std::string& device) {
+  if (recur_device_check(device.c_str()) == RECUR_OK)
+    std::cout << device << ": available\n";
+  else
+    std::cout << device << ": unavailable: " << recur_last_error() << "\n";
+}
+
+int cmd_devices() {
+  int32_t count = 0;
+  check(recur_device_count(&count));
+  std::cout << "cpu: available\n";
+  std::cout << "cuda devices: " << count << "\n";
+  if (count == 0) {
+    check_device_line("cuda");
+    return 0;
+  }
+  for (int32_t i = 0; i < count; ++i) check_device_line("cuda:" + std::to_string(i));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -326,19 +391,22 @@ int main(int argc, char** argv) {
   app.add_flag("--version", version, "print the library version and exit");
   app.require_subcommand(0, 1);
 
-  std::string info_file;
+  const char* const device_help = "where to run: cpu, cuda, cuda:N or auto (a GPU when one can run, else the CPU)";
+  std::string info_file, info_device = "cpu";
   bool info_json = false;
   CLI::App* info = app.add_subcommand("info", "describe a Keras model file (.keras or .h5)");
   info->add_option("FILE", info_file, "the model file")->required();
   info->add_flag("--json", info_json, "print JSON");
+  info->add_option("--device", info_device, device_help)->capture_default_str();
 
   RunArgs ra, va;
-  auto common = [](CLI::App* sub, RunArgs& a) {
+  auto common = [device_help](CLI::App* sub, RunArgs& a) {
     sub->add_option("FILE", a.file, "the model file (.keras or .h5)")->required();
     sub->add_option("--input,-i", a.input, "input .npy: (B, T, F) floats, or (B, T) token ids")->required();
     sub->add_option("--mask,-m", a.mask, "(B, T) .npy mask, nonzero = valid step");
     sub->add_option("--initial-state", a.initial_states, "with --layer: one (B, units) .npy per state (h, then c)");
     sub->add_option("--layer,-l", a.layer, "run only this recurrent layer ('name/forward' for a Bidirectional half)");
+    sub->add_option("--device", a.device, device_help)->capture_default_str();
   };
   CLI::App* run = app.add_subcommand("run", "run a model (or one of its recurrent layers) on a .npy input");
   common(run, ra);
@@ -348,6 +416,7 @@ int main(int argc, char** argv) {
   verify->add_option("--expected,-e", va.expected, "expected .npy (the output) or .npz (named like run's outputs)")
       ->required();
   verify->add_option("--atol", va.atol, "largest allowed absolute error per element")->capture_default_str();
+  CLI::App* devices = app.add_subcommand("devices", "list the devices recur can run on, and why a GPU cannot");
 
   try {
     app.parse(argc, argv);
@@ -360,9 +429,10 @@ int main(int argc, char** argv) {
       std::cout << "recur " << recur_version_string() << "\n";
       return 0;
     }
-    if (*info) return cmd_info(info_file, info_json);
+    if (*info) return cmd_info(info_file, info_json, info_device);
     if (*run) return cmd_run(ra);
     if (*verify) return cmd_verify(va);
+    if (*devices) return cmd_devices();
     std::cerr << app.help();
     return 2;
   } catch (const Failure& f) {

@@ -24,11 +24,12 @@
 %apply long long *OUTPUT { int64_t *dim0, int64_t *dim1 };
 
 /* ---- arrays: raw pointers (the public wrappers pin managed arrays with `fixed`) ------------ */
-%typemap(ctype)  float *, const float *, const uint8_t * "void *"
-%typemap(imtype) float *, const float *, const uint8_t * "global::System.IntPtr"
-%typemap(cstype) float *, const float *, const uint8_t * "global::System.IntPtr"
-%typemap(csin)   float *, const float *, const uint8_t * "$csinput"
-%typemap(in)     float *, const float *, const uint8_t * %{ $1 = ($1_ltype)$input; %}
+/* const long long *: the state handles of forward_states, a pinned long[]. */
+%typemap(ctype)  float *, const float *, const uint8_t *, const long long * "void *"
+%typemap(imtype) float *, const float *, const uint8_t *, const long long * "global::System.IntPtr"
+%typemap(cstype) float *, const float *, const uint8_t *, const long long * "global::System.IntPtr"
+%typemap(csin)   float *, const float *, const uint8_t *, const long long * "$csinput"
+%typemap(in)     float *, const float *, const uint8_t *, const long long * %{ $1 = ($1_ltype)$input; %}
 
 /* ---- library-owned strings returned through out-parameters -------------------------------- */
 %typemap(ctype)  const char ** "const char **"

@@ -21,8 +21,11 @@ package recur
 import (
 	"math"
 	"runtime"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"recur.dev/recur/internal/recurswig"
 )
@@ -434,6 +437,103 @@ func (l *Layer) ForwardState(state *State, input []float32, timesteps int, mask 
 	return err
 }
 
+// ForwardStates advances many independent streams by one timestep as one batch, on the layer's
+// device: input holds the rows of every state in order (the sum of their batches x F), mask is
+// nil or one byte per row, output (rows, units). It equals ForwardState on each state with
+// timesteps = 1. A state may appear once; the states are locked for the call (each is used by
+// one goroutine at a time, as with ForwardState).
+func (l *Layer) ForwardStates(states []*State, input []float32, mask []byte, output []float32) error {
+	if len(states) == 0 {
+		return argError("ForwardStates: states is empty")
+	}
+	for i, s := range states {
+		if s == nil {
+			return argError("ForwardStates: states[" + strconv.Itoa(i) + "] is nil")
+		}
+	}
+	// Locked in creation order, so calls with overlapping states cannot deadlock; a state listed
+	// twice shows up as neighbours and is reported instead of being locked twice.
+	order := make([]int, len(states))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool {
+		if states[order[a]].id != states[order[b]].id {
+			return states[order[a]].id < states[order[b]].id
+		}
+		return order[a] < order[b]
+	})
+	for k := 1; k < len(order); k++ {
+		if states[order[k]] == states[order[k-1]] {
+			return argError("ForwardStates: states[" + strconv.Itoa(order[k-1]) + "] and states[" +
+				strconv.Itoa(order[k]) + "] are the same state (each stream may appear once per call)")
+		}
+	}
+	h, err := l.read()
+	if err != nil {
+		return err
+	}
+	defer l.readDone()
+	handles := make([]int64, len(states))
+	for k, i := range order {
+		sh, err := states[i].lock()
+		if err != nil {
+			for _, j := range order[:k] {
+				states[j].unlock()
+			}
+			return closedError("ForwardStates: states[" + strconv.Itoa(i) + "]")
+		}
+		handles[i] = int64(sh)
+	}
+	err = h.Forward_states(handles, len(handles), input, len(input), mask, len(mask), output, len(output))
+	for _, i := range order {
+		states[i].unlock()
+	}
+	return err
+}
+
+// ForwardDevice is Forward on CUDA device memory of the layer's GPU, for callers that hold device
+// buffers through a CUDA interop library: dInput, dOutput, dInitialState and dFinalState are
+// device addresses (the last two may be 0; numInitialStates goes with dInitialState), stream a
+// cudaStream_t (0: the default stream); mask stays a host slice (or nil). It returns once the
+// outputs are written, and fails with ErrState when the layer is not on a GPU.
+func (l *Layer) ForwardDevice(stream, dInput uintptr, batch, timesteps int, mask []byte, dInitialState uintptr,
+	numInitialStates int, dOutput, dFinalState uintptr) error {
+	h, err := l.write()
+	if err != nil {
+		return err
+	}
+	err = h.Forward_device(int64(stream), int64(dInput), clampInt32(batch), clampInt32(timesteps), mask, len(mask),
+		int64(dInitialState), clampInt32(numInitialStates), int64(dOutput), int64(dFinalState))
+	l.writeDone()
+	return err
+}
+
+// SetDevice moves the layer (its weights, and a stateful layer's states) to device: "cpu",
+// "cuda", "cuda:N" or "auto" (a GPU when one can run, else the CPU; Device says why). A GPU that
+// cannot run fails with ErrUnsupported and leaves the layer where it was.
+func (l *Layer) SetDevice(device string) error {
+	h, err := l.write()
+	if err != nil {
+		return err
+	}
+	err = h.Set_device(device)
+	l.writeDone()
+	return err
+}
+
+// Device says where the layer runs, by which route, and why.
+func (l *Layer) Device() (DeviceInfo, error) {
+	h, err := l.read()
+	if err != nil {
+		return DeviceInfo{}, err
+	}
+	var d DeviceInfo
+	err = h.Get_device(&d.Requested, &d.Backend, &d.Path, &d.Reason, &d.DeviceName)
+	l.readDone()
+	return d, err
+}
+
 // ResetStates zero-fills a stateful layer's states (Keras reset_states()).
 func (l *Layer) ResetStates() error {
 	h, err := l.write()
@@ -755,10 +855,13 @@ func (l *Layer) ApplyConstraints() error {
 type State struct {
 	mu        sync.Mutex
 	h         recurswig.SwigcptrState
+	id        uint64 // creation order: the order ForwardStates locks states in
 	numStates int
 	batch     int
 	units     int
 }
+
+var lastStateID uint64
 
 // NewState creates a zero state of batch streams shaped for layer (the layer is only read; the
 // state does not reference it afterwards).
@@ -772,7 +875,7 @@ func NewState(layer *Layer, batch int) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &State{h: recurswig.SwigcptrState(h.Swigcptr())}
+	s := &State{h: recurswig.SwigcptrState(h.Swigcptr()), id: atomic.AddUint64(&lastStateID, 1)}
 	var ns, b, u int32
 	if err := s.h.Shape(&ns, &b, &u); err != nil {
 		recurswig.DeleteState(s.h)
@@ -868,6 +971,19 @@ func (s *State) Reset() error {
 	err = h.Reset()
 	s.unlock()
 	return err
+}
+
+// Device says where the states live: Path "cpu", or "device-resident" on the GPU of the layer
+// that last stepped them.
+func (s *State) Device() (DeviceInfo, error) {
+	h, err := s.lock()
+	if err != nil {
+		return DeviceInfo{}, err
+	}
+	var d DeviceInfo
+	err = h.Get_device(&d.Requested, &d.Backend, &d.Path, &d.Reason, &d.DeviceName)
+	s.unlock()
+	return d, err
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1058,3 +1174,62 @@ func (m *Model) Predict(input []float32, batch, timesteps int, mask []byte) ([]f
 	}
 	return out, nil
 }
+
+// SetDevice moves every layer the model runs to device ("cpu", "cuda", "cuda:N" or "auto"); the
+// whole chain then runs there. It waits for Runs in progress. A GPU that cannot run fails with
+// ErrUnsupported and leaves the model where it was.
+func (m *Model) SetDevice(device string) error {
+	if m == nil {
+		return closedError("model")
+	}
+	m.mu.Lock()
+	defer func() { m.mu.Unlock(); runtime.KeepAlive(m) }()
+	if m.h == 0 {
+		return closedError("model")
+	}
+	return m.h.Set_device(device)
+}
+
+// Device says where the model runs, and why.
+func (m *Model) Device() (DeviceInfo, error) { return m.LayerDevice(-1) }
+
+// LayerDevice says where entry index of the model config runs (-1: the model; layers without
+// weights report the model's backend).
+func (m *Model) LayerDevice(index int) (DeviceInfo, error) {
+	h, err := m.read()
+	if err != nil {
+		return DeviceInfo{}, err
+	}
+	var d DeviceInfo
+	err = h.Get_device(clampInt32(index), &d.Requested, &d.Backend, &d.Path, &d.Reason, &d.DeviceName)
+	m.readDone()
+	return d, err
+}
+
+// ---------------------------------------------------------------------------------------------
+// Devices
+// ---------------------------------------------------------------------------------------------
+
+// DeviceInfo says where a layer, state or model runs, by which route, and why.
+type DeviceInfo struct {
+	Requested  string // "cpu", "cuda:N" or "auto", as last set ("cpu" by default)
+	Backend    string // where calls run now: "cpu" or "cuda:N"
+	Path       string // "cpu", "cudnn" or "kernel" (a State: "cpu" or "device-resident")
+	Reason     string // why this backend and path, e.g. why "auto" stayed on the CPU
+	DeviceName string // the GPU's name and cuDNN version, "" on the CPU
+}
+
+// DeviceCount is the number of usable CUDA devices: 0 when the GPU plugin, the driver or a GPU
+// is missing (CheckDevice says which).
+func DeviceCount() int {
+	var n int32
+	if recurswig.Recur_binding_device_count(&n) != nil {
+		return 0
+	}
+	return int(n)
+}
+
+// CheckDevice returns nil when device ("cpu", "cuda", "cuda:N" or "auto") can run now:
+// ErrInvalidArgument for anything else, ErrUnsupported for a GPU that cannot run, with a
+// message that says what is missing (the plugin, the driver, the GPU or cuDNN).
+func CheckDevice(device string) error { return recurswig.Recur_binding_device_check(device) }

@@ -181,6 +181,8 @@ func statusError(s string) error {
 RECUR_GO_SLICE(const float, []float32, const float *input, const float *initial_state, const float *states)
 RECUR_GO_SLICE(float, []float32, float *output, float *final_state)
 RECUR_GO_SLICE(const uint8_t, []byte, const uint8_t *mask)
+/* The C handles of forward_states' states (C memory addresses, not Go pointers). */
+RECUR_GO_SLICE(const long long, []int64, const long long *handles)
 
 /* Lengths and counts as Go ints. */
 %apply int { size_t input_len, size_t initial_state_len, size_t states_len, size_t output_len,
@@ -219,7 +221,9 @@ RECUR_GO_OUT(size_t, uint64, size_t *out_len, size_t *len)
   } else {
     swigCopyString(*$input)
   } %}
-%apply const char **OUTSTR { const char **name, const char **class_name, const char **config_json };
+%apply const char **OUTSTR { const char **name, const char **class_name, const char **config_json,
+                             const char **requested, const char **backend, const char **path, const char **reason,
+                             const char **device_name };
 
 /* Optional strings: Go has no nil string, so "" passes NULL (the C ABI's "default"). */
 %typemap(in) const char *OPTSTR %{

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 func gruOptions(units, input int) LayerOptions {
@@ -728,4 +729,317 @@ func readMatrixT(t *testing.T, path string) (v []float32, rows, cols int) {
 		rows++
 	}
 	return v, rows, cols
+}
+
+// ---------------------------------------------------------------------------------------------
+// Devices
+// ---------------------------------------------------------------------------------------------
+
+const (
+	gpuTolerance = 1e-5
+	// A batched step rounds like a batch of all its rows, so it matches per-state steps to float
+	// rounding.
+	batchRounding = 1e-6
+)
+
+var badDevices = []string{"gpu", "cuda:-1", "cuda:x", "CUDA", "", "cuda:"}
+
+func namesWhatIsMissing(msg string) bool {
+	for _, part := range []string{"plugin", "driver", "GPU", "cuDNN"} {
+		if strings.Contains(msg, part) {
+			return true
+		}
+	}
+	return false
+}
+
+func maxDiff32(a, b []float32) float64 {
+	if len(a) != len(b) {
+		return math.Inf(1)
+	}
+	d := 0.0
+	for i := range a {
+		d = math.Max(d, math.Abs(float64(a[i]-b[i])))
+	}
+	return d
+}
+
+// sameOrClose: bitwise on the CPU, within gpuTolerance when a GPU ran.
+func sameOrClose(t *testing.T, what string, got, want []float32, gpu bool) {
+	t.Helper()
+	d := maxDiff32(got, want)
+	if (gpu && d > gpuTolerance) || (!gpu && d != 0) {
+		t.Errorf("%s: differs by %g (GPU: %v)", what, d, gpu)
+	}
+}
+
+// within: a batched step against per-state steps.
+func within(t *testing.T, what string, got, want []float32, gpu bool) {
+	t.Helper()
+	tol := batchRounding
+	if gpu {
+		tol = gpuTolerance
+	}
+	if d := maxDiff32(got, want); d > tol {
+		t.Errorf("%s: differs by %g (GPU: %v)", what, d, gpu)
+	}
+}
+
+func TestDeviceChecks(t *testing.T) {
+	n := DeviceCount()
+	if n < 0 {
+		t.Fatalf("DeviceCount() = %d", n)
+	}
+	for _, ok := range []string{"cpu", "auto"} {
+		if err := CheckDevice(ok); err != nil {
+			t.Errorf("CheckDevice(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range badDevices {
+		wantError(t, "CheckDevice("+strconv.Quote(bad)+")", CheckDevice(bad), ErrInvalidArgument, `"cuda:N"`)
+	}
+	err := CheckDevice("cuda")
+	if n > 0 {
+		if err != nil {
+			t.Errorf("CheckDevice(cuda) with %d GPU(s): %v", n, err)
+		}
+		return
+	}
+	wantError(t, "CheckDevice(cuda) without a GPU", err, ErrUnsupported, "cuda:0")
+	if err != nil && !namesWhatIsMissing(err.Error()) {
+		t.Errorf("the message does not say what is missing: %v", err)
+	}
+}
+
+func TestLayerDevices(t *testing.T) {
+	gpu := DeviceCount() > 0
+	l := mustLayer(t, gruOptions(5, 3))
+	defer l.Close()
+	d, err := l.Device()
+	if err != nil || d.Requested != "cpu" || d.Backend != "cpu" || d.Path != "cpu" || d.DeviceName != "" || d.Reason == "" {
+		t.Fatalf("a new layer: %+v, %v", d, err)
+	}
+	const B, T = 2, 4
+	x := ramp(B*T*3, 0.37, 0.1)
+	mask := []byte{1, 1, 0, 1, 0, 1, 1, 1}
+	cpu, err := l.Call(x, B, T, &ForwardOptions{Mask: mask})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func() []float32 {
+		y, err := l.Call(x, B, T, &ForwardOptions{Mask: mask})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return y
+	}
+	if err := l.SetDevice("cpu"); err != nil {
+		t.Fatal(err)
+	}
+	sameOrClose(t, "cpu", call(), cpu, false)
+	if err := l.SetDevice("auto"); err != nil {
+		t.Fatal(err)
+	}
+	d, _ = l.Device()
+	if d.Requested != "auto" || (d.Backend == "cpu") == gpu {
+		t.Errorf("auto: %+v (GPU: %v)", d, gpu)
+	}
+	if !gpu && !namesWhatIsMissing(d.Reason) {
+		t.Errorf("auto on the CPU does not say why: %q", d.Reason)
+	}
+	sameOrClose(t, "auto", call(), cpu, gpu)
+	if err := l.SetDevice("cpu"); err != nil {
+		t.Fatal(err)
+	}
+	err = l.SetDevice("cuda")
+	if gpu {
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ = l.Device()
+		if d.Backend != "cuda:0" || d.DeviceName == "" {
+			t.Errorf("cuda: %+v", d)
+		}
+		// The GPU emulator keeps device memory on the host, so Go slices stand in for device
+		// pointers (C memory in real use: recur keeps none of them after the call).
+		if strings.HasPrefix(d.DeviceName, "recur GPU emulator") {
+			y := make([]float32, len(cpu))
+			err := l.ForwardDevice(0, uintptr(unsafe.Pointer(&x[0])), B, T, mask, 0, 0, uintptr(unsafe.Pointer(&y[0])), 0)
+			runtime.KeepAlive(x)
+			runtime.KeepAlive(y)
+			if err != nil {
+				t.Fatal(err)
+			}
+			within(t, "ForwardDevice", y, cpu, true)
+		}
+	} else {
+		wantError(t, "SetDevice(cuda) without a GPU", err, ErrUnsupported, "cuda:0")
+		if d, _ = l.Device(); d.Backend != "cpu" {
+			t.Errorf("a failed move changed the backend: %+v", d)
+		}
+		wantError(t, "ForwardDevice on the CPU", l.ForwardDevice(0, 0, 1, 1, nil, 0, 0, 0, 0), ErrState,
+			"recur_layer_set_device")
+	}
+	sameOrClose(t, "after cuda", call(), cpu, gpu)
+	for _, bad := range badDevices {
+		wantError(t, "SetDevice("+strconv.Quote(bad)+")", l.SetDevice(bad), ErrInvalidArgument, "recur_layer_set_device")
+	}
+	l.Close()
+	if _, err := l.Device(); err == nil {
+		t.Error("Device after Close")
+	}
+	wantError(t, "SetDevice after Close", l.SetDevice("cpu"), ErrState, "closed")
+}
+
+func TestForwardStatesEqualsForwardState(t *testing.T) {
+	gpu := DeviceCount() > 0
+	for _, typ := range []LayerType{GRU, LSTM} {
+		opts := gruOptions(5, 3)
+		opts.Type = typ
+		l := mustLayer(t, opts)
+		if gpu {
+			if err := l.SetDevice("cuda"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		batches := []int{1, 3, 2}
+		var batched, single []*State
+		rows := 0
+		for _, b := range batches {
+			s1, err1 := NewState(l, b)
+			s2, err2 := NewState(l, b)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			batched, single = append(batched, s1), append(single, s2)
+			rows += b
+		}
+		for step := 0; step < 3; step++ {
+			x := ramp(rows*3, 0.37, float64(step))
+			mask := make([]byte, rows)
+			for r := range mask {
+				if (r+step)%4 != 2 {
+					mask[r] = 1
+				}
+			}
+			got, want := make([]float32, rows*5), make([]float32, rows*5)
+			if err := l.ForwardStates(batched, x, mask, got); err != nil {
+				t.Fatal(err)
+			}
+			row := 0
+			for i, b := range batches {
+				if err := l.ForwardState(single[i], x[row*3:(row+b)*3], 1, mask[row:row+b], want[row*5:(row+b)*5]); err != nil {
+					t.Fatal(err)
+				}
+				row += b
+			}
+			within(t, fmt.Sprintf("%v step %d", typ, step), got, want, gpu)
+		}
+		wantPath := "cpu"
+		if gpu {
+			wantPath = "device-resident"
+		}
+		for i := range batches {
+			a, _ := batched[i].Values()
+			b, _ := single[i].Values()
+			within(t, fmt.Sprintf("%v final state %d", typ, i), a, b, gpu)
+			d, err := batched[i].Device()
+			if err != nil || d.Path != wantPath {
+				t.Errorf("state %d: %+v, %v", i, d, err)
+			}
+		}
+		x, y := make([]float32, rows*3), make([]float32, rows*5)
+		wantError(t, "a state twice", l.ForwardStates([]*State{batched[0], batched[1], batched[0]}, x, nil, y),
+			ErrInvalidArgument, "states[0] and states[2] are the same state")
+		wantError(t, "short output", l.ForwardStates(batched, x, nil, y[1:]), ErrShape)
+		wantError(t, "no states", l.ForwardStates(nil, x, nil, y), ErrInvalidArgument, "empty")
+		wantError(t, "a nil state", l.ForwardStates([]*State{batched[0], nil}, x, nil, y), ErrInvalidArgument,
+			"states[1] is nil")
+		single[2].Close()
+		wantError(t, "a closed state", l.ForwardStates([]*State{batched[0], single[2]}, x, nil, y), ErrState,
+			"states[1] is closed")
+		for i := range batches {
+			batched[i].Close()
+			single[i].Close()
+		}
+		l.Close()
+	}
+}
+
+// Overlapping state sets in opposite orders from many goroutines: the binding locks states in
+// one order, so this neither deadlocks nor races (run with -race by go_test_race).
+func TestConcurrentForwardStatesOverlapping(t *testing.T) {
+	l := mustLayer(t, gruOptions(4, 3))
+	defer l.Close()
+	states := make([]*State, 4)
+	for i := range states {
+		s, err := NewState(l, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		states[i] = s
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			set := []*State{states[g%4], states[(g+1)%4], states[(g+2)%4]}
+			if g%2 == 1 {
+				set[0], set[2] = set[2], set[0]
+			}
+			x, y := ramp(3*3, 0.37, float64(g)), make([]float32, 3*4)
+			for i := 0; i < 50; i++ {
+				if err := l.ForwardStates(set, x, nil, y); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+}
+
+func TestModelDevices(t *testing.T) {
+	gpu := DeviceCount() > 0
+	m, err := OpenModel(filepath.Join(sourceDir(t), "examples", "models", "sentiment_keras3.keras"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ids := make([]float32, 2*10)
+	for i := range ids {
+		ids[i] = float32(i*7%19 + 1)
+	}
+	cpu, err := m.Predict(ids, 2, 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := m.Device(); err != nil || d.Backend != "cpu" {
+		t.Errorf("a new model: %+v, %v", d, err)
+	}
+	for _, dev := range []string{"cpu", "auto"} {
+		if err := m.SetDevice(dev); err != nil {
+			t.Fatal(err)
+		}
+		d, _ := m.Device()
+		info, _ := m.Info()
+		for i := 0; i < info.NumLayers; i++ {
+			if ld, err := m.LayerDevice(i); err != nil || ld.Backend != d.Backend {
+				t.Errorf("%s: layer %d: %+v, %v (model: %+v)", dev, i, ld, err, d)
+			}
+		}
+		out, err := m.Predict(ids, 2, 10, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameOrClose(t, dev, out, cpu, gpu && dev == "auto")
+	}
+	_, err = m.LayerDevice(-2)
+	wantError(t, "LayerDevice(-2)", err, ErrInvalidArgument, "layer_index")
+	wantError(t, "SetDevice(gpu)", m.SetDevice("gpu"), ErrInvalidArgument, "recur_model_set_device")
+	if !gpu {
+		wantError(t, "SetDevice(cuda) without a GPU", m.SetDevice("cuda"), ErrUnsupported, "cuda:0")
+	}
 }

@@ -130,6 +130,62 @@
     forwardStateRaw(State.checked(state), input, 1, null, output);
   }
 
+  /**
+   * One step (T=1) for many independent streams as one batch, on the layer's device: input holds
+   * the rows of every state in order (sum of their batches x inputSize), mask null or one byte per
+   * row, output (rows, units). Equals forwardState on each state with one timestep; a state may
+   * appear once.
+   */
+  public void forwardStates(State[] states, float[] input, byte[] mask, float[] output) {
+    Buffers.needArray(input, "input");
+    Buffers.needArray(output, "output");
+    try {
+      forwardStatesRaw(State.handles(states), input, mask, output);
+    } finally {
+      java.lang.ref.Reference.reachabilityFence(states); // the raw call sees only their addresses
+    }
+  }
+
+  /** {@link #forwardStates(State[], float[], byte[], float[])} on direct buffers (zero copy). */
+  public void forwardStates(State[] states, java.nio.FloatBuffer input, java.nio.ByteBuffer mask,
+                            java.nio.FloatBuffer output) {
+    try {
+      forwardStatesRaw(State.handles(states), Buffers.in(input), Buffers.mask(mask), Buffers.out(output));
+    } finally {
+      java.lang.ref.Reference.reachabilityFence(states);
+    }
+  }
+
+  // ---- devices -----------------------------------------------------------------------------
+
+  /**
+   * Moves the layer (its weights, and a stateful layer's states) to device: "cpu", "cuda",
+   * "cuda:N" or "auto" (a GPU when one can run, else the CPU; {@link #device()} says why).
+   * @throws UnsupportedException a GPU that cannot run (the layer stays where it was)
+   */
+  public void setDevice(String device) {
+    if (device == null) throw new NullPointerException("device");
+    setDeviceRaw(device);
+  }
+
+  /** Where the layer runs, by which route, and why. */
+  public DeviceInfo device() {
+    return DeviceInfo.query(this::getDeviceRaw);
+  }
+
+  /**
+   * {@link #forward(float[], int, int, byte[], float[], int, boolean, float[], float[])} on CUDA
+   * device memory of the layer's GPU, for callers with a CUDA interop library: the addresses are
+   * device pointers (dInitialState and dFinalState may be 0), cudaStream a cudaStream_t (0: the
+   * default stream); mask stays a host array (or null). Returns once the outputs are written.
+   * @throws StateException the layer is not on a GPU
+   */
+  public void forwardDevice(long cudaStream, long dInput, int batch, int timesteps, byte[] mask, long dInitialState,
+                            int numInitialStates, long dOutput, long dFinalState) {
+    forwardDeviceRaw(cudaStream, dInput, batch, timesteps, mask, dInitialState, numInitialStates, dOutput,
+                     dFinalState);
+  }
+
   // ---- stateful layers ---------------------------------------------------------------------
 
   /** Sets a stateful layer's states (Keras 2 reset_states(states)): numStates x (batch_size, units). */

@@ -44,6 +44,27 @@
     return getLayerRaw(name);
   }
 
+  /**
+   * Moves every layer the model runs to device ("cpu", "cuda", "cuda:N" or "auto"); the whole
+   * chain then runs there.
+   * @throws UnsupportedException a GPU that cannot run (the model stays where it was)
+   */
+  public void setDevice(String device) {
+    if (device == null) throw new NullPointerException("device");
+    setDeviceRaw(device);
+  }
+
+  /** Where the model runs, and why. */
+  public DeviceInfo device() {
+    return device(-1);
+  }
+
+  /** Where entry layerIndex of the model config runs (layers without weights report the model's backend). */
+  public DeviceInfo device(int layerIndex) {
+    return DeviceInfo.query((requested, backend, path, reason, deviceName) ->
+                                getDeviceRaw(layerIndex, requested, backend, path, reason, deviceName));
+  }
+
   /** Floats that run writes for batch sequences of timesteps steps. */
   public int outputLength(int batch, int timesteps) {
     long[] n = new long[1];

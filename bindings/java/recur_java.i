@@ -154,6 +154,23 @@ RECUR_JAVA_BUFFER(const uint8_t, 1, 0)
 }
 %apply (const uint8_t *BUF, size_t LEN) { (const uint8_t *mask, size_t mask_len) }
 
+/* State handles for forward_states: a long[] of native addresses (built by State.handles). */
+%typemap(jni) (const long long *handles, int32_t num_handles) "jlongArray"
+%typemap(jtype) (const long long *handles, int32_t num_handles) "long[]"
+%typemap(jstype) (const long long *handles, int32_t num_handles) "long[]"
+%typemap(javain) (const long long *handles, int32_t num_handles) "$javainput"
+%typemap(in) (const long long *handles, int32_t num_handles) {
+  $1 = NULL;
+  $2 = 0;
+  if ($input && !(*jenv)->ExceptionCheck(jenv)) {
+    $1 = (long long *)(*jenv)->GetLongArrayElements(jenv, $input, NULL); /* NULL: OutOfMemoryError pending */
+    if ($1) $2 = (int32_t)(*jenv)->GetArrayLength(jenv, $input);
+  }
+}
+%typemap(freearg) (const long long *handles, int32_t num_handles) {
+  if ($1) (*jenv)->ReleaseLongArrayElements(jenv, $input, (jlong *)$1, JNI_ABORT);
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Status: recur_rc -> void, raised as a typed exception                                       */
 /* ------------------------------------------------------------------------------------------ */
@@ -205,7 +222,9 @@ RECUR_JAVA_BUFFER(const uint8_t, 1, 0)
     if (s) { (*jenv)->SetObjectArrayElement(jenv, $input, 0, s); (*jenv)->DeleteLocalRef(jenv, s); }
   }
 }
-%apply const char **OUT_STR { const char **name, const char **class_name, const char **config_json }
+%apply const char **OUT_STR { const char **name, const char **class_name, const char **config_json,
+                              const char **requested, const char **backend, const char **path, const char **reason,
+                              const char **device_name }
 
 /* The info structs are filled by the raw getInfo methods. */
 
@@ -271,6 +290,12 @@ RECUR_JAVA_SELF(RecurModel, "Model")
 %rename(layerRaw) RecurModel::layer;
 %rename(runRaw) RecurModel::run;
 %rename(cStepNsRaw) recur_binding_c_step_ns;
+%rename(deviceCountRaw) recur_binding_device_count;
+%rename(checkDeviceRaw) recur_binding_device_check;
+%rename(forwardStatesRaw) forward_states;
+%rename(forwardDeviceRaw) forward_device;
+%rename(setDeviceRaw) set_device;
+%rename(getDeviceRaw) get_device;
 
 %javamethodmodifiers RecurLayer::create "";
 %javamethodmodifiers RecurLayer::create_from_json "";
@@ -302,6 +327,12 @@ RECUR_JAVA_SELF(RecurModel, "Model")
 %javamethodmodifiers RecurModel::layer "";
 %javamethodmodifiers RecurModel::run "";
 %javamethodmodifiers recur_binding_c_step_ns "";
+%javamethodmodifiers recur_binding_device_count "";
+%javamethodmodifiers recur_binding_device_check "";
+%javamethodmodifiers forward_states "";
+%javamethodmodifiers forward_device "";
+%javamethodmodifiers set_device "";
+%javamethodmodifiers get_device "";
 
 /* The constructors of the handle classes are the factories' business. */
 %typemap(javabody) RecurLayer, RecurState, RecurModel %{
@@ -348,6 +379,23 @@ RECUR_JAVA_SELF(RecurModel, "Model")
     layer.ptr();
     state.ptr();
     return cStepNsRaw(layer, state, input, output, iterations);
+  }
+
+  /** Number of usable CUDA devices: 0 when the GPU plugin, the driver or a GPU is missing ({@link #checkDevice} says which). */
+  public static int deviceCount() {
+    int[] n = new int[1];
+    deviceCountRaw(n);
+    return n[0];
+  }
+
+  /**
+   * Returns when device ("cpu", "cuda", "cuda:N" or "auto") can run now.
+   * @throws InvalidArgumentException not a device string
+   * @throws UnsupportedException a GPU that cannot run; the message says what is missing
+   */
+  public static void checkDevice(String device) {
+    if (device == null) throw new NullPointerException("device");
+    checkDeviceRaw(device);
   }
 %}
 

@@ -37,6 +37,17 @@
     return p;
   }
 
+  /** The native addresses of states, for Layer.forwardStates (duplicates are the library's to report). */
+  static long[] handles(State[] states) {
+    if (states == null) throw new NullPointerException("states");
+    long[] h = new long[states.length];
+    for (int i = 0; i < states.length; ++i) {
+      if (states[i] == null) throw new NullPointerException("states[" + i + "]");
+      h[i] = states[i].ptr();
+    }
+    return h;
+  }
+
   /** Frees the native state. Idempotent. */
   @Override
   public void close() {
@@ -74,6 +85,11 @@
   public void set(float[] values, int numStates) {
     Buffers.needArray(values, "values");
     setRaw(values, numStates);
+  }
+
+  /** Where the states live: "cpu", or "device-resident" on the GPU of the layer that last stepped them. */
+  public DeviceInfo device() {
+    return DeviceInfo.query(this::getDeviceRaw);
   }
 
   /** Sets the states from a direct buffer. */

@@ -267,6 +267,140 @@ TEST_F(Cli, InfoJson) {
   }
 }
 
+// ------------------------------------------------------------------------------------- devices
+
+// Usable CUDA devices, as `recur devices` reports them.
+int cuda_devices(const Result& devices) {
+  std::smatch m;
+  if (!std::regex_search(devices.out, m, std::regex("cuda devices: ([0-9]+)\n"))) return -1;
+  return std::stoi(m[1]);
+}
+
+// A message that says which part of the GPU stack is missing.
+bool names_what_is_missing(const std::string& message) {
+  for (const char* part : {"plugin", "driver", "GPU", "cuDNN"})
+    if (message.find(part) != std::string::npos) return true;
+  return false;
+}
+
+TEST_F(Cli, Devices) {
+  const Result r = run("devices");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("cpu: available\n", 0), 0u) << r.out;
+  const int n = cuda_devices(r);
+  ASSERT_GE(n, 0) << r.out;
+  if (n == 0) {
+    EXPECT_NE(r.out.find("cuda: unavailable: "), std::string::npos) << r.out;
+    EXPECT_TRUE(names_what_is_missing(r.out)) << r.out;
+  } else {
+    for (int i = 0; i < n; ++i)
+      EXPECT_NE(r.out.find("cuda:" + std::to_string(i) + ": available\n"), std::string::npos) << r.out;
+  }
+}
+
+TEST_F(Cli, RunOnTheCpuDevice) {
+  const std::string base = "run " + m("keras3", "bigru.keras") + " --input " + m("keras3", "bigru_x.npy") + " --output ";
+  const Result plain = run(base + tmp("plain.npz"));
+  ASSERT_EQ(plain.rc, 0) << plain.err;
+  EXPECT_NE(plain.out.find("device: cpu ("), std::string::npos) << plain.out;  // the default
+  const Result cpu = run(base + tmp("cpu.npz") + " --device cpu");
+  ASSERT_EQ(cpu.rc, 0) << cpu.err;
+  EXPECT_NE(cpu.out.find("device: cpu ("), std::string::npos) << cpu.out;
+  const NamedArrays want = recur_cli::read_npz(tmp("plain.npz")), got = recur_cli::read_npz(tmp("cpu.npz"));
+  EXPECT_EQ(member(got, "output").data, member(want, "output").data);
+  EXPECT_LE(max_abs(member(got, "output"), recur_cli::read_npy(m("keras3", "bigru_y.npy"))), 1e-5);
+}
+
+TEST_F(Cli, RunAutoMatchesTheCpu) {
+  const bool gpu = cuda_devices(run("devices")) > 0;
+  for (const std::string layer : {"", " --layer lstm"}) {
+    SCOPED_TRACE(layer);
+    const std::string model = layer.empty() ? "bigru.keras" : "tokens.keras";
+    const std::string input = layer.empty() ? "bigru_x.npy" : "layer_lstm_x.npy";
+    const std::string base = "run " + m("keras2", model) + layer + " --input " + m("keras2", input) + " --output ";
+    ASSERT_EQ(run(base + tmp("cpu.npz")).rc, 0);
+    const Result r = run(base + tmp("auto.npz") + " --device auto");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    const NamedArrays cpu = recur_cli::read_npz(tmp("cpu.npz")), got = recur_cli::read_npz(tmp("auto.npz"));
+    ASSERT_EQ(got.size(), cpu.size());
+    if (gpu) {
+      EXPECT_NE(r.out.find("device: cuda:0 via "), std::string::npos) << r.out;
+      for (std::size_t i = 0; i < cpu.size(); ++i) EXPECT_LE(max_abs(got[i].second, cpu[i].second), 1e-5) << cpu[i].first;
+    } else {
+      EXPECT_NE(r.out.find("device: cpu ("), std::string::npos) << r.out;
+      EXPECT_TRUE(names_what_is_missing(r.out)) << "auto on the CPU must say why: " << r.out;
+      for (std::size_t i = 0; i < cpu.size(); ++i) EXPECT_EQ(got[i].second.data, cpu[i].second.data) << cpu[i].first;
+    }
+  }
+  const Result v = run("verify " + m("keras3", "tokens.keras") + " --input " + m("keras3", "tokens_x.npy") +
+                       " --expected " + m("keras3", "tokens_y.npy") + " --device auto");
+  EXPECT_EQ(v.rc, 0) << v.out << v.err;
+}
+
+TEST_F(Cli, RunOnCuda) {
+  const bool gpu = cuda_devices(run("devices")) > 0;
+  const std::string model = "run " + m("keras3", "bigru.h5") + " --input " + m("keras3", "bigru_x.npy") + " --output " +
+                            tmp("o.npz") + " --device cuda";
+  const std::string layer = "verify " + m("keras3", "tokens.h5") + " --layer gru --input " +
+                            m("keras3", "layer_gru_x.npy") + " --mask " + m("keras3", "layer_gru_mask.npy") +
+                            " --initial-state " + m("keras3", "layer_gru_h0.npy") + " --expected " +
+                            m("keras3", "layer_gru_y.npz") + " --device cuda";
+  for (const std::string& args : {model, layer}) {
+    SCOPED_TRACE(args);
+    const Result r = run(args);
+    if (gpu) {
+      EXPECT_EQ(r.rc, 0) << r.out << r.err;
+      EXPECT_NE(r.out.find("device: cuda:0 via "), std::string::npos) << r.out;
+    } else {
+      EXPECT_EQ(r.rc, 2) << r.out << r.err;
+      EXPECT_EQ(r.err.rfind("recur: ", 0), 0u) << r.err;
+      EXPECT_NE(r.err.find("cuda:0"), std::string::npos) << r.err;
+      EXPECT_TRUE(names_what_is_missing(r.err)) << r.err;
+    }
+  }
+  if (gpu) {
+    EXPECT_LE(max_abs(member(recur_cli::read_npz(tmp("o.npz")), "output"), recur_cli::read_npy(m("keras3", "bigru_y.npy"))),
+              1e-5);
+  }
+}
+
+TEST_F(Cli, BogusDevice) {
+  const std::vector<std::string> commands = {
+      "run " + m("keras2", "bigru.keras") + " --input " + m("keras2", "bigru_x.npy") + " --output " + tmp("o.npz"),
+      "run " + m("keras2", "tokens.keras") + " --layer gru --input " + m("keras2", "layer_gru_x.npy") + " --output " +
+          tmp("o.npz"),
+      "verify " + m("keras2", "bigru.keras") + " --input " + m("keras2", "bigru_x.npy") + " --expected " +
+          m("keras2", "bigru_y.npy"),
+      "info " + m("keras2", "bigru.keras")};
+  for (const std::string& c : commands)
+    for (const char* bad : {"bogus", "gpu", "cuda:x", "CUDA"}) {
+      SCOPED_TRACE(c + " --device " + bad);
+      const Result r = run(c + " --device " + bad);
+      EXPECT_EQ(r.rc, 2) << r.out;
+      EXPECT_EQ(r.err.rfind("recur: ", 0), 0u) << r.err;
+      EXPECT_NE(r.err.find(std::string("got \"") + bad + "\""), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("\"cuda:N\""), std::string::npos) << r.err;  // the accepted forms
+    }
+  EXPECT_FALSE(std::ifstream(tmp("o.npz")).good()) << "a failed run must not write its output";
+}
+
+TEST_F(Cli, InfoDevice) {
+  const Result r = run("info " + m("keras2", "tokens.h5"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("\ndevice:        cpu ("), std::string::npos) << r.out;
+  const Result j = run("info --json --device auto " + m("keras3", "bigru.keras"));
+  ASSERT_EQ(j.rc, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["device"]["requested"], "auto");
+  const std::string backend = doc["device"]["backend"];
+  EXPECT_EQ(backend == "cpu", cuda_devices(run("devices")) == 0) << j.out;
+  EXPECT_NE(doc["device"]["reason"], "");
+  for (const auto& l : doc["layers"]) {
+    EXPECT_EQ(l["device"]["backend"], backend) << l;
+    for (const char* key : {"requested", "path", "reason", "device_name"}) EXPECT_TRUE(l["device"].contains(key)) << l;
+  }
+}
+
 // ------------------------------------------------------------------------------------ failures
 
 TEST_F(Cli, MissingModelFile) {

@@ -49,6 +49,31 @@ public static class Dialect {
   public const int Keras3 = 3;
 }
 
+/// <summary>Where a layer, state or model runs, by which route, and why (recur_device_info).</summary>
+public sealed class DeviceInfo {
+  /// <summary>"cpu", "cuda:N" or "auto", as last set ("cpu" by default).</summary>
+  public string Requested { get; internal set; }
+  /// <summary>Where calls run now: "cpu" or "cuda:N".</summary>
+  public string Backend { get; internal set; }
+  /// <summary>"cpu", "cudnn" or "kernel" (a state: "cpu" or "device-resident").</summary>
+  public string Path { get; internal set; }
+  /// <summary>Why this backend and path, e.g. why "auto" stayed on the CPU.</summary>
+  public string Reason { get; internal set; }
+  /// <summary>The GPU's name and cuDNN version, or "" on the CPU.</summary>
+  public string DeviceName { get; internal set; }
+
+  internal static DeviceInfo From(IntPtr requested, IntPtr backend, IntPtr path, IntPtr reason, IntPtr deviceName) {
+    return new DeviceInfo {
+      Requested = Util.Str(requested), Backend = Util.Str(backend), Path = Util.Str(path), Reason = Util.Str(reason),
+      DeviceName = Util.Str(deviceName)
+    };
+  }
+
+  public override string ToString() {
+    return Backend + " (" + Path + (DeviceName == "" ? "" : ", " + DeviceName) + "): " + Reason;
+  }
+}
+
 /// <summary>Library-wide functions.</summary>
 public static class Library {
   /// <summary>RECUR_DEFAULT: "the Keras default" for int options.</summary>
@@ -62,6 +87,18 @@ public static class Library {
 
   /// <summary>A short description of a status code.</summary>
   public static string StatusString(int status) { return recur.recur_binding_status_string(status); }
+
+  /// <summary>Number of usable CUDA devices: 0 when the GPU plugin, the driver or a GPU is missing
+  /// (<see cref="CheckDevice"/> says which).</summary>
+  public static int DeviceCount { get { int n; recur.recur_binding_device_count(out n); return n; } }
+
+  /// <summary>Returns when <paramref name="device"/> ("cpu", "cuda", "cuda:N" or "auto") can run now;
+  /// throws RecurException otherwise: Status.InvalidArgument for a bad string, Status.Unsupported
+  /// for a GPU that cannot run, with a message that says what is missing.</summary>
+  public static void CheckDevice(string device) {
+    Util.NotNull(device, "device");
+    recur.recur_binding_device_check(device);
+  }
 
   /// <summary>Nanoseconds per streaming step (T=1) measured by a loop in C through the C ABI, for
   /// comparing the binding's per-call overhead. input/output as in Layer.ForwardState.</summary>

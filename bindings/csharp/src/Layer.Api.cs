@@ -115,6 +115,62 @@ public sealed partial class Layer {
     }
   }
 
+  /// <summary>One step (T=1) for many independent streams as one batch, on the layer's device:
+  /// input holds the rows of every state in order (sum of their batches x input_size), output
+  /// (rows, units), mask null or one byte per row. Equals <see cref="ForwardState"/> on each state
+  /// with one timestep; a state may appear once.</summary>
+  public unsafe void ForwardStates(State[] states, float[] input, float[] output, byte[] mask = null) {
+    CheckDisposed();
+    Util.NotNull(states, "states");
+    Util.NotNull(input, "input");
+    Util.NotNull(output, "output");
+    var handles = new long[states.Length];
+    for (int k = 0; k < states.Length; ++k) {
+      if (states[k] == null) throw new ArgumentNullException("states[" + k + "]");
+      states[k].CheckDisposed();
+      handles[k] = State.getCPtr(states[k]).Handle.ToInt64();
+    }
+    fixed (long* h = handles) fixed (float* i = input) fixed (byte* m = mask) fixed (float* o = output) {
+      forward_states((IntPtr)h, handles.Length, (IntPtr)i, (ulong)input.LongLength, (IntPtr)m, Util.Len(mask),
+                     (IntPtr)o, (ulong)output.LongLength);
+    }
+    GC.KeepAlive(states);  // the native call saw only their handles
+  }
+
+  /// <summary>Moves the layer (its weights, and a stateful layer's states) to <paramref name="device"/>:
+  /// "cpu", "cuda", "cuda:N" or "auto" (a GPU when one can run, else the CPU; <see cref="Device"/>
+  /// says why). Throws RecurException with Status.Unsupported for a GPU that cannot run (the
+  /// layer stays where it was).</summary>
+  public void SetDevice(string device) {
+    CheckDisposed();
+    Util.NotNull(device, "device");
+    set_device(device);
+  }
+
+  /// <summary>Where the layer runs, by which route, and why.</summary>
+  public DeviceInfo Device {
+    get {
+      CheckDisposed();
+      IntPtr requested, backend, path, reason, name;
+      get_device(out requested, out backend, out path, out reason, out name);
+      return DeviceInfo.From(requested, backend, path, reason, name);
+    }
+  }
+
+  /// <summary><see cref="Forward(float[], int, int, byte[], float[], int, bool, float[], float[])"/> on
+  /// CUDA device memory of the layer's GPU, for callers with a CUDA interop library: input, output,
+  /// initialState and finalState are device pointers (the last two may be IntPtr.Zero),
+  /// cudaStream a cudaStream_t (IntPtr.Zero: the default stream); mask stays a host array (or
+  /// null). Returns once the outputs are written. Status.State when the layer is not on a GPU.</summary>
+  public unsafe void ForwardDevice(IntPtr cudaStream, IntPtr input, int batch, int timesteps, byte[] mask,
+                                   IntPtr initialState, int numInitialStates, IntPtr output, IntPtr finalState) {
+    CheckDisposed();
+    fixed (byte* m = mask) {
+      forward_device(cudaStream.ToInt64(), input.ToInt64(), batch, timesteps, (IntPtr)m, Util.Len(mask),
+                     initialState.ToInt64(), numInitialStates, output.ToInt64(), finalState.ToInt64());
+    }
+  }
+
   /// <summary>Zero-fills a stateful layer's states (Keras reset_states()).</summary>
   public void ResetStates() { CheckDisposed(); reset_states(); }
 

@@ -80,6 +80,27 @@ public sealed partial class Model {
     return get_layer(name);
   }
 
+  /// <summary>Moves every layer the model runs to <paramref name="device"/> ("cpu", "cuda", "cuda:N"
+  /// or "auto"); the whole chain then runs there. Status.Unsupported for a GPU that cannot run
+  /// (the model stays where it was).</summary>
+  public void SetDevice(string device) {
+    CheckDisposed();
+    Util.NotNull(device, "device");
+    set_device(device);
+  }
+
+  /// <summary>Where the model runs, and why.</summary>
+  public DeviceInfo Device { get { return LayerDevice(-1); } }
+
+  /// <summary>Where entry <paramref name="index"/> of the model config runs (-1: the model; layers
+  /// without weights report the model's backend).</summary>
+  public DeviceInfo LayerDevice(int index) {
+    CheckDisposed();
+    IntPtr requested, backend, path, reason, name;
+    get_device(index, out requested, out backend, out path, out reason, out name);
+    return DeviceInfo.From(requested, backend, path, reason, name);
+  }
+
   /// <summary>Floats <see cref="Run(float[], int, int, float[], byte[])"/> writes for B sequences of T steps.</summary>
   public long OutputLength(int batch, int timesteps) {
     CheckDisposed();

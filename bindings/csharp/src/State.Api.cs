@@ -56,6 +56,17 @@ public sealed partial class State {
     fixed (float* p = values) set((IntPtr)p, (ulong)values.LongLength, numStates);
   }
 
+  /// <summary>Where the states live: "cpu", or "device-resident" on the GPU of the layer that last
+  /// stepped them.</summary>
+  public DeviceInfo Device {
+    get {
+      CheckDisposed();
+      IntPtr requested, backend, path, reason, name;
+      get_device(out requested, out backend, out path, out reason, out name);
+      return DeviceInfo.From(requested, backend, path, reason, name);
+    }
+  }
+
   /// <summary>Zero-fills the states (a new stream).</summary>
   public void Reset() { CheckDisposed(); reset(); }
 }

@@ -5,6 +5,7 @@ using System;
 using System.Collections.Generic;
 using System.IO;
 using System.Linq;
+using System.Runtime.InteropServices;
 using System.Threading;
 using Recur;
 
@@ -453,6 +454,161 @@ static class Program {
     }
   }
 
+  // ---- devices --------------------------------------------------------------------------------
+
+  static readonly string[] BadDevices = { "gpu", "cuda:-1", "cuda:x", "CUDA", "", "cuda:" };
+  const double GpuTolerance = 1e-5;
+  // A batched step rounds like a batch of all its rows, so it matches per-state steps to float rounding.
+  const double BatchRounding = 1e-6;
+  static bool Gpu { get { return Library.DeviceCount > 0; } }
+
+  static bool NamesWhatIsMissing(string message) {
+    return new[] { "plugin", "driver", "GPU", "cuDNN" }.Any(p => message.Contains(p));
+  }
+
+  static void DeviceChecks() {
+    Check(Library.DeviceCount >= 0, "device count");
+    Library.CheckDevice("cpu");
+    Library.CheckDevice("auto");
+    foreach (var bad in BadDevices)
+      Fails(Status.InvalidArgument, () => Library.CheckDevice(bad), "device '" + bad + "'", "\"cuda:N\"");
+    Throws<ArgumentNullException>(() => Library.CheckDevice(null), "null device");
+    if (Gpu) {
+      Library.CheckDevice("cuda");
+    } else {
+      var e = Fails(Status.Unsupported, () => Library.CheckDevice("cuda"), "cuda without a GPU", "cuda:0");
+      Check(NamesWhatIsMissing(e.Message), "says what is missing: " + e.Message);
+    }
+  }
+
+  static void LayerDevices() {
+    const int B = 2, T = 4;
+    using (var l = MakeGru(5, 3)) {
+      var d = l.Device;
+      Check(d.Requested == "cpu" && d.Backend == "cpu" && d.Path == "cpu" && d.DeviceName == "" && d.Reason != "",
+            "a new layer is on the CPU: " + d);
+      var x = Pattern(B * T * 3, 1.0, 0.2);
+      var mask = new byte[] { 1, 0, 1, 1, 1, 1, 0, 1 };
+      var cpu = l.Forward(x, B, T, mask);
+      l.SetDevice("cpu");
+      Check(MaxDiff(l.Forward(x, B, T, mask), cpu) == 0, "cpu keeps the results");
+      l.SetDevice("auto");
+      d = l.Device;
+      Check(d.Requested == "auto", "auto requested");
+      if (Gpu) {
+        Check(d.Backend == "cuda:0" && MaxDiff(l.Forward(x, B, T, mask), cpu) <= GpuTolerance, "auto on the GPU: " + d);
+      } else {
+        Check(d.Backend == "cpu" && NamesWhatIsMissing(d.Reason), "auto on the CPU says why: " + d);
+        Check(MaxDiff(l.Forward(x, B, T, mask), cpu) == 0, "auto keeps the results");
+      }
+      l.SetDevice("cpu");
+      if (Gpu) {
+        l.SetDevice("cuda");
+        Check(l.Device.Backend == "cuda:0" && l.Device.DeviceName != "", "on cuda:0");
+        Check(MaxDiff(l.Forward(x, B, T, mask), cpu) <= GpuTolerance, "cuda matches the CPU");
+        // The GPU emulator keeps device memory on the host, so pinned arrays stand in for device pointers.
+        if (l.Device.DeviceName.StartsWith("recur GPU emulator")) {
+          var y = new float[cpu.Length];
+          var xh = GCHandle.Alloc(x, GCHandleType.Pinned);
+          var yh = GCHandle.Alloc(y, GCHandleType.Pinned);
+          try {
+            l.ForwardDevice(IntPtr.Zero, xh.AddrOfPinnedObject(), B, T, mask, IntPtr.Zero, 0, yh.AddrOfPinnedObject(),
+                            IntPtr.Zero);
+          } finally {
+            xh.Free();
+            yh.Free();
+          }
+          Check(MaxDiff(y, cpu) <= GpuTolerance, "ForwardDevice matches the CPU");
+        }
+      } else {
+        var e = Fails(Status.Unsupported, () => l.SetDevice("cuda"), "cuda without a GPU", "cuda:0");
+        Check(NamesWhatIsMissing(e.Message), "says what is missing: " + e.Message);
+        Check(l.Device.Backend == "cpu" && MaxDiff(l.Forward(x, B, T, mask), cpu) == 0, "still usable on the CPU");
+        Fails(Status.State, () => l.ForwardDevice(IntPtr.Zero, IntPtr.Zero, 1, 1, null, IntPtr.Zero, 0, IntPtr.Zero,
+                                                  IntPtr.Zero),
+              "forward_device on the CPU", "recur_layer_set_device");
+      }
+      foreach (var bad in BadDevices)
+        Fails(Status.InvalidArgument, () => l.SetDevice(bad), "device '" + bad + "'", "recur_layer_set_device");
+      Throws<ArgumentNullException>(() => l.SetDevice(null), "null device");
+    }
+    var closed = MakeGru(2, 2);
+    closed.Dispose();
+    Throws<ObjectDisposedException>(() => { var d = closed.Device; }, "Device after Dispose");
+    Throws<ObjectDisposedException>(() => closed.SetDevice("cpu"), "SetDevice after Dispose");
+  }
+
+  static void ForwardStatesEqualsForwardState() {
+    foreach (var type in new[] { LayerType.Gru, LayerType.Lstm }) {
+      using (var o = new LayerOptions(type, 5, 3)) {
+        o.ReturnSequences = 1;
+        o.Seed = 5;
+        using (var l = Layer.Create(o)) {
+          if (Gpu) l.SetDevice("cuda");
+          var batches = new[] { 1, 3, 2 };
+          int rows = batches.Sum();
+          var batched = batches.Select(b => new State(l, b)).ToArray();
+          var single = batches.Select(b => new State(l, b)).ToArray();
+          try {
+            for (int step = 0; step < 3; ++step) {
+              var x = Pattern(rows * 3, 0.8, step);
+              var mask = Enumerable.Range(0, rows).Select(r => (byte)((r + step) % 4 == 2 ? 0 : 1)).ToArray();
+              var got = new float[rows * 5];
+              var want = new float[rows * 5];
+              l.ForwardStates(batched, x, got, mask);
+              int row = 0;
+              for (int i = 0; i < batches.Length; ++i) {
+                var yi = new float[batches[i] * 5];
+                l.ForwardState(single[i], x.Skip(row * 3).Take(batches[i] * 3).ToArray(), 1, yi,
+                               mask.Skip(row).Take(batches[i]).ToArray());
+                Array.Copy(yi, 0, want, row * 5, yi.Length);
+                row += batches[i];
+              }
+              Check(MaxDiff(got, want) <= (Gpu ? GpuTolerance : BatchRounding),
+                    type + " step " + step + ": " + MaxDiff(got, want));
+            }
+            for (int i = 0; i < batches.Length; ++i) {
+              Check(MaxDiff(batched[i].Get(), single[i].Get()) <= (Gpu ? GpuTolerance : BatchRounding),
+                    "final state " + i);
+              Check(batched[i].Device.Path == (Gpu ? "device-resident" : "cpu"), "state path " + batched[i].Device);
+            }
+            var y = new float[rows * 5];
+            var x0 = new float[rows * 3];
+            Fails(Status.InvalidArgument, () => l.ForwardStates(new[] { batched[0], batched[1], batched[0] }, x0, y),
+                  "a state twice", "same state");
+            Fails(Status.Shape, () => l.ForwardStates(batched, x0, new float[rows * 5 - 1]), "short output");
+            Fails(Status.InvalidArgument, () => l.ForwardStates(new State[0], x0, y), "no states", "num_states");
+            Throws<ArgumentNullException>(() => l.ForwardStates(null, x0, y), "null states");
+            Throws<ArgumentNullException>(() => l.ForwardStates(new[] { batched[0], null }, x0, y), "a null state");
+            single[0].Dispose();
+            Throws<ObjectDisposedException>(() => l.ForwardStates(new[] { single[0] }, x0, y), "a disposed state");
+          } finally {
+            foreach (var s in batched.Concat(single)) s.Dispose();
+          }
+        }
+      }
+    }
+  }
+
+  static void ModelDevices() {
+    using (var m = Model.Open(Path.Combine(modelDir, "sentiment_keras3.keras"))) {
+      var ids = Enumerable.Range(0, 2 * 10).Select(i => (float)(i * 7 % 19 + 1)).ToArray();
+      var cpu = m.Run(ids, 2, 10);
+      Check(m.Device.Backend == "cpu", "a model starts on the CPU");
+      m.SetDevice("cpu");
+      Check(MaxDiff(m.Run(ids, 2, 10), cpu) == 0, "cpu keeps the results");
+      m.SetDevice("auto");
+      var d = m.Device;
+      Check(d.Requested == "auto", "auto requested");
+      for (int i = 0; i < m.Info.NumLayers; ++i) Check(m.LayerDevice(i).Backend == d.Backend, "layer " + i);
+      Check(Gpu ? MaxDiff(m.Run(ids, 2, 10), cpu) <= GpuTolerance : MaxDiff(m.Run(ids, 2, 10), cpu) == 0,
+            "auto matches the CPU");
+      Fails(Status.InvalidArgument, () => m.LayerDevice(-2), "layer -2", "layer_index");
+      Fails(Status.InvalidArgument, () => m.SetDevice("gpu"), "model device 'gpu'", "recur_model_set_device");
+      if (!Gpu) Fails(Status.Unsupported, () => m.SetDevice("cuda"), "model on cuda without a GPU", "cuda:0");
+    }
+  }
+
   static int Main(string[] args) {
     if (args.Length < 2) {
       Console.Error.WriteLine("usage: RecurTests.exe parity_cases.txt MODEL_DIR");
@@ -476,6 +632,10 @@ static class Program {
     Run("FinalizersFreeUndisposedObjects", FinalizersFreeUndisposedObjects);
     Run("ConcurrentStatesMatchSerial", ConcurrentStatesMatchSerial);
     Run("BundledModel", BundledModel);
+    Run("DeviceChecks", DeviceChecks);
+    Run("LayerDevices", LayerDevices);
+    Run("ForwardStatesEqualsForwardState", ForwardStatesEqualsForwardState);
+    Run("ModelDevices", ModelDevices);
     List<FixtureCase> cases = null;
     Run("LoadParityCases", () => { cases = FixtureCase.Load(fixturePath); Check(cases.Count >= 15, "cases"); });
     if (cases != null)

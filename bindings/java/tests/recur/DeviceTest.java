@@ -1,0 +1,214 @@
+package recur;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import java.nio.ByteBuffer;
+import java.nio.FloatBuffer;
+import java.nio.file.Paths;
+import org.junit.jupiter.api.Test;
+
+/** Devices: "cpu" and "auto" always run; "cuda" runs when a GPU backend can (else fails cleanly). */
+class DeviceTest {
+  static final float GPU_TOLERANCE = 1e-5f;
+  /** A batched step rounds like a batch of all its rows, so it matches per-state steps to float rounding. */
+  static final float BATCH_ROUNDING = 1e-6f;
+  static final String[] BAD = {"gpu", "cuda:-1", "cuda:x", "CUDA", "", "cuda:"};
+
+  static Layer layer(int type) {
+    try (LayerOptions o = LayerOptions.of(type, 5, 3)) {
+      o.setReturnSequences(1);
+      o.setSeed(11);
+      return Layer.create(o);
+    }
+  }
+
+  static float[] data(int n, double phase) {
+    float[] v = new float[n];
+    for (int i = 0; i < n; i++) v[i] = (float) (0.8 * Math.sin(0.37 * i + phase));
+    return v;
+  }
+
+  static float maxDiff(float[] a, float[] b) {
+    assertEquals(a.length, b.length);
+    float d = 0;
+    for (int i = 0; i < a.length; i++) d = Math.max(d, Math.abs(a[i] - b[i]));
+    return d;
+  }
+
+  static boolean gpu() {
+    return Recur.deviceCount() > 0;
+  }
+
+  static boolean namesWhatIsMissing(String message) {
+    for (String part : new String[] {"plugin", "driver", "GPU", "cuDNN"})
+      if (message.contains(part)) return true;
+    return false;
+  }
+
+  @Test
+  void libraryCalls() {
+    assertTrue(Recur.deviceCount() >= 0);
+    Recur.checkDevice("cpu");
+    Recur.checkDevice("auto");
+    for (String bad : BAD)
+      ErrorTest.raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "\"cuda:N\"",
+          () -> Recur.checkDevice(bad));
+    assertThrows(NullPointerException.class, () -> Recur.checkDevice(null));
+    if (gpu()) {
+      Recur.checkDevice("cuda");
+    } else {
+      UnsupportedException e = ErrorTest.raises(UnsupportedException.class, Recur.ERR_UNSUPPORTED, "cuda:0",
+          () -> Recur.checkDevice("cuda"));
+      assertTrue(namesWhatIsMissing(e.getMessage()), e.getMessage());
+    }
+  }
+
+  @Test
+  void layerDevices() {
+    try (Layer l = layer(Recur.LAYER_GRU)) {
+      DeviceInfo d = l.device();
+      assertEquals("cpu", d.requested);
+      assertEquals("cpu", d.backend);
+      assertEquals("cpu", d.path);
+      assertEquals("", d.deviceName);
+      assertFalse(d.reason.isEmpty());
+
+      float[] x = data(2 * 4 * 3, 0);
+      byte[] mask = {1, 1, 0, 1, 1, 0, 1, 1};
+      float[] cpu = l.forward(x, 2, 4, mask);
+      l.setDevice("cpu");
+      assertArrayEquals(cpu, l.forward(x, 2, 4, mask));
+
+      l.setDevice("auto");
+      d = l.device();
+      assertEquals("auto", d.requested);
+      if (gpu()) {
+        assertEquals("cuda:0", d.backend);
+        assertTrue(maxDiff(cpu, l.forward(x, 2, 4, mask)) <= GPU_TOLERANCE);
+      } else {
+        assertEquals("cpu", d.backend);
+        assertTrue(namesWhatIsMissing(d.reason), d.reason);
+        assertArrayEquals(cpu, l.forward(x, 2, 4, mask));
+      }
+
+      l.setDevice("cpu");
+      if (gpu()) {
+        l.setDevice("cuda");
+        d = l.device();
+        assertEquals("cuda:0", d.backend);
+        assertFalse(d.deviceName.isEmpty());
+        assertTrue(maxDiff(cpu, l.forward(x, 2, 4, mask)) <= GPU_TOLERANCE, d.toString());
+      } else {
+        UnsupportedException e = ErrorTest.raises(UnsupportedException.class, Recur.ERR_UNSUPPORTED, "cuda:0",
+            () -> l.setDevice("cuda"));
+        assertTrue(namesWhatIsMissing(e.getMessage()), e.getMessage());
+        assertEquals("cpu", l.device().backend);  // stays usable where it was
+        assertArrayEquals(cpu, l.forward(x, 2, 4, mask));
+      }
+
+      for (String bad : BAD)
+        ErrorTest.raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "recur_layer_set_device",
+            () -> l.setDevice(bad));
+      assertThrows(NullPointerException.class, () -> l.setDevice(null));
+      if (!gpu())
+        ErrorTest.raises(StateException.class, Recur.ERR_STATE, "recur_layer_set_device",
+            () -> l.forwardDevice(0, 0, 1, 1, null, 0, 0, 0, 0));
+    }
+    Layer closed = layer(Recur.LAYER_GRU);
+    closed.close();
+    assertThrows(ClosedException.class, closed::device);
+    assertThrows(ClosedException.class, () -> closed.setDevice("cpu"));
+  }
+
+  @Test
+  void forwardStatesEqualsForwardState() {
+    for (int type : new int[] {Recur.LAYER_GRU, Recur.LAYER_LSTM}) {
+      try (Layer l = layer(type)) {
+        if (gpu()) l.setDevice("cuda");
+        int[] batches = {1, 3, 2};
+        State[] batched = new State[batches.length], single = new State[batches.length];
+        int rows = 0;
+        for (int i = 0; i < batches.length; i++) {
+          batched[i] = new State(l, batches[i]);
+          single[i] = new State(l, batches[i]);
+          rows += batches[i];
+        }
+        try {
+          for (int step = 0; step < 3; step++) {
+            float[] x = data(rows * 3, step);
+            byte[] mask = new byte[rows];
+            for (int r = 0; r < rows; r++) mask[r] = (byte) ((r + step) % 4 == 2 ? 0 : 1);
+            float[] got = new float[rows * 5], want = new float[rows * 5];
+            if (step % 2 == 0) {
+              l.forwardStates(batched, x, mask, got);
+            } else {  // the direct-buffer overload
+              FloatBuffer in = Buffers.allocate(x.length).put(x), out = Buffers.allocate(got.length);
+              in.flip();
+              ByteBuffer m = ByteBuffer.allocateDirect(mask.length).put(mask);
+              m.flip();
+              l.forwardStates(batched, in, m, out);
+              out.get(got);
+            }
+            int row = 0;
+            for (int i = 0; i < batches.length; i++) {
+              float[] xi = java.util.Arrays.copyOfRange(x, row * 3, (row + batches[i]) * 3);
+              byte[] mi = java.util.Arrays.copyOfRange(mask, row, row + batches[i]);
+              float[] yi = new float[batches[i] * 5];
+              l.forwardState(single[i], xi, 1, mi, yi);
+              System.arraycopy(yi, 0, want, row * 5, yi.length);
+              row += batches[i];
+            }
+            assertTrue(maxDiff(want, got) <= (gpu() ? GPU_TOLERANCE : BATCH_ROUNDING), "step " + step);
+          }
+          for (int i = 0; i < batches.length; i++) {
+            assertTrue(maxDiff(single[i].get(), batched[i].get()) <= (gpu() ? GPU_TOLERANCE : BATCH_ROUNDING));
+            assertEquals(gpu() ? "device-resident" : "cpu", batched[i].device().path);
+          }
+          float[] y = new float[rows * 5], shortY = new float[rows * 5 - 1];
+          float[] x = new float[rows * 3];
+          ErrorTest.raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "same state",
+              () -> l.forwardStates(new State[] {batched[0], batched[1], batched[0]}, x, null, y));
+          ErrorTest.raises(ShapeException.class, Recur.ERR_SHAPE, null,
+              () -> l.forwardStates(batched, x, null, shortY));
+          ErrorTest.raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "num_states",
+              () -> l.forwardStates(new State[0], x, null, y));
+          assertThrows(NullPointerException.class, () -> l.forwardStates(null, x, null, y));
+          assertThrows(NullPointerException.class, () -> l.forwardStates(new State[] {batched[0], null}, x, null, y));
+          single[0].close();
+          assertThrows(ClosedException.class, () -> l.forwardStates(new State[] {single[0]}, x, null, y));
+        } finally {
+          for (int i = 0; i < batches.length; i++) {
+            batched[i].close();
+            single[i].close();
+          }
+        }
+      }
+    }
+  }
+
+  @Test
+  void modelDevices() {
+    String path = Paths.get(System.getProperty("recur.models", "examples/models"), "sentiment_keras3.keras").toString();
+    try (Model m = Model.open(path)) {
+      float[] ids = new float[2 * 10];
+      for (int i = 0; i < ids.length; i++) ids[i] = (i * 7) % 19 + 1;
+      float[] cpu = m.run(ids, 2, 10);
+      assertEquals("cpu", m.device().backend);
+      m.setDevice("cpu");
+      assertArrayEquals(cpu, m.run(ids, 2, 10));
+      m.setDevice("auto");
+      DeviceInfo d = m.device();
+      assertEquals("auto", d.requested);
+      for (int i = 0; i < m.info().numLayers; i++) assertEquals(d.backend, m.device(i).backend);
+      if (gpu())
+        assertTrue(maxDiff(cpu, m.run(ids, 2, 10)) <= GPU_TOLERANCE);
+      else
+        assertArrayEquals(cpu, m.run(ids, 2, 10));
+      ErrorTest.raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "layer_index", () -> m.device(-2));
+      ErrorTest.raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "recur_model_set_device",
+          () -> m.setDevice("gpu"));
+      if (!gpu())
+        ErrorTest.raises(UnsupportedException.class, Recur.ERR_UNSUPPORTED, "cuda:0", () -> m.setDevice("cuda"));
+    }
+  }
+}
