@@ -318,6 +318,7 @@ typedef struct {} RecurState;
     return recur_state_set($self, input, input_len, num_states);
   }
   recur_rc reset() { return recur_state_reset($self); }
+  recur_rc set_device(const char *device) { return recur_state_set_device($self, device); }
   recur_rc get_device(const char **requested, const char **backend, const char **path, const char **reason,
                       const char **device_name) {
     recur_device_info info;

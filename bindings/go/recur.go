@@ -973,6 +973,19 @@ func (s *State) Reset() error {
 	return err
 }
 
+// SetDevice moves the states to device ("cpu", "cuda", "cuda:N" or "auto") now; they also move
+// when a layer on another device steps them. A GPU that cannot run fails with ErrUnsupported and
+// leaves the state where it was.
+func (s *State) SetDevice(device string) error {
+	h, err := s.lock()
+	if err != nil {
+		return err
+	}
+	err = h.Set_device(device)
+	s.unlock()
+	return err
+}
+
 // Device says where the states live: Path "cpu", or "device-resident" on the GPU of the layer
 // that last stepped them.
 func (s *State) Device() (DeviceInfo, error) {

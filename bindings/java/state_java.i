@@ -87,6 +87,16 @@
     setRaw(values, numStates);
   }
 
+  /**
+   * Moves the states to device ("cpu", "cuda", "cuda:N" or "auto") now; they also move when a
+   * layer on another device steps them.
+   * @throws UnsupportedException a GPU that cannot run (the state stays where it was)
+   */
+  public void setDevice(String device) {
+    if (device == null) throw new NullPointerException("device");
+    setDeviceRaw(device);
+  }
+
   /** Where the states live: "cpu", or "device-resident" on the GPU of the layer that last stepped them. */
   public DeviceInfo device() {
     return DeviceInfo.query(this::getDeviceRaw);

@@ -480,6 +480,7 @@ recur_status recur_state_create(recur_state** out, const recur_layer* layer, int
     positive(batch, "recur_state_create", "batch");
     auto handle = std::make_unique<recur_state>();
     handle->impl = std::make_unique<recur::State>(l.num_states(), batch, l.config().units);
+    l.place_state(*handle->impl);
     states().add(handle.get());
     *out = handle.release();
   });
@@ -786,6 +787,14 @@ recur_status recur_layer_get_device(const recur_layer* layer, recur_device_info*
     const recur::Layer& l = layer_of(layer, "recur_layer_get_device");
     require_device_info(info, "recur_layer_get_device");
     fill_device_info(layer->placements.keep(l.placement()), info);
+  });
+}
+
+recur_status recur_state_set_device(recur_state* state, const char* device) {
+  return guarded([&] {
+    recur::State& s = state_of(state, "recur_state_set_device");
+    s.set_device(device_request(device, "recur_state_set_device"));
+    state->placements.clear();
   });
 }
 

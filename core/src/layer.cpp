@@ -610,6 +610,11 @@ Placement Layer::placement() const {
   return placement_;
 }
 
+void Layer::place_state(State& state) const {
+  if (gpu_) resident_state(state);
+  else state.detach_device();
+}
+
 gpu::DeviceState* Layer::resident_state(State& state) const {
   gpu::DeviceState* d = state.device_state();
   if (d && d->ordinal() == gpu_->ordinal()) return d;

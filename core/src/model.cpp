@@ -731,7 +731,6 @@ void Model::set_device(const DeviceRequest& request) {
   } else {
     p.reason = "the CPU backend was asked for";
   }
-  const DeviceRequest target = ordinal >= 0 ? DeviceRequest{DeviceRequest::Kind::cuda, ordinal} : DeviceRequest{};
   try {
     std::vector<std::shared_ptr<gpu::DeviceBuffer>> dense(m.nodes.size());
     if (ordinal >= 0) {
@@ -745,7 +744,13 @@ void Model::set_device(const DeviceRequest& request) {
         dense[i] = std::move(buf);
       }
     }
-    for (Layer* l : layers) l->set_device(target);
+    // Each layer gets the caller's request, so it reports what was asked; the chain runs on one
+    // device, so a layer that "auto" left on the CPU moves the whole model back there.
+    for (Layer* l : layers) {
+      l->set_device(request);
+      if (ordinal >= 0 && l->placement().ordinal != ordinal)
+        fail(Code::unsupported, "layer '", l->config().name, "': ", l->placement().reason);
+    }
     for (std::size_t i = 0; i < m.nodes.size(); ++i) m.nodes[i].device_weights = std::move(dense[i]);
   } catch (const Error& e) {
     // Leave every layer where the model was, so a failed move changes nothing.
@@ -753,6 +758,7 @@ void Model::set_device(const DeviceRequest& request) {
     if (request.kind != DeviceRequest::Kind::automatic) throw;
     ordinal = -1;
     p.reason = std::string("auto: the GPU could not take the model (") + e.what() + "), so it runs on the CPU";
+    for (Layer* l : layers) l->set_device(DeviceRequest{});
     for (Node& n : m.nodes) n.device_weights.reset();
   }
   if (ordinal >= 0) {

@@ -40,6 +40,24 @@ Placement State::placement() const {
   return p;
 }
 
+void State::set_device(const DeviceRequest& request) {
+  int ordinal = -1;
+  if (request.kind == DeviceRequest::Kind::cuda) {
+    check_device(request);
+    ordinal = request.ordinal;
+  } else if (request.kind == DeviceRequest::Kind::automatic && gpu_device_count() > 0) {
+    ordinal = 0;
+  }
+  if (ordinal < 0) {
+    detach_device();
+    return;
+  }
+  if (device_ && device_->ordinal() == ordinal) return;
+  auto moved = std::make_unique<gpu::DeviceState>(ordinal, num_states(), batch_, units_);
+  detach_device();
+  attach_device(std::move(moved));
+}
+
 void State::attach_device(std::unique_ptr<gpu::DeviceState> device) {
   device->upload(tensors_, carried_output_);
   device_ = std::move(device);

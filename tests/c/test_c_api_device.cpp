@@ -350,6 +350,31 @@ TEST(CApiDevice, StateDevice) {
   EXPECT_RECUR_ERR(recur_state_get_device(dead, &bad), RECUR_ERR_STATE, "recur_state_get_device: state is not a live");
 }
 
+TEST(CApiDevice, StateSetDeviceErrors) {
+  rt::Layer l = gru();
+  rt::State s = rt::make_state(l.get(), 2);
+  const std::vector<float> h = rt::data(2 * 4);
+  ASSERT_RECUR_OK(recur_state_set(s.get(), h.data(), h.size(), 1));
+  EXPECT_RECUR_ERR(recur_state_set_device(nullptr, "cpu"), RECUR_ERR_INVALID_ARGUMENT,
+                   "recur_state_set_device: state is NULL");
+  EXPECT_RECUR_ERR(recur_state_set_device(s.get(), nullptr), RECUR_ERR_INVALID_ARGUMENT, "device");
+  EXPECT_RECUR_ERR(recur_state_set_device(s.get(), "gpu"), RECUR_ERR_INVALID_ARGUMENT,
+                   "expected \"cpu\", \"cuda\"");
+  ASSERT_RECUR_OK(recur_state_set_device(s.get(), "cpu"));
+  ASSERT_RECUR_OK(recur_state_set_device(s.get(), "auto"));
+  if (device_count() == 0) {
+    EXPECT_STREQ(state_device(s.get()).backend, "cpu");
+    EXPECT_RECUR_ERR(recur_state_set_device(s.get(), "cuda"), RECUR_ERR_UNSUPPORTED, "cuda:0: ");
+  }
+  // Wherever it went, the values are the ones set.
+  std::vector<float> back(h.size());
+  ASSERT_RECUR_OK(recur_state_get(s.get(), back.data(), back.size()));
+  EXPECT_EQ(back, h);
+  recur_state* dead = rt::make_state(l.get(), 1).release();
+  recur_state_destroy(dead);
+  EXPECT_RECUR_ERR(recur_state_set_device(dead, "cpu"), RECUR_ERR_STATE, "recur_state_set_device: state is not a live");
+}
+
 namespace {
 
 // Steps states of batches `batches` `steps` times through forward_states, and copies of them one
@@ -639,6 +664,27 @@ TEST(CApiDeviceGpu, StatesLiveOnTheGpuAndMatchTheCpu) {
     ASSERT_RECUR_OK(recur_layer_forward_state(cpu.get(), sd.get(), x.data(), x.size(), 4, nullptr, 0, yd.data(), yd.size()));
     EXPECT_STREQ(state_device(sd.get()).backend, "cpu");
   }
+}
+
+TEST(CApiDeviceGpu, StatesStartOnTheirLayersDeviceAndMoveOnRequest) {
+  SKIP_WITHOUT_GPU();
+  rt::Layer l = lstm(5, 3);
+  ASSERT_RECUR_OK(recur_layer_set_device(l.get(), "cuda"));
+  rt::State s = rt::make_state(l.get(), 2);
+  EXPECT_STREQ(state_device(s.get()).backend, "cuda:0");
+  EXPECT_STREQ(state_device(s.get()).path, "device-resident");
+  const std::vector<float> hc = rt::data(2 * 2 * 5);
+  ASSERT_RECUR_OK(recur_state_set(s.get(), hc.data(), hc.size(), 2));
+  ASSERT_RECUR_OK(recur_state_set_device(s.get(), "cpu"));
+  EXPECT_STREQ(state_device(s.get()).backend, "cpu");
+  std::vector<float> back(hc.size());
+  ASSERT_RECUR_OK(recur_state_get(s.get(), back.data(), back.size()));
+  EXPECT_EQ(back, hc);
+  ASSERT_RECUR_OK(recur_state_set_device(s.get(), "cuda:0"));
+  EXPECT_STREQ(state_device(s.get()).path, "device-resident");
+  ASSERT_RECUR_OK(recur_state_reset(s.get()));
+  ASSERT_RECUR_OK(recur_state_get(s.get(), back.data(), back.size()));
+  EXPECT_EQ(back, std::vector<float>(hc.size(), 0.0f));
 }
 
 TEST(CApiDeviceGpu, ForwardStatesMatchesTheCpu) {

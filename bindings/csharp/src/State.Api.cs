@@ -56,6 +56,15 @@ public sealed partial class State {
     fixed (float* p = values) set((IntPtr)p, (ulong)values.LongLength, numStates);
   }
 
+  /// <summary>Moves the states to <paramref name="device"/> ("cpu", "cuda", "cuda:N" or "auto") now;
+  /// they also move when a layer on another device steps them. Throws RecurException with
+  /// Status.Unsupported for a GPU that cannot run (the state stays where it was).</summary>
+  public void SetDevice(string device) {
+    CheckDisposed();
+    Util.NotNull(device, "device");
+    set_device(device);
+  }
+
   /// <summary>Where the states live: "cpu", or "device-resident" on the GPU of the layer that last
   /// stepped them.</summary>
   public DeviceInfo Device {

@@ -439,16 +439,22 @@ RECUR_API recur_status recur_layer_set_device(recur_layer *layer, const char *de
 /* Where the layer runs, which route (cudnn or kernel) and why. */
 RECUR_API recur_status recur_layer_get_device(const recur_layer *layer, recur_device_info *info);
 
-/* Where a state's tensors live. A state lives on the device of the layer it was created for
+/* Where a state's tensors live. A state starts on the device of the layer it was created for
  * (recur_state_create), and moves when stepped by a layer on another device; recur_state_get/
  * set/reset work wherever it lives. path is "cpu" or "device-resident". */
 RECUR_API recur_status recur_state_get_device(const recur_state *state, recur_device_info *info);
+/* Moves a state's tensors to `device` now ("cpu" brings them to host memory; "auto" picks the
+ * first GPU when one can run). Errors: INVALID_ARGUMENT (device string), UNSUPPORTED (a GPU that
+ * cannot run; the state stays where it was), STATE. One thread at a time, as for any use of a
+ * state. */
+RECUR_API recur_status recur_state_set_device(recur_state *state, const char *device);
 
 /* One step for many independent streams at once: states[i] (num_states handles, each of any
  * batch b_i) advance by one timestep of input as one batch, on the layer's device, with their
  * states staying resident there. input: (sum b_i, F) rows in the order of `states`; mask: NULL or
  * sum b_i bytes; output: (sum b_i, units). The same state may not appear twice. Equals calling
- * recur_layer_forward_state on each state with T = 1. Errors: INVALID_ARGUMENT, SHAPE (a state
+ * recur_layer_forward_state on each state with T = 1, up to float rounding (one product over all
+ * rows may round differently from one per state; within 1e-6 in the tests). Errors: INVALID_ARGUMENT, SHAPE (a state
  * of another layer shape, a length), STATE (a cell, a destroyed handle). Thread rules as
  * recur_layer_forward_state: each state used by one thread at a time. */
 RECUR_API recur_status recur_layer_forward_states(const recur_layer *layer, recur_state *const *states,

@@ -43,6 +43,9 @@ class State {
   // Device residency: while a GPU copy is current, the host tensors are stale and get/set/reset
   // go through it. The GPU runner owns the copy's layout.
   Placement placement() const;
+  // Moves the tensors to a device ("cpu" brings them home). Throws Error(unsupported) when a GPU
+  // cannot run; the state stays where it was.
+  void set_device(const DeviceRequest& request);
   gpu::DeviceState* device_state() { return device_.get(); }
   void attach_device(std::unique_ptr<gpu::DeviceState> device);  // the copy becomes current
   void detach_device();                                           // downloads, then frees the copy
