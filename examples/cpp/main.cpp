@@ -2,7 +2,7 @@
 // prints recur's predictions next to Keras's, then streams one sequence token by token through
 // the model's GRU layer with a State, the way a game or a service steps many streams.
 //
-// Run: recur_example_cpp examples/models
+// Run: recur_example_cpp examples/models [device]   (device: cpu, cuda, cuda:N or auto; default auto)
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -39,6 +39,10 @@ int main(int argc, char** argv) {
     for (const auto& row : samples) ids.insert(ids.end(), row.begin(), row.end());
 
     recur::Model model(dir + "/sentiment_keras3.keras");
+    // "auto": the GPU when one can run, else the CPU; the device says where and why.
+    model.set_device(argc > 2 ? argv[2] : "auto");
+    const recur::Device where = model.device();
+    std::printf("device: %s (%s)\n", where.backend.c_str(), where.reason.c_str());
     const recur_model_info info = model.info();
     std::printf("recur %s: %s, Keras %s, %d layers\n", recur::version().c_str(), (dir + "/sentiment_keras3.keras").c_str(),
                 info.keras_version, info.num_layers);

@@ -41,6 +41,30 @@ struct Options : recur_layer_options {
   Options() { detail::check(recur_layer_options_init(this, RECUR_LAYER_OPTIONS_VERSION)); }
 };
 
+// Where something runs and why (recur_device_info with owned strings).
+struct Device {
+  std::string requested, backend, path, reason, device_name;
+};
+
+namespace detail {
+inline Device device_of(const recur_device_info& i) {
+  return Device{i.requested, i.backend, i.path, i.reason, i.device_name};
+}
+inline recur_device_info device_info() {
+  recur_device_info i{};
+  i.version = RECUR_DEVICE_INFO_VERSION;
+  return i;
+}
+}  // namespace detail
+
+// Usable CUDA devices (0 without plugin, driver or GPU), and whether `device` can run now.
+inline int device_count() {
+  std::int32_t n = 0;
+  detail::check(recur_device_count(&n));
+  return n;
+}
+inline void check_device(const std::string& device) { detail::check(recur_device_check(device.c_str())); }
+
 class State;
 
 class Layer {
@@ -102,6 +126,17 @@ class Layer {
   // Streams `state` through `timesteps` steps; writes into `output` without allocating.
   inline void forward_state(State& state, const float* input, std::size_t input_len, int timesteps, float* output,
                             std::size_t output_len) const;
+  // One step for many streams as one batch: input (sum of their batches, F), output likewise.
+  inline void forward_states(const std::vector<State*>& states, const float* input, std::size_t input_len,
+                             float* output, std::size_t output_len) const;
+
+  // "cpu", "cuda", "cuda:N" or "auto"; throws Error (UNSUPPORTED) for a GPU that cannot run.
+  void set_device(const std::string& device) { detail::check(recur_layer_set_device(handle_, device.c_str())); }
+  Device device() const {
+    recur_device_info i = detail::device_info();
+    detail::check(recur_layer_get_device(handle_, &i));
+    return detail::device_of(i);
+  }
 
   std::vector<float> weight(int index) const {
     std::int64_t dims[2] = {0, 0};
@@ -136,6 +171,12 @@ class State {
 
   recur_state* get() const noexcept { return handle_; }
   void reset() { detail::check(recur_state_reset(handle_)); }
+  void set_device(const std::string& device) { detail::check(recur_state_set_device(handle_, device.c_str())); }
+  Device device() const {
+    recur_device_info i = detail::device_info();
+    detail::check(recur_state_get_device(handle_, &i));
+    return detail::device_of(i);
+  }
 
  private:
   recur_state* handle_ = nullptr;
@@ -145,6 +186,15 @@ inline void Layer::forward_state(State& state, const float* input, std::size_t i
                                  float* output, std::size_t output_len) const {
   detail::check(recur_layer_forward_state(handle_, state.get(), input, input_len, timesteps, nullptr, 0, output,
                                           output_len));
+}
+
+inline void Layer::forward_states(const std::vector<State*>& states, const float* input, std::size_t input_len,
+                                  float* output, std::size_t output_len) const {
+  std::vector<recur_state*> handles;
+  handles.reserve(states.size());
+  for (State* s : states) handles.push_back(s ? s->get() : nullptr);
+  detail::check(recur_layer_forward_states(handle_, handles.data(), static_cast<std::int32_t>(handles.size()), input,
+                                           input_len, nullptr, 0, output, output_len));
 }
 
 class Model {
@@ -173,6 +223,14 @@ class Model {
     recur_layer* h = nullptr;
     detail::check(recur_model_get_layer(handle_, name.c_str(), &h));
     return Layer(h);
+  }
+  // Moves the whole chain to "cpu", "cuda", "cuda:N" or "auto".
+  void set_device(const std::string& device) { detail::check(recur_model_set_device(handle_, device.c_str())); }
+  // layer_index -1: the model; else that layer.
+  Device device(int layer_index = -1) const {
+    recur_device_info i = detail::device_info();
+    detail::check(recur_model_get_device(handle_, layer_index, &i));
+    return detail::device_of(i);
   }
   // Runs the whole chain: input (B, T, input_size), optional (B, T) mask.
   std::vector<float> run(const std::vector<float>& input, int batch, int timesteps,
