@@ -100,21 +100,7 @@ class EmulatedCudnnRoute final : public CudnnRoute {
     const int64_t rows = B * T;
     std::vector<float> x_rev, y_tmp, hy(static_cast<size_t>(ns * B * u));
 
-    post::PostArgs a;
-    a.batch = B;
-    a.timesteps = T;
-    a.units = u;
-    a.features = F;
-    a.time_major = r.time_major;
-    a.go_backwards = r.go_backwards;
-    a.zero_output_for_mask = r.zero_output_for_mask;
-    a.num_states = ns;
-    a.lengths = p.lengths.data();
-    a.carried_in = r.carried_in;
-    a.carried_out = r.carried_out;
-    a.last_output = r.last_output;
-    a.hy = hy.data();
-    a.states = r.states;
+    post::PostArgs a = post::post_args(r, desc_, p.lengths.data(), hy.data());
     if (T > 0) {
       const float* x = r.inputs[0];
       if (r.go_backwards) {

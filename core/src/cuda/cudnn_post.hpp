@@ -16,13 +16,7 @@
 
 #include "recur/gpu_plugin_abi.h"
 
-#ifndef RECUR_HD
-#ifdef __CUDACC__
-#define RECUR_HD __host__ __device__
-#else
-#define RECUR_HD
-#endif
-#endif
+#include "hd.hpp"
 
 namespace recur::cuda::cudnn_post {
 
@@ -48,6 +42,28 @@ struct PostArgs {
   const float* hy = nullptr;          // ns x (B, u) cuDNN's final states
   float* states = nullptr;            // ns x (B, u): initial states in, final states out
 };
+
+// The arguments every post-processing step shares, from the run and the layer; the caller adds
+// its buffers (x, x_rev, y, out) and cuDNN's final states (hy).
+inline PostArgs post_args(const recur_gpu_run& r, const recur_gpu_layer_desc& d, const int32_t* lengths,
+                          const float* hy) {
+  PostArgs a;
+  a.batch = r.batch;
+  a.timesteps = r.timesteps;
+  a.units = d.units;
+  a.features = d.input_size;
+  a.time_major = r.time_major;
+  a.go_backwards = r.go_backwards;
+  a.zero_output_for_mask = r.zero_output_for_mask;
+  a.num_states = d.is_gru ? 1 : 2;
+  a.lengths = lengths;
+  a.carried_in = r.carried_in;
+  a.carried_out = r.carried_out;
+  a.last_output = r.last_output;
+  a.hy = hy;
+  a.states = r.states;
+  return a;
+}
 
 RECUR_HD inline int64_t seq_row(const PostArgs& a, int64_t b, int64_t t) {
   return a.time_major ? t * a.batch + b : b * a.timesteps + t;

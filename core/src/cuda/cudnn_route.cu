@@ -407,21 +407,7 @@ class CudnnRouteImpl final : public CudnnRoute {
       td->uploaded = p.lengths;
     }
 
-    post::PostArgs a;
-    a.batch = B;
-    a.timesteps = T;
-    a.units = u;
-    a.features = F;
-    a.time_major = r.time_major;
-    a.go_backwards = r.go_backwards;
-    a.zero_output_for_mask = r.zero_output_for_mask;
-    a.num_states = ns;
-    a.lengths = d_lengths;
-    a.carried_in = r.carried_in;
-    a.carried_out = r.carried_out;
-    a.last_output = r.last_output;
-    a.hy = hy;
-    a.states = r.states;
+    post::PostArgs a = post::post_args(r, desc_, d_lengths, hy);
     if (T > 0) {
       const float* x = r.inputs[0];
       if (r.go_backwards) {

@@ -9,13 +9,7 @@
 #include <cmath>
 #include <cstdint>
 
-#ifndef RECUR_HD
-#ifdef __CUDACC__
-#define RECUR_HD __host__ __device__
-#else
-#define RECUR_HD
-#endif
-#endif
+#include "hd.hpp"
 
 namespace recur::gpu {
 
