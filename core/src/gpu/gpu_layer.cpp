@@ -132,7 +132,7 @@ void GpuLayer::call(const recur_gpu_run& run) const {
 
 void GpuLayer::run_job(const SequenceJob& job, DeviceState* resident) const {
   const Index B = job.batch, T = job.timesteps, u = config_.units, F = config_.input_size;
-  const int ns = config_.num_states(), G = config_.gates();
+  const int ns = config_.num_states();
   recur_gpu_run run{};
   run.batch = B;
   run.timesteps = T;
@@ -188,7 +188,6 @@ void GpuLayer::run_job(const SequenceJob& job, DeviceState* resident) const {
   }
   run.sequence_output = job.sequence_output;
   run.last_output = job.last_output;
-  (void)G;
   call(run);
   for (int s = 0; s < ns; ++s)
     std::memcpy(job.states[s].data(), states.data() + s * B * u, static_cast<std::size_t>(B * u) * sizeof(float));
