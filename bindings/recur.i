@@ -94,6 +94,10 @@ const char *recur_binding_version(void) { return recur_version_string(); }
 /* Devices: usable CUDA devices (0 is not an error), and whether a device string can run now. */
 recur_rc recur_binding_device_count(int32_t *count) { return recur_device_count(count); }
 recur_rc recur_binding_device_check(const char *device) { return recur_device_check(device); }
+
+/* The CPU kernel set this process runs: "avx512", "avx2" or "baseline" (RECUR_CPU_KERNELS, read
+ * at load, can ask for a lower one). */
+const char *recur_binding_cpu_kernels(void) { return recur_cpu_kernels(); }
 %}
 
 /* ------------------------------------------------------------------------------------------ */
@@ -248,6 +252,9 @@ typedef struct {} RecurLayer;
     return recur_binding_device(recur_layer_get_device($self, &info), &info, requested, backend, path, reason,
                                 device_name);
   }
+  /* Threads one CPU call may use: 1 (the default) never starts a thread, 0 = one per core. */
+  recur_rc set_num_threads(int32_t num_threads) { return recur_layer_set_num_threads($self, num_threads); }
+  recur_rc get_num_threads(int32_t *num_threads) { return recur_layer_get_num_threads($self, num_threads); }
   recur_rc reset_states() { return recur_layer_reset_states($self); }
   recur_rc set_states(const float *states, size_t states_len, int32_t num_states) {
     return recur_layer_set_states($self, states, states_len, num_states);
@@ -375,6 +382,9 @@ typedef struct {} RecurModel;
     return recur_binding_device(recur_model_get_device($self, layer_index, &info), &info, requested, backend, path,
                                 reason, device_name);
   }
+  /* On every layer the model runs, and on the layers get_layer returns afterwards. */
+  recur_rc set_num_threads(int32_t num_threads) { return recur_model_set_num_threads($self, num_threads); }
+  recur_rc get_num_threads(int32_t *num_threads) { return recur_model_get_num_threads($self, num_threads); }
 }
 
 /* The info structs as plain, read-only data classes. */

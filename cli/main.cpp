@@ -2,12 +2,13 @@
 //
 //   recur info FILE [--json] [--device DEV]
 //   recur run FILE --input x.npy [--mask m.npy] [--initial-state h.npy ...] [--layer NAME] [--device DEV]
-//             --output out.npz
+//             [--threads N] --output out.npz
 //   recur verify FILE --input x.npy --expected y.npy|y.npz [--mask m.npy] [--initial-state h.npy ...]
-//                [--layer NAME] [--device DEV] [--atol 1e-5]
+//                [--layer NAME] [--device DEV] [--threads N] [--atol 1e-5]
 //   recur devices
 //
-// DEV is cpu (the default), cuda, cuda:N or auto.
+// DEV is cpu (the default), cuda, cuda:N or auto. N is the number of CPU threads a layer may use
+// (1 by default, 0 = one per core); every count gives bitwise the same numbers.
 //
 // Exit codes: 0 success (verify: within atol), 1 verify mismatch, 2 any error (recur failure,
 // unreadable or malformed .npy/.npz, bad usage).
@@ -123,6 +124,7 @@ int cmd_info(const std::string& file, bool as_json, const std::string& device) {
     j["returns_sequences"] = info.returns_sequences != 0;
     j["num_outputs"] = info.num_outputs;
     j["device"] = device_json(where);
+    j["cpu_kernels"] = recur_cpu_kernels();
     j["layers"] = nlohmann::ordered_json::array();
     for (const Row& r : rows)
       j["layers"].push_back({{"name", r.name},
@@ -145,6 +147,7 @@ int cmd_info(const std::string& file, bool as_json, const std::string& device) {
   if (info.num_outputs > 1) std::cout << " x " << info.num_outputs << " outputs";
   std::cout << "\n";
   std::cout << "device:        " << device_line(where) << "\n";
+  std::cout << "cpu kernels:   " << recur_cpu_kernels() << "\n";
   std::cout << "layers:        " << info.num_layers << "\n";
   std::size_t w = 4, wc = 5;
   for (const Row& r : rows) {
@@ -165,6 +168,7 @@ int cmd_info(const std::string& file, bool as_json, const std::string& device) {
 struct RunArgs {
   std::string file, input, mask, layer, output, expected;
   std::string device = "cpu";
+  int32_t threads = 1;
   std::vector<std::string> initial_states;
   double atol = 1e-5;
 };
@@ -184,6 +188,8 @@ NamedArrays run_model(const RunArgs& a) {
   if (!a.initial_states.empty()) usage_error("--initial-state needs --layer (whole-model runs start from zero states)");
   ModelHandle mh;
   check(recur_model_open(&mh.m, a.file.c_str()));
+  // Before the device, so a bad count is reported without touching a GPU.
+  check(recur_model_set_num_threads(mh.m, a.threads));
   check(recur_model_set_device(mh.m, a.device.c_str()));
   std::cout << "device: " << device_line(model_device(mh.m, -1)) << "\n";
   const recur_model_info info = model_info(mh.m);
@@ -232,6 +238,7 @@ NamedArrays run_layer(const RunArgs& a) {
   check(recur_model_open(&mh.m, a.file.c_str()));
   LayerHandle lh;
   check(recur_model_get_layer(mh.m, a.layer.c_str(), &lh.l));
+  check(recur_layer_set_num_threads(lh.l, a.threads));
   check(recur_layer_set_device(lh.l, a.device.c_str()));
   recur_device_info where{};
   where.version = RECUR_DEVICE_INFO_VERSION;
@@ -373,6 +380,7 @@ int cmd_devices() {
   int32_t count = 0;
   check(recur_device_count(&count));
   std::cout << "cpu: available\n";
+  std::cout << "cpu kernels: " << recur_cpu_kernels() << "\n";
   std::cout << "cuda devices: " << count << "\n";
   if (count == 0) {
     check_device_line("cuda");
@@ -400,13 +408,18 @@ int main(int argc, char** argv) {
   info->add_option("--device", info_device, device_help)->capture_default_str();
 
   RunArgs ra, va;
-  auto common = [device_help](CLI::App* sub, RunArgs& a) {
+  const char* const threads_help =
+      "CPU threads a layer may use: 1 runs on the calling thread only, 0 one per core; every count gives "
+      "bitwise the same numbers";
+  auto common = [device_help, threads_help](CLI::App* sub, RunArgs& a) {
     sub->add_option("FILE", a.file, "the model file (.keras or .h5)")->required();
     sub->add_option("--input,-i", a.input, "input .npy: (B, T, F) floats, or (B, T) token ids")->required();
     sub->add_option("--mask,-m", a.mask, "(B, T) .npy mask, nonzero = valid step");
     sub->add_option("--initial-state", a.initial_states, "with --layer: one (B, units) .npy per state (h, then c)");
     sub->add_option("--layer,-l", a.layer, "run only this recurrent layer ('name/forward' for a Bidirectional half)");
     sub->add_option("--device", a.device, device_help)->capture_default_str();
+    // No range check here: the library's, so the message is the one the C ABI gives.
+    sub->add_option("--threads", a.threads, threads_help)->capture_default_str();
   };
   CLI::App* run = app.add_subcommand("run", "run a model (or one of its recurrent layers) on a .npy input");
   common(run, ra);
@@ -416,7 +429,8 @@ int main(int argc, char** argv) {
   verify->add_option("--expected,-e", va.expected, "expected .npy (the output) or .npz (named like run's outputs)")
       ->required();
   verify->add_option("--atol", va.atol, "largest allowed absolute error per element")->capture_default_str();
-  CLI::App* devices = app.add_subcommand("devices", "list the devices recur can run on, and why a GPU cannot");
+  CLI::App* devices =
+      app.add_subcommand("devices", "list the devices recur can run on, why a GPU cannot, and the CPU kernel set");
 
   try {
     app.parse(argc, argv);

@@ -93,6 +93,11 @@ func StatusString(status int) string { return recurswig.StatusString(status) }
 // Version is the loaded library's version, "MAJOR.MINOR.PATCH".
 func Version() string { return recurswig.Recur_binding_version() }
 
+// CPUKernels is the CPU kernel set this process runs: "avx512", "avx2" or "baseline", chosen when
+// the library loads from the CPU's features (the environment variable RECUR_CPU_KERNELS, read at
+// load, can ask for a lower set).
+func CPUKernels() string { return recurswig.Recur_binding_cpu_kernels() }
+
 func closedError(what string) error {
 	return &Error{Status: ErrState, Msg: what + " is closed"}
 }
@@ -532,6 +537,33 @@ func (l *Layer) Device() (DeviceInfo, error) {
 	err = h.Get_device(&d.Requested, &d.Backend, &d.Path, &d.Reason, &d.DeviceName)
 	l.readDone()
 	return d, err
+}
+
+// SetNumThreads sets the threads one call on the layer may use on the CPU (Forward,
+// ForwardState, ForwardStates, CellCall): 1, the default, runs on the calling goroutine's thread
+// only; 0 means one per core. Results are bitwise the same for every count; small calls stay on
+// one thread whatever the count, and calls on a GPU ignore it. A negative n or one above 1024
+// fails with ErrInvalidArgument. It waits for calls in progress on the layer.
+func (l *Layer) SetNumThreads(n int) error {
+	h, err := l.write()
+	if err != nil {
+		return err
+	}
+	err = h.Set_num_threads(clampInt32(n))
+	l.writeDone()
+	return err
+}
+
+// NumThreads is the thread count as set with SetNumThreads (0 stays 0).
+func (l *Layer) NumThreads() (int, error) {
+	h, err := l.read()
+	if err != nil {
+		return 0, err
+	}
+	var n int32
+	err = h.Get_num_threads(&n)
+	l.readDone()
+	return int(n), err
 }
 
 // ResetStates zero-fills a stateful layer's states (Keras reset_states()).
@@ -1201,6 +1233,33 @@ func (m *Model) SetDevice(device string) error {
 		return closedError("model")
 	}
 	return m.h.Set_device(device)
+}
+
+// SetNumThreads sets Layer.SetNumThreads on every layer the model runs, and on the layers Layer
+// returns afterwards (1 by default, 0 = one per core). It waits for Runs in progress. A negative
+// n or one above 1024 fails with ErrInvalidArgument.
+func (m *Model) SetNumThreads(n int) error {
+	if m == nil {
+		return closedError("model")
+	}
+	m.mu.Lock()
+	defer func() { m.mu.Unlock(); runtime.KeepAlive(m) }()
+	if m.h == 0 {
+		return closedError("model")
+	}
+	return m.h.Set_num_threads(clampInt32(n))
+}
+
+// NumThreads is the thread count as set with SetNumThreads (0 stays 0).
+func (m *Model) NumThreads() (int, error) {
+	h, err := m.read()
+	if err != nil {
+		return 0, err
+	}
+	var n int32
+	err = h.Get_num_threads(&n)
+	m.readDone()
+	return int(n), err
 }
 
 // Device says where the model runs, and why.

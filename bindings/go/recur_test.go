@@ -1043,3 +1043,160 @@ func TestModelDevices(t *testing.T) {
 		wantError(t, "SetDevice(cuda) without a GPU", m.SetDevice("cuda"), ErrUnsupported, "cuda:0")
 	}
 }
+
+// ---------------------------------------------------------------------------------------------
+// CPU threads and kernels
+
+// sameBits reports whether a and b hold the same float32 bit patterns.
+func sameBits(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestCPUKernels(t *testing.T) {
+	k := CPUKernels()
+	if k != "avx512" && k != "avx2" && k != "baseline" {
+		t.Fatalf("CPUKernels() = %q", k)
+	}
+	if CPUKernels() != k {
+		t.Error("CPUKernels changed between calls")
+	}
+	t.Logf("CPU kernels: %s", k)
+}
+
+func TestLayerNumThreads(t *testing.T) {
+	l := mustLayer(t, gruOptions(5, 3))
+	defer l.Close()
+	if n, err := l.NumThreads(); err != nil || n != 1 {
+		t.Fatalf("a new layer: NumThreads() = %d, %v; want 1", n, err)
+	}
+	for _, n := range []int{2, 0, 1024} { // 0: one per core, reported as set
+		if err := l.SetNumThreads(n); err != nil {
+			t.Fatalf("SetNumThreads(%d): %v", n, err)
+		}
+		if got, err := l.NumThreads(); err != nil || got != n {
+			t.Errorf("after SetNumThreads(%d): NumThreads() = %d, %v", n, got, err)
+		}
+	}
+	for _, bad := range []int{-1, 1025, math.MinInt32, 1 << 40} {
+		wantError(t, "SetNumThreads("+strconv.Itoa(bad)+")", l.SetNumThreads(bad), ErrInvalidArgument, "num_threads")
+	}
+	l.Close()
+	wantError(t, "SetNumThreads after Close", l.SetNumThreads(2), ErrState, "closed")
+	_, err := l.NumThreads()
+	wantError(t, "NumThreads after Close", err, ErrState, "closed")
+}
+
+func TestThreadsGiveBitwiseTheSameNumbers(t *testing.T) {
+	// Big enough per timestep that a call is split between threads (small calls stay on one).
+	const B, T, F, U = 16, 12, 64, 128
+	x := ramp(B*T*F, 0.37, 0.5)
+	mask := make([]byte, B*T)
+	for i := range mask {
+		if i%7 != 6 {
+			mask[i] = 1
+		}
+	}
+	for _, typ := range []LayerType{GRU, LSTM} {
+		opts := gruOptions(U, F)
+		opts.Type = typ
+		opts.Seed = Int64(23)
+		l := mustLayer(t, opts)
+		forward := func() []float32 {
+			y, err := l.Call(x, B, T, &ForwardOptions{Mask: mask})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return y
+		}
+		stream := func() []float32 {
+			s, err := NewState(l, B)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			y := make([]float32, B*T*U)
+			if err := l.ForwardState(s, x, T, mask, y); err != nil {
+				t.Fatal(err)
+			}
+			return y
+		}
+		one, streamedOne := forward(), stream()
+		for _, n := range []int{2, 0} {
+			if err := l.SetNumThreads(n); err != nil {
+				t.Fatal(err)
+			}
+			if !sameBits(forward(), one) {
+				t.Errorf("type %d: Forward with %d threads differs from 1 thread", typ, n)
+			}
+			if !sameBits(stream(), streamedOne) {
+				t.Errorf("type %d: ForwardState with %d threads differs from 1 thread", typ, n)
+			}
+		}
+		l.Close()
+	}
+}
+
+func TestModelNumThreads(t *testing.T) {
+	m, err := OpenModel(filepath.Join(sourceDir(t), "examples", "models", "sentiment_keras3.keras"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if n, err := m.NumThreads(); err != nil || n != 1 {
+		t.Fatalf("a new model: NumThreads() = %d, %v; want 1", n, err)
+	}
+	ids := make([]float32, 4*10)
+	for i := range ids {
+		ids[i] = float32(i*7%19 + 1)
+	}
+	one, err := m.Predict(ids, 4, 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{2, 0} {
+		if err := m.SetNumThreads(n); err != nil {
+			t.Fatalf("SetNumThreads(%d): %v", n, err)
+		}
+		if got, err := m.NumThreads(); err != nil || got != n {
+			t.Errorf("after SetNumThreads(%d): NumThreads() = %d, %v", n, got, err)
+		}
+		out, err := m.Predict(ids, 4, 10, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameBits(out, one) {
+			t.Errorf("Run with %d threads differs from 1 thread", n)
+		}
+	}
+	// Layers taken after SetNumThreads get the count too.
+	info, _ := m.Info()
+	for i := 0; i < info.NumLayers; i++ {
+		ml, err := m.LayerAt(i)
+		if err != nil || !ml.Recurrent {
+			continue
+		}
+		l, err := m.Layer(ml.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := l.NumThreads(); err != nil || n != 0 {
+			t.Errorf("layer %s: NumThreads() = %d, %v; want the model's 0", ml.Name, n, err)
+		}
+		l.Close()
+	}
+	for _, bad := range []int{-1, 1025} {
+		wantError(t, "model SetNumThreads("+strconv.Itoa(bad)+")", m.SetNumThreads(bad), ErrInvalidArgument, "num_threads")
+	}
+	m.Close()
+	wantError(t, "model SetNumThreads after Close", m.SetNumThreads(1), ErrState, "closed")
+	_, err = m.NumThreads()
+	wantError(t, "model NumThreads after Close", err, ErrState, "closed")
+}

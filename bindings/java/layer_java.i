@@ -186,6 +186,26 @@
                      dFinalState);
   }
 
+  // ---- CPU threads -------------------------------------------------------------------------
+
+  /**
+   * Threads one call on this layer may use on the CPU (forward, forwardState, forwardStates,
+   * cellCall): 1, the default, runs on the calling thread only; 0 means one per core. Results
+   * are bitwise the same for every count; small calls stay on the calling thread whatever the
+   * count, and calls on a GPU ignore it. See also {@link Recur#cpuKernels()}.
+   * @throws InvalidArgumentException numThreads negative or above 1024
+   */
+  public void setNumThreads(int numThreads) {
+    setNumThreadsRaw(numThreads);
+  }
+
+  /** The thread count as set (0 stays 0). */
+  public int getNumThreads() {
+    int[] n = new int[1];
+    getNumThreadsRaw(n);
+    return n[0];
+  }
+
   // ---- stateful layers ---------------------------------------------------------------------
 
   /** Sets a stateful layer's states (Keras 2 reset_states(states)): numStates x (batch_size, units). */

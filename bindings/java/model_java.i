@@ -65,6 +65,22 @@
                                 getDeviceRaw(layerIndex, requested, backend, path, reason, deviceName));
   }
 
+  /**
+   * Sets {@link Layer#setNumThreads(int)} on every layer the model runs, and on the layers
+   * {@link #getLayer(String)} returns afterwards (1 by default, 0 = one per core).
+   * @throws InvalidArgumentException numThreads negative or above 1024
+   */
+  public void setNumThreads(int numThreads) {
+    setNumThreadsRaw(numThreads);
+  }
+
+  /** The thread count as set (0 stays 0). */
+  public int getNumThreads() {
+    int[] n = new int[1];
+    getNumThreadsRaw(n);
+    return n[0];
+  }
+
   /** Floats that run writes for batch sequences of timesteps steps. */
   public int outputLength(int batch, int timesteps) {
     long[] n = new long[1];

@@ -196,7 +196,7 @@ RECUR_JAVA_BUFFER(const uint8_t, 1, 0)
   if ($input && (*jenv)->GetArrayLength(jenv, $input) >= 1) { jint v = (jint)*$1; (*jenv)->SetIntArrayRegion(jenv, $input, 0, 1, &v); }
 }
 %apply int32_t *OUT_INT { int32_t *count, int32_t *ndims, int32_t *num_states, int32_t *batch, int32_t *units,
-                          int32_t *input_size, int32_t *output_size, int32_t *recurrent }
+                          int32_t *input_size, int32_t *output_size, int32_t *recurrent, int32_t *num_threads }
 
 %typemap(jni) int64_t *OUT_LONG, size_t *OUT_LONG "jlongArray"
 %typemap(jtype) int64_t *OUT_LONG, size_t *OUT_LONG "long[]"
@@ -254,6 +254,7 @@ RECUR_JAVA_SELF(RecurModel, "Model")
 %rename(LayerInfoRaw) recur_layer_info;
 %rename(ModelInfoRaw) recur_model_info;
 %rename(bindingVersion) recur_binding_version;
+%rename(cpuKernels) recur_binding_cpu_kernels;
 %rename("%(lowercamelcase)s", %$isfunction) "";
 %rename("%(lowercamelcase)s", %$isvariable) "";
 
@@ -296,6 +297,8 @@ RECUR_JAVA_SELF(RecurModel, "Model")
 %rename(forwardDeviceRaw) forward_device;
 %rename(setDeviceRaw) set_device;
 %rename(getDeviceRaw) get_device;
+%rename(setNumThreadsRaw) set_num_threads;
+%rename(getNumThreadsRaw) get_num_threads;
 
 %javamethodmodifiers RecurLayer::create "";
 %javamethodmodifiers RecurLayer::create_from_json "";
@@ -333,6 +336,8 @@ RECUR_JAVA_SELF(RecurModel, "Model")
 %javamethodmodifiers forward_device "";
 %javamethodmodifiers set_device "";
 %javamethodmodifiers get_device "";
+%javamethodmodifiers set_num_threads "";
+%javamethodmodifiers get_num_threads "";
 
 /* The constructors of the handle classes are the factories' business. */
 %typemap(javabody) RecurLayer, RecurState, RecurModel %{

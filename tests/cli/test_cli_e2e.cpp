@@ -401,6 +401,97 @@ TEST_F(Cli, InfoDevice) {
   }
 }
 
+// ------------------------------------------------------------------------------- CPU threads
+
+// The kernel set `recur devices` reports, or "" when the line is missing.
+std::string cpu_kernels(const Result& devices) {
+  std::smatch m;
+  if (!std::regex_search(devices.out, m, std::regex("\ncpu kernels: ([a-z0-9]+)\n"))) return "";
+  return m[1];
+}
+
+TEST_F(Cli, DevicesPrintsTheCpuKernels) {
+  const Result r = run("devices");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string k = cpu_kernels(r);
+  EXPECT_TRUE(k == "avx512" || k == "avx2" || k == "baseline") << r.out;
+  // RECUR_CPU_KERNELS asks for a set when the library loads; every CPU runs the baseline.
+  ASSERT_EQ(setenv("RECUR_CPU_KERNELS", "baseline", 1), 0);
+  const Result b = run("devices");
+  const Result v = run("verify " + m("keras3", "bigru.keras") + " --input " + m("keras3", "bigru_x.npy") +
+                       " --expected " + m("keras3", "bigru_y.npy") + " --threads 2");
+  unsetenv("RECUR_CPU_KERNELS");
+  ASSERT_EQ(b.rc, 0) << b.err;
+  EXPECT_EQ(cpu_kernels(b), "baseline") << b.out;
+  EXPECT_EQ(v.rc, 0) << "the baseline kernels must give Keras's numbers too: " << v.out << v.err;
+}
+
+TEST_F(Cli, InfoShowsTheCpuKernels) {
+  const std::string k = cpu_kernels(run("devices"));
+  const Result r = run("info " + m("keras2", "tokens.h5"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("\ncpu kernels:   " + k + "\n"), std::string::npos) << r.out;
+  const Result j = run("info --json " + m("keras2", "tokens.h5"));
+  ASSERT_EQ(j.rc, 0) << j.err;
+  EXPECT_EQ(nlohmann::json::parse(j.out)["cpu_kernels"], k) << j.out;
+}
+
+TEST_F(Cli, ThreadsGiveTheSameOutput) {
+  const std::vector<std::string> runs = {
+      "run " + m("keras3", "bigru.keras") + " --input " + m("keras3", "bigru_x.npy"),
+      "run " + m("keras2", "tokens.keras") + " --input " + m("keras2", "tokens_x.npy"),
+      "run " + m("keras3", "tokens.h5") + " --layer gru --input " + m("keras3", "layer_gru_x.npy") + " --mask " +
+          m("keras3", "layer_gru_mask.npy") + " --initial-state " + m("keras3", "layer_gru_h0.npy"),
+      "run " + m("keras2", "tokens.keras") + " --layer lstm --input " + m("keras2", "layer_lstm_x.npy") + " --mask " +
+          m("keras2", "layer_lstm_mask.npy"),
+      "run " + m("keras2", "bigru.h5") + " --layer bi/forward --input " + m("keras2", "layer_biforward_x.npy")};
+  for (const std::string& base : runs) {
+    SCOPED_TRACE(base);
+    const Result plain = run(base + " --output " + tmp("plain.npz"));
+    ASSERT_EQ(plain.rc, 0) << plain.err;
+    const NamedArrays want = recur_cli::read_npz(tmp("plain.npz"));
+    for (const char* threads : {"1", "2", "0"}) {
+      SCOPED_TRACE(std::string("--threads ") + threads);
+      const Result r = run(base + " --threads " + threads + " --output " + tmp("t.npz"));
+      ASSERT_EQ(r.rc, 0) << r.err;
+      const NamedArrays got = recur_cli::read_npz(tmp("t.npz"));
+      ASSERT_EQ(got.size(), want.size());
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        EXPECT_EQ(got[i].first, want[i].first);
+        EXPECT_EQ(got[i].second.shape, want[i].second.shape) << want[i].first;
+        EXPECT_EQ(got[i].second.data, want[i].second.data) << want[i].first;  // bitwise, not within a tolerance
+      }
+    }
+  }
+  const Result v = run("verify " + m("keras2", "tokens.keras") + " --layer gru --input " +
+                       m("keras2", "layer_gru_x.npy") + " --mask " + m("keras2", "layer_gru_mask.npy") +
+                       " --initial-state " + m("keras2", "layer_gru_h0.npy") + " --expected " +
+                       m("keras2", "layer_gru_y.npz") + " --threads 2");
+  EXPECT_EQ(v.rc, 0) << v.out << v.err;
+}
+
+TEST_F(Cli, BadThreadCount) {
+  const std::vector<std::string> commands = {
+      "run " + m("keras2", "bigru.keras") + " --input " + m("keras2", "bigru_x.npy") + " --output " + tmp("o.npz"),
+      "run " + m("keras2", "tokens.keras") + " --layer gru --input " + m("keras2", "layer_gru_x.npy") + " --output " +
+          tmp("o.npz"),
+      "verify " + m("keras2", "bigru.keras") + " --input " + m("keras2", "bigru_x.npy") + " --expected " +
+          m("keras2", "bigru_y.npy")};
+  for (const std::string& c : commands)
+    for (const char* bad : {"-1", "1025"}) {
+      SCOPED_TRACE(c + " --threads " + bad);
+      const Result r = run(c + " --threads " + bad);
+      EXPECT_EQ(r.rc, 2) << r.out << r.err;
+      EXPECT_EQ(r.err.rfind("recur: ", 0), 0u) << r.err;
+      EXPECT_NE(r.err.find("num_threads"), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
+    }
+  EXPECT_FALSE(std::ifstream(tmp("o.npz")).good()) << "a failed run must not write its output";
+  const Result r = run(commands[0] + " --threads two");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.err.find("--threads"), std::string::npos) << r.err;
+}
+
 // ------------------------------------------------------------------------------------ failures
 
 TEST_F(Cli, MissingModelFile) {

@@ -100,6 +100,11 @@ public static class Library {
     recur.recur_binding_device_check(device);
   }
 
+  /// <summary>The CPU kernel set this process runs: "avx512", "avx2" or "baseline", chosen when the
+  /// library loads from the CPU's features (the environment variable RECUR_CPU_KERNELS, read at
+  /// load, can ask for a lower set).</summary>
+  public static string CpuKernels { get { return recur.recur_binding_cpu_kernels(); } }
+
   /// <summary>Nanoseconds per streaming step (T=1) measured by a loop in C through the C ABI, for
   /// comparing the binding's per-call overhead. input/output as in Layer.ForwardState.</summary>
   public static unsafe double CStepNanoseconds(Layer layer, State state, float[] input, float[] output, int iterations) {

@@ -157,6 +157,24 @@ public sealed partial class Layer {
     }
   }
 
+  /// <summary>Threads one call on this layer may use on the CPU (Forward, ForwardState,
+  /// ForwardStates, CellCall): 1, the default, runs on the calling thread only; 0 means one per
+  /// core. Results are bitwise the same for every count; small calls stay on the calling thread
+  /// whatever the count, and calls on a GPU ignore it. Setting a negative value or one above 1024
+  /// throws RecurException with Status.InvalidArgument; reading gives the count as set (0 stays 0).</summary>
+  public int NumThreads {
+    get {
+      CheckDisposed();
+      int n;
+      get_num_threads(out n);
+      return n;
+    }
+    set {
+      CheckDisposed();
+      set_num_threads(value);
+    }
+  }
+
   /// <summary><see cref="Forward(float[], int, int, byte[], float[], int, bool, float[], float[])"/> on
   /// CUDA device memory of the layer's GPU, for callers with a CUDA interop library: input, output,
   /// initialState and finalState are device pointers (the last two may be IntPtr.Zero),

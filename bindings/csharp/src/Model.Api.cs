@@ -101,6 +101,22 @@ public sealed partial class Model {
     return DeviceInfo.From(requested, backend, path, reason, name);
   }
 
+  /// <summary><see cref="Layer.NumThreads"/> of every layer the model runs, and of the layers
+  /// <see cref="GetLayer"/> returns afterwards (1 by default, 0 = one per core). Setting a negative
+  /// value or one above 1024 throws RecurException with Status.InvalidArgument.</summary>
+  public int NumThreads {
+    get {
+      CheckDisposed();
+      int n;
+      get_num_threads(out n);
+      return n;
+    }
+    set {
+      CheckDisposed();
+      set_num_threads(value);
+    }
+  }
+
   /// <summary>Floats <see cref="Run(float[], int, int, float[], byte[])"/> writes for B sequences of T steps.</summary>
   public long OutputLength(int batch, int timesteps) {
     CheckDisposed();

@@ -609,6 +609,89 @@ static class Program {
     }
   }
 
+  // ---- CPU threads and kernels -----------------------------------------------------------------
+
+  // Bit for bit, so -0 vs 0 or two different NaNs would count as a difference.
+  static bool SameBits(float[] a, float[] b) {
+    if (a.Length != b.Length) return false;
+    for (int i = 0; i < a.Length; ++i)
+      if (BitConverter.ToInt32(BitConverter.GetBytes(a[i]), 0) != BitConverter.ToInt32(BitConverter.GetBytes(b[i]), 0))
+        return false;
+    return true;
+  }
+
+  static void CpuKernels() {
+    var k = Library.CpuKernels;
+    Check(k == "avx512" || k == "avx2" || k == "baseline", "kernel set '" + k + "'");
+    Check(Library.CpuKernels == k, "the same set on every call");
+  }
+
+  static void LayerNumThreads() {
+    using (var l = MakeGru(5, 3)) {
+      Check(l.NumThreads == 1, "1 by default, got " + l.NumThreads);
+      l.NumThreads = 2;
+      Check(l.NumThreads == 2, "2 after setting 2");
+      l.NumThreads = 0;
+      Check(l.NumThreads == 0, "0 (one per core) reads back as 0");
+      l.NumThreads = 1024;
+      Check(l.NumThreads == 1024, "1024 is the largest count");
+      foreach (var bad in new[] { -1, 1025, int.MinValue })
+        Fails(Status.InvalidArgument, () => { l.NumThreads = bad; }, "NumThreads = " + bad, "num_threads");
+    }
+    var closed = MakeGru(2, 2);
+    closed.Dispose();
+    Throws<ObjectDisposedException>(() => { var n = closed.NumThreads; }, "NumThreads after Dispose");
+    Throws<ObjectDisposedException>(() => { closed.NumThreads = 2; }, "setting NumThreads after Dispose");
+  }
+
+  static void ThreadsGiveBitwiseTheSameNumbers() {
+    // Big enough per timestep that a call is split between threads (small calls stay on one).
+    const int B = 16, T = 12, F = 64, U = 128;
+    foreach (var type in new[] { LayerType.Gru, LayerType.Lstm }) {
+      using (var o = new LayerOptions(type, U, F)) {
+        o.ReturnSequences = 1;
+        o.Seed = 23;
+        using (var l = Layer.Create(o)) {
+          var x = Pattern(B * T * F, 0.8, 0.5);
+          var mask = Enumerable.Range(0, B * T).Select(i => (byte)(i % 7 == 6 ? 0 : 1)).ToArray();
+          var one = l.Forward(x, B, T, mask);
+          var streamedOne = new float[one.Length];
+          using (var s = new State(l, B)) l.ForwardState(s, x, T, streamedOne, mask);
+          foreach (var threads in new[] { 2, 0 }) {
+            l.NumThreads = threads;
+            Check(SameBits(l.Forward(x, B, T, mask), one), type + ": Forward with " + threads + " threads");
+            var streamed = new float[one.Length];
+            using (var s = new State(l, B)) l.ForwardState(s, x, T, streamed, mask);
+            Check(SameBits(streamed, streamedOne), type + ": ForwardState with " + threads + " threads");
+          }
+        }
+      }
+    }
+  }
+
+  static void ModelNumThreads() {
+    var m = Model.Open(Path.Combine(modelDir, "sentiment_keras3.keras"));
+    using (m) {
+      Check(m.NumThreads == 1, "1 by default");
+      var ids = Enumerable.Range(0, 4 * 10).Select(i => (float)(i * 7 % 19 + 1)).ToArray();
+      var one = m.Run(ids, 4, 10);
+      m.NumThreads = 2;
+      Check(m.NumThreads == 2, "2 after setting 2");
+      Check(SameBits(m.Run(ids, 4, 10), one), "Run with 2 threads");
+      for (int i = 0; i < m.Info.NumLayers; ++i)
+        if (m.LayerAt(i).Recurrent)
+          using (var l = m.GetLayer(m.LayerAt(i).Name))
+            Check(l.NumThreads == 2, "a layer taken afterwards gets the count");
+      m.NumThreads = 0;
+      Check(m.NumThreads == 0, "0 reads back as 0");
+      Check(SameBits(m.Run(ids, 4, 10), one), "Run with one thread per core");
+      foreach (var bad in new[] { -1, 1025 })
+        Fails(Status.InvalidArgument, () => { m.NumThreads = bad; }, "model NumThreads = " + bad, "num_threads");
+    }
+    Throws<ObjectDisposedException>(() => { var n = m.NumThreads; }, "model NumThreads after Dispose");
+    Throws<ObjectDisposedException>(() => { m.NumThreads = 1; }, "setting model NumThreads after Dispose");
+  }
+
   static int Main(string[] args) {
     if (args.Length < 2) {
       Console.Error.WriteLine("usage: RecurTests.exe parity_cases.txt MODEL_DIR");
@@ -636,6 +719,10 @@ static class Program {
     Run("LayerDevices", LayerDevices);
     Run("ForwardStatesEqualsForwardState", ForwardStatesEqualsForwardState);
     Run("ModelDevices", ModelDevices);
+    Run("CpuKernels", CpuKernels);
+    Run("LayerNumThreads", LayerNumThreads);
+    Run("ThreadsGiveBitwiseTheSameNumbers", ThreadsGiveBitwiseTheSameNumbers);
+    Run("ModelNumThreads", ModelNumThreads);
     List<FixtureCase> cases = null;
     Run("LoadParityCases", () => { cases = FixtureCase.Load(fixturePath); Check(cases.Count >= 15, "cases"); });
     if (cases != null)

@@ -186,6 +186,98 @@ class DeviceTest {
     }
   }
 
+  // ---- CPU threads and kernels ----------------------------------------------------------------
+
+  /** Big enough per timestep that a call is split between threads (small calls stay on one). */
+  static Layer bigLayer(int type) {
+    try (LayerOptions o = LayerOptions.of(type, 128, 64)) {
+      o.setReturnSequences(1);
+      o.setSeed(23);
+      return Layer.create(o);
+    }
+  }
+
+  @Test
+  void cpuKernels() {
+    String k = Recur.cpuKernels();
+    assertTrue(java.util.Set.of("avx512", "avx2", "baseline").contains(k), k);
+    assertEquals(k, Recur.cpuKernels());
+  }
+
+  @Test
+  void layerNumThreads() {
+    try (Layer l = layer(Recur.LAYER_GRU)) {
+      assertEquals(1, l.getNumThreads());
+      l.setNumThreads(2);
+      assertEquals(2, l.getNumThreads());
+      l.setNumThreads(0);
+      assertEquals(0, l.getNumThreads());  // one per core, reported as set
+      l.setNumThreads(1024);
+      assertEquals(1024, l.getNumThreads());
+      for (int bad : new int[] {-1, 1025, Integer.MIN_VALUE})
+        ErrorTest.raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "num_threads",
+            () -> l.setNumThreads(bad));
+    }
+    Layer closed = layer(Recur.LAYER_GRU);
+    closed.close();
+    assertThrows(ClosedException.class, closed::getNumThreads);
+    assertThrows(ClosedException.class, () -> closed.setNumThreads(2));
+  }
+
+  @Test
+  void threadsGiveBitwiseTheSameNumbers() {
+    final int batch = 16, steps = 12, features = 64;
+    for (int type : new int[] {Recur.LAYER_GRU, Recur.LAYER_LSTM}) {
+      try (Layer l = bigLayer(type)) {
+        float[] x = data(batch * steps * features, 0.5);
+        byte[] mask = new byte[batch * steps];
+        for (int i = 0; i < mask.length; i++) mask[i] = (byte) (i % 7 == 6 ? 0 : 1);
+        float[] one = l.forward(x, batch, steps, mask);
+        float[] streamedOne = new float[one.length];
+        try (State s = new State(l, batch)) {
+          l.forwardState(s, x, steps, mask, streamedOne);
+        }
+        for (int threads : new int[] {2, 0}) {
+          l.setNumThreads(threads);
+          assertArrayEquals(one, l.forward(x, batch, steps, mask), "threads " + threads);
+          float[] streamed = new float[one.length];
+          try (State s = new State(l, batch)) {
+            l.forwardState(s, x, steps, mask, streamed);
+          }
+          assertArrayEquals(streamedOne, streamed, "forwardState, threads " + threads);
+        }
+      }
+    }
+  }
+
+  @Test
+  void modelNumThreads() {
+    String path = Paths.get(System.getProperty("recur.models", "examples/models"), "sentiment_keras3.keras").toString();
+    try (Model m = Model.open(path)) {
+      assertEquals(1, m.getNumThreads());
+      float[] ids = new float[4 * 10];
+      for (int i = 0; i < ids.length; i++) ids[i] = (i * 7) % 19 + 1;
+      float[] one = m.run(ids, 4, 10);
+      m.setNumThreads(2);
+      assertEquals(2, m.getNumThreads());
+      assertArrayEquals(one, m.run(ids, 4, 10));
+      for (int i = 0; i < m.info().numLayers; i++)
+        if (m.layer(i).recurrent)
+          try (Layer l = m.getLayer(m.layer(i).name)) {
+            assertEquals(2, l.getNumThreads());  // layers taken afterwards get the count too
+          }
+      m.setNumThreads(0);
+      assertEquals(0, m.getNumThreads());
+      assertArrayEquals(one, m.run(ids, 4, 10));
+      for (int bad : new int[] {-1, 1025})
+        ErrorTest.raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "num_threads",
+            () -> m.setNumThreads(bad));
+      m.close();
+      assertThrows(ClosedException.class, m::getNumThreads);
+      assertThrows(ClosedException.class, () -> m.setNumThreads(1));
+    }
+  }
+
   @Test
   void modelDevices() {
     String path = Paths.get(System.getProperty("recur.models", "examples/models"), "sentiment_keras3.keras").toString();
