@@ -12,6 +12,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "recur/cpu_kernels.hpp"
 #include "recur/device.hpp"
 #include "recur/error.hpp"
 #include "recur/keras_json.hpp"
@@ -868,5 +869,33 @@ recur_status recur_model_get_device(const recur_model* model, int32_t layer_inde
     fill_device_info(model->placements.keep(layer_index < 0 ? m.placement() : m.layer_placement(layer_index)), info);
   });
 }
+
+// ----- CPU threads and kernels -----
+
+recur_status recur_layer_set_num_threads(recur_layer* layer, int32_t num_threads) {
+  return guarded([&] { layer_of(layer, "recur_layer_set_num_threads").set_num_threads(num_threads); });
+}
+
+recur_status recur_layer_get_num_threads(const recur_layer* layer, int32_t* num_threads) {
+  return guarded([&] {
+    const recur::Layer& l = layer_of(layer, "recur_layer_get_num_threads");
+    require(num_threads, "recur_layer_get_num_threads", "num_threads");
+    *num_threads = l.num_threads();
+  });
+}
+
+recur_status recur_model_set_num_threads(recur_model* model, int32_t num_threads) {
+  return guarded([&] { mutable_model_of(model, "recur_model_set_num_threads").set_num_threads(num_threads); });
+}
+
+recur_status recur_model_get_num_threads(const recur_model* model, int32_t* num_threads) {
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_get_num_threads");
+    require(num_threads, "recur_model_get_num_threads", "num_threads");
+    *num_threads = m.num_threads();
+  });
+}
+
+const char* recur_cpu_kernels(void) { return recur::cpu::cpu_kernels().name; }
 
 }  // extern "C"

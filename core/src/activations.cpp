@@ -217,4 +217,36 @@ void apply_activation(const ActivationFn& fn, float* data, Eigen::Index rows, Ei
   }
 }
 
+namespace {
+void scalar_activation(int activation, int hard_sigmoid, float* x, cpu::KIndex rows, cpu::KIndex cols) {
+  ActivationFn fn;
+  fn.kind = static_cast<Activation>(activation);
+  fn.hard_sigmoid = static_cast<HardSigmoid>(hard_sigmoid);
+  apply_activation(fn, x, rows, cols);
+}
+}  // namespace
+
+cpu::ActSpec act_spec(const ActivationFn& fn) {
+  cpu::ActSpec a;
+  a.activation = static_cast<int>(fn.kind);
+  a.hard_sigmoid = static_cast<int>(fn.hard_sigmoid);
+  a.scalar = scalar_activation;
+  switch (fn.kind) {
+    case Activation::linear: a.kind = cpu::ActSpec::linear; break;
+    case Activation::tanh: a.kind = cpu::ActSpec::tanh; break;
+    case Activation::sigmoid: a.kind = cpu::ActSpec::sigmoid; break;
+    case Activation::relu: a.kind = cpu::ActSpec::relu; break;
+    case Activation::hard_sigmoid:
+      switch (fn.hard_sigmoid) {
+        case HardSigmoid::keras2: a.kind = cpu::ActSpec::hard_sigmoid_keras2; break;
+        case HardSigmoid::keras3_0: a.kind = cpu::ActSpec::hard_sigmoid_keras3_0; break;
+        case HardSigmoid::keras3: a.kind = cpu::ActSpec::hard_sigmoid_keras3; break;
+      }
+      break;
+    default: a.kind = cpu::ActSpec::other; break;
+  }
+  a.rowwise = fn.kind == Activation::softmax || fn.kind == Activation::log_softmax || fn.kind == Activation::sparsemax;
+  return a;
+}
+
 }  // namespace recur

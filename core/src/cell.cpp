@@ -1,9 +1,8 @@
 #include "recur/cell.hpp"
 
+#include "recur/activations.hpp"
+
 namespace recur {
-namespace {
-using ConstStrided = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
-}
 
 Cell::Cell(const LayerConfig& c)
     : gru_(c.is_gru()),
@@ -14,111 +13,132 @@ Cell::Cell(const LayerConfig& c)
       units_(c.units),
       input_size_(c.input_size),
       gates_(c.gates()),
-      activation_(c.activation),
-      recurrent_activation_(c.recurrent_activation) {}
+      activation_(act_spec(c.activation)),
+      recurrent_activation_(act_spec(c.recurrent_activation)),
+      kernels_(&cpu::cpu_kernels()),
+      panels_per_gate_((c.units + kernels_->nr - 1) / kernels_->nr) {}
+
+namespace {
+
+// Packs the gate blocks of a (k, G*u) matrix one after the other, each padded to whole panels.
+std::vector<float> pack_gates(const cpu::KernelSet& k, const float* m, Index rows, int gates, Index u, Index ppg) {
+  std::vector<float> out(static_cast<std::size_t>(gates * ppg * rows * k.nr));
+  for (int g = 0; g < gates; ++g) k.pack(m + g * u, gates * u, rows, u, out.data() + g * ppg * rows * k.nr);
+  return out;
+}
+
+std::vector<float> pad_gates(const float* bias, int gates, Index u, Index up) {
+  if (!bias) return {};
+  std::vector<float> out(static_cast<std::size_t>(gates * up), 0.0f);
+  for (int g = 0; g < gates; ++g) std::copy(bias + g * u, bias + (g + 1) * u, out.begin() + g * up);
+  return out;
+}
+
+}  // namespace
+
+void Cell::set_weights(const float* kernel, const float* recurrent, const float* input_bias,
+                       const float* recurrent_bias) {
+  const Index up = padded_units();
+  kernel_ = pack_gates(*kernels_, kernel, input_size_, gates_, units_, panels_per_gate_);
+  recurrent_ = pack_gates(*kernels_, recurrent, units_, gates_, units_, panels_per_gate_);
+  input_bias_ = pad_gates(use_bias_ ? input_bias : nullptr, gates_, units_, up);
+  recurrent_bias_ = pad_gates(reset_after_ && use_bias_ ? recurrent_bias : nullptr, gates_, units_, up);
+}
+
+void Cell::set_params(const CellParams& p) {
+  set_weights(p.kernel.data(), p.recurrent.data(), p.input_bias.size() ? p.input_bias.data() : nullptr,
+              p.recurrent_bias.size() ? p.recurrent_bias.data() : nullptr);
+}
+
+void Cell::gate_gemm(const std::vector<float>& packed, Index k, int gate, const float* a, Index lda, Index rows,
+                     float* c, Index ldc, const std::vector<float>& bias, Index q0, Index q1) const {
+  const Index nr = kernels_->nr, up = padded_units();
+  const Index first = gate * panels_per_gate_ + q0;
+  kernels_->gemm(rows, k, a, lda, packed.data() + first * k * nr, q1 - q0, c + gate * up + q0 * nr, ldc,
+                 bias.empty() ? nullptr : bias.data() + gate * up + q0 * nr);
+}
+
+void Cell::project(const float* const* xs, int n_x, Index rows, float* out, Index ldo, Index q0, Index q1) const {
+  static const std::vector<float> none;
+  const std::vector<float>& bias = bias_in_projection_ ? input_bias_ : none;
+  for (int g = 0; g < gates_; ++g)
+    gate_gemm(kernel_, input_size_, g, xs[n_x == 1 ? 0 : g], input_size_, rows, out, ldo, bias, q0, q1);
+}
 
 void Cell::project(const float* const* xs, int n_x, Index rows, RowMatrix& out) const {
-  const Index w = width();
-  out.resize(rows, w);
-  if (n_x == 1) {
-    Eigen::Map<const RowMatrix> x(xs[0], rows, input_size_);
-    out.noalias() = x * params_.kernel;
-  } else {
-    for (int g = 0; g < gates_; ++g) {
-      Eigen::Map<const RowMatrix> x(xs[g], rows, input_size_);
-      out.middleCols(g * units_, units_).noalias() = x * params_.kernel.middleCols(g * units_, units_);
+  out.resize(rows, padded_width());
+  project(xs, n_x, rows, out.data(), padded_width(), 0, panels_per_gate_);
+}
+
+void Cell::prepare(StepWorkspace& ws, Index batch) const {
+  ws.pre.resize(batch, padded_width());
+  if (gru_ && !reset_after_) ws.rh.resize(batch, units_);
+}
+
+void Cell::step_range(const float* xp, Index xp_stride, Index batch, const float* const* in, float* const* out,
+                      const std::vector<RowMatrix>* masks, StepWorkspace& ws, Index q0, Index q1, StepSync sync,
+                      void* sync_context) const {
+  const Index u = units_, pw = padded_width(), nr = kernels_->nr;
+  float* pre = ws.pre.data();
+  const float* h = in[0];
+  // Recurrent products (+ the recurrent bias of GRU reset_after) of the gates computed from h;
+  // with dropout, each gate sees h ⊙ its own mask.
+  const int from_h = gru_ && !reset_after_ ? 2 : gates_;
+  for (int g = 0; g < from_h; ++g) {
+    const float* a = h;
+    if (masks) {
+      ws.masked.resize(batch, u);
+      kernels_->multiply(h, (*masks)[static_cast<std::size_t>(g)].data(), ws.masked.data(), batch * u);
+      a = ws.masked.data();
     }
+    gate_gemm(recurrent_, u, g, a, u, batch, pre, pw, recurrent_bias_, q0, q1);
   }
-  if (bias_in_projection_) out.rowwise() += params_.input_bias;
-}
 
-void Cell::recurrent_product(const RowMatrix& h, int first_gate, int n_gates, const std::vector<RowMatrix>* masks,
-                             RowMatrix& out, StepWorkspace& ws) const {
-  const Index u = units_;
-  if (!masks) {
-    out.leftCols(n_gates * u).noalias() = h * params_.recurrent.middleCols(first_gate * u, n_gates * u);
+  cpu::GateArgs args;
+  args.batch = batch;
+  args.units = u;
+  args.j0 = q0 * nr;
+  args.j1 = std::min<Index>(q1 * nr, u);
+  args.xp = xp;
+  args.xp_stride = xp_stride;
+  args.pre = pre;
+  args.pre_stride = pw;
+  args.gate_stride = padded_units();
+  args.h = h;
+  args.h_out = out[0];
+  args.act = activation_;
+  args.ract = recurrent_activation_;
+  if (!gru_) {
+    args.c = in[1];
+    args.c_out = out[1];
+    if (use_bias_ && !bias_in_projection_) args.bias = input_bias_.data();
+    kernels_->lstm_update(args);
     return;
   }
-  for (int g = first_gate; g < first_gate + n_gates; ++g) {
-    ws.tmp = h.cwiseProduct((*masks)[static_cast<std::size_t>(g)]);
-    out.middleCols((g - first_gate) * u, u).noalias() = ws.tmp * params_.recurrent.middleCols(g * u, u);
+  args.reset_after = reset_after_;
+  if (!reset_after_) {
+    args.rh = ws.rh.data();
+    if (masks) args.hmask = (*masks)[2].data();
   }
-}
-
-void Cell::activate(const ActivationFn& fn, RowMatrix& m, int gate, Index batch) const {
-  // Activations apply per row over the units of one gate (softmax-like ones normalise over units).
-  if (m.cols() == units_) {
-    apply_activation(fn, m.data(), batch, units_);
-    return;
+  kernels_->gru_gates(args);
+  if (!reset_after_) {
+    // ĥ's GEMM reads r ⊙ h over every unit: wait for the other threads' units first.
+    if (sync) sync(sync_context);
+    gate_gemm(recurrent_, u, 2, ws.rh.data(), u, batch, pre, pw, recurrent_bias_, q0, q1);
   }
-  for (Index r = 0; r < batch; ++r) apply_activation(fn, m.data() + r * m.cols() + gate * units_, 1, units_);
+  kernels_->gru_update(args);
 }
 
 void Cell::step(const float* xp, Index xp_stride, Index batch, const RowMatrix* in, RowMatrix* out,
                 const std::vector<RowMatrix>* masks, StepWorkspace& ws) const {
-  if (gru_)
-    step_gru(xp, xp_stride, batch, in[0], out[0], masks, ws);
-  else
-    step_lstm(xp, xp_stride, batch, in[0], in[1], out[0], out[1], masks, ws);
-}
-
-void Cell::step_gru(const float* xp_ptr, Index xp_stride, Index batch, const RowMatrix& h, RowMatrix& h_out,
-                    const std::vector<RowMatrix>* masks, StepWorkspace& ws) const {
-  const Index u = units_;
-  const ConstStrided xp(xp_ptr, batch, 3 * u, Eigen::OuterStride<>(xp_stride));
-  RowMatrix& pre = ws.pre;
-  pre.resize(batch, 3 * u);
-  // z and r: act((x@K + b_in) + (h@U + b_rec)); the reset_after=False bias sits in b_in.
-  recurrent_product(h, 0, reset_after_ ? 3 : 2, masks, pre, ws);
-  if (reset_after_ && use_bias_) pre.rowwise() += params_.recurrent_bias;
-  pre.leftCols(2 * u) = xp.leftCols(2 * u) + pre.leftCols(2 * u);
-  activate(recurrent_activation_, pre, 0, batch);
-  activate(recurrent_activation_, pre, 1, batch);
-  const auto z = pre.leftCols(u);
-  const auto r = pre.middleCols(u, u);
-
-  ws.cand.resize(batch, u);
-  if (reset_after_) {
-    // ĥ = act((x@K_h + b_in_h) + r ⊙ (h@U_h + b_rec_h))
-    ws.cand = xp.rightCols(u) + r.cwiseProduct(pre.rightCols(u));
-  } else {
-    // ĥ = act((x@K_h + b_h) + (r ⊙ h)@U_h)
-    ws.prod.resize(batch, u);
-    if (masks)
-      ws.prod = r.cwiseProduct(h.cwiseProduct((*masks)[2]));
-    else
-      ws.prod = r.cwiseProduct(h);
-    ws.tmp.resize(batch, u);
-    ws.tmp.noalias() = ws.prod * params_.recurrent.rightCols(u);
-    ws.cand = xp.rightCols(u) + ws.tmp;
+  prepare(ws, batch);
+  const float* in_ptrs[2] = {in[0].data(), gru_ ? nullptr : in[1].data()};
+  float* out_ptrs[2];
+  for (int s = 0; s < num_states(); ++s) {
+    out[s].resize(batch, units_);
+    out_ptrs[s] = out[s].data();
   }
-  activate(activation_, ws.cand, 0, batch);
-  // h' = z ⊙ h + (1 - z) ⊙ ĥ, in this association (Keras never rewrites it as ĥ + z(h - ĥ)).
-  h_out.resize(batch, u);
-  h_out.array() = z.array() * h.array() + (1.0f - z.array()) * ws.cand.array();
-}
-
-void Cell::step_lstm(const float* xp_ptr, Index xp_stride, Index batch, const RowMatrix& h, const RowMatrix& c,
-                     RowMatrix& h_out, RowMatrix& c_out, const std::vector<RowMatrix>* masks,
-                     StepWorkspace& ws) const {
-  const Index u = units_;
-  const ConstStrided xp(xp_ptr, batch, 4 * u, Eigen::OuterStride<>(xp_stride));
-  RowMatrix& pre = ws.pre;
-  pre.resize(batch, 4 * u);
-  recurrent_product(h, 0, 4, masks, pre, ws);
-  // implementation 2: (x@K + h@U) + b;  implementation 1: (x@K + b) + h@U (bias already in xp)
-  pre = xp + pre;
-  if (use_bias_ && !bias_in_projection_) pre.rowwise() += params_.input_bias;
-  activate(recurrent_activation_, pre, 0, batch);
-  activate(recurrent_activation_, pre, 1, batch);
-  activate(activation_, pre, 2, batch);
-  activate(recurrent_activation_, pre, 3, batch);
-  c_out.resize(batch, u);
-  c_out.array() = pre.middleCols(u, u).array() * c.array() + pre.leftCols(u).array() * pre.middleCols(2 * u, u).array();
-  ws.cand = c_out;
-  activate(activation_, ws.cand, 0, batch);
-  h_out.resize(batch, u);
-  h_out.array() = pre.rightCols(u).array() * ws.cand.array();
+  step_range(xp, xp_stride, batch, in_ptrs, out_ptrs, masks, ws, 0, panels_per_gate_, nullptr, nullptr);
 }
 
 }  // namespace recur

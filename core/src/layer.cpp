@@ -47,37 +47,94 @@ thread_local SequenceWorkspace tls_workspace;
 Layer::Layer(LayerConfig config)
     : config_(std::move(config)), specs_(weight_specs(validated(config_))), cell_(config_) {
   rng_.reseed(config_.seed ? *config_.seed : Rng::entropy());
+  // The initializers run on first use, and only if some weight was never set: a layer made from
+  // a file or from weights never pays for an initializer whose result would be replaced.
   for (const auto& s : specs_) weights_.emplace_back(s.shape);
-  initialize(config_.kernel_initializer, weights_[0], rng_);
-  initialize(config_.recurrent_initializer, weights_[1], rng_);
-  if (config_.use_bias) {
-    Tensor& bias = weights_[2];
-    const Index u = config_.units;
-    const bool lstm = config_.kind == LayerKind::lstm || config_.kind == LayerKind::lstm_cell;
-    if ((lstm || config_.kind == LayerKind::cudnn_lstm) && config_.unit_forget_bias) {
-      // Keras calls the initializer twice around a block of ones (a seeded initializer therefore
-      // repeats its prefix); CuDNNLSTM's ones are the recurrent forget block.
-      const Index before = lstm ? u : 5 * u;
-      Tensor head({before}), tail({2 * u});
-      initialize(config_.bias_initializer, head, rng_);
-      initialize(config_.bias_initializer, tail, rng_);
-      float* d = bias.data();
-      std::copy(head.data(), head.data() + before, d);
-      std::fill(d + before, d + before + u, 1.0f);
-      std::copy(tail.data(), tail.data() + 2 * u, d + before + u);
+  given_.assign(weights_.size(), false);
+  if (config_.stateful) stored_.emplace(config_.num_states(), config_.batch_size, config_.units);
+}
+
+void Layer::initialize_weight(std::size_t i, Tensor& w) {
+  const InitializerSpec* specs[3] = {&config_.kernel_initializer, &config_.recurrent_initializer,
+                                     &config_.bias_initializer};
+  if (i < 2) {
+    initialize(*specs[i], w, rng_);
+    return;
+  }
+  const Index u = config_.units;
+  const bool lstm = config_.kind == LayerKind::lstm || config_.kind == LayerKind::lstm_cell;
+  if ((lstm || config_.kind == LayerKind::cudnn_lstm) && config_.unit_forget_bias) {
+    // Keras calls the initializer twice around a block of ones (a seeded initializer therefore
+    // repeats its prefix); CuDNNLSTM's ones are the recurrent forget block.
+    const Index before = lstm ? u : 5 * u;
+    Tensor head({before}), tail({2 * u});
+    initialize(config_.bias_initializer, head, rng_);
+    initialize(config_.bias_initializer, tail, rng_);
+    float* d = w.data();
+    std::copy(head.data(), head.data() + before, d);
+    std::fill(d + before, d + before + u, 1.0f);
+    std::copy(tail.data(), tail.data() + 2 * u, d + before + u);
+  } else {
+    initialize(config_.bias_initializer, w, rng_);
+  }
+}
+
+void Layer::materialize() const {
+  if (initialized_.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  if (initialized_.load(std::memory_order_relaxed)) return;
+  // Every initializer runs in Keras's order, so a seeded layer draws the same numbers whichever
+  // weights were set; the results for set weights are dropped.
+  Layer& self = const_cast<Layer&>(*this);
+  for (std::size_t i = 0; i < weights_.size(); ++i) {
+    if (!given_[i]) {
+      self.initialize_weight(i, self.weights_[i]);
     } else {
-      initialize(config_.bias_initializer, bias, rng_);
+      Tensor scratch(specs_[i].shape);
+      self.initialize_weight(i, scratch);
     }
   }
-  if (config_.stateful) stored_.emplace(config_.num_states(), config_.batch_size, config_.units);
-  sync_cell();
+  self.pack_cell();
+  initialized_.store(true, std::memory_order_release);
+}
+
+void Layer::mark_given(std::size_t i) {
+  if (initialized_.load(std::memory_order_acquire)) return;
+  given_[i] = true;
+  if (std::all_of(given_.begin(), given_.end(), [](bool g) { return g; }))
+    initialized_.store(true, std::memory_order_release);
 }
 
 Layer::~Layer() = default;
 
 void Layer::sync_cell() {
-  cell_.set_params(cell_params(config_, weights_));
-  if (gpu_) gpu_->upload(cell_.params());
+  // Until every weight is set or initialised, materialize() packs the cell.
+  if (initialized_.load(std::memory_order_acquire)) pack_cell();
+}
+
+void Layer::pack_cell() {
+  if (config_.is_cudnn()) {
+    cell_.set_params(cell_params(config_, weights_));
+  } else {
+    // Keras's own layouts are the cell's: pack straight from the weights, with no copy between.
+    const bool bias = config_.use_bias;
+    const bool two_biases = bias && config_.is_gru() && config_.reset_after;
+    const float* b = bias ? weights_[2].data() : nullptr;
+    cell_.set_weights(weights_[0].data(), weights_[1].data(), b, two_biases ? b + config_.gates() * config_.units : nullptr);
+  }
+  if (gpu_) gpu_->upload(cell_params(config_, weights_));
+}
+
+CellParams Layer::params() const {
+  materialize();
+  return cell_params(config_, weights_);
+}
+
+void Layer::set_num_threads(int num_threads) {
+  if (num_threads < 0 || num_threads > kMaxThreads)
+    fail(Error::Code::invalid_argument, "num_threads: expected 0 (one per core) to ", kMaxThreads, ", got ",
+         num_threads);
+  num_threads_ = num_threads;
 }
 
 void Layer::require_sequence_layer(const char* what) const {
@@ -103,6 +160,7 @@ const WeightSpec& Layer::weight_spec(std::size_t i) const {
 
 const Tensor& Layer::weight(std::size_t i) const {
   weight_spec(i);
+  materialize();
   return weights_[i];
 }
 
@@ -140,6 +198,7 @@ void Layer::set_weight(std::size_t i, const float* data, std::size_t len, const 
          shape_string(spec.shape), ", got ", len);
   std::lock_guard<std::mutex> lock(mutex_);
   std::memcpy(w.data(), data, len * sizeof(float));
+  mark_given(i);
   sync_cell();
 }
 
@@ -153,9 +212,11 @@ void Layer::set_weights(const float* data, std::size_t len) {
   }
   std::lock_guard<std::mutex> lock(mutex_);
   std::size_t offset = 0;
-  for (auto& w : weights_) {
+  for (std::size_t i = 0; i < weights_.size(); ++i) {
+    Tensor& w = weights_[i];
     std::memcpy(w.data(), data + offset, static_cast<std::size_t>(w.size()) * sizeof(float));
     offset += static_cast<std::size_t>(w.size());
+    mark_given(i);
   }
   sync_cell();
 }
@@ -197,6 +258,7 @@ std::vector<RowMatrix> Layer::make_masks(int count, Index rows, Index cols, floa
 }
 
 void Layer::call(const LayerCall& a) {
+  materialize();
   require_sequence_layer("forward");
   const Index B = a.batch, T = a.timesteps, F = config_.input_size, u = config_.units;
   const int ns = config_.num_states();
@@ -326,6 +388,7 @@ void Layer::record_activity(const LayerCall& a, const RowMatrix* final_states) {
 
 void Layer::call_state(State& state, const float* input, std::size_t input_len, Index timesteps,
                        const std::uint8_t* mask, std::size_t mask_len, float* output, std::size_t output_len) const {
+  materialize();
   require_sequence_layer("forward_state");
   const Index B = state.batch(), T = timesteps, F = config_.input_size;
   if (state.num_states() != config_.num_states() || state.units() != config_.units)
@@ -371,6 +434,7 @@ SequenceJob Layer::sequence_job(Index B, Index T, const std::uint8_t* mask, floa
   job.zero_output_for_mask = config_.zero_output_for_mask;
   job.unrolled_mask_quirk = config_.unroll && config_.go_backwards;
   job.sequence_output = config_.return_sequences ? output : nullptr;
+  job.threads = num_threads_;
   job.last_output = config_.return_sequences ? nullptr : output;
   return job;
 }
@@ -442,11 +506,13 @@ std::vector<RowMatrix> Layer::cached_masks(std::vector<RowMatrix>& cache, bool& 
 }
 
 std::vector<RowMatrix> Layer::dropout_mask(Index batch, bool training) {
+  materialize();
   return cached_masks(dropout_cache_, dropout_cached_, batch, training, config_.dropout, mask_count(),
                       config_.input_size, "dropout");
 }
 
 std::vector<RowMatrix> Layer::recurrent_dropout_mask(Index batch, bool training) {
+  materialize();
   return cached_masks(recurrent_dropout_cache_, recurrent_dropout_cached_, batch, training, config_.recurrent_dropout,
                       config_.gates(), config_.units, "recurrent dropout");
 }
@@ -466,6 +532,7 @@ void Layer::reset_recurrent_dropout_mask() {
 void Layer::cell_call(const float* input, std::size_t input_len, Index batch, const float* states,
                       std::size_t states_len, int num_given, bool training, float* output, std::size_t output_len,
                       float* new_states, std::size_t new_states_len) {
+  materialize();
   require_cell("cell_call");
   const Index B = batch, F = config_.input_size, u = config_.units;
   const int ns = config_.num_states();
@@ -539,6 +606,7 @@ void Layer::cell_call(const float* input, std::size_t input_len, Index batch, co
 // ----- losses and constraints -----
 
 std::vector<Loss> Layer::losses() const {
+  materialize();
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<Loss> out = activity_losses_;
   // Keras 3 reports weight penalties for trainable weights only.
@@ -554,6 +622,7 @@ std::vector<Loss> Layer::losses() const {
 }
 
 void Layer::apply_constraints() {
+  materialize();
   std::lock_guard<std::mutex> lock(mutex_);
   const ConstraintSpec* specs[3] = {&config_.kernel_constraint, &config_.recurrent_constraint, &config_.bias_constraint};
   const char* fields[3] = {"kernel_constraint", "recurrent_constraint", "bias_constraint"};
@@ -569,12 +638,13 @@ void Layer::apply_constraints() {
 // ----- devices -----
 
 void Layer::set_device(const DeviceRequest& request) {
+  materialize();
   Placement p;
   p.requested = request.to_string();
   std::shared_ptr<gpu::GpuLayer> twin;
   auto place_on_gpu = [&](int ordinal) {
     twin = std::make_shared<gpu::GpuLayer>(config_, ordinal);
-    twin->upload(cell_.params());
+    twin->upload(params());
     p.backend = "cuda:" + std::to_string(ordinal);
     p.ordinal = ordinal;
     p.path = twin->path().cudnn ? "cudnn" : "kernel";
@@ -626,6 +696,7 @@ gpu::DeviceState* Layer::resident_state(State& state) const {
 
 void Layer::call_states(State* const* states, std::size_t count, const float* input, std::size_t input_len,
                         const std::uint8_t* mask, std::size_t mask_len, float* output, std::size_t output_len) const {
+  materialize();
   require_sequence_layer("forward_states");
   if (!states) fail(Error::Code::invalid_argument, "states: is NULL");
   if (count == 0) fail(Error::Code::invalid_argument, "num_states: expected at least 1 state, got 0");
@@ -728,6 +799,7 @@ void Layer::call_states(State* const* states, std::size_t count, const float* in
 void Layer::call_device(void* stream, const float* d_input, Index B, Index T, const std::uint8_t* mask,
                         std::size_t mask_len, const float* d_initial_state, int num_initial_states, float* d_output,
                         float* d_final_state) {
+  materialize();
   require_sequence_layer("forward_device");
   if (!gpu_)
     fail(Error::Code::state, "forward_device: ", kind_name(config_.kind),

@@ -156,6 +156,7 @@ struct Model::Impl {
 
   Placement placement;
   int device = -1;  // CUDA ordinal when the chain runs on a GPU
+  int num_threads = 1;
 };
 
 void Model::Impl::configure(Node& n, int in_size, bool last) {
@@ -688,6 +689,7 @@ std::unique_ptr<Layer> Model::recurrent_layer(const std::string& name) const {
       fail(Code::invalid_argument, "name: layer '", name, "' does not exist");
     }
     auto copy = std::make_unique<Layer>(src->config());
+    copy->set_num_threads(impl_->num_threads);
     for (std::size_t i = 0; i < src->num_weights(); ++i) {
       const Tensor& w = src->weight(i);
       copy->set_weight(i, w.data(), static_cast<std::size_t>(w.size()), nullptr, 0);
@@ -773,6 +775,16 @@ void Model::set_device(const DeviceRequest& request) {
 }
 
 Placement Model::placement() const { return impl_->placement; }
+
+void Model::set_num_threads(int num_threads) {
+  for (Node& n : impl_->nodes) {
+    if (n.forward) n.forward->set_num_threads(num_threads);
+    if (n.backward) n.backward->set_num_threads(num_threads);
+  }
+  impl_->num_threads = num_threads;
+}
+
+int Model::num_threads() const { return impl_->num_threads; }
 
 Placement Model::layer_placement(int index) const {
   const Impl& m = *impl_;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -633,8 +634,8 @@ TEST(KerasParitySummary, AllFixturesWithinTolerance) {
   }
   std::printf("parity: %zu cases, %zu outputs compared, %zu failed; worst max abs error %.3e (%s), worst rel %.3e\n",
               cases, outputs, failed, worst_abs, worst_case.c_str(), worst_rel);
-  std::printf("device: %s; routes: %zu cpu, %zu cudnn, %zu kernel\n", test_device() ? test_device() : "cpu",
-              paths["cpu"], paths["cudnn"], paths["kernel"]);
+  std::printf("device: %s; cpu kernels: %s; routes: %zu cpu, %zu cudnn, %zu kernel\n",
+              test_device() ? test_device() : "cpu", recur_cpu_kernels(), paths["cpu"], paths["cudnn"], paths["kernel"]);
 
   // The model-file path: one line per file kind (.keras, .h5).
   for (const bool h5 : {false, true}) {
@@ -681,8 +682,16 @@ TEST(KerasParitySummary, AllFixturesWithinTolerance) {
 
 // With RECUR_TEST_DEVICE naming a device that cannot run here (no GPU, driver or plugin), the whole
 // suite is skipped (exit 77, ctest's SKIP_RETURN_CODE) with the reason, instead of failing every case.
+// With RECUR_CPU_KERNELS naming a kernel set this CPU cannot run, it is skipped the same way.
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  if (const char* asked = std::getenv("RECUR_CPU_KERNELS")) {
+    if (std::strcmp(asked, recur_cpu_kernels()) != 0) {
+      std::printf("skipped: this CPU cannot run the %s kernels (it runs %s)\n", asked, recur_cpu_kernels());
+      return 77;
+    }
+    std::printf("parity with the %s CPU kernels\n", asked);
+  }
   if (const char* device = test_device()) {
     if (recur_device_check(device) != RECUR_OK) {
       std::printf("skipped: the parity suite on %s cannot run here: %s\n", device, recur_last_error());

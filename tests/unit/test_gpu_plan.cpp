@@ -197,7 +197,7 @@ void expect_packing_matches_layer(LayerKind kind, Dialect dialect, bool use_bias
     const Vec w = random_vec(static_cast<std::size_t>(layer.weight(i).size()), 11 + static_cast<unsigned>(i));
     layer.set_weight(i, w.data(), w.size(), nullptr, 0);
   }
-  const gpu::CudnnWeights packed = gpu::pack_cudnn_weights(c, layer.cell().params());
+  const gpu::CudnnWeights packed = gpu::pack_cudnn_weights(c, layer.params());
   const int G = c.gates();
   ASSERT_EQ(packed.params.size(), static_cast<std::size_t>(G * (u * F + u * u + 2 * u)));
   ASSERT_EQ(packed.regions.size(), static_cast<std::size_t>(4 * G));

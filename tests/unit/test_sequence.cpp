@@ -436,7 +436,7 @@ TEST(Sequence, ChunkedProjectionOfLongSequencesGivesTheSameResult) {
     std::vector<std::uint8_t> mask(static_cast<std::size_t>(B * T), 1);
     mask[5] = mask[30] = mask[31] = 0;
     State whole(2, B, 4), chunked(2, B, 4);
-    chunked.workspace().projection_budget = B * 16 * 3;  // 3 timesteps per chunk
+    chunked.workspace().projection_budget = B * layer.cell().padded_width() * 3;  // 3 timesteps per chunk
     Vec a(layer.output_size(B, T)), b(a.size());
     layer.call_state(whole, x.data(), x.size(), T, mask.data(), mask.size(), a.data(), a.size());
     layer.call_state(chunked, x.data(), x.size(), T, mask.data(), mask.size(), b.data(), b.size());

@@ -49,7 +49,7 @@ extern "C" {
 /* ------------------------------------------------------------------------------------------ */
 
 #define RECUR_VERSION_MAJOR 0
-#define RECUR_VERSION_MINOR 2
+#define RECUR_VERSION_MINOR 3
 #define RECUR_VERSION_PATCH 0
 #define RECUR_VERSION_NUMBER (RECUR_VERSION_MAJOR * 10000 + RECUR_VERSION_MINOR * 100 + RECUR_VERSION_PATCH)
 
@@ -480,6 +480,35 @@ RECUR_API recur_status recur_model_set_device(recur_model *model, const char *de
 /* layer_index -1: where the model runs; otherwise that layer (recur_model_layer order); layers
  * without weights report the model's backend. Errors: INVALID_ARGUMENT (index). */
 RECUR_API recur_status recur_model_get_device(const recur_model *model, int32_t layer_index, recur_device_info *info);
+
+/* ------------------------------------------------------------------------------------------ */
+/* CPU threads and kernels (since 0.3)                                                        */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Threads one call on this layer may use on the CPU: recur_layer_forward, recur_layer_forward_state,
+ * recur_layer_forward_states and recur_cell_call. 1 (the default) runs on the calling thread only
+ * and never starts a thread; 0 means one per core of the machine. More threads split the gate
+ * columns and the input projection of a call between them, so results are bitwise the same for
+ * every thread count. Small calls (little work per timestep) stay on the calling thread whatever
+ * the count, since waking a thread would cost more than it saves. Calls on a GPU ignore it.
+ * Errors: INVALID_ARGUMENT (num_threads negative or above 1024), STATE (destroyed handle).
+ * Not thread-safe with other calls on the layer. */
+RECUR_API recur_status recur_layer_set_num_threads(recur_layer *layer, int32_t num_threads);
+/* The count as set (0 stays 0). Errors: INVALID_ARGUMENT (num_threads NULL), STATE. */
+RECUR_API recur_status recur_layer_get_num_threads(const recur_layer *layer, int32_t *num_threads);
+/* Sets the count on every layer of the model (recur_model_run and the layers recur_model_get_layer
+ * returns afterwards). Errors and thread rules as recur_layer_set_num_threads. */
+RECUR_API recur_status recur_model_set_num_threads(recur_model *model, int32_t num_threads);
+RECUR_API recur_status recur_model_get_num_threads(const recur_model *model, int32_t *num_threads);
+
+/* The CPU kernel set this process uses, chosen once when the library loads from the CPU's
+ * features: "avx512" (x86-64 with AVX-512 F/BW/DQ/VL), "avx2" (x86-64 with AVX2 and FMA) or
+ * "baseline" (any other CPU; the compiler's default instruction set). The environment variable
+ * RECUR_CPU_KERNELS=baseline|avx2|avx512, read at load, asks for a set; a set the CPU cannot run
+ * (or an unknown name) falls back to the best the CPU can, and this function says which ran.
+ * Static string, never NULL; thread-safe. Every kernel set gives Keras's numbers within the
+ * parity suite's tolerances; they may differ from each other in the last bits. */
+RECUR_API const char *recur_cpu_kernels(void);
 
 #ifdef __cplusplus
 }

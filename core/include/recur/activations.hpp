@@ -1,6 +1,8 @@
 // The activation functions Keras accepts for recurrent layers, per dialect.
 #pragma once
 
+#include "recur/cpu_kernels.hpp"
+
 #include <Eigen/Core>
 #include <string>
 #include <string_view>
@@ -58,5 +60,9 @@ std::string activation_name(Activation a, Dialect dialect);
 
 // Applies the activation in place to a row-major (rows x cols) block of contiguous floats.
 void apply_activation(const ActivationFn& fn, float* data, Eigen::Index rows, Eigen::Index cols);
+
+// The activation as the CPU kernels apply it (vectorised kinds flagged, the rest through
+// apply_activation).
+cpu::ActSpec act_spec(const ActivationFn& fn);
 
 }  // namespace recur

@@ -19,10 +19,12 @@ struct SequenceWorkspace {
   RowMatrix out_t;                // output at the current step, (B, u)
   std::vector<std::vector<float>> dropped;   // inputs with dropout applied (training only)
   std::vector<std::vector<float>> gathered;  // a chunk of timesteps of long sequences
+  std::vector<const float*> gathered_ptrs;
   StepWorkspace step;
-  // Upper bound on projected inputs held at once (floats, 16 MiB by default): longer sequences
-  // are projected in chunks of timesteps, so memory stays bounded whatever T is.
-  Index projection_budget = Index(1) << 22;
+  // Upper bound on projected inputs held at once (floats, 4 MiB by default): longer sequences
+  // are projected in chunks of timesteps, so memory stays bounded whatever T is, and a chunk is
+  // still a GEMM of hundreds of rows.
+  Index projection_budget = Index(1) << 20;
 };
 
 // One run over a sequence. Layout: row (b, t) of the input, mask and output is t*B + b when
@@ -45,6 +47,7 @@ struct SequenceJob {
   RowMatrix* carried_output = nullptr;
   float* sequence_output = nullptr;     // (B,T,u) / (T,B,u), or null
   float* last_output = nullptr;         // (B,u), or null
+  int threads = 1;                      // CPU threads the run may use (0: one per core)
 };
 
 class Backend {

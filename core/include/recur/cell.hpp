@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "recur/config.hpp"
+#include "recur/cpu_kernels.hpp"
 #include "recur/tensor.hpp"
 
 namespace recur {
@@ -19,20 +20,26 @@ struct CellParams {
   RowVector recurrent_bias;  // (G*u), GRU reset_after only, else empty
 };
 
-// Scratch space for step(); reused across steps so a step does not allocate.
+// Scratch space for step(); reused across steps so a step does not allocate. Sized by prepare()
+// before threads share it: each thread then writes only its own columns.
 struct StepWorkspace {
-  RowMatrix pre;    // pre-activations, (B, G*u)
-  RowMatrix cand;   // candidate / squashed cell, (B, u)
-  RowMatrix tmp;    // dropped-out recurrent inputs and products, (B, u)
-  RowMatrix prod;   // (B, u)
+  RowMatrix pre;     // recurrent products, then activated gates, (B, padded width)
+  RowMatrix rh;      // GRU reset_after=False: r ⊙ h, (B, u)
+  RowMatrix masked;  // h ⊙ a recurrent dropout mask, (B, u)
 };
+
+// Runs between the two GEMMs of a GRU reset_after=False step when threads share the step (the
+// candidate's GEMM reads r ⊙ h over every unit); null when one thread runs it.
+using StepSync = void (*)(void* context);
 
 class Cell {
  public:
   explicit Cell(const LayerConfig& config);
 
-  void set_params(CellParams params) { params_ = std::move(params); }
-  const CellParams& params() const { return params_; }
+  // Packs the weights for the CPU kernels, in the form CellParams describes (kernel (F, G*u),
+  // recurrent (u, G*u), biases (G*u) or null). Nothing else of them is kept.
+  void set_weights(const float* kernel, const float* recurrent, const float* input_bias, const float* recurrent_bias);
+  void set_params(const CellParams& p);
 
   int units() const { return units_; }
   int input_size() const { return input_size_; }
@@ -40,25 +47,38 @@ class Cell {
   int width() const { return gates_ * units_; }
   int num_states() const { return gru_ ? 1 : 2; }
 
-  // out (rows, G*u) = x @ K (+ input bias). `xs` holds one input (all gates) or one per gate, each
-  // `rows` x F row-major (per-gate inputs carry per-gate dropout).
+  // Projected inputs and gate pre-activations are laid out gate by gate, each gate padded to a
+  // whole number of the kernels' panels.
+  Index padded_units() const { return panels_per_gate_ * kernels_->nr; }
+  Index padded_width() const { return gates_ * padded_units(); }
+  // Threads split a step by panels of units: [q0, q1) of every gate.
+  Index panels_per_gate() const { return panels_per_gate_; }
+  // Whether a step may be split by units: false when an activation normalises over all units.
+  bool splittable() const { return !activation_.rowwise && !recurrent_activation_.rowwise; }
+  const cpu::KernelSet& kernels() const { return *kernels_; }
+
+  // out (rows, padded width) = x @ K (+ input bias), for panels [q0, q1) of every gate. `xs` holds
+  // one input (all gates) or one per gate, each `rows` x F row-major (per-gate inputs carry
+  // per-gate dropout). `ldo`: floats between rows of out.
+  void project(const float* const* xs, int n_x, Index rows, float* out, Index ldo, Index q0, Index q1) const;
   void project(const float* const* xs, int n_x, Index rows, RowMatrix& out) const;
 
-  // The recurrent half of one timestep for `batch` rows. `xp` points at the projection of the first
-  // row, rows are `xp_stride` floats apart. states_in/out hold h (and c); out must not alias in.
-  // `recurrent_masks` is null or one (B, u) mask per gate (Keras implementation 1 dropout).
+  void prepare(StepWorkspace& ws, Index batch) const;
+  // The recurrent half of one timestep for `batch` rows, for panels [q0, q1) of every gate. `xp`
+  // points at the projection of the first row, rows `xp_stride` floats apart. in/out: h (and c),
+  // (batch, u) each; out must not alias in. `recurrent_masks` is null or one (B, u) mask per gate
+  // (Keras implementation 1 dropout; one thread only). `ws` must be prepared for `batch`.
+  void step_range(const float* xp, Index xp_stride, Index batch, const float* const* in, float* const* out,
+                  const std::vector<RowMatrix>* recurrent_masks, StepWorkspace& ws, Index q0, Index q1,
+                  StepSync sync, void* sync_context) const;
+  // The whole step on the calling thread.
   void step(const float* xp, Index xp_stride, Index batch, const RowMatrix* states_in, RowMatrix* states_out,
             const std::vector<RowMatrix>* recurrent_masks, StepWorkspace& ws) const;
 
  private:
-  void step_gru(const float* xp, Index xp_stride, Index batch, const RowMatrix& h, RowMatrix& h_out,
-                const std::vector<RowMatrix>* masks, StepWorkspace& ws) const;
-  void step_lstm(const float* xp, Index xp_stride, Index batch, const RowMatrix& h, const RowMatrix& c,
-                 RowMatrix& h_out, RowMatrix& c_out, const std::vector<RowMatrix>* masks, StepWorkspace& ws) const;
-  // out(:, gate block g) = (h ⊙ mask_g) @ U_g, or h @ U over `n_gates` blocks without masks.
-  void recurrent_product(const RowMatrix& h, int first_gate, int n_gates, const std::vector<RowMatrix>* masks,
-                         RowMatrix& out, StepWorkspace& ws) const;
-  void activate(const ActivationFn& fn, RowMatrix& m, int gate, Index batch) const;
+  // c[:, panels [q0, q1) of gate g] = a @ the packed matrix's gate g (+ bias)
+  void gate_gemm(const std::vector<float>& packed, Index k, int gate, const float* a, Index lda, Index rows, float* c,
+                 Index ldc, const std::vector<float>& bias, Index q0, Index q1) const;
 
   bool gru_;
   bool reset_after_;
@@ -67,9 +87,14 @@ class Cell {
   int units_;
   int input_size_;
   int gates_;
-  ActivationFn activation_;
-  ActivationFn recurrent_activation_;
-  CellParams params_;
+  cpu::ActSpec activation_;
+  cpu::ActSpec recurrent_activation_;
+  const cpu::KernelSet* kernels_;
+  Index panels_per_gate_;
+  std::vector<float> kernel_;     // packed, gate by gate
+  std::vector<float> recurrent_;  // packed, gate by gate
+  std::vector<float> input_bias_;      // padded gates; empty without
+  std::vector<float> recurrent_bias_;  // padded gates; GRU reset_after only
 };
 
 }  // namespace recur

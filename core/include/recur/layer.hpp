@@ -3,6 +3,7 @@
 // cell itself. Weights are kept in Keras's own order and shapes.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -52,11 +53,17 @@ struct Loss {
 
 class Layer {
  public:
+  static constexpr int kMaxThreads = 1024;
   explicit Layer(LayerConfig config);  // validates the config, creates and initialises the weights
   ~Layer();
 
   const LayerConfig& config() const { return config_; }
-  const Cell& cell() const { return cell_; }
+  const Cell& cell() const {
+    materialize();
+    return cell_;
+  }
+  // The weights in the form the equations use (CuDNN layouts converted).
+  CellParams params() const;
   int num_states() const { return config_.num_states(); }
 
   // --- weights (Keras get_weights / set_weights order) ---
@@ -99,6 +106,12 @@ class Layer {
   std::vector<Loss> losses() const;
   void apply_constraints();
 
+  // --- CPU threads ---
+  // Threads one CPU call may use (1: the calling thread only; 0: one per core). Results do not
+  // depend on it. Not safe to change while the layer runs.
+  void set_num_threads(int num_threads);
+  int num_threads() const { return num_threads_; }
+
   // --- devices ---
   // Moves the layer to a device (weights uploaded once; re-uploaded on every weight change).
   // Throws Error(unsupported) when a GPU was asked for and cannot run; the layer stays put.
@@ -124,6 +137,12 @@ class Layer {
   gpu::DeviceState* resident_state(State& state) const;
   void require_cell(const char* what) const;
   void sync_cell();
+  void pack_cell();
+  // Runs the initializers of the weights never set (all of them, in Keras's order, for the RNG)
+  // and packs the cell: on first use, once.
+  void materialize() const;
+  void initialize_weight(std::size_t i, Tensor& w);
+  void mark_given(std::size_t i);
   void check_states_arg(const float* states, std::size_t len, int num_given, Index batch, const char* what) const;
   std::vector<RowMatrix> make_masks(int count, Index rows, Index cols, float rate);
   // A cell's mask cache (Keras get_*dropout_mask_for_cell): made on first use, kept until reset.
@@ -142,6 +161,10 @@ class Layer {
   std::vector<WeightSpec> specs_;
   std::vector<Tensor> weights_;
   Cell cell_;
+  int num_threads_ = 1;
+  std::vector<bool> given_;  // weights set since creation, while not initialised
+  mutable std::atomic<bool> initialized_{false};
+  mutable std::mutex init_mutex_;
 
   mutable std::mutex mutex_;  // guards everything below
   Rng rng_;

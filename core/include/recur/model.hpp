@@ -51,6 +51,10 @@ class Model {
   int num_outputs() const;       // 2 for a final Bidirectional with merge_mode=None, else 1
   std::size_t output_length(Index batch, Index timesteps) const;  // all outputs together
 
+  // CPU threads for every layer (Layer::set_num_threads), including those recurrent_layer returns.
+  void set_num_threads(int num_threads);
+  int num_threads() const;
+
   // Moves every layer the chain runs to a device; the chain then runs there end to end.
   void set_device(const DeviceRequest& request);
   Placement placement() const;

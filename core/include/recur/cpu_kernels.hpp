@@ -1,0 +1,76 @@
+// The CPU kernel sets: the GEMM over packed weights and the fused gate updates, compiled once per
+// instruction set (baseline, AVX2+FMA, AVX-512) from one source each and chosen when the library
+// loads. This header is plain C++ (no Eigen), so that the per-instruction-set translation units
+// share no inline code with the rest of the library.
+#pragma once
+
+#include <cstddef>
+
+namespace recur {
+namespace cpu {
+
+using KIndex = std::ptrdiff_t;
+
+// An activation as the kernels apply it. Kinds the kernels vectorise themselves are flagged; any
+// other kind goes through the scalar definitions in activations.cpp (`scalar`).
+struct ActSpec {
+  enum Kind { linear, tanh, sigmoid, hard_sigmoid_keras2, hard_sigmoid_keras3_0, hard_sigmoid_keras3, relu, other };
+  Kind kind = linear;
+  bool rowwise = false;  // softmax-like: normalises over the units of one row (needs the whole row)
+  // The activation as activations.hpp names it (Activation and HardSigmoid values), and its
+  // scalar definition: applies it in place to `rows` rows of `cols` floats.
+  int activation = 0, hard_sigmoid = 0;
+  void (*scalar)(int activation, int hard_sigmoid, float* x, KIndex rows, KIndex cols) = nullptr;
+};
+
+// One gate update over a range of units [j0, j1) for every row of a batch. Tensors are row-major;
+// gate g of row b of the projected input is at xp + b * xp_stride + g * gate_stride, and likewise
+// for the recurrent products in `pre` (the kernels overwrite `pre` with activated gates).
+struct GateArgs {
+  KIndex batch = 0, units = 0, j0 = 0, j1 = 0;
+  const float* xp = nullptr;
+  KIndex xp_stride = 0;
+  float* pre = nullptr;
+  KIndex pre_stride = 0;
+  KIndex gate_stride = 0;  // padded units per gate, in xp and pre alike
+  const float* h = nullptr;  // (batch, units)
+  const float* c = nullptr;
+  float* h_out = nullptr;
+  float* c_out = nullptr;
+  const float* bias = nullptr;   // LSTM implementation 2: bias added after x@K + h@U (padded gates)
+  const float* hmask = nullptr;  // GRU reset_after=False: recurrent dropout mask of the candidate's h
+  float* rh = nullptr;           // GRU reset_after=False: r ⊙ h, (batch, units), the candidate's GEMM input
+  bool reset_after = false;
+  ActSpec act, ract;
+};
+
+struct KernelSet {
+  const char* name;
+  int nr;  // columns per packed panel
+  // Packs the k x n row-major matrix b (rows ldb apart) into ceil(n / nr) panels of k x nr floats
+  // each, zero-padded past column n.
+  void (*pack)(const float* b, KIndex ldb, KIndex k, KIndex n, float* dst);
+  // c[m, panels * nr] = a[m, k] @ (the packed panels) (+ bias[panels * nr], added after the
+  // product). Rows of a are lda apart, rows of c ldc apart.
+  void (*gemm)(KIndex m, KIndex k, const float* a, KIndex lda, const float* packed, KIndex panels, float* c,
+               KIndex ldc, const float* bias);
+  // GRU: z and r from x + h@U (in pre), and r ⊙ h for reset_after=False.
+  void (*gru_gates)(const GateArgs& g);
+  // GRU: the candidate and h' = z ⊙ h + (1 - z) ⊙ ĥ (pre's candidate slot holds h@U_h or (r⊙h)@U_h).
+  void (*gru_update)(const GateArgs& g);
+  // LSTM: all four gates, c' = f ⊙ c + i ⊙ g, h' = o ⊙ act(c').
+  void (*lstm_update)(const GateArgs& g);
+  // y[i] = x[i] ⊙ m[i] for n floats (recurrent dropout of h).
+  void (*multiply)(const float* x, const float* m, float* y, KIndex n);
+};
+
+// The set this process uses (see recur_cpu_kernels in recur.h for the choice and its override).
+const KernelSet& cpu_kernels();
+// Every set this build has that the CPU can run, best first (for the tests).
+const KernelSet* const* runnable_kernel_sets(int* count);
+// Makes `name` the set cpu_kernels() returns from now on; false when this CPU cannot run it.
+// Only for tests: layers made before keep the layout of the set they were made with.
+bool select_kernels(const char* name);
+
+}  // namespace cpu
+}  // namespace recur

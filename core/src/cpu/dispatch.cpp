@@ -1,0 +1,97 @@
+// Chooses the CPU kernel set once, from the CPU's features, as oneDNN and ONNX Runtime do: one
+// binary runs everywhere and uses the widest vectors the machine has. RECUR_CPU_KERNELS asks for
+// a set (to test each one on a machine that can run several).
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "cpu/kernel_sets.hpp"
+
+namespace recur {
+namespace cpu {
+namespace {
+
+KernelSet make_set(const char* name, void (*fill_gemm)(KernelSet&), void (*fill_gates)(KernelSet&)) {
+  KernelSet s{};
+  s.name = name;
+  fill_gemm(s);
+  fill_gates(s);
+  return s;
+}
+
+struct Sets {
+  KernelSet all[3];
+  const KernelSet* runnable[3];
+  int count = 0;
+
+  Sets() {
+    int n = 0;
+#if defined(RECUR_HAVE_X86_KERNELS)
+    __builtin_cpu_init();
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+    all[n] = make_set("avx512", avx512::fill_gemm, avx512::fill_gates);
+    if (avx512) runnable[count++] = &all[n];
+    ++n;
+    all[n] = make_set("avx2", avx2::fill_gemm, avx2::fill_gates);
+    if (avx2) runnable[count++] = &all[n];
+    ++n;
+#endif
+    all[n] = make_set("baseline", baseline::fill_gemm, baseline::fill_gates);
+    runnable[count++] = &all[n];
+  }
+};
+
+const Sets& sets() {
+  static const Sets s;
+  return s;
+}
+
+const KernelSet* find(const char* name) {
+  const Sets& s = sets();
+  for (int i = 0; i < s.count; ++i)
+    if (std::strcmp(s.runnable[i]->name, name) == 0) return s.runnable[i];
+  return nullptr;
+}
+
+const KernelSet* initial() {
+  const Sets& s = sets();
+  const char* asked = std::getenv("RECUR_CPU_KERNELS");
+  if (asked && *asked) {
+    if (const KernelSet* k = find(asked)) return k;
+    // A set this CPU cannot run: the best one below it that it can.
+    const char* order[] = {"avx512", "avx2", "baseline"};
+    bool below = false;
+    for (const char* name : order) {
+      if (std::strcmp(name, asked) == 0) below = true;
+      if (below)
+        if (const KernelSet* k = find(name)) return k;
+    }
+  }
+  return s.runnable[0];
+}
+
+std::atomic<const KernelSet*>& current() {
+  static std::atomic<const KernelSet*> c{initial()};
+  return c;
+}
+
+}  // namespace
+
+const KernelSet& cpu_kernels() { return *current().load(std::memory_order_acquire); }
+
+const KernelSet* const* runnable_kernel_sets(int* count) {
+  *count = sets().count;
+  return sets().runnable;
+}
+
+bool select_kernels(const char* name) {
+  const KernelSet* k = find(name);
+  if (!k) return false;
+  current().store(k, std::memory_order_release);
+  return true;
+}
+
+}  // namespace cpu
+}  // namespace recur

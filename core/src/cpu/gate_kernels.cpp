@@ -1,0 +1,161 @@
+// The fused gate updates of one timestep, compiled once per instruction set (RECUR_ISA). This is
+// where the elementwise half of the GRU and LSTM equations lives, in Keras's association order
+// (the TU is built with -ffp-contract=off, so no multiply-add is fused behind Keras's back).
+// tanh and sigmoid are Eigen's vectorised functions, the same approximations TensorFlow's CPU
+// kernels use. Eigen is renamed per instruction set so that its inline code compiled here with
+// wider vectors is never merged with the baseline copy the rest of the library uses.
+#include "cpu/kernel_sets.hpp"
+
+#define RECUR_EIGEN_NS_CAT(a, b) a##b
+#define RECUR_EIGEN_NS(isa) RECUR_EIGEN_NS_CAT(recur_eigen_, isa)
+#define Eigen RECUR_EIGEN_NS(RECUR_ISA)
+#include <Eigen/Core>
+
+namespace recur {
+namespace cpu {
+namespace RECUR_ISA {
+namespace {
+
+using Array = Eigen::Map<Eigen::ArrayXf>;
+
+inline float clamp01(float y) { return y < 0.0f ? 0.0f : (y > 1.0f ? 1.0f : y); }
+
+// Applies `a` to n contiguous floats.
+void activate(const ActSpec& a, float* x, KIndex n) {
+  switch (a.kind) {
+    case ActSpec::linear: return;
+    case ActSpec::tanh: {
+      Array v(x, n);
+      v = v.tanh();
+      return;
+    }
+    case ActSpec::sigmoid: {
+      Array v(x, n);
+      v = v.logistic();
+      return;
+    }
+    case ActSpec::hard_sigmoid_keras2:
+      for (KIndex i = 0; i < n; ++i) {
+        float y = x[i] * 0.2f;
+        y = y + 0.5f;
+        x[i] = clamp01(y);
+      }
+      return;
+    case ActSpec::hard_sigmoid_keras3_0:
+      for (KIndex i = 0; i < n; ++i) {
+        float y = x[i] / 6.0f;
+        y = y + 0.5f;
+        x[i] = clamp01(y);
+      }
+      return;
+    case ActSpec::hard_sigmoid_keras3:
+      for (KIndex i = 0; i < n; ++i) {
+        const float y = x[i] + 3.0f;
+        x[i] = (y < 0.0f ? 0.0f : (y > 6.0f ? 6.0f : y)) / 6.0f;
+      }
+      return;
+    case ActSpec::relu:
+      for (KIndex i = 0; i < n; ++i) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+      return;
+    case ActSpec::other: a.scalar(a.activation, a.hard_sigmoid, x, 1, n); return;
+  }
+}
+
+void gru_gates(const GateArgs& g) {
+  const KIndex n = g.j1 - g.j0, gs = g.gate_stride;
+  for (KIndex b = 0; b < g.batch; ++b) {
+    const float* x = g.xp + b * g.xp_stride + g.j0;
+    float* p = g.pre + b * g.pre_stride + g.j0;
+    // z and r: act((x@K + b_in) + (h@U + b_rec))
+    for (int gate = 0; gate < 2; ++gate)
+      for (KIndex j = 0; j < n; ++j) p[gate * gs + j] = x[gate * gs + j] + p[gate * gs + j];
+    activate(g.ract, p, n);
+    activate(g.ract, p + gs, n);
+    if (g.rh) {
+      const float* r = p + gs;
+      const float* h = g.h + b * g.units + g.j0;
+      float* rh = g.rh + b * g.units + g.j0;
+      if (g.hmask) {
+        const float* m = g.hmask + b * g.units + g.j0;
+        for (KIndex j = 0; j < n; ++j) rh[j] = r[j] * (h[j] * m[j]);
+      } else {
+        for (KIndex j = 0; j < n; ++j) rh[j] = r[j] * h[j];
+      }
+    }
+  }
+}
+
+void gru_update(const GateArgs& g) {
+  const KIndex n = g.j1 - g.j0, gs = g.gate_stride;
+  for (KIndex b = 0; b < g.batch; ++b) {
+    const float* x = g.xp + b * g.xp_stride + g.j0 + 2 * gs;
+    float* p = g.pre + b * g.pre_stride + g.j0;
+    const float* z = p;
+    const float* r = p + gs;
+    float* hh = p + 2 * gs;
+    if (g.reset_after) {
+      // ĥ = act((x@K_h + b_in_h) + r ⊙ (h@U_h + b_rec_h))
+      for (KIndex j = 0; j < n; ++j) hh[j] = x[j] + r[j] * hh[j];
+    } else {
+      // ĥ = act((x@K_h + b_h) + (r ⊙ h)@U_h)
+      for (KIndex j = 0; j < n; ++j) hh[j] = x[j] + hh[j];
+    }
+    activate(g.act, hh, n);
+    const float* h = g.h + b * g.units + g.j0;
+    float* out = g.h_out + b * g.units + g.j0;
+    // h' = z ⊙ h + (1 - z) ⊙ ĥ, in this association (Keras never rewrites it as ĥ + z(h - ĥ)).
+    for (KIndex j = 0; j < n; ++j) out[j] = z[j] * h[j] + (1.0f - z[j]) * hh[j];
+  }
+}
+
+void lstm_update(const GateArgs& g) {
+  const KIndex n = g.j1 - g.j0, gs = g.gate_stride;
+  for (KIndex b = 0; b < g.batch; ++b) {
+    const float* x = g.xp + b * g.xp_stride + g.j0;
+    float* p = g.pre + b * g.pre_stride + g.j0;
+    // implementation 2: (x@K + h@U) + b; implementation 1: (x@K + b) + h@U (the bias is in x)
+    for (int gate = 0; gate < 4; ++gate) {
+      float* pg = p + gate * gs;
+      const float* xg = x + gate * gs;
+      for (KIndex j = 0; j < n; ++j) pg[j] = xg[j] + pg[j];
+      if (g.bias) {
+        const float* bg = g.bias + gate * gs + g.j0;
+        for (KIndex j = 0; j < n; ++j) pg[j] = pg[j] + bg[j];
+      }
+    }
+    activate(g.ract, p, n);
+    activate(g.ract, p + gs, n);
+    activate(g.act, p + 2 * gs, n);
+    activate(g.ract, p + 3 * gs, n);
+    const float* i = p;
+    const float* f = p + gs;
+    const float* cand = p + 2 * gs;
+    const float* o = p + 3 * gs;
+    const float* c = g.c + b * g.units + g.j0;
+    float* c_out = g.c_out + b * g.units + g.j0;
+    for (KIndex j = 0; j < n; ++j) c_out[j] = f[j] * c[j] + i[j] * cand[j];
+    // act(c') goes where i was: i is no longer needed.
+    float* squashed = p;
+    for (KIndex j = 0; j < n; ++j) squashed[j] = c_out[j];
+    activate(g.act, squashed, n);
+    float* h_out = g.h_out + b * g.units + g.j0;
+    for (KIndex j = 0; j < n; ++j) h_out[j] = o[j] * squashed[j];
+  }
+}
+
+void multiply(const float* x, const float* m, float* y, KIndex n) {
+  for (KIndex i = 0; i < n; ++i) y[i] = x[i] * m[i];
+}
+
+}  // namespace
+
+void fill_gates(KernelSet& set) {
+  set.gru_gates = gru_gates;
+  set.gru_update = gru_update;
+  set.lstm_update = lstm_update;
+  set.multiply = multiply;
+}
+
+}  // namespace RECUR_ISA
+}  // namespace cpu
+}  // namespace recur

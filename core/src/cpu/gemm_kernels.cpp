@@ -1,0 +1,165 @@
+// The GEMM kernels over packed weights, compiled once per instruction set (RECUR_ISA names it; the
+// build passes that set's -m flags). Written with GCC vector extensions, so one source gives SSE2 /
+// NEON (4 lanes), AVX2+FMA (8) and AVX-512 (16) code. Weights are packed once into panels of
+// nr = 2 vectors of columns; a tile of up to 6 rows x 1 panel (or 1-2 rows x several panels, so
+// that single-row steps still have enough independent accumulators) lives in registers over a
+// block of k. This TU is built with -ffp-contract=fast: a GEMM sums in its own order anyway.
+#include <cstring>
+
+#include "cpu/kernel_sets.hpp"
+
+namespace recur {
+namespace cpu {
+namespace RECUR_ISA {
+namespace {
+
+#if defined(__AVX512F__)
+constexpr int W = 16;
+constexpr KIndex KC = 128;  // k per block: a 128 x 32 panel block (16 KiB) stays in L1
+#elif defined(__AVX__)
+constexpr int W = 8;
+constexpr KIndex KC = 256;
+#else
+constexpr int W = 4;
+constexpr KIndex KC = 256;
+#endif
+constexpr int NR = 2 * W;
+constexpr int MR = 6;
+constexpr KIndex MC = 120;  // rows per block of a: 120 x KC floats stay in L2
+
+typedef float V __attribute__((vector_size(W * sizeof(float))));
+
+inline V load(const float* p) {
+  V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store(float* p, V v) { std::memcpy(p, &v, sizeof v); }
+inline V splat(float x) { return V{} + x; }
+
+void pack(const float* b, KIndex ldb, KIndex k, KIndex n, float* dst) {
+  const KIndex panels = (n + NR - 1) / NR;
+  for (KIndex p = 0; p < panels; ++p)
+    for (KIndex kk = 0; kk < k; ++kk) {
+      float* d = dst + (p * k + kk) * NR;
+      for (KIndex j = 0; j < NR; ++j) {
+        const KIndex col = p * NR + j;
+        d[j] = col < n ? b[kk * ldb + col] : 0.0f;
+      }
+    }
+}
+
+// c[R rows, NP panels] (+)= a[R, kb] @ panels; `first` starts from zero, `bias` is added at the end.
+template <int R, int NP>
+inline void tile(KIndex kb, const float* a, KIndex lda, const float* bp, KIndex pstride, float* c, KIndex ldc,
+                 bool first, const float* bias) {
+  V c0[R][NP], c1[R][NP];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int q = 0; q < NP; ++q) c0[r][q] = c1[r][q] = V{};
+  for (KIndex kk = 0; kk < kb; ++kk) {
+    V b0[NP], b1[NP];
+#pragma GCC unroll 4
+    for (int q = 0; q < NP; ++q) {
+      b0[q] = load(bp + q * pstride + kk * NR);
+      b1[q] = load(bp + q * pstride + kk * NR + W);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const V ar = splat(a[r * lda + kk]);
+#pragma GCC unroll 4
+      for (int q = 0; q < NP; ++q) {
+        c0[r][q] += ar * b0[q];
+        c1[r][q] += ar * b1[q];
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int q = 0; q < NP; ++q) {
+      float* cp = c + r * ldc + q * NR;
+      V v0 = c0[r][q], v1 = c1[r][q];
+      if (!first) {
+        v0 = load(cp) + v0;
+        v1 = load(cp + W) + v1;
+      }
+      if (bias) {
+        v0 = v0 + load(bias + q * NR);
+        v1 = v1 + load(bias + q * NR + W);
+      }
+      store(cp, v0);
+      store(cp + W, v1);
+    }
+}
+
+template <int R>
+void rows_tile(KIndex kb, const float* a, KIndex lda, const float* bp, KIndex pstride, float* c, KIndex ldc,
+               bool first, const float* bias) {
+  tile<R, 1>(kb, a, lda, bp, pstride, c, ldc, first, bias);
+}
+
+void row_block(KIndex rows, KIndex kb, const float* a, KIndex lda, const float* bp, KIndex pstride, float* c,
+               KIndex ldc, bool first, const float* bias) {
+  switch (rows) {
+    case 1: rows_tile<1>(kb, a, lda, bp, pstride, c, ldc, first, bias); break;
+    case 2: rows_tile<2>(kb, a, lda, bp, pstride, c, ldc, first, bias); break;
+    case 3: rows_tile<3>(kb, a, lda, bp, pstride, c, ldc, first, bias); break;
+    case 4: rows_tile<4>(kb, a, lda, bp, pstride, c, ldc, first, bias); break;
+    case 5: rows_tile<5>(kb, a, lda, bp, pstride, c, ldc, first, bias); break;
+    default: rows_tile<6>(kb, a, lda, bp, pstride, c, ldc, first, bias); break;
+  }
+}
+
+// One or two rows: the weights stream through once, so several panels share each broadcast and
+// k is not blocked.
+template <int R, int NP>
+void thin(KIndex k, const float* a, KIndex lda, const float* packed, KIndex panels, float* c, KIndex ldc,
+          const float* bias) {
+  const KIndex pstride = k * NR;
+  KIndex p = 0;
+  for (; p + NP <= panels; p += NP)
+    tile<R, NP>(k, a, lda, packed + p * pstride, pstride, c + p * NR, ldc, true, bias ? bias + p * NR : nullptr);
+  for (; p < panels; ++p)
+    tile<R, 1>(k, a, lda, packed + p * pstride, pstride, c + p * NR, ldc, true, bias ? bias + p * NR : nullptr);
+}
+
+void gemm(KIndex m, KIndex k, const float* a, KIndex lda, const float* packed, KIndex panels, float* c, KIndex ldc,
+          const float* bias) {
+  if (m <= 0 || panels <= 0) return;
+  if (k == 0) {
+    for (KIndex r = 0; r < m; ++r)
+      for (KIndex j = 0; j < panels * NR; ++j) c[r * ldc + j] = bias ? bias[j] : 0.0f;
+    return;
+  }
+  if (m == 1) return thin<1, 4>(k, a, lda, packed, panels, c, ldc, bias);
+  if (m == 2) return thin<2, 2>(k, a, lda, packed, panels, c, ldc, bias);
+  const KIndex pstride = k * NR;
+  for (KIndex k0 = 0; k0 < k; k0 += KC) {
+    const KIndex kb = k - k0 < KC ? k - k0 : KC;
+    const bool first = k0 == 0, last = k0 + kb >= k;
+    for (KIndex m0 = 0; m0 < m; m0 += MC) {
+      const KIndex mb = m - m0 < MC ? m - m0 : MC;
+      for (KIndex p = 0; p < panels; ++p) {
+        const float* bp = packed + p * pstride + k0 * NR;
+        const float* pb = last && bias ? bias + p * NR : nullptr;
+        for (KIndex r = 0; r < mb; r += MR)
+          row_block(mb - r < MR ? mb - r : MR, kb, a + (m0 + r) * lda + k0, lda, bp, pstride,
+                    c + (m0 + r) * ldc + p * NR, ldc, first, pb);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void fill_gemm(KernelSet& set) {
+  set.nr = NR;
+  set.pack = pack;
+  set.gemm = gemm;
+}
+
+}  // namespace RECUR_ISA
+}  // namespace cpu
+}  // namespace recur

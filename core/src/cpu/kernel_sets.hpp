@@ -1,0 +1,23 @@
+// The kernel sets this library is built with: each fills its part of a KernelSet from the
+// translation units compiled for its instruction set (gemm_kernels.cpp, gate_kernels.cpp).
+#pragma once
+
+#include "recur/cpu_kernels.hpp"
+
+namespace recur {
+namespace cpu {
+
+#define RECUR_DECLARE_KERNEL_SET(isa)  \
+  namespace isa {                      \
+  void fill_gemm(KernelSet& set);      \
+  void fill_gates(KernelSet& set);     \
+  }
+RECUR_DECLARE_KERNEL_SET(baseline)
+#if defined(RECUR_HAVE_X86_KERNELS)
+RECUR_DECLARE_KERNEL_SET(avx2)
+RECUR_DECLARE_KERNEL_SET(avx512)
+#endif
+#undef RECUR_DECLARE_KERNEL_SET
+
+}  // namespace cpu
+}  // namespace recur
