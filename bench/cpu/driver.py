@@ -1,0 +1,407 @@
+"""Drives the contender processes, checks their outputs against the float64 Keras reference,
+times them interleaved, and writes results.json, results.md and bench.png (README.md)."""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import reference
+import report
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# name, B, T, F, H, streaming. A streaming call is one timestep that continues the state of the
+# previous call; the others are whole sequences from zero states.
+SHAPES = [
+    ("stream256", 1, 1, 256, 256, True),
+    ("stream64", 1, 1, 64, 64, True),
+    ("seq", 1, 100, 64, 256, False),
+    ("batch", 32, 100, 64, 256, False),
+    ("large", 64, 50, 512, 1024, False),
+]
+CONTENDERS = ["recur", "onednn", "torch", "ort"]
+PROCESS_OF = {"recur": "native", "onednn": "native", "torch": "torch", "ort": "ort"}
+THREADS = [1, 2]
+STREAM_CHECK_STEPS = 8  # consecutive streaming calls checked, so that carrying the state is checked
+TOLERANCE = 1e-4
+MEMORY_CASES = [("large", "gru_ra"), ("large", "lstm")]
+
+
+class WorkerError(RuntimeError):
+    pass
+
+
+class Worker:
+    """One long-lived contender process, one command line in and one reply line out."""
+
+    def __init__(self, argv, env, log):
+        self.argv = argv
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                     env=env, text=True, bufsize=1, cwd=HERE)
+        ready = self.proc.stdout.readline().split(None, 1)
+        if not ready or ready[0] != "ready":
+            raise WorkerError(f"{argv[-1]} did not start (exit {self.proc.poll()}); see workers.log")
+        self.info = ready[1].strip() if len(ready) > 1 else ""
+
+    def cmd(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        reply = self.proc.stdout.readline()
+        if not reply:
+            raise WorkerError(f"{os.path.basename(self.argv[-1])} died on '{line}' "
+                              f"(exit {self.proc.wait()}); see workers.log")
+        status, _, rest = reply.strip().partition(" ")
+        if status != "ok":
+            raise WorkerError(rest)
+        return rest
+
+    def close(self):
+        try:
+            self.cmd("quit")
+        except (WorkerError, BrokenPipeError):
+            pass
+        self.proc.wait(timeout=30)
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+def uptime():
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return f"load average: {loadavg()}"
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def write_case(dirname, cell, B, T, F, H, stream, seed):
+    """Writes the weights and inputs of one case and returns the float64 reference outputs of
+    the check input."""
+    rng = np.random.default_rng(seed)
+    kernel, recurrent, bias = reference.make_weights(cell, F, H, rng)
+    if stream:
+        xc = rng.uniform(-1, 1, (B, STREAM_CHECK_STEPS, F)).astype(np.float32)
+        x = np.ascontiguousarray(xc[:, :1])
+    else:
+        x = rng.uniform(-1, 1, (B, T, F)).astype(np.float32)
+        xc = x
+    os.makedirs(dirname, exist_ok=True)
+    for name, a in (("kernel", kernel), ("recurrent_kernel", recurrent), ("bias", bias), ("x", x), ("xc", xc)):
+        a.tofile(os.path.join(dirname, name + ".f32"))
+    return reference.keras_forward(cell, kernel, recurrent, bias, xc)
+
+
+def spec_args(cell, B, T, F, H, stream, dirname):
+    tc = STREAM_CHECK_STEPS if stream else T
+    return f"{cell} {B} {T} {F} {H} {int(stream)} {tc} {dirname}"
+
+
+def calibrate(worker, name, threads, target):
+    """Calls per measurement so that one takes at least `target` seconds. The first call at a
+    thread count also warms that count up (thread pools, routes, caches)."""
+    worker.cmd(f"time {name} {threads} 1")
+    n = 1
+    while True:
+        dt = float(worker.cmd(f"time {name} {threads} {n}"))
+        if dt >= min(0.05, target / 2) or n >= 1 << 24:
+            break
+        n *= 2 if dt <= 0 else min(64, max(2, math.ceil(0.06 / dt)))
+    return max(1, math.ceil(target * n / dt)) if dt > 0 else n
+
+
+def run_sgemm_binary(binary, seconds):
+    out = subprocess.run([binary, str(seconds)] + [str(t) for t in THREADS], capture_output=True, text=True,
+                         env=worker_env(), check=True).stdout
+    table = {}
+    for line in out.splitlines():
+        lib, thr, gf = line.split()
+        table.setdefault(lib, {})[int(thr)] = float(gf)
+    return table
+
+
+def measure_sgemm(bindir, seconds):
+    print("SGEMM 1024^3:", flush=True)
+    table = run_sgemm_binary(os.path.join(bindir, "sgemm_peak"), seconds)
+    for lib, v in table.items():
+        print(f"  {lib:9s} " + "  ".join(f"{t} thread(s): {g:6.1f} GFLOP/s" for t, g in sorted(v.items())), flush=True)
+    return table
+
+
+def sgemm_peak(readings):
+    """The best rate of any library at any reading, per thread count."""
+    return {t: max(v.get(t, 0.0) for table in readings.values() for v in table.values()) for t in THREADS}
+
+
+def worker_env():
+    env = dict(os.environ)
+    # OpenMP's default spin-wait lets an idle pool thread take a core from the other contender's
+    # threads on this two-core machine; passive waiting is the fair setting for all of them.
+    env["OMP_WAIT_POLICY"] = "PASSIVE"
+    # The most threads any measurement uses: pools are sized for it, and each measurement sets its
+    # own count (omp_set_num_threads, torch::set_num_threads, ORT intra_op_num_threads).
+    env["OMP_NUM_THREADS"] = str(max(THREADS))
+    env.setdefault("BENCH_ORT_SPIN", "1")
+    return env
+
+
+def memory_probe(argv, env):
+    out = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=HERE)
+    if out.returncode != 0:
+        raise WorkerError(f"{' '.join(argv[:3])}: exit {out.returncode}: {out.stderr.strip()[-500:]}")
+    phases = {}
+    for line in out.stdout.splitlines():
+        w = line.split()
+        if len(w) == 2 and w[0] in ("start", "create", "weights", "call1", "call2"):
+            phases[w[0]] = int(w[1])
+    return phases
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="3 rounds of 0.1 s: checks the pipeline, not the speed")
+    ap.add_argument("--bin", required=True, help="directory of native_worker, torch_worker, sgemm_peak")
+    ap.add_argument("--out", required=True, help="results directory")
+    ap.add_argument("--rounds", type=int)
+    ap.add_argument("--seconds", type=float, help="minimum seconds per measurement")
+    ap.add_argument("--shapes", help="comma-separated subset of " + ",".join(s[0] for s in SHAPES))
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--ort-no-spin", action="store_true",
+                    help="ORT intra-op pool without spin-waiting (the counterpart of OMP_WAIT_POLICY=PASSIVE)")
+    args = ap.parse_args()
+    rounds = args.rounds or (3 if args.quick else 7)
+    target = args.seconds or (0.1 if args.quick else 0.4)
+    shapes = SHAPES
+    if args.shapes:
+        wanted = args.shapes.split(",")
+        shapes = [s for s in SHAPES if s[0] in wanted]
+    os.makedirs(args.out, exist_ok=True)
+    started = time.time()
+    if args.ort_no_spin:
+        os.environ["BENCH_ORT_SPIN"] = "0"
+    env = worker_env()
+    ort_spin = "on (its default)" if env["BENCH_ORT_SPIN"] == "1" else "off"
+    print(f"OMP_WAIT_POLICY=PASSIVE and OMP_NUM_THREADS={env['OMP_NUM_THREADS']} for every contender process; "
+          f"ORT intra-op spinning {ort_spin}", flush=True)
+    print(f"{rounds} rounds, >= {target} s per measurement", flush=True)
+
+    meta = {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "quick": args.quick,
+        "rounds": rounds,
+        "seconds_per_measurement": target,
+        "env": {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": env["OMP_NUM_THREADS"],
+                "ort_intra_op_allow_spinning": env["BENCH_ORT_SPIN"]},
+        "uptime_start": uptime(),
+        "tolerance": TOLERANCE,
+    }
+
+    log = open(os.path.join(args.out, "workers.log"), "w")
+    sgemm_seconds = 0.6 if args.quick else 1.5
+    sgemm = {"start": measure_sgemm(args.bin, sgemm_seconds)}
+    peak = sgemm_peak(sgemm)
+
+    workers, missing = {}, {}
+    argv = {"native": [os.path.join(args.bin, "native_worker")],
+            "torch": [os.path.join(args.bin, "torch_worker")],
+            "ort": [sys.executable, os.path.join(HERE, "ort_worker.py")]}
+    for proc, a in argv.items():
+        if proc != "ort" and not os.path.exists(a[0]):
+            missing[proc] = f"{os.path.basename(a[0])} was not built"
+            continue
+        try:
+            workers[proc] = Worker(a, env, log)
+        except WorkerError as e:
+            missing[proc] = str(e)
+    meta["versions"] = {p: w.info for p, w in workers.items()}
+    if "native" not in workers:
+        sys.exit(f"error: the recur process did not start: {missing.get('native')}")
+    print("versions: " + "; ".join(meta["versions"].values()), flush=True)
+    if "ort" in workers:
+        meta["ort_identity_call_s"] = float(workers["ort"].cmd("identity"))
+        print(f"ORT fixed cost per call (Identity model, IOBinding): {meta['ort_identity_call_s'] * 1e6:.2f} us",
+              flush=True)
+
+    tmp = tempfile.mkdtemp(prefix="recur-cpu-bench-")
+    rows, failures, memory = [], [], []
+    rng = random.Random()  # the orders: fresh each round and each run
+    n_meas = len(shapes) * len(reference.CELLS) * len(THREADS)
+    i_meas = 0
+    try:
+        for si, (shape, B, T, F, H, stream) in enumerate(shapes):
+            for ci, cell in enumerate(reference.CELLS):
+                case_dir = os.path.join(tmp, f"{shape}_{cell}")
+                ref = write_case(case_dir, cell, B, T, F, H, stream, args.seed + 10 * si + ci)
+                live, na, errs, notes = [], {}, {}, {}
+                for c in CONTENDERS:
+                    proc = PROCESS_OF[c]
+                    if c == "torch" and cell == "gru_rb":
+                        na[c] = "PyTorch has no GRU with reset_after=False"
+                        continue
+                    if proc not in workers:
+                        na[c] = missing[proc]
+                        continue
+                    w = workers[proc]
+                    try:
+                        notes[c] = w.cmd(f"setup {c} {spec_args(cell, B, T, F, H, stream, case_dir)}")
+                        out_path = os.path.join(case_dir, f"out_{c}.f32")
+                        w.cmd(f"check {c} {out_path}")
+                    except WorkerError as e:
+                        failures.append(f"{shape} {cell} {c}: {e}")
+                        na[c] = f"error: {e}"
+                        continue
+                    got = np.fromfile(out_path, np.float32).reshape(-1, *ref.shape)  # torch: both routes
+                    errs[c] = float(max(np.abs(g - ref).max() for g in got))
+                    if not np.isfinite(errs[c]) or errs[c] > TOLERANCE:
+                        failures.append(f"{shape} {cell} {c}: max |out - keras| = {errs[c]:.3g} > {TOLERANCE}")
+                        na[c] = f"wrong output (max abs error {errs[c]:.3g})"
+                        continue
+                    live.append(c)
+                print(f"{shape} (B={B},T={T},F={F},H={H}) {cell}: max |out - keras float64|: "
+                      + ", ".join(f"{c} {e:.1e}" for c, e in errs.items()), flush=True)
+
+                for threads in THREADS:
+                    i_meas += 1
+                    iters, times, tna = {}, {c: [] for c in live}, dict(na)
+                    for c in live:
+                        try:
+                            iters[c] = calibrate(workers[PROCESS_OF[c]], c, threads, target)
+                        except WorkerError as e:
+                            tna[c] = str(e)
+                            print(f"  {c} at {threads} thread(s): skipped: {e}", flush=True)
+                    timed = [c for c in live if c in iters]
+                    load = [loadavg()]
+                    for _ in range(rounds):
+                        order = timed[:]
+                        rng.shuffle(order)
+                        for c in order:
+                            dt = float(workers[PROCESS_OF[c]].cmd(f"time {c} {threads} {iters[c]}"))
+                            times[c].append(dt / iters[c])
+                    load.append(loadavg())
+                    res = {}
+                    for c in CONTENDERS:
+                        if c in timed:
+                            med = statistics.median(times[c])
+                            res[c] = {"status": "ok", "median_s": med, "min_s": min(times[c]),
+                                      "round_means_s": times[c], "calls_per_round": iters[c],
+                                      "max_abs_err": errs[c],
+                                      "describe": workers[PROCESS_OF[c]].cmd(f"describe {c}")}
+                        else:
+                            res[c] = {"status": "n/a", "reason": tna.get(c, "not run")}
+                    flops = reference.flops_per_call(cell, B, T, F, H)
+                    base = res["recur"].get("median_s")
+                    for c, r in res.items():
+                        if r["status"] == "ok":
+                            r["gflops"] = flops / r["median_s"] / 1e9
+                            r["frac_sgemm_peak"] = r["gflops"] / peak[threads] if peak[threads] else None
+                            r["ratio_vs_recur"] = r["median_s"] / base if base else None
+                    rows.append({"shape": shape, "B": B, "T": T, "F": F, "H": H, "stream": stream, "cell": cell,
+                                 "threads": threads, "flops_per_call": flops, "loadavg": load,
+                                 "setup": notes, "results": res})
+                    print(f"[{i_meas}/{n_meas}] {report.row_line(rows[-1])}  (load {load[0]:.1f}-{load[1]:.1f})",
+                          flush=True)
+                for c in live:
+                    workers[PROCESS_OF[c]].cmd(f"free {c}")
+                if failures and any(f.startswith(f"{shape} {cell} ") for f in failures):
+                    break
+            if failures:
+                break
+
+        if not failures:
+            memory = run_memory(shapes, args, env, tmp, workers, missing)
+    finally:
+        for w in workers.values():
+            w.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+        log.close()
+
+    # Measured again at the end, and the best of both taken: load on this shared machine only
+    # ever lowers a GEMM rate, so the higher reading is the nearer to the true peak.
+    if rows:
+        sgemm["end"] = measure_sgemm(args.bin, sgemm_seconds)
+        peak = sgemm_peak(sgemm)
+        for row in rows:
+            for r in row["results"].values():
+                if r["status"] == "ok":
+                    r["frac_sgemm_peak"] = r["gflops"] / peak[row["threads"]] if peak[row["threads"]] else None
+    meta["sgemm_gflops"] = sgemm
+    meta["sgemm_peak_gflops"] = peak
+    meta["uptime_end"] = uptime()
+    meta["duration_s"] = round(time.time() - started, 1)
+    meta["failures"] = failures
+    # Through JSON once, so that the reports read exactly what results.json holds.
+    results = json.loads(json.dumps({"meta": meta, "rows": rows, "memory": memory}))
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    report.write_markdown(results, os.path.join(args.out, "results.md"))
+    report.plot(results, os.path.join(args.out, "bench.png"))
+    print(f"wrote {args.out}/results.json, results.md, bench.png in {meta['duration_s']:.0f} s", flush=True)
+    if failures:
+        print("\nFAILED: contenders disagree with the Keras reference or broke:", file=sys.stderr)
+        for f in failures:
+            print("  " + f, file=sys.stderr)
+        sys.exit(1)
+
+
+def run_memory(shapes, args, env, tmp, workers, missing):
+    """VmHWM per phase, one fresh single-thread process per contender and case."""
+    names = {s[0]: s for s in shapes}
+    argv = {"recur": [os.path.join(args.bin, "native_worker"), "--mem", "recur"],
+            "onednn": [os.path.join(args.bin, "native_worker"), "--mem", "onednn"],
+            "torch": [os.path.join(args.bin, "torch_worker"), "--mem", "torch"],
+            "ort": [sys.executable, os.path.join(HERE, "ort_worker.py"), "--mem", "ort"]}
+    env1 = dict(env, OMP_NUM_THREADS="1")
+    memory = []
+    for shape, cell in MEMORY_CASES:
+        if shape not in names:
+            continue
+        _, B, T, F, H, stream = names[shape]
+        case_dir = os.path.join(tmp, f"mem_{shape}_{cell}")
+        write_case(case_dir, cell, B, T, F, H, stream, args.seed + 999)
+        for c in CONTENDERS:
+            entry = {"shape": shape, "cell": cell, "B": B, "T": T, "F": F, "H": H, "contender": c}
+            if PROCESS_OF[c] in missing:
+                entry.update(status="n/a", reason=missing[PROCESS_OF[c]])
+            else:
+                try:
+                    ph = memory_probe(argv[c] + spec_args(cell, B, T, F, H, stream, case_dir).split(), env1)
+                    peak_phase = max(ph, key=lambda k: (ph[k], -list(ph).index(k)))
+                    entry.update(status="ok", phases_kb=ph, peak_kb=ph[peak_phase], peak_phase=peak_phase,
+                                 over_start_kb=ph[peak_phase] - ph["start"])
+                except (WorkerError, KeyError, ValueError) as e:
+                    entry.update(status="n/a", reason=str(e))
+            memory.append(entry)
+            if entry["status"] == "ok":
+                print(f"memory {shape} {cell} {c}: peak {entry['peak_kb'] / 1024:.0f} MiB at {entry['peak_phase']} "
+                      f"({entry['over_start_kb'] / 1024:+.0f} MiB over the process with its data loaded)", flush=True)
+            else:
+                print(f"memory {shape} {cell} {c}: n/a: {entry['reason']}", flush=True)
+    return memory
+
+
+if __name__ == "__main__":
+    main()
