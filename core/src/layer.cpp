@@ -298,8 +298,12 @@ void Layer::call(const LayerCall& a) {
   const bool dropout_on = a.training && (config_.dropout > 0.0f || config_.recurrent_dropout > 0.0f);
   if (config_.stateful || dropout_on || config_.activity_regularizer.active()) lock.lock();
 
-  // Initial states: passed ones, the stored ones of a stateful layer, or zeros.
-  std::vector<RowMatrix> states(static_cast<std::size_t>(ns), RowMatrix::Zero(B, u));
+  // Initial states: passed ones, the stored ones of a stateful layer, or zeros. They live in the
+  // thread's workspace, so that steady-state calls allocate nothing.
+  SequenceWorkspace& ws = tls_workspace;
+  std::vector<RowMatrix>& states = ws.call_states;
+  states.resize(static_cast<std::size_t>(ns));
+  for (auto& st : states) st.setZero(B, u);
   bool use_passed = has_initial;
   if (config_.stateful && has_initial && config_.dialect.dialect == Dialect::keras2)
     use_passed = stored_->all_zero();  // Keras 2: stored non-zero states win over initial_state
@@ -311,13 +315,13 @@ void Layer::call(const LayerCall& a) {
     for (int s = 0; s < ns; ++s) states[static_cast<std::size_t>(s)] = stored_->tensor(s);
   }
 
-  SequenceWorkspace& ws = tls_workspace;
   const Index rows = B * T;
   std::vector<float> batch_reversed;
   const float* input = cudnn_reversal(a.input, B, T, batch_reversed);
 
   // Dropout (training only): which masks, and how they are sampled, follows the dialect and path.
-  std::vector<const float*> inputs{input};
+  std::vector<const float*>& inputs = ws.call_inputs;
+  inputs.assign(1, input);
   std::vector<RowMatrix> recurrent_masks;
   ws.dropped.clear();
   if (dropout_on) {

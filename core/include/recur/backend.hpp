@@ -20,6 +20,8 @@ struct SequenceWorkspace {
   std::vector<std::vector<float>> dropped;   // inputs with dropout applied (training only)
   std::vector<std::vector<float>> gathered;  // a chunk of timesteps of long sequences
   std::vector<const float*> gathered_ptrs;
+  std::vector<RowMatrix> call_states;       // a layer call's states
+  std::vector<const float*> call_inputs;    // a layer call's inputs (one per gate with dropout)
   StepWorkspace step;
   // Upper bound on projected inputs held at once (floats, 4 MiB by default): longer sequences
   // are projected in chunks of timesteps, so memory stays bounded whatever T is, and a chunk is

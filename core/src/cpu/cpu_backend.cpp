@@ -8,10 +8,7 @@
 #include <cstring>
 #include <thread>
 
-#if defined(RECUR_HAVE_OPENMP)
-#include <omp.h>
-#endif
-
+#include "cpu/thread_pool.hpp"
 #include "recur/backend.hpp"
 
 namespace recur {
@@ -23,23 +20,13 @@ class CpuBackend final : public Backend {
   void run_sequence(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws) const override;
 };
 
-void barrier(void*) {
-#if defined(RECUR_HAVE_OPENMP)
-#pragma omp barrier
-#endif
-}
-
 // Threads worth using: waking a thread costs microseconds, so small steps stay on the caller.
 int threads_for(const Cell& cell, const SequenceJob& job) {
   int n = job.threads;
-#if defined(RECUR_HAVE_OPENMP)
   if (n == 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-#else
-  n = 1;
-#endif
   if (n <= 1 || !cell.splittable() || job.recurrent_masks) return 1;
   const double macs = static_cast<double>(job.batch) * cell.width() * (cell.units() + cell.input_size());
-  if (macs < 2.5e5 || (job.timesteps < 4 && macs < 2e6)) return 1;
+  if (macs < 1e5 || (job.timesteps < 4 && macs < 2e6)) return 1;
   return static_cast<int>(std::min<Index>(n, cell.panels_per_gate()));
 }
 
@@ -76,11 +63,12 @@ struct Run {
     const Index q0 = ppg * tid / nt, q1 = ppg * (tid + 1) / nt;
     const Index nr = cell.kernels().nr;
     const Index j0 = std::min(q0 * nr, u), j1 = std::min(q1 * nr, u), nj = j1 - j0;
-    const StepSync sync = nt > 1 ? barrier : nullptr;
+    const StepSync sync = nt > 1 ? cpu::ThreadPool::barrier_of : nullptr;
+    void* pool = &cpu::ThreadPool::instance();
     const bool whole = chunk >= T;
     if (whole) {
       cell.project(job.inputs, job.num_inputs, B * T, ws.projected.data(), PW, q0, q1);
-      if (sync) sync(nullptr);
+      if (sync) sync(pool);
     }
     const bool zero_masked = job.zero_output_for_mask && !job.unrolled_mask_quirk;
     float* out_t = ws.out_t.data();
@@ -96,9 +84,9 @@ struct Run {
         if (j == 0) {
           const Index n = std::min(chunk, T - k);
           if (tid == 0) gather(k, n);
-          if (sync) sync(nullptr);
+          if (sync) sync(pool);
           cell.project(ws.gathered_ptrs.data(), job.num_inputs, n * B, ws.projected.data(), PW, q0, q1);
-          if (sync) sync(nullptr);
+          if (sync) sync(pool);
         }
         xp = ws.projected.data() + j * B * PW;
         xp_stride = PW;
@@ -106,7 +94,7 @@ struct Run {
       const int p = static_cast<int>(k & 1);
       const float* in[2] = {buf[p][0], buf[p][1]};
       float* out[2] = {buf[p ^ 1][0], buf[p ^ 1][1]};
-      cell.step_range(xp, xp_stride, B, in, out, job.recurrent_masks, ws.step, q0, q1, sync, nullptr);
+      cell.step_range(xp, xp_stride, B, in, out, job.recurrent_masks, ws.step, q0, q1, sync, pool);
       for (Index b = 0; b < B; ++b) {
         const Index off = b * u + j0;
         const std::size_t bytes = static_cast<std::size_t>(nj) * sizeof(float);
@@ -119,7 +107,7 @@ struct Run {
         }
         if (job.sequence_output) std::memcpy(job.sequence_output + row_index(b, k) * u + j0, out_t + off, bytes);
       }
-      if (sync) sync(nullptr);
+      if (sync) sync(pool);
     }
   }
 };
@@ -152,14 +140,8 @@ void CpuBackend::run_sequence(const Cell& cell, const SequenceJob& job, Sequence
     ws.out_t.setZero(B, u);
 
   const int nt = threads_for(cell, job);
-  if (nt <= 1) {
-    run.body(0, 1);
-  } else {
-#if defined(RECUR_HAVE_OPENMP)
-#pragma omp parallel num_threads(nt)
-    run.body(omp_get_thread_num(), omp_get_num_threads());
-#endif
-  }
+  auto task = [](void* r, int t, int n) { static_cast<Run*>(r)->body(t, n); };
+  if (nt <= 1 || !cpu::ThreadPool::instance().run(nt, task, &run)) run.body(0, 1);
   // The final states are in the buffer the last step wrote.
   if (T & 1)
     for (int s = 0; s < ns; ++s) job.states[s].swap(ws.next[static_cast<std::size_t>(s)]);
