@@ -6,12 +6,14 @@ import json
 import math
 import os
 import platform
+import queue
 import random
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -39,39 +41,82 @@ MEMORY_CASES = [("large", "gru_ra"), ("large", "lstm")]
 
 
 class WorkerError(RuntimeError):
-    pass
+    """An error reply: the process lives on."""
+
+
+class WorkerLost(WorkerError):
+    """The process died, or hung and was killed."""
+
+
+REPLY_TIMEOUT_S = 120  # far above any command's time here, even the large shape under load
 
 
 class Worker:
-    """One long-lived contender process, one command line in and one reply line out."""
+    """One long-lived contender process, one command line in and one reply line out. Replies are
+    read by a thread so that a hung process is noticed, killed and reported, not waited on."""
 
-    def __init__(self, argv, env, log):
-        self.argv = argv
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                     env=env, text=True, bufsize=1, cwd=HERE)
-        ready = self.proc.stdout.readline().split(None, 1)
+    def __init__(self, name, argv, env, log):
+        self.name, self.argv, self.env, self.log = name, argv, env, log
+        self.info = ""
+        self._start()
+
+    def _start(self):
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                                     env=self.env, text=True, bufsize=1, cwd=HERE)
+        self.lines = queue.Queue()
+        threading.Thread(target=self._read, args=(self.proc, self.lines), daemon=True).start()
+        ready = self._reply("start", REPLY_TIMEOUT_S).split(None, 1)
         if not ready or ready[0] != "ready":
-            raise WorkerError(f"{argv[-1]} did not start (exit {self.proc.poll()}); see workers.log")
+            self.proc.kill()
+            raise WorkerLost(f"{self.name} process did not start: {' '.join(ready)}")
         self.info = ready[1].strip() if len(ready) > 1 else ""
 
-    def cmd(self, line):
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-        reply = self.proc.stdout.readline()
-        if not reply:
-            raise WorkerError(f"{os.path.basename(self.argv[-1])} died on '{line}' "
-                              f"(exit {self.proc.wait()}); see workers.log")
-        status, _, rest = reply.strip().partition(" ")
+    @staticmethod
+    def _read(proc, lines):
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    def _reply(self, line, timeout):
+        try:
+            reply = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            self.proc.kill()
+            self.proc.wait()
+            raise WorkerLost(f"{self.name} process: no reply within {timeout:.0f} s to '{line}'; killed it")
+        if reply is None:
+            raise WorkerLost(f"{self.name} process died on '{line}' (exit {self.proc.wait()}); see workers.log")
+        return reply
+
+    @property
+    def alive(self):
+        return self.proc.poll() is None
+
+    def cmd(self, line, timeout=None):
+        timeout = timeout or REPLY_TIMEOUT_S
+        try:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            raise WorkerLost(f"{self.name} process is gone (exit {self.proc.wait()}); see workers.log")
+        status, _, rest = self._reply(line, timeout).strip().partition(" ")
         if status != "ok":
             raise WorkerError(rest)
         return rest
 
+    def restart(self):
+        self.close()
+        self._start()
+
     def close(self):
-        try:
-            self.cmd("quit")
-        except (WorkerError, BrokenPipeError):
-            pass
-        self.proc.wait(timeout=30)
+        if self.alive:
+            try:
+                self.cmd("quit", timeout=10)
+            except WorkerError:
+                pass
+        if self.alive:
+            self.proc.kill()
+        self.proc.wait()
 
 
 def loadavg():
@@ -234,7 +279,7 @@ def main():
             missing[proc] = f"{os.path.basename(a[0])} was not built"
             continue
         try:
-            workers[proc] = Worker(a, env, log)
+            workers[proc] = Worker(proc, a, env, log)
         except WorkerError as e:
             missing[proc] = str(e)
     meta["versions"] = {p: w.info for p, w in workers.items()}
@@ -251,9 +296,29 @@ def main():
     rng = random.Random()  # the orders: fresh each round and each run
     n_meas = len(shapes) * len(reference.CELLS) * len(THREADS)
     i_meas = 0
+    def fail(msg):
+        failures.append(msg)
+        print(f"FAILED: {msg}", flush=True)
+
+    def drop_process(proc, timed, tna, why):
+        """A process died or hung: its contenders leave the measurement."""
+        for c in [c for c in timed if PROCESS_OF[c] == proc]:
+            timed.remove(c)
+            tna[c] = f"process lost: {why}"
+
     try:
         for si, (shape, B, T, F, H, stream) in enumerate(shapes):
             for ci, cell in enumerate(reference.CELLS):
+                # A process lost in an earlier case starts afresh for this one.
+                for proc, w in list(workers.items()):
+                    if not w.alive:
+                        try:
+                            w.restart()
+                            meta.setdefault("restarts", []).append(f"{shape} {cell}: {proc}: {w.info}")
+                            print(f"restarted the {proc} process: {w.info}", flush=True)
+                        except WorkerError as e:
+                            missing[proc] = f"could not restart: {e}"
+                            del workers[proc]
                 case_dir = os.path.join(tmp, f"{shape}_{cell}")
                 ref = write_case(case_dir, cell, B, T, F, H, stream, args.seed + 10 * si + ci)
                 live, na, errs, notes = [], {}, {}, {}
@@ -262,8 +327,8 @@ def main():
                     if c == "torch" and cell == "gru_rb":
                         na[c] = "PyTorch has no GRU with reset_after=False"
                         continue
-                    if proc not in workers:
-                        na[c] = missing[proc]
+                    if proc not in workers or not workers[proc].alive:
+                        na[c] = missing.get(proc, f"the {proc} process was lost in this case")
                         continue
                     w = workers[proc]
                     try:
@@ -271,13 +336,13 @@ def main():
                         out_path = os.path.join(case_dir, f"out_{c}.f32")
                         w.cmd(f"check {c} {out_path}")
                     except WorkerError as e:
-                        failures.append(f"{shape} {cell} {c}: {e}")
+                        fail(f"{shape} {cell} {c}: setup or check: {e}")
                         na[c] = f"error: {e}"
                         continue
                     got = np.fromfile(out_path, np.float32).reshape(-1, *ref.shape)  # torch: both routes
                     errs[c] = float(max(np.abs(g - ref).max() for g in got))
                     if not np.isfinite(errs[c]) or errs[c] > TOLERANCE:
-                        failures.append(f"{shape} {cell} {c}: max |out - keras| = {errs[c]:.3g} > {TOLERANCE}")
+                        fail(f"{shape} {cell} {c}: max |out - keras| = {errs[c]:.3g} > {TOLERANCE}")
                         na[c] = f"wrong output (max abs error {errs[c]:.3g})"
                         continue
                     live.append(c)
@@ -286,30 +351,53 @@ def main():
 
                 for threads in THREADS:
                     i_meas += 1
-                    iters, times, tna = {}, {c: [] for c in live}, dict(na)
-                    for c in live:
+                    iters, tna = {}, dict(na)
+                    timed = [c for c in live if workers[PROCESS_OF[c]].alive]
+                    for c in set(live) - set(timed):
+                        tna[c] = f"the {PROCESS_OF[c]} process was lost earlier in this case"
+                    for c in timed[:]:
+                        if c not in timed:  # lost with its process during this loop
+                            continue
                         try:
                             iters[c] = calibrate(workers[PROCESS_OF[c]], c, threads, target)
-                        except WorkerError as e:
+                        except WorkerLost as e:
+                            fail(f"{shape} {cell} {threads}t {c}: {e}")
+                            drop_process(PROCESS_OF[c], timed, tna, e)
+                        except WorkerError as e:  # e.g. a thread count the contender cannot use
+                            timed.remove(c)
                             tna[c] = str(e)
                             print(f"  {c} at {threads} thread(s): skipped: {e}", flush=True)
-                    timed = [c for c in live if c in iters]
+                    times = {c: [] for c in timed}
                     load = [loadavg()]
                     for _ in range(rounds):
                         order = timed[:]
                         rng.shuffle(order)
                         for c in order:
-                            dt = float(workers[PROCESS_OF[c]].cmd(f"time {c} {threads} {iters[c]}"))
+                            if c not in timed:
+                                continue
+                            try:
+                                dt = float(workers[PROCESS_OF[c]].cmd(f"time {c} {threads} {iters[c]}"))
+                            except WorkerError as e:
+                                fail(f"{shape} {cell} {threads}t {c}: {e}")
+                                if isinstance(e, WorkerLost):
+                                    drop_process(PROCESS_OF[c], timed, tna, e)
+                                else:
+                                    timed.remove(c)
+                                    tna[c] = f"error: {e}"
+                                continue
                             times[c].append(dt / iters[c])
                     load.append(loadavg())
                     res = {}
                     for c in CONTENDERS:
                         if c in timed:
                             med = statistics.median(times[c])
+                            try:
+                                what = workers[PROCESS_OF[c]].cmd(f"describe {c}")
+                            except WorkerError as e:
+                                what = f"(describe failed: {e})"
                             res[c] = {"status": "ok", "median_s": med, "min_s": min(times[c]),
                                       "round_means_s": times[c], "calls_per_round": iters[c],
-                                      "max_abs_err": errs[c],
-                                      "describe": workers[PROCESS_OF[c]].cmd(f"describe {c}")}
+                                      "max_abs_err": errs[c], "describe": what}
                         else:
                             res[c] = {"status": "n/a", "reason": tna.get(c, "not run")}
                     flops = reference.flops_per_call(cell, B, T, F, H)
@@ -325,14 +413,12 @@ def main():
                     print(f"[{i_meas}/{n_meas}] {report.row_line(rows[-1])}  (load {load[0]:.1f}-{load[1]:.1f})",
                           flush=True)
                 for c in live:
-                    workers[PROCESS_OF[c]].cmd(f"free {c}")
-                if failures and any(f.startswith(f"{shape} {cell} ") for f in failures):
-                    break
-            if failures:
-                break
+                    try:
+                        workers[PROCESS_OF[c]].cmd(f"free {c}")
+                    except WorkerError:
+                        pass
 
-        if not failures:
-            memory = run_memory(shapes, args, env, tmp, workers, missing)
+        memory = run_memory(shapes, args, env, tmp, missing)
     finally:
         for w in workers.values():
             w.close()
@@ -367,7 +453,7 @@ def main():
         sys.exit(1)
 
 
-def run_memory(shapes, args, env, tmp, workers, missing):
+def run_memory(shapes, args, env, tmp, missing):
     """VmHWM per phase, one fresh single-thread process per contender and case."""
     names = {s[0]: s for s in shapes}
     argv = {"recur": [os.path.join(args.bin, "native_worker"), "--mem", "recur"],

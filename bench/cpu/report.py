@@ -150,6 +150,8 @@ def write_markdown(res, path):
         w("- oneDNN implementation: " + ", ".join(f"`{i}`" for i in impls)
           + (" (`ref` is oneDNN's RNN driver, not naive code: its GEMMs are oneDNN's JIT packed SGEMM, as "
              "ONEDNN_VERBOSE=1 shows with the weights in `rnn_packed` format)" if any("ref" in i for i in impls) else "") + ".")
+    for r in m.get("restarts", []):
+        w(f"- A process was restarted after it was lost, before {r}")
     for f in m.get("failures", []):
         w(f"- **FAILED** {f}")
     with open(path, "w") as f:
