@@ -26,7 +26,7 @@ int threads_for(const Cell& cell, const SequenceJob& job) {
   if (n == 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (n <= 1 || !cell.splittable() || job.recurrent_masks) return 1;
   const double macs = static_cast<double>(job.batch) * cell.width() * (cell.units() + cell.input_size());
-  if (macs < 1e5 || (job.timesteps < 4 && macs < 2e6)) return 1;
+  if (macs < 1e5) return 1;
   return static_cast<int>(std::min<Index>(n, cell.panels_per_gate()));
 }
 

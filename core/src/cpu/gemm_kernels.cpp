@@ -59,9 +59,11 @@ void pack(const float* b, KIndex ldb, KIndex k, KIndex n, float* dst) {
 }
 
 // c[R rows, NP panels] (+)= a[R, kb] @ panels; `first` starts from zero, `bias` is added at the end.
+// a[r, kk] is at a[r * lda + kk * ka]: rows of the caller's matrix (ka = 1), or a block packed
+// k-major (lda = 1, ka = R) so that the tile reads one stream.
 template <int R, int NP>
-inline void tile(KIndex kb, const float* a, KIndex lda, const float* bp, KIndex pstride, float* c, KIndex ldc,
-                 bool first, const float* bias) {
+inline void tile(KIndex kb, const float* a, KIndex lda, KIndex ka, const float* bp, KIndex pstride, float* c,
+                 KIndex ldc, bool first, const float* bias) {
   V c0[R][NP], c1[R][NP];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
@@ -76,7 +78,7 @@ inline void tile(KIndex kb, const float* a, KIndex lda, const float* bp, KIndex 
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const V ar = splat(a[r * lda + kk]);
+      const V ar = splat(a[r * lda + kk * ka]);
 #pragma GCC unroll 4
       for (int q = 0; q < NP; ++q) {
         c0[r][q] += ar * b0[q];
@@ -103,21 +105,26 @@ inline void tile(KIndex kb, const float* a, KIndex lda, const float* bp, KIndex 
     }
 }
 
-template <int R>
-void rows_tile(KIndex kb, const float* a, KIndex lda, const float* bp, KIndex pstride, float* c, KIndex ldc,
-               bool first, const float* bias) {
-  tile<R, 1>(kb, a, lda, bp, pstride, c, ldc, first, bias);
+// A tile of `rows` rows whose a is packed k-major (kb x rows).
+void row_block(KIndex rows, KIndex kb, const float* ap, const float* bp, float* c, KIndex ldc, bool first,
+               const float* bias) {
+  switch (rows) {
+    case 1: tile<1, 1>(kb, ap, 1, 1, bp, 0, c, ldc, first, bias); break;
+    case 2: tile<2, 1>(kb, ap, 1, 2, bp, 0, c, ldc, first, bias); break;
+    case 3: tile<3, 1>(kb, ap, 1, 3, bp, 0, c, ldc, first, bias); break;
+    case 4: tile<4, 1>(kb, ap, 1, 4, bp, 0, c, ldc, first, bias); break;
+    case 5: tile<5, 1>(kb, ap, 1, 5, bp, 0, c, ldc, first, bias); break;
+    default: tile<6, 1>(kb, ap, 1, 6, bp, 0, c, ldc, first, bias); break;
+  }
 }
 
-void row_block(KIndex rows, KIndex kb, const float* a, KIndex lda, const float* bp, KIndex pstride, float* c,
-               KIndex ldc, bool first, const float* bias) {
-  switch (rows) {
-    case 1: rows_tile<1>(kb, a, lda, bp, pstride, c, ldc, first, bias); break;
-    case 2: rows_tile<2>(kb, a, lda, bp, pstride, c, ldc, first, bias); break;
-    case 3: rows_tile<3>(kb, a, lda, bp, pstride, c, ldc, first, bias); break;
-    case 4: rows_tile<4>(kb, a, lda, bp, pstride, c, ldc, first, bias); break;
-    case 5: rows_tile<5>(kb, a, lda, bp, pstride, c, ldc, first, bias); break;
-    default: rows_tile<6>(kb, a, lda, bp, pstride, c, ldc, first, bias); break;
+// Packs rows [0, mb) x columns [0, kb) of a into tiles of MR rows, each k-major.
+void pack_a(KIndex mb, KIndex kb, const float* a, KIndex lda, float* dst) {
+  for (KIndex r0 = 0; r0 < mb; r0 += MR) {
+    const KIndex rows = mb - r0 < MR ? mb - r0 : MR;
+    for (KIndex kk = 0; kk < kb; ++kk)
+      for (KIndex r = 0; r < rows; ++r) dst[kk * rows + r] = a[(r0 + r) * lda + kk];
+    dst += rows * kb;
   }
 }
 
@@ -129,9 +136,9 @@ void thin(KIndex k, const float* a, KIndex lda, const float* packed, KIndex pane
   const KIndex pstride = k * NR;
   KIndex p = 0;
   for (; p + NP <= panels; p += NP)
-    tile<R, NP>(k, a, lda, packed + p * pstride, pstride, c + p * NR, ldc, true, bias ? bias + p * NR : nullptr);
+    tile<R, NP>(k, a, lda, 1, packed + p * pstride, pstride, c + p * NR, ldc, true, bias ? bias + p * NR : nullptr);
   for (; p < panels; ++p)
-    tile<R, 1>(k, a, lda, packed + p * pstride, pstride, c + p * NR, ldc, true, bias ? bias + p * NR : nullptr);
+    tile<R, 1>(k, a, lda, 1, packed + p * pstride, pstride, c + p * NR, ldc, true, bias ? bias + p * NR : nullptr);
 }
 
 void gemm(KIndex m, KIndex k, const float* a, KIndex lda, const float* packed, KIndex panels, float* c, KIndex ldc,
@@ -144,18 +151,20 @@ void gemm(KIndex m, KIndex k, const float* a, KIndex lda, const float* packed, K
   }
   if (m == 1) return thin<1, 4>(k, a, lda, packed, panels, c, ldc, bias);
   if (m == 2) return thin<2, 2>(k, a, lda, packed, panels, c, ldc, bias);
+  // The block of a in use, packed: MC x KC floats per thread, so a call allocates nothing.
+  thread_local float a_block[MC * KC];
   const KIndex pstride = k * NR;
   for (KIndex k0 = 0; k0 < k; k0 += KC) {
     const KIndex kb = k - k0 < KC ? k - k0 : KC;
     const bool first = k0 == 0, last = k0 + kb >= k;
     for (KIndex m0 = 0; m0 < m; m0 += MC) {
       const KIndex mb = m - m0 < MC ? m - m0 : MC;
+      pack_a(mb, kb, a + m0 * lda + k0, lda, a_block);
       for (KIndex p = 0; p < panels; ++p) {
         const float* bp = packed + p * pstride + k0 * NR;
         const float* pb = last && bias ? bias + p * NR : nullptr;
         for (KIndex r = 0; r < mb; r += MR)
-          row_block(mb - r < MR ? mb - r : MR, kb, a + (m0 + r) * lda + k0, lda, bp, pstride,
-                    c + (m0 + r) * ldc + p * NR, ldc, first, pb);
+          row_block(mb - r < MR ? mb - r : MR, kb, a_block + r * kb, bp, c + (m0 + r) * ldc + p * NR, ldc, first, pb);
       }
     }
   }
