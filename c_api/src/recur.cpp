@@ -634,9 +634,10 @@ recur_status recur_layer_get_weights(const recur_layer* layer, float* out, size_
       recur::fail(Error::Code::shape, "recur_layer_get_weights: out must hold ", l.weights_size(), " floats, got ", len);
     std::size_t off = 0;
     for (std::size_t i = 0; i < l.num_weights(); ++i) {
-      const recur::Tensor& w = l.weight(i);
-      std::memcpy(out + off, w.data(), static_cast<std::size_t>(w.size()) * sizeof(float));
-      off += static_cast<std::size_t>(w.size());
+      std::size_t n = 1;
+      for (recur::Index d : l.weight_spec(i).shape) n *= static_cast<std::size_t>(d);
+      l.get_weight(i, out + off, n);
+      off += n;
     }
   });
 }

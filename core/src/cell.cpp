@@ -20,11 +20,12 @@ Cell::Cell(const LayerConfig& c)
 
 namespace {
 
-// Packs the gate blocks of a (k, G*u) matrix one after the other, each padded to whole panels.
-std::vector<float> pack_gates(const cpu::KernelSet& k, const float* m, Index rows, int gates, Index u, Index ppg) {
-  std::vector<float> out(static_cast<std::size_t>(gates * ppg * rows * k.nr));
+// Packs the gate blocks of a (k, G*u) matrix one after the other, each padded to whole panels, into
+// `out` (in place when it has the size already, so a weight update needs no second copy).
+void pack_gates(const cpu::KernelSet& k, const float* m, Index rows, int gates, Index u, Index ppg,
+                std::vector<float>& out) {
+  out.resize(static_cast<std::size_t>(gates * ppg * rows * k.nr));
   for (int g = 0; g < gates; ++g) k.pack(m + g * u, gates * u, rows, u, out.data() + g * ppg * rows * k.nr);
-  return out;
 }
 
 std::vector<float> pad_gates(const float* bias, int gates, Index u, Index up) {
@@ -34,15 +35,45 @@ std::vector<float> pad_gates(const float* bias, int gates, Index u, Index up) {
   return out;
 }
 
+// The inverse of pack_gates.
+void unpack_gates(const std::vector<float>& packed, Index rows, int gates, Index u, Index ppg, Index nr, float* m) {
+  for (int g = 0; g < gates; ++g)
+    for (Index p = 0; p < ppg; ++p)
+      for (Index kk = 0; kk < rows; ++kk) {
+        const float* src = packed.data() + ((g * ppg + p) * rows + kk) * nr;
+        for (Index j = 0; j < nr && p * nr + j < u; ++j) m[kk * gates * u + g * u + p * nr + j] = src[j];
+      }
+}
+
 }  // namespace
+
+void Cell::pack_kernel(const float* kernel) {
+  pack_gates(*kernels_, kernel, input_size_, gates_, units_, panels_per_gate_, kernel_);
+}
+
+void Cell::pack_recurrent(const float* recurrent) {
+  pack_gates(*kernels_, recurrent, units_, gates_, units_, panels_per_gate_, recurrent_);
+}
+
+void Cell::set_biases(const float* input_bias, const float* recurrent_bias) {
+  const Index up = padded_units();
+  input_bias_ = pad_gates(use_bias_ ? input_bias : nullptr, gates_, units_, up);
+  recurrent_bias_ = pad_gates(reset_after_ && use_bias_ ? recurrent_bias : nullptr, gates_, units_, up);
+}
+
+void Cell::unpack_kernel(float* kernel) const {
+  unpack_gates(kernel_, input_size_, gates_, units_, panels_per_gate_, kernels_->nr, kernel);
+}
+
+void Cell::unpack_recurrent(float* recurrent) const {
+  unpack_gates(recurrent_, units_, gates_, units_, panels_per_gate_, kernels_->nr, recurrent);
+}
 
 void Cell::set_weights(const float* kernel, const float* recurrent, const float* input_bias,
                        const float* recurrent_bias) {
-  const Index up = padded_units();
-  kernel_ = pack_gates(*kernels_, kernel, input_size_, gates_, units_, panels_per_gate_);
-  recurrent_ = pack_gates(*kernels_, recurrent, units_, gates_, units_, panels_per_gate_);
-  input_bias_ = pad_gates(use_bias_ ? input_bias : nullptr, gates_, units_, up);
-  recurrent_bias_ = pad_gates(reset_after_ && use_bias_ ? recurrent_bias : nullptr, gates_, units_, up);
+  pack_kernel(kernel);
+  pack_recurrent(recurrent);
+  set_biases(input_bias, recurrent_bias);
 }
 
 void Cell::set_params(const CellParams& p) {

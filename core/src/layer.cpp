@@ -49,7 +49,16 @@ Layer::Layer(LayerConfig config)
   rng_.reseed(config_.seed ? *config_.seed : Rng::entropy());
   // The initializers run on first use, and only if some weight was never set: a layer made from
   // a file or from weights never pays for an initializer whose result would be replaced.
-  for (const auto& s : specs_) weights_.emplace_back(s.shape);
+  // Keras's own layouts live only packed in the cell (kernel, recurrent kernel): no second copy.
+  for (std::size_t i = 0; i < specs_.size(); ++i) {
+    if (packed_only(i)) {
+      Tensor t;
+      t.shape = specs_[i].shape;
+      weights_.push_back(std::move(t));
+    } else {
+      weights_.emplace_back(specs_[i].shape);
+    }
+  }
   given_.assign(weights_.size(), false);
   if (config_.stateful) stored_.emplace(config_.num_states(), config_.batch_size, config_.units);
 }
@@ -87,14 +96,11 @@ void Layer::materialize() const {
   // weights were set; the results for set weights are dropped.
   Layer& self = const_cast<Layer&>(*this);
   for (std::size_t i = 0; i < weights_.size(); ++i) {
-    if (!given_[i]) {
-      self.initialize_weight(i, self.weights_[i]);
-    } else {
-      Tensor scratch(specs_[i].shape);
-      self.initialize_weight(i, scratch);
-    }
+    Tensor value(specs_[i].shape);
+    self.initialize_weight(i, value);
+    if (!given_[i]) self.store_weight(i, value.data());
   }
-  self.pack_cell();
+  self.refresh_cell();
   initialized_.store(true, std::memory_order_release);
 }
 
@@ -107,27 +113,57 @@ void Layer::mark_given(std::size_t i) {
 
 Layer::~Layer() = default;
 
-void Layer::sync_cell() {
-  // Until every weight is set or initialised, materialize() packs the cell.
-  if (initialized_.load(std::memory_order_acquire)) pack_cell();
+bool Layer::packed_only(std::size_t i) const { return i < 2 && !config_.is_cudnn(); }
+
+std::size_t Layer::numel(std::size_t i) const {
+  std::size_t n = 1;
+  for (Index d : specs_[i].shape) n *= static_cast<std::size_t>(d);
+  return n;
 }
 
-void Layer::pack_cell() {
+void Layer::store_weight(std::size_t i, const float* data) {
+  if (packed_only(i)) {
+    if (i == 0)
+      cell_.pack_kernel(data);
+    else
+      cell_.pack_recurrent(data);
+    weights_[i].value.resize(0, 0);  // a Keras-layout copy made for weight(i) is stale now
+  } else {
+    std::memcpy(weights_[i].data(), data, numel(i) * sizeof(float));
+  }
+}
+
+void Layer::refresh_cell() {
   if (config_.is_cudnn()) {
     cell_.set_params(cell_params(config_, weights_));
   } else {
-    // Keras's own layouts are the cell's: pack straight from the weights, with no copy between.
-    const bool bias = config_.use_bias;
-    const bool two_biases = bias && config_.is_gru() && config_.reset_after;
-    const float* b = bias ? weights_[2].data() : nullptr;
-    cell_.set_weights(weights_[0].data(), weights_[1].data(), b, two_biases ? b + config_.gates() * config_.units : nullptr);
+    const float* b = config_.use_bias ? weights_[2].data() : nullptr;
+    const bool two_biases = b && config_.is_gru() && config_.reset_after;
+    cell_.set_biases(b, two_biases ? b + config_.gates() * config_.units : nullptr);
   }
-  if (gpu_) gpu_->upload(cell_params(config_, weights_));
+  if (gpu_) gpu_->upload(cell_params(config_, keras_weights()));
+}
+
+std::vector<Tensor> Layer::keras_weights() const {
+  std::vector<Tensor> out;
+  for (std::size_t i = 0; i < weights_.size(); ++i) {
+    if (!packed_only(i)) {
+      out.push_back(weights_[i]);
+      continue;
+    }
+    Tensor t(specs_[i].shape);
+    if (i == 0)
+      cell_.unpack_kernel(t.data());
+    else
+      cell_.unpack_recurrent(t.data());
+    out.push_back(std::move(t));
+  }
+  return out;
 }
 
 CellParams Layer::params() const {
   materialize();
-  return cell_params(config_, weights_);
+  return cell_params(config_, keras_weights());
 }
 
 void Layer::set_num_threads(int num_threads) {
@@ -161,22 +197,40 @@ const WeightSpec& Layer::weight_spec(std::size_t i) const {
 const Tensor& Layer::weight(std::size_t i) const {
   weight_spec(i);
   materialize();
+  if (packed_only(i)) {
+    // A Keras-layout copy, made on request and kept until the weight changes.
+    std::lock_guard<std::mutex> lock(init_mutex_);
+    Tensor& w = const_cast<Tensor&>(weights_[i]);
+    if (w.value.size() == 0) {
+      w = Tensor(specs_[i].shape);
+      if (i == 0)
+        cell_.unpack_kernel(w.data());
+      else
+        cell_.unpack_recurrent(w.data());
+    }
+  }
   return weights_[i];
 }
 
 std::size_t Layer::weights_size() const {
   std::size_t n = 0;
-  for (const auto& w : weights_) n += static_cast<std::size_t>(w.size());
+  for (std::size_t i = 0; i < specs_.size(); ++i) n += numel(i);
   return n;
 }
 
 void Layer::get_weight(std::size_t i, float* out, std::size_t len) const {
-  const Tensor& w = weight(i);
+  weight_spec(i);
   if (!out) fail(Error::Code::invalid_argument, "out: is NULL");
-  if (len != static_cast<std::size_t>(w.size()))
-    fail(Error::Code::shape, "out: weight '", specs_[i].name, "' has shape ", shape_string(w.shape), " = ", w.size(),
-         " floats, but the buffer holds ", len);
-  std::memcpy(out, w.data(), len * sizeof(float));
+  if (len != numel(i))
+    fail(Error::Code::shape, "out: weight '", specs_[i].name, "' has shape ", shape_string(specs_[i].shape), " = ",
+         numel(i), " floats, but the buffer holds ", len);
+  materialize();
+  if (!packed_only(i))
+    std::memcpy(out, weights_[i].data(), len * sizeof(float));
+  else if (i == 0)
+    cell_.unpack_kernel(out);
+  else
+    cell_.unpack_recurrent(out);
 }
 
 void Layer::set_weight(std::size_t i, const float* data, std::size_t len, const std::int64_t* dims, int ndims) {
@@ -192,14 +246,13 @@ void Layer::set_weight(std::size_t i, const float* data, std::size_t len, const 
       fail(Error::Code::shape, "weight '", spec.name, "' of ", kind_name(config_.kind), ": expected shape ",
            shape_string(spec.shape), ", got ", shape_string(given));
   }
-  Tensor& w = weights_[i];
-  if (len != static_cast<std::size_t>(w.size()))
-    fail(Error::Code::shape, "weight '", spec.name, "': expected ", w.size(), " floats for shape ",
+  if (len != numel(i))
+    fail(Error::Code::shape, "weight '", spec.name, "': expected ", numel(i), " floats for shape ",
          shape_string(spec.shape), ", got ", len);
   std::lock_guard<std::mutex> lock(mutex_);
-  std::memcpy(w.data(), data, len * sizeof(float));
+  store_weight(i, data);
   mark_given(i);
-  sync_cell();
+  if (initialized_.load(std::memory_order_acquire)) refresh_cell();
 }
 
 void Layer::set_weights(const float* data, std::size_t len) {
@@ -213,12 +266,11 @@ void Layer::set_weights(const float* data, std::size_t len) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::size_t offset = 0;
   for (std::size_t i = 0; i < weights_.size(); ++i) {
-    Tensor& w = weights_[i];
-    std::memcpy(w.data(), data + offset, static_cast<std::size_t>(w.size()) * sizeof(float));
-    offset += static_cast<std::size_t>(w.size());
+    store_weight(i, data + offset);
+    offset += numel(i);
     mark_given(i);
   }
-  sync_cell();
+  refresh_cell();
 }
 
 // ----- sequence layers -----
@@ -617,9 +669,11 @@ std::vector<Loss> Layer::losses() const {
   if (config_.dialect.dialect == Dialect::keras3 && !config_.trainable) return out;
   const RegularizerSpec* regs[3] = {&config_.kernel_regularizer, &config_.recurrent_regularizer,
                                     &config_.bias_regularizer};
+  std::vector<Tensor> keras;
   for (std::size_t i = 0; i < weights_.size(); ++i) {
     if (!regs[i]->active()) continue;
-    const Tensor& w = weights_[i];
+    if (keras.empty()) keras = keras_weights();
+    const Tensor& w = keras[i];
     out.push_back({specs_[i].name, regularization_penalty(*regs[i], w.data(), w.value.rows(), w.value.cols())});
   }
   return out;
@@ -632,11 +686,11 @@ void Layer::apply_constraints() {
   const char* fields[3] = {"kernel_constraint", "recurrent_constraint", "bias_constraint"};
   // Constrain copies and commit only when every constraint succeeded, so a failing one (e.g. an
   // axis the weight does not have) leaves all weights unchanged.
-  std::vector<Tensor> updated = weights_;
+  std::vector<Tensor> updated = keras_weights();
   for (std::size_t i = 0; i < updated.size(); ++i)
     apply_constraint(*specs[i], updated[i], config_.dialect.dialect, fields[i]);
-  weights_ = std::move(updated);
-  sync_cell();
+  for (std::size_t i = 0; i < updated.size(); ++i) store_weight(i, updated[i].data());
+  refresh_cell();
 }
 
 // ----- devices -----

@@ -690,9 +690,13 @@ std::unique_ptr<Layer> Model::recurrent_layer(const std::string& name) const {
     }
     auto copy = std::make_unique<Layer>(src->config());
     copy->set_num_threads(impl_->num_threads);
+    std::vector<float> w;
     for (std::size_t i = 0; i < src->num_weights(); ++i) {
-      const Tensor& w = src->weight(i);
-      copy->set_weight(i, w.data(), static_cast<std::size_t>(w.size()), nullptr, 0);
+      std::size_t n = 1;
+      for (Index d : src->weight_spec(i).shape) n *= static_cast<std::size_t>(d);
+      w.resize(n);
+      src->get_weight(i, w.data(), n);
+      copy->set_weight(i, w.data(), n, nullptr, 0);
     }
     return copy;
   }

@@ -40,6 +40,13 @@ class Cell {
   // recurrent (u, G*u), biases (G*u) or null). Nothing else of them is kept.
   void set_weights(const float* kernel, const float* recurrent, const float* input_bias, const float* recurrent_bias);
   void set_params(const CellParams& p);
+  // The same, one part at a time; and the parts back in the form they were given (the packing
+  // only reorders and pads, so this is exact).
+  void pack_kernel(const float* kernel);
+  void pack_recurrent(const float* recurrent);
+  void set_biases(const float* input_bias, const float* recurrent_bias);
+  void unpack_kernel(float* kernel) const;
+  void unpack_recurrent(float* recurrent) const;
 
   int units() const { return units_; }
   int input_size() const { return input_size_; }

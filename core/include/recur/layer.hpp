@@ -136,8 +136,15 @@ class Layer {
   // The state's copy on this layer's GPU, made (from its host tensors) when it lives elsewhere.
   gpu::DeviceState* resident_state(State& state) const;
   void require_cell(const char* what) const;
-  void sync_cell();
-  void pack_cell();
+  // Kernel and recurrent kernel of Keras's own layouts live only packed in the cell.
+  bool packed_only(std::size_t i) const;
+  std::size_t numel(std::size_t i) const;
+  // Puts weight i (Keras layout) where it lives: packed in the cell, or in weights_.
+  void store_weight(std::size_t i, const float* data);
+  // Updates the cell's biases (or, for CuDNN layouts, converts and packs everything) and the GPU twin.
+  void refresh_cell();
+  // Every weight in Keras's layout (copies).
+  std::vector<Tensor> keras_weights() const;
   // Runs the initializers of the weights never set (all of them, in Keras's order, for the RNG)
   // and packs the cell: on first use, once.
   void materialize() const;
