@@ -60,11 +60,12 @@ class Recur final : public Contender {
     recur_layer_destroy(layer_);
   }
 
+  // One tensor at a time, from the arrays the process holds (as from Keras's get_weights()): no
+  // concatenated copy, which would count in recur's peak memory.
   void set_weights(const Data &d) override {
-    std::vector<float> all(d.kernel);
-    all.insert(all.end(), d.recurrent.begin(), d.recurrent.end());
-    all.insert(all.end(), d.bias.begin(), d.bias.end());
-    ok(recur_layer_set_weights(layer_, all.data(), all.size()), "set_weights");
+    const std::vector<float> *parts[3] = {&d.kernel, &d.recurrent, &d.bias};
+    for (int i = 0; i < 3; ++i)
+      ok(recur_layer_set_weight(layer_, i, parts[i]->data(), parts[i]->size(), nullptr, 0), "set_weight");
     x_ = d.x.data();
   }
 

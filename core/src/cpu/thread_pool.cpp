@@ -1,5 +1,8 @@
 #include "cpu/thread_pool.hpp"
 
+#include <algorithm>
+#include <chrono>
+
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
 #include <immintrin.h>
 #define RECUR_PAUSE() _mm_pause()
@@ -19,6 +22,8 @@ constexpr int kIdleSpins = 1 << 15;
 // At a barrier, spin this long (tens of µs) before sleeping: long enough for the uneven ends of one
 // step's work, short enough to hand the core over when the thread waited for is not running.
 constexpr int kBarrierSpins = 1 << 14;
+// How long calls run alone after one found the cores busy.
+constexpr long kBackoff = 50, kMaxBackoff = 2000;  // ms
 
 }  // namespace
 
@@ -79,6 +84,8 @@ bool ThreadPool::run(int n, Task task, void* context) {
   }
   std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
   if (!busy.owns_lock()) return false;
+  const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  if (now < backoff_until_) return false;
   grow(n - 1);
   const int workers = static_cast<int>(threads_.size());
   task_ = task;
@@ -100,6 +107,17 @@ bool ThreadPool::run(int n, Task task, void* context) {
     else
       std::this_thread::yield();
   }
+  if (contended_.exchange(false)) {
+    // A thread had to sleep at a barrier: the cores are busy with other work, and every step
+    // would wait for the scheduler. Calls run alone for a while (same numbers), then try again,
+    // waiting twice as long each time the cores are still busy.
+    backoff_ = std::min(backoff_ == 0 ? kBackoff : 2 * backoff_, kMaxBackoff);
+    backoff_until_ = std::chrono::steady_clock::now().time_since_epoch().count() +
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::milliseconds(backoff_)).count();
+  } else {
+    backoff_ = 0;
+  }
   return true;
 }
 
@@ -120,6 +138,7 @@ void ThreadPool::barrier() {
       continue;
     }
     // The thread waited for is not running (more threads than free cores): sleep until it arrives.
+    contended_.store(true, std::memory_order_relaxed);
     std::unique_lock<std::mutex> lock(barrier_mutex_);
     barrier_sleepers_.fetch_add(1);
     barrier_wake_.wait(lock, [&] { return sense_.load() != sense; });

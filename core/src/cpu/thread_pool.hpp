@@ -1,11 +1,13 @@
 // The threads that share one call (recur_layer_set_num_threads). A call meets its threads once or
 // twice per timestep, so they spin briefly at those barriers and between back-to-back calls
-// instead of sleeping; they sleep when idle. One call uses the pool at a time: a call that finds
+// instead of sleeping; they sleep when idle. When a barrier finds its partner descheduled (the
+// cores busy with other work), calls run on their own thread for a while. One call uses the pool at a time: a call that finds
 // it busy runs on its own thread, which gives the same numbers (work is split the same way for
 // any thread count) without oversubscribing the cores.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -49,6 +51,9 @@ class ThreadPool {
   std::atomic<int> arrived_{0};
   std::atomic<std::uint32_t> sense_{0};
   std::atomic<int> barrier_sleepers_{0};
+  std::atomic<bool> contended_{false};  // a barrier slept during the current job
+  std::chrono::steady_clock::duration::rep backoff_until_ = 0;  // guarded by busy_
+  long backoff_ = 0;                                            // ms; guarded by busy_
   std::mutex barrier_mutex_;
   std::condition_variable barrier_wake_;
 };
