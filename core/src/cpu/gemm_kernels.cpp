@@ -160,11 +160,31 @@ void gemm(KIndex m, KIndex k, const float* a, KIndex lda, const float* packed, K
     for (KIndex m0 = 0; m0 < m; m0 += MC) {
       const KIndex mb = m - m0 < MC ? m - m0 : MC;
       pack_a(mb, kb, a + m0 * lda + k0, lda, a_block);
-      for (KIndex p = 0; p < panels; ++p) {
+      // Full 6-row tiles panel by panel; the last rows (fewer than 6, so too few accumulators
+      // to hide the FMA latency) two panels at a time.
+      const KIndex full = mb - mb % MR, rest = mb - full;
+      for (KIndex p = 0; p < panels; p += 2) {
+        const KIndex np = panels - p < 2 ? panels - p : 2;
+        for (KIndex q = 0; q < np; ++q) {
+          const float* bp = packed + (p + q) * pstride + k0 * NR;
+          const float* pb = last && bias ? bias + (p + q) * NR : nullptr;
+          for (KIndex r = 0; r < full; r += MR)
+            tile<MR, 1>(kb, a_block + r * kb, 1, MR, bp, 0, c + (m0 + r) * ldc + (p + q) * NR, ldc, first, pb);
+        }
+        if (rest == 0) continue;
         const float* bp = packed + p * pstride + k0 * NR;
         const float* pb = last && bias ? bias + p * NR : nullptr;
-        for (KIndex r = 0; r < mb; r += MR)
-          row_block(mb - r < MR ? mb - r : MR, kb, a_block + r * kb, bp, c + (m0 + r) * ldc + p * NR, ldc, first, pb);
+        const float* ap = a_block + full * kb;
+        float* cp = c + (m0 + full) * ldc + p * NR;
+        if (np == 2 && rest == 2)
+          tile<2, 2>(kb, ap, 1, 2, bp, pstride, cp, ldc, first, pb);
+        else if (np == 2 && rest == 3)
+          tile<3, 2>(kb, ap, 1, 3, bp, pstride, cp, ldc, first, pb);
+        else if (np == 2 && rest == 1)
+          tile<1, 2>(kb, ap, 1, 1, bp, pstride, cp, ldc, first, pb);
+        else
+          for (KIndex q = 0; q < np; ++q)
+            row_block(rest, kb, ap, bp + q * pstride, cp + q * NR, ldc, first, pb ? pb + q * NR : nullptr);
       }
     }
   }

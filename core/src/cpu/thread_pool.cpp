@@ -23,7 +23,7 @@ constexpr int kIdleSpins = 1 << 15;
 // step's work, short enough to hand the core over when the thread waited for is not running.
 constexpr int kBarrierSpins = 1 << 14;
 // How long calls run alone after one found the cores busy.
-constexpr long kBackoff = 50, kMaxBackoff = 2000;  // ms
+constexpr std::chrono::milliseconds kBackoff(20);
 
 }  // namespace
 
@@ -107,16 +107,13 @@ bool ThreadPool::run(int n, Task task, void* context) {
     else
       std::this_thread::yield();
   }
-  if (contended_.exchange(false)) {
-    // A thread had to sleep at a barrier: the cores are busy with other work, and every step
-    // would wait for the scheduler. Calls run alone for a while (same numbers), then try again,
-    // waiting twice as long each time the cores are still busy.
-    backoff_ = std::min(backoff_ == 0 ? kBackoff : 2 * backoff_, kMaxBackoff);
+  const int sleeps = barrier_sleeps_.exchange(0), waits = barrier_waits_.exchange(0);
+  if (sleeps >= 2 && sleeps * 8 >= waits) {
+    // Threads often had to sleep at the barriers: the cores are busy with other work, and each
+    // step would wait for the scheduler. Calls run alone for a while (same numbers), then try
+    // again. A sleep now and then (another process's brief burst) does not count.
     backoff_until_ = std::chrono::steady_clock::now().time_since_epoch().count() +
-                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                         std::chrono::milliseconds(backoff_)).count();
-  } else {
-    backoff_ = 0;
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(kBackoff).count();
   }
   return true;
 }
@@ -132,13 +129,14 @@ void ThreadPool::barrier() {
     }
     return;
   }
+  barrier_waits_.fetch_add(1, std::memory_order_relaxed);
   for (int spins = 0; sense_.load(std::memory_order_acquire) == sense; ++spins) {
     if (spins < kBarrierSpins) {
       RECUR_PAUSE();
       continue;
     }
     // The thread waited for is not running (more threads than free cores): sleep until it arrives.
-    contended_.store(true, std::memory_order_relaxed);
+    barrier_sleeps_.fetch_add(1, std::memory_order_relaxed);
     std::unique_lock<std::mutex> lock(barrier_mutex_);
     barrier_sleepers_.fetch_add(1);
     barrier_wake_.wait(lock, [&] { return sense_.load() != sense; });

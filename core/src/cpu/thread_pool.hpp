@@ -51,9 +51,8 @@ class ThreadPool {
   std::atomic<int> arrived_{0};
   std::atomic<std::uint32_t> sense_{0};
   std::atomic<int> barrier_sleepers_{0};
-  std::atomic<bool> contended_{false};  // a barrier slept during the current job
+  std::atomic<int> barrier_waits_{0}, barrier_sleeps_{0};  // during the current job
   std::chrono::steady_clock::duration::rep backoff_until_ = 0;  // guarded by busy_
-  long backoff_ = 0;                                            // ms; guarded by busy_
   std::mutex barrier_mutex_;
   std::condition_variable barrier_wake_;
 };

@@ -1,0 +1,94 @@
+// The CPU kernel sets against plain loops: the packed GEMM for shapes that exercise every tile and
+// remainder (rows, panels, k blocks), the packing round trip through Cell, and every set this CPU
+// runs giving the same gate updates within float rounding.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "recur/cell.hpp"
+#include "recur/cpu_kernels.hpp"
+
+namespace recur {
+namespace {
+
+std::vector<float> random(std::size_t n, unsigned seed) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(g);
+  return v;
+}
+
+std::vector<const cpu::KernelSet*> sets() {
+  int n = 0;
+  const cpu::KernelSet* const* all = cpu::runnable_kernel_sets(&n);
+  return {all, all + n};
+}
+
+TEST(CpuKernels, TheBaselineSetIsAlwaysRunnableAndTheChosenSetIsOneOfThem) {
+  const auto s = sets();
+  ASSERT_FALSE(s.empty());
+  EXPECT_EQ(std::string(s.back()->name), "baseline");
+  bool found = false;
+  for (const auto* k : s) found |= k == &cpu::cpu_kernels();
+  EXPECT_TRUE(found) << cpu::cpu_kernels().name;
+}
+
+TEST(CpuKernels, GemmMatchesPlainLoopsOnEveryShape) {
+  const cpu::KIndex ms[] = {1, 2, 3, 5, 6, 7, 13, 32, 64, 125};
+  const cpu::KIndex ks[] = {0, 1, 7, 64, 513, 1100};
+  const cpu::KIndex ns[] = {1, 5, 16, 33, 100};
+  for (const cpu::KernelSet* set : sets()) {
+    for (cpu::KIndex m : ms)
+      for (cpu::KIndex k : ks)
+        for (cpu::KIndex n : ns) {
+          const cpu::KIndex panels = (n + set->nr - 1) / set->nr, width = panels * set->nr, ldc = width + 3;
+          const auto a = random(static_cast<std::size_t>(m * (k + 2)), 1);  // lda = k + 2
+          const auto b = random(static_cast<std::size_t>(k * n), 2);
+          const auto bias = random(static_cast<std::size_t>(width), 3);
+          std::vector<float> packed(static_cast<std::size_t>(panels * k * set->nr) + 1);
+          set->pack(b.data(), n, k, n, packed.data());
+          for (bool with_bias : {false, true}) {
+            std::vector<float> c(static_cast<std::size_t>(m * ldc), 7.0f);
+            set->gemm(m, k, a.data(), k + 2, packed.data(), panels, c.data(), ldc, with_bias ? bias.data() : nullptr);
+            for (cpu::KIndex i = 0; i < m; ++i)
+              for (cpu::KIndex j = 0; j < width; ++j) {
+                double ref = 0.0;
+                if (j < n)
+                  for (cpu::KIndex kk = 0; kk < k; ++kk) ref += double(a[i * (k + 2) + kk]) * double(b[kk * n + j]);
+                if (with_bias) ref += bias[j];
+                ASSERT_NEAR(c[i * ldc + j], ref, 1e-4 * (1.0 + std::sqrt(double(k))))
+                    << set->name << " m=" << m << " k=" << k << " n=" << n << " at " << i << "," << j;
+              }
+            // Columns past the panels are left alone.
+            for (cpu::KIndex i = 0; i < m; ++i)
+              for (cpu::KIndex j = width; j < ldc; ++j) ASSERT_EQ(c[i * ldc + j], 7.0f) << set->name;
+          }
+        }
+  }
+}
+
+TEST(CpuKernels, PackedWeightsUnpackExactly) {
+  for (LayerKind kind : {LayerKind::gru, LayerKind::lstm}) {
+    LayerConfig c;
+    c.kind = kind;
+    c.units = 37;
+    c.input_size = 19;
+    Cell cell(c);
+    const int w = cell.width();
+    const auto k = random(static_cast<std::size_t>(19 * w), 4), u = random(static_cast<std::size_t>(37 * w), 5);
+    const auto bias = random(static_cast<std::size_t>(2 * w), 6);
+    cell.set_weights(k.data(), u.data(), bias.data(), bias.data() + w);
+    std::vector<float> k2(k.size()), u2(u.size());
+    cell.unpack_kernel(k2.data());
+    cell.unpack_recurrent(u2.data());
+    EXPECT_EQ(k, k2);
+    EXPECT_EQ(u, u2);
+  }
+}
+
+}  // namespace
+}  // namespace recur
