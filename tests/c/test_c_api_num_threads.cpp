@@ -95,7 +95,17 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{RECUR_LAYER_GRU, 200, 48, 8, 9, 0, true, true, false},
                       Shape{RECUR_LAYER_LSTM, 128, 64, 16, 12, RECUR_DEFAULT, true, false, true},
                       Shape{RECUR_LAYER_LSTM, 100, 32, 32, 7, RECUR_DEFAULT, false, true, false},
-                      Shape{RECUR_LAYER_CUDNN_GRU, 128, 64, 16, 12, RECUR_DEFAULT, false, false, false}));
+                      Shape{RECUR_LAYER_CUDNN_GRU, 128, 64, 16, 12, RECUR_DEFAULT, false, false, false}),
+    [](const ::testing::TestParamInfo<Shape>& info) {
+      const Shape& s = info.param;
+      const char* type = s.type == RECUR_LAYER_GRU ? "gru" : s.type == RECUR_LAYER_LSTM ? "lstm" : "cudnngru";
+      std::string name = std::string(type) + std::to_string(s.units) + "_b" + std::to_string(s.batch);
+      if (s.type == RECUR_LAYER_GRU) name += s.reset_after ? "_ra" : "_rb";
+      if (s.mask) name += "_mask";
+      if (s.backwards) name += "_backwards";
+      if (s.time_major) name += "_timemajor";
+      return name;
+    });
 
 TEST(NumThreadsApi, DefaultsToOneAndKeepsWhatIsSet) {
   rt::Layer l = make(Shape{RECUR_LAYER_GRU, 8, 4, 1, 1, 1, false, false, false});
