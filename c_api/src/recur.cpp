@@ -634,8 +634,7 @@ recur_status recur_layer_get_weights(const recur_layer* layer, float* out, size_
       recur::fail(Error::Code::shape, "recur_layer_get_weights: out must hold ", l.weights_size(), " floats, got ", len);
     std::size_t off = 0;
     for (std::size_t i = 0; i < l.num_weights(); ++i) {
-      std::size_t n = 1;
-      for (recur::Index d : l.weight_spec(i).shape) n *= static_cast<std::size_t>(d);
+      const std::size_t n = l.weight_length(i);
       l.get_weight(i, out + off, n);
       off += n;
     }

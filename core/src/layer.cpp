@@ -115,7 +115,8 @@ Layer::~Layer() = default;
 
 bool Layer::packed_only(std::size_t i) const { return i < 2 && !config_.is_cudnn(); }
 
-std::size_t Layer::numel(std::size_t i) const {
+std::size_t Layer::weight_length(std::size_t i) const {
+  weight_spec(i);
   std::size_t n = 1;
   for (Index d : specs_[i].shape) n *= static_cast<std::size_t>(d);
   return n;
@@ -129,7 +130,7 @@ void Layer::store_weight(std::size_t i, const float* data) {
       cell_.pack_recurrent(data);
     weights_[i].value.resize(0, 0);  // a Keras-layout copy made for weight(i) is stale now
   } else {
-    std::memcpy(weights_[i].data(), data, numel(i) * sizeof(float));
+    std::memcpy(weights_[i].data(), data, weight_length(i) * sizeof(float));
   }
 }
 
@@ -214,16 +215,16 @@ const Tensor& Layer::weight(std::size_t i) const {
 
 std::size_t Layer::weights_size() const {
   std::size_t n = 0;
-  for (std::size_t i = 0; i < specs_.size(); ++i) n += numel(i);
+  for (std::size_t i = 0; i < specs_.size(); ++i) n += weight_length(i);
   return n;
 }
 
 void Layer::get_weight(std::size_t i, float* out, std::size_t len) const {
   weight_spec(i);
   if (!out) fail(Error::Code::invalid_argument, "out: is NULL");
-  if (len != numel(i))
+  if (len != weight_length(i))
     fail(Error::Code::shape, "out: weight '", specs_[i].name, "' has shape ", shape_string(specs_[i].shape), " = ",
-         numel(i), " floats, but the buffer holds ", len);
+         weight_length(i), " floats, but the buffer holds ", len);
   materialize();
   if (!packed_only(i))
     std::memcpy(out, weights_[i].data(), len * sizeof(float));
@@ -246,8 +247,8 @@ void Layer::set_weight(std::size_t i, const float* data, std::size_t len, const 
       fail(Error::Code::shape, "weight '", spec.name, "' of ", kind_name(config_.kind), ": expected shape ",
            shape_string(spec.shape), ", got ", shape_string(given));
   }
-  if (len != numel(i))
-    fail(Error::Code::shape, "weight '", spec.name, "': expected ", numel(i), " floats for shape ",
+  if (len != weight_length(i))
+    fail(Error::Code::shape, "weight '", spec.name, "': expected ", weight_length(i), " floats for shape ",
          shape_string(spec.shape), ", got ", len);
   std::lock_guard<std::mutex> lock(mutex_);
   store_weight(i, data);
@@ -267,7 +268,7 @@ void Layer::set_weights(const float* data, std::size_t len) {
   std::size_t offset = 0;
   for (std::size_t i = 0; i < weights_.size(); ++i) {
     store_weight(i, data + offset);
-    offset += numel(i);
+    offset += weight_length(i);
     mark_given(i);
   }
   refresh_cell();

@@ -692,8 +692,7 @@ std::unique_ptr<Layer> Model::recurrent_layer(const std::string& name) const {
     copy->set_num_threads(impl_->num_threads);
     std::vector<float> w;
     for (std::size_t i = 0; i < src->num_weights(); ++i) {
-      std::size_t n = 1;
-      for (Index d : src->weight_spec(i).shape) n *= static_cast<std::size_t>(d);
+      const std::size_t n = src->weight_length(i);
       w.resize(n);
       src->get_weight(i, w.data(), n);
       copy->set_weight(i, w.data(), n, nullptr, 0);

@@ -1,6 +1,7 @@
 // Layer: a Keras recurrent layer (the RNN wrapper: sequence loop, masks, go_backwards,
 // return_sequences/return_state, initial_state, stateful) or, for GRUCell/LSTMCell configs, the
-// cell itself. Weights are kept in Keras's own order and shapes.
+// cell itself. Weights are set and read in Keras's own order and shapes; the kernels of Keras's own
+// layouts are stored only packed, in the cell.
 #pragma once
 
 #include <atomic>
@@ -54,7 +55,8 @@ struct Loss {
 class Layer {
  public:
   static constexpr int kMaxThreads = 1024;
-  explicit Layer(LayerConfig config);  // validates the config, creates and initialises the weights
+  // Validates the config. The initializers run on first use, only if some weight was never set.
+  explicit Layer(LayerConfig config);
   ~Layer();
 
   const LayerConfig& config() const { return config_; }
@@ -76,6 +78,8 @@ class Layer {
   // All weights concatenated in get_weights order; validated before anything changes.
   void set_weights(const float* data, std::size_t len);
   std::size_t weights_size() const;
+  // Floats in weight i (the product of its Keras shape). Throws for an index that does not exist.
+  std::size_t weight_length(std::size_t i) const;
 
   // --- sequence layers ---
   std::size_t output_size(Index batch, Index timesteps) const;
@@ -138,7 +142,6 @@ class Layer {
   void require_cell(const char* what) const;
   // Kernel and recurrent kernel of Keras's own layouts live only packed in the cell.
   bool packed_only(std::size_t i) const;
-  std::size_t numel(std::size_t i) const;
   // Puts weight i (Keras layout) where it lives: packed in the cell, or in weights_.
   void store_weight(std::size_t i, const float* data);
   // Updates the cell's biases (or, for CuDNN layouts, converts and packs everything) and the GPU twin.
