@@ -23,6 +23,14 @@ def shape_label(r):
     return f"{r['shape']} ({r['B']},{r['T']},{r['F']},{r['H']}) {kind}"
 
 
+def table_row(r, contender_cells):
+    """A markdown row: shape, cell and threads, then contender_cells(name, result) per contender."""
+    cells = [shape_label(r), SHORT_CELL[r["cell"]], str(r["threads"])]
+    for c in ["recur"] + PEERS:
+        cells += contender_cells(c, r["results"][c])
+    return "| " + " | ".join(cells) + " |"
+
+
 def row_line(row):
     parts = []
     for c, r in row["results"].items():
@@ -67,18 +75,16 @@ def write_markdown(res, path):
       "same thread count: above 1 recur is faster. Outputs: the full sequence of h (return_sequences).\n")
     w("| shape (B,T,F,H) | cell | threads | recur | oneDNN | × | PyTorch | × | ORT | × |")
     w("|---|---|---|---|---|---|---|---|---|---|")
+    def time_cells(c, x):
+        ok = x["status"] == "ok"
+        cells = [f"{fmt_time(x['median_s'])} ({fmt_time(x['min_s'])})" if ok else "n/a"]
+        if c != "recur":
+            ratio = x.get("ratio_vs_recur") if ok else None
+            cells.append(f"{ratio:.2f}" if ratio else "–")
+        return cells
+
     for r in rows:
-        cells = [shape_label(r), SHORT_CELL[r["cell"]], str(r["threads"])]
-        for c in ["recur"] + PEERS:
-            x = r["results"][c]
-            if x["status"] != "ok":
-                cells.append("n/a")
-            else:
-                cells.append(f"{fmt_time(x['median_s'])} ({fmt_time(x['min_s'])})")
-            if c != "recur":
-                ratio = x.get("ratio_vs_recur") if x["status"] == "ok" else None
-                cells.append(f"{ratio:.2f}" if ratio else "–")
-        w("| " + " | ".join(cells) + " |")
+        w(table_row(r, time_cells))
     w("")
 
     w("## Throughput\n")
@@ -89,16 +95,14 @@ def write_markdown(res, path):
       + ").\n")
     w("| shape (B,T,F,H) | cell | threads | recur | oneDNN | PyTorch | ORT |")
     w("|---|---|---|---|---|---|---|")
+    def throughput_cells(c, x):
+        if x["status"] != "ok":
+            return ["n/a"]
+        frac = x.get("frac_sgemm_peak")
+        return [f"{x['gflops']:.2f}" + (f" ({frac * 100:.0f}%)" if frac is not None else "")]
+
     for r in rows:
-        cells = [shape_label(r), SHORT_CELL[r["cell"]], str(r["threads"])]
-        for c in ["recur"] + PEERS:
-            x = r["results"][c]
-            if x["status"] != "ok":
-                cells.append("n/a")
-            else:
-                frac = x.get("frac_sgemm_peak")
-                cells.append(f"{x['gflops']:.2f}" + (f" ({frac * 100:.0f}%)" if frac is not None else ""))
-        w("| " + " | ".join(cells) + " |")
+        w(table_row(r, throughput_cells))
     w("")
 
     mem = res.get("memory", [])
