@@ -63,6 +63,10 @@ struct recur_model {
   mutable PlacementCache placements;
 };
 
+struct recur_model_state {
+  std::unique_ptr<recur::ModelStream> impl;
+};
+
 namespace {
 
 using recur::Error;
@@ -101,6 +105,10 @@ Registry& states() {
   return *r;
 }
 Registry& models() {
+  static Registry* r = new Registry;
+  return *r;
+}
+Registry& model_states() {
   static Registry* r = new Registry;
   return *r;
 }
@@ -897,5 +905,227 @@ recur_status recur_model_get_num_threads(const recur_model* model, int32_t* num_
 }
 
 const char* recur_cpu_kernels(void) { return recur::cpu::cpu_kernels().name; }
+
+
+/* ---- models as graphs (0.4) ---- */
+
+namespace {
+
+recur::ModelStream& stream_of(const recur_model_state* s, const char* fn) {
+  if (!s) recur::fail(Error::Code::invalid_argument, fn, ": state is NULL");
+  if (!model_states().contains(s)) recur::fail(Error::Code::state, fn, ": state is not a live handle (destroyed?)");
+  return *s->impl;
+}
+
+std::vector<recur::Index> timesteps_of(const recur::Model& m, const int32_t* timesteps, int32_t n, const char* fn) {
+  const std::size_t want = m.inputs().size();
+  if (n < 0 || static_cast<std::size_t>(n) != want)
+    recur::fail(Error::Code::invalid_argument, fn, ": num_timesteps must be the number of inputs (", want, "), got ", n);
+  if (n > 0 && !timesteps) recur::fail(Error::Code::invalid_argument, fn, ": timesteps is NULL");
+  std::vector<recur::Index> out;
+  for (int32_t i = 0; i < n; ++i) out.push_back(timesteps[i]);
+  return out;
+}
+
+void fill_dims(const std::vector<recur::Index>& d, int32_t* rank, int64_t* dims) {
+  if (rank) *rank = static_cast<int32_t>(d.size());
+  if (dims) {
+    for (int i = 0; i < RECUR_MAX_RANK; ++i) dims[i] = 0;
+    for (std::size_t i = 0; i < d.size() && i < RECUR_MAX_RANK; ++i) dims[i] = d[i];
+  }
+}
+
+}  // namespace
+
+recur_status recur_model_open_memory(recur_model** out, const void* data, size_t len, const char* name) {
+  if (out) *out = nullptr;
+  return guarded([&] {
+    require(out, "recur_model_open_memory", "out");
+    auto handle = std::make_unique<recur_model>();
+    handle->impl = std::make_unique<recur::Model>(recur::Model::open_memory(data, len, name ? name : ""));
+    models().add(handle.get());
+    *out = handle.release();
+  });
+}
+
+recur_status recur_model_num_inputs(const recur_model* model, int32_t* count) {
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_num_inputs");
+    require(count, "recur_model_num_inputs", "count");
+    *count = static_cast<int32_t>(m.inputs().size());
+  });
+}
+
+recur_status recur_model_num_outputs(const recur_model* model, int32_t* count) {
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_num_outputs");
+    require(count, "recur_model_num_outputs", "count");
+    *count = static_cast<int32_t>(m.outputs().size());
+  });
+}
+
+recur_status recur_model_input(const recur_model* model, int32_t index, const char** name, int32_t* rank, int64_t* dims,
+                               int32_t* token_ids) {
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_input");
+    if (index < 0 || static_cast<std::size_t>(index) >= m.inputs().size())
+      recur::fail(Error::Code::invalid_argument, "recur_model_input: index ", index, " is out of range (the model has ",
+                  m.inputs().size(), " inputs)");
+    const recur::ModelTensorInfo& t = m.inputs()[static_cast<std::size_t>(index)];
+    if (name) *name = t.name.c_str();
+    fill_dims(t.dims, rank, dims);
+    if (token_ids) *token_ids = t.token_ids;
+  });
+}
+
+recur_status recur_model_output(const recur_model* model, int32_t index, const char** name, int32_t* rank, int64_t* dims) {
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_output");
+    if (index < 0 || static_cast<std::size_t>(index) >= m.outputs().size())
+      recur::fail(Error::Code::invalid_argument, "recur_model_output: index ", index, " is out of range (the model has ",
+                  m.outputs().size(), " outputs)");
+    const recur::ModelTensorInfo& t = m.outputs()[static_cast<std::size_t>(index)];
+    if (name) *name = t.name.c_str();
+    fill_dims(t.dims, rank, dims);
+  });
+}
+
+recur_status recur_model_output_dims(const recur_model* model, int32_t index, int32_t batch, const int32_t* timesteps,
+                                     int32_t num_timesteps, int64_t* dims, int32_t* rank) {
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_output_dims");
+    require(dims, "recur_model_output_dims", "dims");
+    if (index < 0 || static_cast<std::size_t>(index) >= m.outputs().size())
+      recur::fail(Error::Code::invalid_argument, "recur_model_output_dims: index ", index, " is out of range (the model has ",
+                  m.outputs().size(), " outputs)");
+    const auto all = m.output_dims(batch, timesteps_of(m, timesteps, num_timesteps, "recur_model_output_dims"));
+    fill_dims(all[static_cast<std::size_t>(index)], rank, dims);
+  });
+}
+
+recur_status recur_model_outputs_length(const recur_model* model, int32_t batch, const int32_t* timesteps,
+                                        int32_t num_timesteps, size_t* out_len) {
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_outputs_length");
+    require(out_len, "recur_model_outputs_length", "out_len");
+    *out_len = m.outputs_length(batch, timesteps_of(m, timesteps, num_timesteps, "recur_model_outputs_length"));
+  });
+}
+
+recur_status recur_model_inputs_length(const recur_model* model, int32_t batch, const int32_t* timesteps,
+                                       int32_t num_timesteps, size_t* in_len) {
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_inputs_length");
+    require(in_len, "recur_model_inputs_length", "in_len");
+    *in_len = m.inputs_length(batch, timesteps_of(m, timesteps, num_timesteps, "recur_model_inputs_length"));
+  });
+}
+
+recur_status recur_model_run_inputs(const recur_model* model, int32_t batch, const int32_t* timesteps,
+                                    int32_t num_timesteps, const float* inputs, size_t inputs_len, const uint8_t* masks,
+                                    size_t masks_len, float* outputs, size_t outputs_len) {
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_run_inputs");
+    m.run_inputs(batch, timesteps_of(m, timesteps, num_timesteps, "recur_model_run_inputs"), inputs, inputs_len, masks,
+                 masks_len, outputs, outputs_len);
+  });
+}
+
+recur_status recur_model_is_stateful(const recur_model* model, int32_t* stateful) {
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_is_stateful");
+    require(stateful, "recur_model_is_stateful", "stateful");
+    *stateful = m.stateful();
+  });
+}
+
+recur_status recur_model_reset_states(recur_model* model) {
+  return guarded([&] { mutable_model_of(model, "recur_model_reset_states").reset_states(); });
+}
+
+recur_status recur_model_states_length(const recur_model* model, const char* layer, size_t* len) {
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_states_length");
+    require(layer, "recur_model_states_length", "layer");
+    require(len, "recur_model_states_length", "len");
+    *len = m.states_length(layer);
+  });
+}
+
+recur_status recur_model_get_states(const recur_model* model, const char* layer, float* out, size_t len) {
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_get_states");
+    require(layer, "recur_model_get_states", "layer");
+    m.get_states(layer, out, len);
+  });
+}
+
+recur_status recur_model_set_states(recur_model* model, const char* layer, const float* states, size_t len) {
+  return guarded([&] {
+    recur::Model& m = mutable_model_of(model, "recur_model_set_states");
+    require(layer, "recur_model_set_states", "layer");
+    m.set_states(layer, states, len);
+  });
+}
+
+recur_status recur_layer_set_keras_backend(recur_layer* layer, const char* backend) {
+  return guarded([&] {
+    recur::Layer& l = layer_of(layer, "recur_layer_set_keras_backend");
+    require(backend, "recur_layer_set_keras_backend", "backend");
+    l.set_keras_backend(backend);
+  });
+}
+
+recur_status recur_model_set_keras_backend(recur_model* model, const char* backend) {
+  return guarded([&] {
+    recur::Model& m = mutable_model_of(model, "recur_model_set_keras_backend");
+    require(backend, "recur_model_set_keras_backend", "backend");
+    m.set_keras_backend(backend);
+  });
+}
+
+recur_status recur_model_streamable(const recur_model* model, const char** why) {
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_streamable");
+    require(why, "recur_model_streamable", "why");
+    *why = m.not_streamable().c_str();
+  });
+}
+
+recur_status recur_model_state_create(recur_model_state** out, const recur_model* model, int32_t batch) {
+  if (out) *out = nullptr;
+  return guarded([&] {
+    require(out, "recur_model_state_create", "out");
+    const recur::Model& m = model_of(model, "recur_model_state_create");
+    auto handle = std::make_unique<recur_model_state>();
+    handle->impl = m.make_stream(batch);
+    model_states().add(handle.get());
+    *out = handle.release();
+  });
+}
+
+void recur_model_state_destroy(recur_model_state* state) {
+  if (state && model_states().remove(state)) delete state;
+}
+
+recur_status recur_model_state_reset(recur_model_state* state) {
+  return guarded([&] { stream_of(state, "recur_model_state_reset").reset(); });
+}
+
+recur_status recur_model_state_lengths(const recur_model_state* state, int32_t timesteps, size_t* inputs_len,
+                                       size_t* outputs_len) {
+  return guarded([&] {
+    const recur::ModelStream& s = stream_of(state, "recur_model_state_lengths");
+    if (inputs_len) *inputs_len = s.inputs_length(timesteps);
+    if (outputs_len) *outputs_len = s.outputs_length(timesteps);
+  });
+}
+
+recur_status recur_model_state_step(recur_model_state* state, int32_t timesteps, const float* inputs, size_t inputs_len,
+                                    const uint8_t* masks, size_t masks_len, float* outputs, size_t outputs_len) {
+  return guarded([&] {
+    stream_of(state, "recur_model_state_step").step(timesteps, inputs, inputs_len, masks, masks_len, outputs, outputs_len);
+  });
+}
 
 }  // extern "C"

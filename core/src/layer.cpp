@@ -409,9 +409,9 @@ void Layer::call(const LayerCall& a) {
   job.num_inputs = static_cast<int>(inputs.size());
   job.recurrent_masks = recurrent_masks.empty() ? nullptr : &recurrent_masks;
   job.states = states.data();
-  if (gpu_)
+  if (gpu_ && !job.output_starts_at_state)
     gpu::GpuBackend(*gpu_).run_sequence(cell_, job, ws);
-  else
+  else  // the GPU routes implement TensorFlow's masked steps; JAX's run on the CPU
     cpu_backend().run_sequence(cell_, job, ws);
 
   if (a.final_state)
@@ -471,7 +471,7 @@ void Layer::call_state(State& state, const float* input, std::size_t input_len, 
   job.inputs = inputs;
   job.states = state.tensors();
   job.carried_output = &state.carried_output();
-  if (gpu_) {
+  if (gpu_ && !job.output_starts_at_state) {
     gpu_->run_job(job, resident_state(state));
   } else {
     state.detach_device();
@@ -488,8 +488,9 @@ SequenceJob Layer::sequence_job(Index B, Index T, const std::uint8_t* mask, floa
   // time (cudnn_reversal does that); the loop then runs forwards.
   job.go_backwards = config_.go_backwards && !(config_.is_cudnn() && config_.time_major);
   job.mask = mask;
-  job.zero_output_for_mask = config_.zero_output_for_mask;
-  job.unrolled_mask_quirk = config_.unroll && config_.go_backwards;
+  job.zero_output_for_mask = config_.zero_output_for_mask && !(config_.jax_masking && config_.unroll);
+  job.unrolled_mask_quirk = config_.unroll && config_.go_backwards && !config_.jax_masking;
+  job.output_starts_at_state = config_.jax_masking && mask;
   job.sequence_output = config_.return_sequences ? output : nullptr;
   job.threads = num_threads_;
   job.last_output = config_.return_sequences ? nullptr : output;
@@ -508,6 +509,14 @@ const float* Layer::cudnn_reversal(const float* input, Index B, Index T, std::ve
 }
 
 // ----- stateful -----
+
+void Layer::set_keras_backend(const std::string& backend) {
+  if (backend != "tensorflow" && backend != "jax")
+    fail(Error::Code::invalid_argument, "backend: expected \"tensorflow\" or \"jax\", got \"", backend, "\"");
+  if (backend == "jax" && config_.dialect.dialect == Dialect::keras2)
+    fail(Error::Code::unsupported, "backend: \"jax\" is a Keras 3 backend; this layer is Keras 2");
+  config_.jax_masking = backend == "jax";
+}
 
 void Layer::reset_states() {
   require_sequence_layer("reset_states");

@@ -49,7 +49,7 @@ extern "C" {
 /* ------------------------------------------------------------------------------------------ */
 
 #define RECUR_VERSION_MAJOR 0
-#define RECUR_VERSION_MINOR 3
+#define RECUR_VERSION_MINOR 4
 #define RECUR_VERSION_PATCH 0
 #define RECUR_VERSION_NUMBER (RECUR_VERSION_MAJOR * 10000 + RECUR_VERSION_MINOR * 100 + RECUR_VERSION_PATCH)
 
@@ -85,8 +85,22 @@ typedef enum recur_layer_type {
   RECUR_LAYER_CUDNN_GRU = 3,  /* Keras 2 only */
   RECUR_LAYER_CUDNN_LSTM = 4, /* Keras 2 only */
   RECUR_LAYER_GRU_CELL = 5,   /* single-step cells: use recur_cell_call */
-  RECUR_LAYER_LSTM_CELL = 6
+  RECUR_LAYER_LSTM_CELL = 6,
+  RECUR_LAYER_SIMPLE_RNN = 7,     /* since 0.4 */
+  RECUR_LAYER_SIMPLE_RNN_CELL = 8 /* since 0.4 */
 } recur_layer_type;
+
+/* SimpleRNN and SimpleRNNCell compute h' = activation((x @ kernel + bias) + h @ recurrent_kernel)
+ * with one state (h) and the weights kernel (F, units), recurrent_kernel (units, units), bias
+ * (units,). They take what Keras's classes take: recurrent_activation, reset_after and
+ * unit_forget_bias must be left at NULL / RECUR_DEFAULT (Keras rejects them; recur fails with
+ * INVALID_ARGUMENT naming the field), and so must implementation in Keras 3; Keras 2 accepts
+ * implementation 1 or 2 and ignores it, as tf.keras does. Keras 3's SimpleRNN ignores
+ * activity_regularizer (Keras 3 never hands it on to the layer), so recur does too; Keras 2's
+ * SimpleRNN and both dialects' SimpleRNNCell apply it. dropout masks the input and
+ * recurrent_dropout masks h before the recurrent product, one mask each per call (per cell
+ * cache), constant in time. On a GPU they run on recur's kernels (recur does not use cuDNN's
+ * RNN_TANH/RNN_RELU modes). */
 
 typedef enum recur_dialect {
   RECUR_DIALECT_AUTO = 0,   /* JSON: detect from the fields; options: Keras 3 */
@@ -509,6 +523,123 @@ RECUR_API recur_status recur_model_get_num_threads(const recur_model *model, int
  * Static string, never NULL; thread-safe. Every kernel set gives Keras's numbers within the
  * parity suite's tolerances; they may differ from each other in the last bits. */
 RECUR_API const char *recur_cpu_kernels(void);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Models as graphs: inputs and outputs, stateful models, streams, memory (since 0.4)          */
+/* ------------------------------------------------------------------------------------------ */
+
+/* A model is any Keras functional graph (or Sequential) of supported layers, with any number of
+ * inputs and outputs, in the order the file lists them (Keras's model.inputs / model.outputs).
+ * Masks propagate as Keras propagates them, merge layers included. */
+
+/* Opens a model from a file image in memory: the bytes of a .keras zip or a legacy .h5 file. The
+ * bytes are copied during the call; the caller may free them afterwards. `name` (may be NULL)
+ * stands for the file in messages. Errors as recur_model_open (IO: not a Keras file, truncated,
+ * corrupt or hostile; INVALID_ARGUMENT: data NULL with len > 0, or len 0). */
+RECUR_API recur_status recur_model_open_memory(recur_model **out, const void *data, size_t len, const char *name);
+
+/* Largest rank of a model input or output (batch axis included). */
+#define RECUR_MAX_RANK 8
+
+/* Number of the model's inputs / outputs. Errors: INVALID_ARGUMENT (count NULL), STATE. */
+RECUR_API recur_status recur_model_num_inputs(const recur_model *model, int32_t *count);
+RECUR_API recur_status recur_model_num_outputs(const recur_model *model, int32_t *count);
+
+/* Input `index`: its name (the InputLayer's), rank (batch axis included) and dims, where -1
+ * marks an axis given at run time: dims[0] (the batch) always, and the timesteps axis of
+ * sequence inputs (at most one other axis may be unknown). *token_ids is 1 when the input holds
+ * integer ids (Keras dtype int*), passed as floats. `dims` must hold RECUR_MAX_RANK values; any
+ * out pointer may be NULL. The name is owned by the model. Errors: INVALID_ARGUMENT (index). */
+RECUR_API recur_status recur_model_input(const recur_model *model, int32_t index, const char **name, int32_t *rank,
+                                         int64_t *dims, int32_t *token_ids);
+/* Output `index`: its name (Keras's model.output_names), rank and dims, -1 where the value
+ * depends on the batch or the inputs' timesteps. */
+RECUR_API recur_status recur_model_output(const recur_model *model, int32_t index, const char **name, int32_t *rank,
+                                          int64_t *dims);
+
+/* The concrete dims of output `index` (RECUR_MAX_RANK values; *rank receives the rank) for
+ * `batch` rows and timesteps[i] for input i (num_timesteps = the number of inputs; entries of
+ * inputs without an unknown axis are ignored). Errors: INVALID_ARGUMENT, SHAPE (the inputs'
+ * timesteps do not fit the graph, e.g. an Add of sequences of different lengths). */
+RECUR_API recur_status recur_model_output_dims(const recur_model *model, int32_t index, int32_t batch,
+                                               const int32_t *timesteps, int32_t num_timesteps, int64_t *dims,
+                                               int32_t *rank);
+/* Floats recur_model_run_inputs writes for those shapes: every output, concatenated in order. */
+RECUR_API recur_status recur_model_outputs_length(const recur_model *model, int32_t batch, const int32_t *timesteps,
+                                                  int32_t num_timesteps, size_t *out_len);
+/* Floats recur_model_run_inputs reads: every input, concatenated in order. */
+RECUR_API recur_status recur_model_inputs_length(const recur_model *model, int32_t batch, const int32_t *timesteps,
+                                                 int32_t num_timesteps, size_t *in_len);
+
+/* Runs the graph (Keras's model.predict on one batch). inputs: every input, row-major, in input
+ * order, concatenated; masks: NULL, or for every input with a timesteps axis its (B, T_i) mask
+ * (nonzero = valid), concatenated in input order, as Keras's call(mask=...) takes it. outputs:
+ * every output concatenated in order (recur_model_outputs_length). Stateful layers start from
+ * the states the previous call left (recur_model_reset_states zeroes them), as in Keras.
+ * Errors: UNSUPPORTED (a layer recur cannot run: the message names its class and name), SHAPE,
+ * INVALID_ARGUMENT (e.g. a token id out of range). Thread rules: safe to call concurrently on
+ * one model unless it has stateful layers; then one call at a time. */
+RECUR_API recur_status recur_model_run_inputs(const recur_model *model, int32_t batch, const int32_t *timesteps,
+                                              int32_t num_timesteps, const float *inputs, size_t inputs_len,
+                                              const uint8_t *masks, size_t masks_len, float *outputs,
+                                              size_t outputs_len);
+
+/* *stateful is 1 when some layer of the model is stateful (recur_model_run then carries states
+ * between calls). */
+RECUR_API recur_status recur_model_is_stateful(const recur_model *model, int32_t *stateful);
+/* Zeroes the states of every stateful layer (Keras's model.reset_states()). Not thread-safe with
+ * runs of the model. */
+RECUR_API recur_status recur_model_reset_states(recur_model *model);
+/* Floats of the states of stateful layer `layer` ("<name>/forward" or "<name>/backward" for the
+ * halves of a Bidirectional): num_states x (batch_size, units), h then c. Errors: INVALID_ARGUMENT
+ * (no such layer, or it is not stateful). */
+RECUR_API recur_status recur_model_states_length(const recur_model *model, const char *layer, size_t *len);
+RECUR_API recur_status recur_model_get_states(const recur_model *model, const char *layer, float *out, size_t len);
+/* Sets them (all of them: len must equal recur_model_states_length). Errors: INVALID_ARGUMENT,
+ * SHAPE (len). Not thread-safe with runs of the model. */
+RECUR_API recur_status recur_model_set_states(recur_model *model, const char *layer, const float *states, size_t len);
+
+/* Keras 3 backend semantics. "tensorflow" (the default; also torch's) or "jax" (also numpy's):
+ * they differ at masked steps before the first valid one, where JAX outputs the initial state
+ * and TensorFlow zeros, and in that JAX's unroll=True ignores zero_output_for_mask. Errors:
+ * INVALID_ARGUMENT (another name), UNSUPPORTED ("jax" for a Keras 2 layer or model). A model
+ * passes it to all of its layers. Not thread-safe with calls on the object. */
+RECUR_API recur_status recur_layer_set_keras_backend(recur_layer *layer, const char *backend);
+RECUR_API recur_status recur_model_set_keras_backend(recur_model *model, const char *backend);
+
+/* Streams through a whole model: one recur_model_state per stream (a batch of rows), any number
+ * per model, stepped by any number of threads on one shared model (each state by one thread at a
+ * time). recur_model_state_step feeds the next timesteps of every sequence input and returns
+ * what the model outputs for them: sequence outputs for those steps, the other outputs as they
+ * stand after them. Feeding a sequence in pieces gives the outputs of one recur_model_run_inputs
+ * over the whole sequence. A model streams when every layer between its inputs and outputs
+ * allows it: recurrent layers without go_backwards or initial_state tensors, per-timestep layers
+ * (Dense, Activation, Masking, Embedding, merges, normalizations over features, TimeDistributed,
+ * Dropout) and, after a recurrent layer without return_sequences, per-sample layers. */
+typedef struct recur_model_state recur_model_state;
+
+/* "" when the model streams, else why not, naming the layer (e.g. "layer 'bi' (Bidirectional)
+ * reads the sequence backwards"). Owned by the model. Errors: INVALID_ARGUMENT. */
+RECUR_API recur_status recur_model_streamable(const recur_model *model, const char **why);
+/* A stream state for `batch` rows, all states zero. The state keeps what it needs of the model:
+ * it stays valid after recur_model_destroy. Errors: UNSUPPORTED (the model does not stream: the
+ * message names the layer), INVALID_ARGUMENT (batch <= 0, or not the batch_size of the model's
+ * stateful layers). */
+RECUR_API recur_status recur_model_state_create(recur_model_state **out, const recur_model *model, int32_t batch);
+/* Frees a state. NULL is a no-op. */
+RECUR_API void recur_model_state_destroy(recur_model_state *state);
+/* Zeroes it: the next step starts a new stream. */
+RECUR_API recur_status recur_model_state_reset(recur_model_state *state);
+/* Floats recur_model_state_step reads (every input for `timesteps` steps, concatenated) and
+ * writes (every output, concatenated). */
+RECUR_API recur_status recur_model_state_lengths(const recur_model_state *state, int32_t timesteps, size_t *inputs_len,
+                                                 size_t *outputs_len);
+/* Steps the stream `timesteps` (>= 1) steps: inputs and masks as in recur_model_run_inputs with
+ * every sequence input holding `timesteps` steps (inputs without a timesteps axis are given on
+ * every call). Errors: SHAPE, INVALID_ARGUMENT, STATE (destroyed handle). */
+RECUR_API recur_status recur_model_state_step(recur_model_state *state, int32_t timesteps, const float *inputs,
+                                              size_t inputs_len, const uint8_t *masks, size_t masks_len,
+                                              float *outputs, size_t outputs_len);
 
 #ifdef __cplusplus
 }

@@ -42,6 +42,8 @@ struct SequenceJob {
   bool zero_output_for_mask = false;
   // Keras's unrolled loop zeroes masked outputs with the un-reversed mask under go_backwards.
   bool unrolled_mask_quirk = false;
+  // Keras 3 on JAX: the previous output of a masked step starts at h0 (states[0]), not zeros.
+  bool output_starts_at_state = false;
   const std::vector<RowMatrix>* recurrent_masks = nullptr;
   RowMatrix* states = nullptr;          // in: initial states, out: final states
   // in: the output a masked first step repeats (null: zeros, as in a Keras call); out: the last

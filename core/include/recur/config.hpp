@@ -40,6 +40,9 @@ struct LayerConfig {
   bool time_major = false;  // Keras 2 only
   bool unroll = false;
   bool zero_output_for_mask = false;
+  // Keras 3 on JAX (and numpy): a masked step carries the previous state h, so steps before the
+  // first valid one output h0, and unroll=True ignores zero_output_for_mask.
+  bool jax_masking = false;
   int batch_size = 0;  // fixed batch of a stateful layer; 0 = not known
 
   InitializerSpec kernel_initializer;

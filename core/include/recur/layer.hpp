@@ -90,6 +90,10 @@ class Layer {
   void call_state(State& state, const float* input, std::size_t input_len, Index timesteps, const std::uint8_t* mask,
                   std::size_t mask_len, float* output, std::size_t output_len) const;
 
+  // Keras 3 backend semantics at masked steps: "tensorflow" (default) or "jax". Not safe to change
+  // while the layer runs.
+  void set_keras_backend(const std::string& backend);
+
   // --- stateful layers ---
   void reset_states();
   void reset_states(const float* states, std::size_t len, int num_given);

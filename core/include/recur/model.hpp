@@ -1,6 +1,6 @@
-// Model: a Keras model file (.keras zip or legacy .h5) read as it is, with its recurrent layers
-// usable one by one and, for chains of supported layers, runnable end to end with Keras's mask
-// propagation.
+// Model: a Keras model file (.keras zip or legacy .h5) read as it is: a graph of Keras layers with
+// its inputs and outputs, runnable end to end with Keras's mask propagation, stateful layers and
+// streaming, and with its recurrent layers usable one by one.
 #pragma once
 
 #include <cstdint>
@@ -24,12 +24,24 @@ struct ModelLayerInfo {
   bool supported = true;    // recur can run it inside a chain
 };
 
+// A model input or output: its name and dims (batch first; -1 where the size is given at run time).
+struct ModelTensorInfo {
+  std::string name;
+  std::vector<Index> dims;
+  bool token_ids = false;  // integer ids (an int Input, or one that feeds an Embedding)
+  bool sequence = false;   // has a timesteps axis (axis 1) that masks and streams address
+};
+
+class ModelStream;
+
 class Model {
  public:
   // Opens a .keras (zip) or legacy .h5 file, chosen by its signature. The dialect comes from the
   // file's keras_version. Throws Error(io) for unreadable or malformed files, naming the file,
   // the object path and the problem.
   static Model open(const std::string& path);
+  // The same from a file image in memory (copied); `name` stands for the file in messages.
+  static Model open_memory(const void* data, std::size_t len, const std::string& name);
 
   Model(Model&&) noexcept;
   ~Model();
@@ -42,32 +54,84 @@ class Model {
   // "name/backward" address the halves of a Bidirectional). Throws Error(invalid_argument).
   std::unique_ptr<Layer> recurrent_layer(const std::string& name) const;
 
-  // Why the chain cannot run ("" when it can), e.g. "unsupported layer Conv1D at conv1d".
+  // Why the graph cannot run ("" when it can), e.g. "unsupported layer Cropping1D at crop".
   const std::string& unsupported() const;
-  int input_size() const;        // features per timestep (1 for token ids into an Embedding)
-  bool takes_token_ids() const;  // the first layer is an Embedding
-  int output_size() const;       // last axis of the output
-  bool returns_sequences() const;
-  int num_outputs() const;       // 2 for a final Bidirectional with merge_mode=None, else 1
-  std::size_t output_length(Index batch, Index timesteps) const;  // all outputs together
+  // The first input and output (the single-input API: recur_model_run).
+  int input_size() const;        // last axis of input 0 (1 for token ids)
+  bool takes_token_ids() const;  // input 0 holds token ids
+  int output_size() const;       // last axis of output 0
+  bool returns_sequences() const;  // output 0 has a timesteps axis
+  int num_outputs() const;
+  std::size_t output_length(Index batch, Index timesteps) const;  // all outputs together, one input
+
+  // --- graphs: inputs and outputs in the file's order ---
+  const std::vector<ModelTensorInfo>& inputs() const;
+  const std::vector<ModelTensorInfo>& outputs() const;
+  // Concrete dims of every output for `batch` rows and timesteps[i] steps of input i.
+  std::vector<std::vector<Index>> output_dims(Index batch, const std::vector<Index>& timesteps) const;
+  std::size_t inputs_length(Index batch, const std::vector<Index>& timesteps) const;
+  std::size_t outputs_length(Index batch, const std::vector<Index>& timesteps) const;
+  // Runs the graph: every input concatenated in order; masks (B, T_i) of the sequence inputs
+  // concatenated, or null; every output concatenated in order. Stateful layers carry their states
+  // from call to call (one run at a time then).
+  void run_inputs(Index batch, const std::vector<Index>& timesteps, const float* inputs, std::size_t inputs_len,
+                  const std::uint8_t* masks, std::size_t masks_len, float* outputs, std::size_t outputs_len) const;
+
+  // --- stateful layers ---
+  bool stateful() const;
+  void reset_states();
+  // `layer`: a stateful layer's name ("<name>/forward" or "/backward" for a Bidirectional's halves).
+  std::size_t states_length(const std::string& layer) const;
+  void get_states(const std::string& layer, float* out, std::size_t len) const;
+  void set_states(const std::string& layer, const float* states, std::size_t len);
+
+  // Keras 3 backend semantics for every recurrent layer: "tensorflow" or "jax".
+  void set_keras_backend(const std::string& backend);
+
+  // --- streaming ---
+  const std::string& not_streamable() const;  // "" when the model streams
+  // A stream of `batch` rows; throws Error(unsupported) naming the layer that prevents it.
+  std::unique_ptr<ModelStream> make_stream(Index batch) const;
 
   // CPU threads for every layer (Layer::set_num_threads), including those recurrent_layer returns.
   void set_num_threads(int num_threads);
   int num_threads() const;
 
-  // Moves every layer the chain runs to a device; the chain then runs there end to end.
+  // Moves every recurrent layer to a device (the other layers run on the CPU between them).
   void set_device(const DeviceRequest& request);
   Placement placement() const;
   Placement layer_placement(int index) const;  // recur_model_layer order
 
-  // Runs the chain: input (B, T, input_size) floats (token ids as floats for an Embedding),
-  // optional (B, T) mask. Outputs are concatenated in order. Safe to call concurrently.
+  // Runs a one-input model: input (B, T, input_size) floats (token ids as floats for an
+  // Embedding), optional (B, T) mask. Outputs are concatenated in order. Safe to call
+  // concurrently unless the model is stateful.
   void run(const float* input, std::size_t input_len, Index batch, Index timesteps, const std::uint8_t* mask,
            std::size_t mask_len, float* output, std::size_t output_len) const;
 
+  struct Impl;  // opaque
+
  private:
-  struct Impl;
   explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// One stream through a model: the recurrent states of its call sites. Keeps the model's graph
+// alive; one thread at a time per stream, any number of streams on one model.
+class ModelStream {
+ public:
+  ~ModelStream();
+  Index batch() const;
+  void reset();
+  // Floats step() reads and writes for `timesteps` steps.
+  std::size_t inputs_length(Index timesteps) const;
+  std::size_t outputs_length(Index timesteps) const;
+  void step(Index timesteps, const float* inputs, std::size_t inputs_len, const std::uint8_t* masks,
+            std::size_t masks_len, float* outputs, std::size_t outputs_len);
+
+ private:
+  friend class Model;
+  struct Impl;
+  explicit ModelStream(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

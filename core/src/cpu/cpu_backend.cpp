@@ -134,7 +134,9 @@ void CpuBackend::run_sequence(const Cell& cell, const SequenceJob& job, Sequence
     run.buf[1][s] = ws.next[static_cast<std::size_t>(s)].data();
   }
   // The "previous output" of a masked step starts at zeros (not h0) unless a stream carries one.
-  if (job.carried_output && job.carried_output->rows() == B && job.carried_output->cols() == u)
+  if (job.output_starts_at_state)
+    ws.out_t = job.states[0];  // JAX carries h itself, which a masked step leaves unchanged
+  else if (job.carried_output && job.carried_output->rows() == B && job.carried_output->cols() == u)
     ws.out_t = *job.carried_output;
   else
     ws.out_t.setZero(B, u);

@@ -21,7 +21,26 @@ ZipArchive ZipArchive::open(const std::string& path) {
   return ZipArchive(z, path);
 }
 
-ZipArchive::ZipArchive(ZipArchive&& other) noexcept : archive_(other.archive_), path_(std::move(other.path_)) {
+ZipArchive ZipArchive::open_memory(std::shared_ptr<const std::vector<char>> bytes, const std::string& display_name) {
+  zip_error_t e;
+  zip_error_init(&e);
+  // The source reads the caller's buffer in place (freep 0): `bytes` outlives the archive.
+  zip_source_t* src = zip_source_buffer_create(bytes->data(), bytes->size(), 0, &e);
+  zip_t* z = src ? zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &e) : nullptr;
+  if (!z) {
+    const std::string why = zip_error_strerror(&e);
+    zip_error_fini(&e);
+    if (src) zip_source_free(src);
+    fail(Error::Code::io, display_name, ": not a readable zip archive (", why, ")");
+  }
+  zip_error_fini(&e);
+  ZipArchive a(z, display_name);
+  a.bytes_ = std::move(bytes);
+  return a;
+}
+
+ZipArchive::ZipArchive(ZipArchive&& other) noexcept
+    : archive_(other.archive_), path_(std::move(other.path_)), bytes_(std::move(other.bytes_)) {
   other.archive_ = nullptr;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,8 @@ class ZipArchive {
  public:
   // Throws Error(io) naming the file if it is missing or not a zip archive.
   static ZipArchive open(const std::string& path);
+  // An archive held in memory (kept alive by the archive); `display_name` is used in messages.
+  static ZipArchive open_memory(std::shared_ptr<const std::vector<char>> bytes, const std::string& display_name);
   ZipArchive(ZipArchive&& other) noexcept;
   ZipArchive(const ZipArchive&) = delete;
   ZipArchive& operator=(const ZipArchive&) = delete;
@@ -28,6 +31,7 @@ class ZipArchive {
   ZipArchive(zip* archive, std::string path) : archive_(archive), path_(std::move(path)) {}
   zip* archive_;
   std::string path_;
+  std::shared_ptr<const std::vector<char>> bytes_;  // the image of an archive opened from memory
 };
 
 }  // namespace recur::io

@@ -1,0 +1,630 @@
+// Building a model graph from a Keras model config (Sequential or functional, Keras 2 and Keras 3
+// node formats, nested models), running it, loading its weights, and deciding whether it streams.
+#include "model/graph.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <regex>
+#include <set>
+
+#include "recur/error.hpp"
+
+namespace recur::graph {
+namespace {
+
+using Code = Error::Code;
+
+constexpr std::size_t kMaxLayers = 10000;
+constexpr std::size_t kMaxNodes = 100000;
+
+std::string snake_case(const std::string& name) {
+  std::string s = std::regex_replace(name, std::regex("\\W+"), "");
+  s = std::regex_replace(s, std::regex("(.)([A-Z][a-z]+)"), "$1_$2");
+  s = std::regex_replace(s, std::regex("([a-z])([A-Z])"), "$1_$2");
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+struct TensorRef {
+  std::string layer;
+  int node = 0;
+  int tensor = 0;
+};
+
+bool is_k3_tensor(const json& v) {
+  return v.is_object() && v.value("class_name", std::string()) == "__keras_tensor__" && v.contains("config") &&
+         v["config"].is_object() && v["config"].contains("keras_history");
+}
+
+int small_int(const json& v, const std::string& where) {
+  if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > 1000000)
+    fail(Code::io, where, ": expected a small non-negative integer, got ", v.dump());
+  return v.get<int>();
+}
+
+TensorRef ref_of_history(const json& h, const std::string& where) {
+  if (!h.is_array() || h.size() < 3 || !h[0].is_string())
+    fail(Code::io, where, ": a tensor reference must be [layer name, node index, tensor index], got ", h.dump());
+  return {h[0].get<std::string>(), small_int(h[1], where), small_int(h[2], where)};
+}
+
+// Every Keras 3 tensor inside `v`, in order.
+void k3_tensors(const json& v, std::vector<TensorRef>& out, const std::string& where, int depth = 0) {
+  if (depth > 64) fail(Code::io, where, ": arguments nested too deeply");
+  if (is_k3_tensor(v)) {
+    out.push_back(ref_of_history(v["config"]["keras_history"], where));
+  } else if (v.is_array()) {
+    for (const auto& x : v) k3_tensors(x, out, where, depth + 1);
+  } else if (v.is_object()) {
+    for (const auto& item : v.items()) k3_tensors(item.value(), out, where, depth + 1);
+  }
+}
+
+struct CallSpec {
+  std::vector<TensorRef> main, init;
+};
+
+CallSpec parse_call(const json& node, bool recurrent, const std::string& where) {
+  CallSpec c;
+  if (node.is_array()) {  // Keras 2: [[name, node, tensor, kwargs], ...]; extra tensors are initial states
+    for (const auto& t : node) {
+      if (!t.is_array()) fail(Code::io, where, ": an inbound node entry must be a list, got ", t.dump());
+      TensorRef r = ref_of_history(t, where);
+      (recurrent && !c.main.empty() ? c.init : c.main).push_back(r);
+      if (t.size() > 3 && t[3].is_object()) {
+        std::vector<TensorRef> extra;
+        k3_tensors(t[3].contains("initial_state") ? t[3]["initial_state"] : json(), extra, where);
+        for (auto& e : extra) c.init.push_back(e);
+      }
+    }
+  } else if (node.is_object()) {  // Keras 3: {"args": [...], "kwargs": {...}}
+    const json args = node.value("args", json::array());
+    if (!args.is_array()) fail(Code::io, where, ": 'args' must be a list");
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      std::vector<TensorRef> t;
+      k3_tensors(args[i], t, where);
+      for (auto& r : t) (recurrent && i > 0 ? c.init : c.main).push_back(r);
+    }
+    if (node.contains("kwargs") && node["kwargs"].is_object()) {
+      for (const auto& [key, value] : node["kwargs"].items()) {
+        std::vector<TensorRef> t;
+        k3_tensors(value, t, where);
+        if (t.empty() || key == "mask") continue;  // masks: recur propagates them as Keras does
+        if (key == "initial_state" && recurrent) {
+          for (auto& r : t) c.init.push_back(r);
+        } else {
+          fail(Code::unsupported, where, ": a tensor passed as '", key, "'");
+        }
+      }
+    }
+  } else {
+    fail(Code::io, where, ": an inbound node must be a list or an object, got ", node.dump());
+  }
+  return c;
+}
+
+// input_layers / output_layers: [[name, node, tensor], ...], one [name, node, tensor], or a dict.
+std::vector<TensorRef> endpoint_refs(const json& v, const std::string& where) {
+  std::vector<TensorRef> out;
+  if (v.is_array() && v.size() >= 3 && v[0].is_string()) {
+    out.push_back(ref_of_history(v, where));
+  } else if (v.is_array()) {
+    for (const auto& x : v) {
+      auto sub = endpoint_refs(x, where);
+      out.insert(out.end(), sub.begin(), sub.end());
+    }
+  } else if (v.is_object()) {
+    for (const auto& item : v.items()) {
+      auto sub = endpoint_refs(item.value(), where);
+      out.insert(out.end(), sub.begin(), sub.end());
+    }
+  } else {
+    fail(Code::io, where, ": expected tensor references, got ", v.dump());
+  }
+  return out;
+}
+
+Spec spec_of_shape(const json& shape, bool ids, const std::string& where) {
+  if (!shape.is_array() || shape.empty() || shape.size() > RECUR_MAX_RANK_CORE)
+    fail(Code::io, where, ": expected a batch shape list of 1..", RECUR_MAX_RANK_CORE, " axes, got ", shape.dump());
+  Spec s;
+  s.ids = ids;
+  for (const auto& d : shape) {
+    if (d.is_null()) s.dims.push_back(-1);
+    else if (d.is_number_integer() && d.get<std::int64_t>() >= 0 && d.get<std::int64_t>() <= (std::int64_t(1) << 31))
+      s.dims.push_back(d.get<Index>());
+    else fail(Code::io, where, ": a dimension must be null or a non-negative integer, got ", d.dump());
+  }
+  return s;
+}
+
+bool int_dtype(const json& cfg) {
+  if (!cfg.contains("dtype")) return false;
+  const json& d = cfg["dtype"];
+  std::string name = d.is_string() ? d.get<std::string>() : "";
+  if (d.is_object() && d.contains("config") && d["config"].is_object()) name = d["config"].value("name", std::string());
+  return name.rfind("int", 0) == 0 || name.rfind("uint", 0) == 0;
+}
+
+// The recorded input shape of a layer entry (build_config or batch_input_shape), when it has one.
+const json* recorded_shape(const json& e) {
+  if (e.contains("build_config") && e["build_config"].is_object() && e["build_config"].contains("input_shape"))
+    return &e["build_config"]["input_shape"];
+  if (e["config"].contains("batch_input_shape")) return &e["config"]["batch_input_shape"];
+  if (e["config"].contains("batch_shape")) return &e["config"]["batch_shape"];
+  return nullptr;
+}
+
+bool is_op_entry(const json& e) {
+  const std::string module = e.value("module", std::string());
+  return module.find(".ops") != std::string::npos;
+}
+
+}  // namespace
+
+std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext& ctx, const std::string& object_path,
+                                    const std::vector<Spec>* input_specs) {
+  auto g = std::make_unique<Graph>();
+  g->object_path = object_path;
+  g->context = ctx;
+  const std::string& file = ctx.file;
+  if (!model_config.is_object() || !model_config.contains("class_name") || !model_config.contains("config"))
+    fail(Code::io, file, ": model_config: expected {\"class_name\": ..., \"config\": {...}}");
+  const std::string cls = model_config["class_name"].is_string() ? model_config["class_name"].get<std::string>() : "";
+  if (!is_sequence_model_class(cls))
+    fail(Code::unsupported, file, ": model class '", io::printable(cls), "' (recur reads Sequential and Functional models)");
+  const json& cfg = model_config["config"];
+  if (!cfg.is_object() || !cfg.contains("layers") || !cfg["layers"].is_array())
+    fail(Code::io, file, ": model_config: ", cls, " has no layer list");
+  const json& entries = cfg["layers"];
+  if (entries.size() > kMaxLayers) fail(Code::io, file, ": model_config: too many layers (", entries.size(), ")");
+  g->sequential = cls == "Sequential";
+  std::map<std::string, int> by_name;
+  std::map<std::string, int> used;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const json& e = entries[i];
+    if (!e.is_object() || !e.contains("class_name") || !e["class_name"].is_string() || !e.contains("config") ||
+        !e["config"].is_object())
+      fail(Code::io, file, ": model_config: layer ", i, " is not {\"class_name\": ..., \"config\": {...}}");
+    if (e["config"].contains("name") && !e["config"]["name"].is_string())
+      fail(Code::io, file, ": model_config: layer ", i, ": 'name' must be a string, got ", e["config"]["name"].dump());
+    LayerEntry le;
+    le.class_name = e["class_name"].get<std::string>();
+    le.name = e["config"].contains("name") && e["config"]["name"].is_string() ? e["config"]["name"].get<std::string>()
+              : e.contains("name") && e["name"].is_string()                   ? e["name"].get<std::string>()
+                                                                              : "layer_" + std::to_string(i);
+    le.entry = e;
+    le.is_op = is_op_entry(e);
+    if (by_name.count(le.name)) fail(Code::io, file, ": model_config: two layers are named '", io::printable(le.name), "'");
+    by_name[le.name] = static_cast<int>(i);
+    if (!le.is_op && !(le.class_name == "InputLayer" && g->sequential)) {
+      // .keras object paths: layers/<snake_case class name, uniquified> over the model's layers.
+      const std::string base = snake_case(le.class_name);
+      std::string unique = base;
+      if (used.count(base)) unique = base + "_" + std::to_string(++used[base]);
+      else used[base] = 0;
+      le.object_path = (object_path.empty() ? "" : object_path + "/") + "layers/" + unique;
+    }
+    g->layers.push_back(std::move(le));
+  }
+
+  auto add_node = [&](int layer) {
+    if (g->nodes.size() >= kMaxNodes) fail(Code::io, file, ": model_config: too many layer calls");
+    Node n;
+    n.layer = layer;
+    g->nodes.push_back(n);
+    const int id = static_cast<int>(g->nodes.size()) - 1;
+    if (layer >= 0) g->layers[static_cast<std::size_t>(layer)].nodes.push_back(id);
+    return id;
+  };
+  auto input_spec_of = [&](const json& e, std::size_t index) {
+    if (input_specs) {
+      if (index >= input_specs->size())
+        fail(Code::shape, file, ": model '", object_path, "' has more inputs than its caller gives");
+      return (*input_specs)[index];
+    }
+    const json& ic = e["config"];
+    const json shape = ic.contains("batch_shape") ? ic["batch_shape"] : ic.value("batch_input_shape", json());
+    return spec_of_shape(shape, int_dtype(ic), file + ": model_config: InputLayer '" + io::printable(ic.value("name", std::string())) + "'");
+  };
+
+  if (g->sequential) {
+    int prev = -1;
+    std::size_t first = 0;
+    if (!entries.empty() && g->layers[0].class_name == "InputLayer") {
+      prev = add_node(0);
+      g->nodes[static_cast<std::size_t>(prev)].is_input = true;
+      g->nodes[static_cast<std::size_t>(prev)].out = {input_spec_of(entries[0], 0)};
+      g->input_names.push_back(g->layers[0].name);
+      first = 1;
+    } else {
+      Spec s;
+      if (input_specs && !input_specs->empty()) {
+        s = (*input_specs)[0];
+      } else {
+        const json* shape = nullptr;
+        if (model_config.contains("build_config") && model_config["build_config"].is_object() &&
+            model_config["build_config"].contains("input_shape"))
+          shape = &model_config["build_config"]["input_shape"];
+        else if (!entries.empty())
+          shape = recorded_shape(entries[0]);
+        if (!shape) fail(Code::io, file, ": model_config: the Sequential model records no input shape");
+        s = spec_of_shape(*shape, !entries.empty() && int_dtype(entries[0]["config"]), file + ": model_config: input shape");
+      }
+      prev = add_node(-1);
+      g->nodes[static_cast<std::size_t>(prev)].is_input = true;
+      g->nodes[static_cast<std::size_t>(prev)].out = {s};
+      g->input_names.push_back(entries.empty() ? "input" : g->layers[0].name + "_input");
+    }
+    g->input_nodes.push_back(prev);
+    g->nodes[static_cast<std::size_t>(prev)].input_index = 0;
+    for (std::size_t i = first; i < entries.size(); ++i) {
+      const int id = add_node(static_cast<int>(i));
+      g->nodes[static_cast<std::size_t>(id)].main = {Ref{prev, 0}};
+      prev = id;
+    }
+    g->outputs = {Ref{prev, -1}};  // every output of the last layer, resolved after the build
+  } else {
+    // Call sites, then their references.
+    std::vector<std::vector<CallSpec>> calls(g->layers.size());
+    for (std::size_t i = 0; i < g->layers.size(); ++i) {
+      LayerEntry& le = g->layers[i];
+      const std::string where = file + ": model_config: layer '" + io::printable(le.name) + "'";
+      if (le.class_name == "InputLayer") {
+        const int id = add_node(static_cast<int>(i));
+        g->nodes[static_cast<std::size_t>(id)].is_input = true;
+        continue;
+      }
+      const json& e = le.entry;
+      if (!e.contains("inbound_nodes") || !e["inbound_nodes"].is_array())
+        fail(Code::io, where, ": no inbound_nodes");
+      const bool recurrent = le.class_name == "GRU" || le.class_name == "LSTM" || le.class_name == "SimpleRNN" ||
+                             le.class_name == "CuDNNGRU" || le.class_name == "CuDNNLSTM" || le.class_name == "Bidirectional";
+      for (const auto& node : e["inbound_nodes"]) {
+        calls[i].push_back(parse_call(node, recurrent, where));
+        add_node(static_cast<int>(i));
+      }
+    }
+    auto resolve = [&](const TensorRef& r, const std::string& where) {
+      auto it = by_name.find(r.layer);
+      if (it == by_name.end())
+        fail(Code::io, where, ": refers to layer '", io::printable(r.layer), "', which the model does not have");
+      const auto& sites = g->layers[static_cast<std::size_t>(it->second)].nodes;
+      if (static_cast<std::size_t>(r.node) >= sites.size())
+        fail(Code::io, where, ": refers to call ", r.node, " of layer '", io::printable(r.layer), "', which has ", sites.size());
+      return Ref{sites[static_cast<std::size_t>(r.node)], r.tensor};
+    };
+    for (std::size_t i = 0; i < g->layers.size(); ++i) {
+      const std::string where = file + ": model_config: layer '" + io::printable(g->layers[i].name) + "'";
+      for (std::size_t k = 0; k < calls[i].size(); ++k) {
+        Node& n = g->nodes[static_cast<std::size_t>(g->layers[i].nodes[k])];
+        for (const auto& r : calls[i][k].main) n.main.push_back(resolve(r, where));
+        for (const auto& r : calls[i][k].init) n.initial_state.push_back(resolve(r, where));
+        if (n.main.empty()) fail(Code::io, where, ": a call with no input tensor");
+      }
+    }
+    const std::string where = file + ": model_config";
+    bool any_input = false;
+    for (const LayerEntry& le : g->layers) any_input = any_input || le.class_name == "InputLayer";
+    if (!any_input) fail(Code::io, where, ": the functional model has no InputLayer");
+    if (!cfg.contains("input_layers") || !cfg.contains("output_layers"))
+      fail(Code::io, where, ": the functional model has no input_layers/output_layers");
+    for (const auto& r : endpoint_refs(cfg["input_layers"], where + ": input_layers")) {
+      const Ref ref = resolve(r, where + ": input_layers");
+      if (!g->nodes[static_cast<std::size_t>(ref.node)].is_input)
+        fail(Code::io, where, ": input_layers names '", io::printable(r.layer), "', which is not an InputLayer");
+      g->nodes[static_cast<std::size_t>(ref.node)].input_index = static_cast<int>(g->input_nodes.size());
+      g->nodes[static_cast<std::size_t>(ref.node)].out = {
+          input_spec_of(g->layers[static_cast<std::size_t>(g->nodes[static_cast<std::size_t>(ref.node)].layer)].entry,
+                        g->input_nodes.size())};
+      g->input_nodes.push_back(ref.node);
+      g->input_names.push_back(r.layer);
+    }
+    if (g->input_nodes.empty()) fail(Code::io, where, ": the functional model has no InputLayer");
+    for (const auto& r : endpoint_refs(cfg["output_layers"], where + ": output_layers"))
+      g->outputs.push_back(resolve(r, where + ": output_layers"));
+    if (g->outputs.empty()) fail(Code::io, where, ": the model has no outputs");
+  }
+
+  // The nodes the outputs need, in an order that runs each after its inputs (a cycle is an error).
+  {
+    const std::size_t N = g->nodes.size();
+    std::vector<char> needed(N, 0);
+    std::vector<int> stack;
+    for (const Ref& r : g->outputs) stack.push_back(r.node);
+    for (int id : g->input_nodes) stack.push_back(id);
+    while (!stack.empty()) {
+      const int id = stack.back();
+      stack.pop_back();
+      if (needed[static_cast<std::size_t>(id)]) continue;
+      needed[static_cast<std::size_t>(id)] = 1;
+      for (const Ref& r : g->nodes[static_cast<std::size_t>(id)].main) stack.push_back(r.node);
+      for (const Ref& r : g->nodes[static_cast<std::size_t>(id)].initial_state) stack.push_back(r.node);
+    }
+    std::vector<int> pending(N, 0);
+    std::vector<std::vector<int>> users(N);
+    for (std::size_t id = 0; id < N; ++id) {
+      if (!needed[id]) continue;
+      std::set<int> deps;
+      for (const Ref& r : g->nodes[id].main) deps.insert(r.node);
+      for (const Ref& r : g->nodes[id].initial_state) deps.insert(r.node);
+      pending[id] = static_cast<int>(deps.size());
+      for (int d : deps) users[static_cast<std::size_t>(d)].push_back(static_cast<int>(id));
+    }
+    std::vector<int> ready;
+    for (std::size_t id = N; id-- > 0;)
+      if (needed[id] && pending[id] == 0) ready.push_back(static_cast<int>(id));
+    while (!ready.empty()) {
+      const int id = ready.back();
+      ready.pop_back();
+      g->order.push_back(id);
+      for (int u : users[static_cast<std::size_t>(id)])
+        if (--pending[static_cast<std::size_t>(u)] == 0) ready.push_back(u);
+    }
+    std::size_t count = 0;
+    for (char c : needed) count += c;
+    if (g->order.size() != count) {
+      for (std::size_t id = 0; id < N; ++id)
+        if (needed[id] && pending[id] > 0)
+          fail(Code::io, file, ": model_config: the graph has a cycle through layer '",
+               io::printable(g->layers[static_cast<std::size_t>(g->nodes[id].layer)].name), "'");
+    }
+    for (int id : g->order) {
+      const Node& n = g->nodes[static_cast<std::size_t>(id)];
+      if (n.is_input && n.input_index < 0)
+        fail(Code::io, file, ": model_config: InputLayer '", io::printable(g->layers[static_cast<std::size_t>(n.layer)].name),
+             "' feeds the outputs but is not among input_layers");
+    }
+  }
+
+  // Build every call site in order: shapes, ops and their weights.
+  std::vector<char> failed(g->nodes.size(), 0);
+  for (int id : g->order) {
+    Node& n = g->nodes[static_cast<std::size_t>(id)];
+    if (n.is_input) continue;
+    LayerEntry& le = g->layers[static_cast<std::size_t>(n.layer)];
+    bool upstream_failed = false;
+    std::vector<Spec> main, init;
+    auto spec_of = [&](const Ref& r, std::vector<Spec>& into) {
+      const Node& src = g->nodes[static_cast<std::size_t>(r.node)];
+      if (failed[static_cast<std::size_t>(r.node)]) {
+        upstream_failed = true;
+        return;
+      }
+      if (r.output < 0 || static_cast<std::size_t>(r.output) >= src.out.size())
+        fail(Code::io, file, ": model_config: layer '", io::printable(le.name), "' takes output ", r.output, " of layer '",
+             io::printable(src.layer >= 0 ? g->layers[static_cast<std::size_t>(src.layer)].name : "input"), "', which has ",
+             src.out.size());
+      into.push_back(src.out[static_cast<std::size_t>(r.output)]);
+    };
+    for (const Ref& r : n.main) spec_of(r, main);
+    for (const Ref& r : n.initial_state) spec_of(r, init);
+    if (upstream_failed) {
+      failed[static_cast<std::size_t>(id)] = 1;
+      continue;
+    }
+    try {
+      try {
+        if (!le.op && le.why.empty()) le.op = make_op(le.entry, ctx, le.object_path);
+        if (!le.why.empty()) fail(Code::unsupported, le.why);
+        n.op = le.op;
+        const std::uint64_t before = le.op->weight_floats();
+        n.out = le.op->build(main, init, ctx);
+        if (!is_sequence_model_class(le.class_name))  // a nested model counts its own layers
+          *ctx.weight_floats += le.op->weight_floats() - before;
+        if (*ctx.weight_floats > ctx.max_weight_floats)
+          fail(Code::io, file, ": model_config: the layers up to '", io::printable(le.name), "' hold more than ",
+               ctx.max_weight_floats, " weights (1 GiB), the most recur loads");
+        if (!le.op->graph_issue.empty() && g->unsupported.empty())
+          g->unsupported = "layer " + le.class_name + " '" + le.name + "': " + le.op->graph_issue;
+      } catch (const json::exception& je) {
+        fail(Code::invalid_argument, "config: ", io::printable(je.what()));
+      }
+    } catch (const Error& err) {
+      if (err.code() == Code::io) throw;
+      failed[static_cast<std::size_t>(id)] = 1;
+      if (le.why.empty()) le.why = err.what();
+      if (g->unsupported.empty()) {
+        const std::string why = err.what();
+        g->unsupported = err.code() == Code::unsupported && why.rfind("unsupported layer", 0) == 0
+                             ? why + " at " + le.name
+                             : "layer " + le.class_name + " '" + le.name + "': " + why;
+      }
+    }
+  }
+  // Layers the graph could not reach with shapes (after an unsupported one) are still built from
+  // their recorded input shape, so their weights load and recurrent ones stay usable alone.
+  for (LayerEntry& le : g->layers) {
+    if (le.is_op || le.class_name == "InputLayer" || (le.op && !le.nodes.empty() && !g->nodes[static_cast<std::size_t>(le.nodes[0])].out.empty()))
+      continue;
+    const json* shape = recorded_shape(le.entry);
+    if (!shape) continue;
+    try {
+      if (!le.op) le.op = make_op(le.entry, ctx, le.object_path);
+      le.op->build({spec_of_shape(*shape, false, file)}, {}, ctx);
+    } catch (const std::exception& e) {
+      if (le.why.empty()) le.why = e.what();
+      le.op.reset();
+    }
+  }
+  if (g->unsupported.empty()) {
+    if (g->sequential) {
+      const Node& last = g->nodes[static_cast<std::size_t>(g->outputs[0].node)];
+      g->outputs.clear();
+      for (std::size_t k = 0; k < last.out.size(); ++k) g->outputs.push_back(Ref{static_cast<int>(&last - g->nodes.data()), static_cast<int>(k)});
+    }
+    for (const Ref& r : g->outputs) {
+      const Node& n = g->nodes[static_cast<std::size_t>(r.node)];
+      if (r.output < 0 || static_cast<std::size_t>(r.output) >= n.out.size())
+        fail(Code::io, file, ": model_config: an output refers to tensor ", r.output, " of a layer with ", n.out.size());
+      g->output_specs.push_back(n.out[static_cast<std::size_t>(r.output)]);
+    }
+  }
+  // Output names as Keras's model.output_names: the layers' names, uniquified in order.
+  {
+    std::set<std::string> taken;
+    std::map<std::string, int> count;
+    for (const Ref& r : g->outputs) {
+      const Node& n = g->nodes[static_cast<std::size_t>(r.node)];
+      const std::string base = n.layer >= 0 ? g->layers[static_cast<std::size_t>(n.layer)].name : "input";
+      std::string name = base;
+      while (taken.count(name)) {
+        const int c = count.count(base) ? count[base] : 1;
+        name = base + "_" + std::to_string(c);
+        count[base] = c + 1;
+      }
+      taken.insert(name);
+      g->output_names.push_back(name);
+    }
+  }
+  for (int id : g->input_nodes) g->input_specs.push_back(g->nodes[static_cast<std::size_t>(id)].out.at(0));
+  return g;
+}
+
+std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx) const {
+  if (!unsupported.empty()) fail(Code::unsupported, "cannot run the model: ", unsupported);
+  std::vector<std::vector<Value>> vals(nodes.size());
+  for (std::size_t i = 0; i < input_nodes.size(); ++i) vals[static_cast<std::size_t>(input_nodes[i])] = {inputs.at(i)};
+  // How many reads each node's outputs still have: freed after the last.
+  std::vector<int> reads(nodes.size(), 0);
+  for (int id : order) {
+    for (const Ref& r : nodes[static_cast<std::size_t>(id)].main) ++reads[static_cast<std::size_t>(r.node)];
+    for (const Ref& r : nodes[static_cast<std::size_t>(id)].initial_state) ++reads[static_cast<std::size_t>(r.node)];
+  }
+  for (const Ref& r : outputs) ++reads[static_cast<std::size_t>(r.node)];
+  for (int id : order) {
+    const Node& n = nodes[static_cast<std::size_t>(id)];
+    if (n.is_input) continue;
+    const LayerEntry& le = layers[static_cast<std::size_t>(n.layer)];
+    CallInputs ci;
+    auto get = [&](const Ref& r) -> const Value* {
+      const auto& v = vals[static_cast<std::size_t>(r.node)];
+      if (static_cast<std::size_t>(r.output) >= v.size())
+        fail(Code::state, "layer '", le.name, "': missing input tensor");
+      return &v[static_cast<std::size_t>(r.output)];
+    };
+    for (std::size_t k = 0; k < n.main.size(); ++k) {
+      const Value* v = get(n.main[k]);
+      const Spec& want = nodes[static_cast<std::size_t>(n.main[k].node)].out[static_cast<std::size_t>(n.main[k].output)];
+      bool ok = v->shape.size() == want.dims.size();
+      for (std::size_t a = 1; ok && a < want.dims.size(); ++a)
+        ok = want.dims[a] < 0 || want.dims[a] == v->shape[a] || ((ctx.stream || ctx.free_time) && a == 1);
+      if (!ok)
+        fail(Code::shape, "layer '", le.name, "' (", le.class_name, "): input ", k, " has shape ", shape_string(v->shape),
+             ", the model declares ", spec_string(want));
+      ci.main.push_back(v);
+    }
+    for (const Ref& r : n.initial_state) ci.initial_state.push_back(get(r));
+    RunContext local = ctx;
+    local.stepped = n.stepped_main;
+    std::vector<Value> out = n.op->forward(ci, local, id);
+    if (out.size() != n.out.size())
+      fail(Code::state, "layer '", le.name, "' gave ", out.size(), " outputs, ", n.out.size(), " expected");
+    vals[static_cast<std::size_t>(id)] = std::move(out);
+    for (const Ref& r : n.main)
+      if (--reads[static_cast<std::size_t>(r.node)] == 0) vals[static_cast<std::size_t>(r.node)].clear();
+    for (const Ref& r : n.initial_state)
+      if (--reads[static_cast<std::size_t>(r.node)] == 0) vals[static_cast<std::size_t>(r.node)].clear();
+  }
+  std::vector<Value> out;
+  for (const Ref& r : outputs) out.push_back(vals[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
+  return out;
+}
+
+std::vector<Spec> Graph::infer(const std::vector<Spec>& inputs) const {
+  if (!unsupported.empty()) fail(Code::unsupported, "cannot run the model: ", unsupported);
+  std::vector<std::vector<Spec>> specs(nodes.size());
+  for (std::size_t i = 0; i < input_nodes.size(); ++i) specs[static_cast<std::size_t>(input_nodes[i])] = {inputs.at(i)};
+  for (int id : order) {
+    const Node& n = nodes[static_cast<std::size_t>(id)];
+    if (n.is_input) continue;
+    std::vector<Spec> main, init;
+    for (const Ref& r : n.main) main.push_back(specs[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
+    for (const Ref& r : n.initial_state) init.push_back(specs[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
+    specs[static_cast<std::size_t>(id)] = n.op->build(main, init, context);
+  }
+  std::vector<Spec> out;
+  for (const Ref& r : outputs) out.push_back(specs[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
+  return out;
+}
+
+std::size_t Graph::num_weights() const {
+  std::size_t n = 0;
+  for (const LayerEntry& le : layers)
+    if (le.op) n += le.op->num_weights();
+  return n;
+}
+
+std::uint64_t Graph::weight_floats() const {
+  std::uint64_t n = 0;
+  for (const LayerEntry& le : layers)
+    if (le.op) n += le.op->weight_floats();
+  return n;
+}
+
+void Graph::collect_layers(std::vector<Layer*>& out) const {
+  for (const LayerEntry& le : layers)
+    if (le.op) le.op->collect_layers(out);
+}
+
+void Graph::load_legacy(const io::H5File& h5, const std::string& group, const std::string& file) {
+  if (!h5.has_attribute(group, "layer_names")) fail(Code::io, file, ": /", group, ": missing the attribute 'layer_names'");
+  const std::vector<std::string> names = h5.attribute_strings(group, "layer_names");
+  for (LayerEntry& le : layers) {
+    if (!le.op || le.op->num_weights() == 0) continue;
+    const std::string lg = (group.empty() ? "" : group + "/") + le.name;
+    if (std::find(names.begin(), names.end(), le.name) == names.end() || !h5.is_group(lg))
+      fail(Code::io, file, ": /", io::printable(lg), ": missing the weights of layer '", io::printable(le.name),
+           "' (the config and the weights disagree)");
+    std::vector<StoredWeight> w;
+    std::uint64_t budget = 2 * le.op->weight_floats() + 16;  // no more than the layer can hold is ever read
+    const auto wnames = h5.attribute_strings(lg, "weight_names");
+    if (wnames.size() > 4096) fail(Code::io, file, ": /", io::printable(lg), ": too many weights");
+    for (const std::string& wn : wnames) {
+      StoredWeight sw;
+      sw.path = "/" + lg + "/" + wn;
+      sw.data = h5.read_floats(lg + "/" + wn, sw.shape, budget);
+      budget -= std::min<std::uint64_t>(budget, std::max<std::size_t>(sw.data.size(), 1));
+      w.push_back(std::move(sw));
+    }
+    const std::string where = file + ": /" + io::printable(lg) + " (layer '" + io::printable(le.name) + "')";
+    if (w.size() != le.op->num_weights())
+      fail(Code::io, where, ": the file holds ", w.size(), " weight(s) for this layer, the config needs ", le.op->num_weights());
+    le.op->load(w, true, where);
+  }
+}
+
+void Graph::load_legacy_flat(std::vector<StoredWeight>& w, const std::string& where) {
+  for (LayerEntry& le : layers)
+    if (le.op && le.op->num_weights() > 0) le.op->load(w, true, where + " (layer '" + io::printable(le.name) + "')");
+}
+
+void Graph::load_keras(const io::H5File& h5, const std::string& file) {
+  for (LayerEntry& le : layers)
+    if (le.op && le.op->num_weights() > 0) le.op->load_keras(h5, le.object_path, file);
+}
+
+void Graph::analyse_streaming(const std::vector<bool>& stepped_inputs) {
+  not_streamable.clear();
+  std::vector<std::vector<bool>> stepped(nodes.size());
+  for (std::size_t i = 0; i < input_nodes.size(); ++i)
+    stepped[static_cast<std::size_t>(input_nodes[i])] = {i < stepped_inputs.size() && stepped_inputs[i]};
+  for (int id : order) {
+    Node& n = nodes[static_cast<std::size_t>(id)];
+    if (n.is_input) continue;
+    const LayerEntry& le = layers[static_cast<std::size_t>(n.layer)];
+    std::vector<bool> in;
+    for (const Ref& r : n.main) in.push_back(stepped[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
+    bool init_stepped = false;
+    for (const Ref& r : n.initial_state) init_stepped = init_stepped || stepped[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output));
+    std::vector<bool> out(n.out.size(), false);
+    std::string why = init_stepped ? "its initial_state changes with every step" : n.op->stream_rule(in, !n.initial_state.empty(), out);
+    n.stepped_main = !in.empty() && in[0];
+    if (!why.empty() && not_streamable.empty()) not_streamable = "layer '" + le.name + "' (" + le.class_name + "): " + why;
+    stepped[static_cast<std::size_t>(id)] = out;
+  }
+  stepped_outputs.clear();
+  for (const Ref& r : outputs) stepped_outputs.push_back(stepped[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
+}
+
+}  // namespace recur::graph

@@ -1,0 +1,187 @@
+// The model runner's graph: Keras layers (ops) applied at call sites (nodes), tensors with their
+// masks, shape inference at build, and the per-stream states of model streaming. Internal to the
+// core; recur::Model is its public face.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "io/hdf5_file.hpp"
+#include "recur/dialect.hpp"
+#include "recur/layer.hpp"
+#include "recur/state.hpp"
+
+namespace recur::graph {
+
+using json = nlohmann::json;
+
+constexpr std::size_t RECUR_MAX_RANK_CORE = 8;  // the largest tensor rank (batch included)
+
+// A tensor's static shape: dims[0] is the batch; -1 marks a size known only at run time.
+struct Spec {
+  std::vector<Index> dims;
+  bool ids = false;  // integer ids (an int Input), carried as floats
+};
+std::string spec_string(const Spec& s);
+
+// A tensor at run time: row-major floats, batch first, with Keras's mask over the first two axes
+// (batch, time), when it has one.
+struct Value {
+  std::vector<Index> shape;
+  std::vector<float> data;
+  std::shared_ptr<const std::vector<std::uint8_t>> mask;
+  Index rows() const { return shape.empty() ? 0 : shape[0]; }
+};
+
+struct StoredWeight {
+  std::string path;
+  std::vector<std::int64_t> shape;
+  std::vector<float> data;
+};
+
+class Graph;
+struct StreamStates;
+
+// What a run needs besides the inputs: the stream being stepped (null for a whole-sequence run).
+struct RunContext {
+  StreamStates* stream = nullptr;
+  bool stepped = false;  // the current call site's main input carries the stream's time axis
+  // A sequence input has another length than the model declares (Keras warns and runs it): the
+  // timesteps axis of every tensor may differ from its declared size.
+  bool free_time = false;
+};
+
+// What build() knows about the model being read.
+struct BuildContext {
+  std::string file;  // for messages
+  DialectInfo dialect;
+  std::string keras_version;
+  int batch_size = 0;  // the batch of the Input feeding the call site, when fixed (stateful layers)
+  // Weights created so far across the whole model (nested models included), checked against the
+  // most recur loads after every layer, before the next allocates.
+  std::shared_ptr<std::uint64_t> weight_floats = std::make_shared<std::uint64_t>(0);
+  std::uint64_t max_weight_floats = std::uint64_t(1) << 28;
+};
+
+// One call site's view of its inputs: the main tensors and, for recurrent layers, the initial
+// states given as tensors.
+struct CallInputs {
+  std::vector<const Value*> main;
+  std::vector<const Value*> initial_state;
+};
+
+// A Keras layer (or a Keras 3 op node). One op may be called at several call sites (shared
+// layers); it is built, with its weights, at the first.
+class Op {
+ public:
+  virtual ~Op() = default;
+  // Output specs for these input specs. The first call creates the weights; later calls (shared
+  // layers) must fit them. Throws Error naming what does not fit.
+  virtual std::vector<Spec> build(const std::vector<Spec>& main, const std::vector<Spec>& initial_state,
+                                  const BuildContext& ctx) = 0;
+  virtual std::vector<Value> forward(const CallInputs& in, RunContext& ctx, int site) const = 0;
+
+  // Weights in Keras's order (legacy .h5: the layer's weight_names). `take` consumes from the
+  // front of `w`. Default: none.
+  virtual std::size_t num_weights() const { return 0; }
+  virtual void load(std::vector<StoredWeight>& w, bool legacy, const std::string& where);
+  // .keras: reads the variables under `object` (e.g. "layers/dense_1") from model.weights.h5.
+  virtual void load_keras(const io::H5File& h5, const std::string& object, const std::string& file);
+  virtual std::uint64_t weight_floats() const { return 0; }
+
+  // Streaming: "" when a call site with these stepped inputs (inputs carrying the stream's time
+  // axis) can run on pieces of the sequence; else why not. `stepped_out` says which outputs carry
+  // the stream's time axis.
+  virtual std::string stream_rule(const std::vector<bool>& stepped_in, bool has_initial_state,
+                                  std::vector<bool>& stepped_out) const;
+
+  // Recurrent layers (and models holding them).
+  virtual void collect_layers(std::vector<Layer*>&) {}
+  virtual bool stateful() const { return false; }
+
+  std::string name, class_name;
+  bool per_step = false;
+  std::string graph_issue;  // usable alone (a recurrent layer), but not inside this graph  // acts on each timestep alone (Dense, masks, merges...)
+};
+
+struct Ref {
+  int node = -1;
+  int output = 0;
+};
+
+// A call site: an op applied to tensors made by earlier nodes.
+struct Node {
+  std::shared_ptr<Op> op;
+  int layer = -1;  // index into Graph::layers
+  std::vector<Ref> main, initial_state;
+  std::vector<Spec> out;
+  bool is_input = false;
+  int input_index = -1;
+  bool stepped_main = false;  // streaming: its main input carries the stream's time axis
+};
+
+// A Keras layer entry of the model config.
+struct LayerEntry {
+  std::string name, class_name;
+  json entry;
+  std::shared_ptr<Op> op;
+  std::vector<int> nodes;     // its call sites in this graph
+  std::string object_path;    // .keras object path
+  bool is_op = false;         // a Keras 3 op node (not a layer: no weights, no object path)
+  std::string why;            // why it cannot run ("" when it can)
+};
+
+class Graph {
+ public:
+  // Builds a model config ({"class_name": "Functional"/"Sequential"/"Model", "config": {...}}).
+  // `input_specs` overrides the InputLayers' shapes (a nested model takes its caller's tensors).
+  static std::unique_ptr<Graph> build(const json& model_config, const BuildContext& ctx, const std::string& object_path,
+                                      const std::vector<Spec>* input_specs);
+
+  std::vector<Value> run(const std::vector<Value>& inputs, RunContext& ctx) const;
+  // The output specs for concrete input specs (shared-layer build rules; nothing is created).
+  std::vector<Spec> infer(const std::vector<Spec>& inputs) const;
+  BuildContext context;
+
+  std::vector<LayerEntry> layers;
+  std::vector<Node> nodes;
+  std::vector<int> order;            // nodes in the order they run
+  std::vector<int> input_nodes;      // model inputs
+  std::vector<Ref> outputs;          // model outputs
+  std::vector<std::string> input_names, output_names;
+  std::vector<Spec> input_specs, output_specs;
+  std::string unsupported;           // why the graph cannot run ("" when it can)
+  std::string not_streamable;        // why it cannot stream ("" when it can)
+  std::vector<bool> stepped_outputs; // outputs carrying the stream's time axis
+  bool sequential = false;
+  std::string object_path;           // "" for the top level, "layers/sequential" for a nested one
+
+  void load_legacy(const io::H5File& h5, const std::string& group, const std::string& file);
+  void load_legacy_flat(std::vector<StoredWeight>& w, const std::string& where);
+  void load_keras(const io::H5File& h5, const std::string& file);
+  std::size_t num_weights() const;
+  std::uint64_t weight_floats() const;
+  void collect_layers(std::vector<Layer*>& out) const;
+  // Decides streamability for these stepped inputs; fills not_streamable and stepped_outputs.
+  void analyse_streaming(const std::vector<bool>& stepped_inputs);
+};
+
+// Per-stream recurrent states: one set per recurrent call site (keyed by op and site).
+struct StreamStates {
+  std::map<std::pair<const Op*, int>, std::vector<State>> states;
+  Index batch = 0;
+  void reset();
+};
+
+// The op for a layer entry's class ("" why when recur has none: the caller records it).
+std::shared_ptr<Op> make_op(const json& entry, const BuildContext& ctx, const std::string& object_path);
+
+bool is_sequence_model_class(const std::string& cls);
+
+}  // namespace recur::graph
