@@ -273,7 +273,7 @@ void Model::Impl::finish() {
     for (const graph::Node& n : g.nodes)
       for (const graph::Ref& r : n.main)
         if (r.node == g.input_nodes[i] && n.op && n.op->class_name == "Embedding") t.token_ids = true;
-    t.sequence = t.dims.size() >= 3 || (t.dims.size() == 2 && t.dims[1] < 0);
+    t.sequence = t.dims.size() >= 3 || (t.dims.size() == 2 && (t.dims[1] < 0 || t.token_ids));
     shared->inputs.push_back(t);
   }
   for (std::size_t i = 0; i < g.outputs.size() && i < g.output_specs.size(); ++i) {

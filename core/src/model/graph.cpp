@@ -289,7 +289,13 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
       auto it = by_name.find(r.layer);
       if (it == by_name.end())
         fail(Code::io, where, ": refers to layer '", io::printable(r.layer), "', which the model does not have");
-      const auto& sites = g->layers[static_cast<std::size_t>(it->second)].nodes;
+      const LayerEntry& target = g->layers[static_cast<std::size_t>(it->second)];
+      const auto& sites = target.nodes;
+      // Keras 2 numbers a nested functional model's calls from 1: its node 0 is the one that
+      // built it, which the config leaves out.
+      if (ctx.dialect.dialect == Dialect::keras2 && is_sequence_model_class(target.class_name) && r.node >= 1 &&
+          static_cast<std::size_t>(r.node) == sites.size())
+        return Ref{sites[static_cast<std::size_t>(r.node - 1)], r.tensor};
       if (static_cast<std::size_t>(r.node) >= sites.size())
         fail(Code::io, where, ": refers to call ", r.node, " of layer '", io::printable(r.layer), "', which has ", sites.size());
       return Ref{sites[static_cast<std::size_t>(r.node)], r.tensor};
@@ -460,7 +466,7 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
       g->output_specs.push_back(n.out[static_cast<std::size_t>(r.output)]);
     }
   }
-  // Output names as Keras's model.output_names: the layers' names, uniquified in order.
+  // Output names as Keras's model.output_names.
   {
     std::set<std::string> taken;
     std::map<std::string, int> count;
@@ -468,7 +474,8 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
       const Node& n = g->nodes[static_cast<std::size_t>(r.node)];
       const std::string base = n.layer >= 0 ? g->layers[static_cast<std::size_t>(n.layer)].name : "input";
       std::string name = base;
-      while (taken.count(name)) {
+      // Keras 3 names outputs after their layers as they are; Keras 2 makes the names unique.
+      while (ctx.dialect.dialect == Dialect::keras2 && taken.count(name)) {
         const int c = count.count(base) ? count[base] : 1;
         name = base + "_" + std::to_string(c);
         count[base] = c + 1;

@@ -349,7 +349,8 @@ class MergeOp : public Op {
  public:
   enum Kind { add, subtract, multiply, average, maximum, minimum };
   explicit MergeOp(Kind k) : kind_(k) { per_step = true; }
-  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext& ctx) override {
+    keras3_ = ctx.dialect.dialect == Dialect::keras3;
     if (in.size() < 1 || (kind_ == subtract && in.size() != 2))
       fail(Code::invalid_argument, class_name, ": expected ", kind_ == subtract ? "exactly 2" : "at least 1", " inputs, got ", in.size());
     std::vector<std::vector<Index>> shapes;
@@ -383,9 +384,23 @@ class MergeOp : public Op {
         for (std::size_t i = 0; i < rank; ++i) off += idx[i] * strides[k][i];
         return in.main[k]->data[static_cast<std::size_t>(off)];
       };
+      // Keras 3's Multiply, Maximum and Minimum take a masked step's value from the other inputs
+      // (_apply_merge_op_and_or_mask); the rest merge masked steps as they are.
+      const bool mask_merge = keras3_ && (kind_ == multiply || kind_ == maximum || kind_ == minimum);
+      const std::size_t bt = rank >= 3 ? static_cast<std::size_t>(idx[0] * shape[1] + idx[1]) : 0;
+      auto valid = [&](std::size_t k) -> int {  // -1: no mask
+        const Value* v = in.main[k];
+        if (!mask_merge || !v->mask || rank < 3 || bt >= v->mask->size()) return -1;
+        return (*v->mask)[bt] ? 1 : 0;
+      };
       float acc = at(0);
+      int acc_valid = valid(0);
       for (std::size_t k = 1; k < in.main.size(); ++k) {
-        const float b = at(k);
+        float b = at(k);
+        const int bv = valid(k);
+        if (bv == 0) b = acc;
+        if (acc_valid == 0) acc = b;
+        acc_valid = bv >= 0 && acc_valid >= 0 ? (bv || acc_valid) : -1;
         switch (kind_) {
           case add: case average: acc = acc + b; break;
           case subtract: acc = acc - b; break;
@@ -408,6 +423,7 @@ class MergeOp : public Op {
 
  private:
   Kind kind_;
+  bool keras3_ = false;
 };
 
 class ConcatenateOp : public Op {
@@ -1027,7 +1043,9 @@ class RecurrentOp : public Op {
   void make_layers(int F, const Spec& in, const BuildContext& ctx) {
     auto make = [&](json e, bool zero_output) {
       json& cfg = e["config"];
-      if (zero_output) cfg["zero_output_for_mask"] = true;
+      // Bidirectional sets it on its halves; Keras 2's CuDNN layers have no such argument.
+      const std::string cls = e.value("class_name", std::string());
+      if (zero_output && cls != "CuDNNGRU" && cls != "CuDNNLSTM") cfg["zero_output_for_mask"] = true;
       // A stateful layer whose entry records no input shape (Keras 3's .h5 drops build_config)
       // takes its batch size from the Input that feeds it, as Keras's functional rebuild does.
       if (cfg.value("stateful", json(false)) == json(true) && !cfg.contains("batch_input_shape") &&

@@ -1,0 +1,283 @@
+// Whole Keras models (graphs) against Keras's own predictions: every model file under
+// tests/keras/graphs/ (saved by Keras 2, Keras 3 on TensorFlow and Keras 3 on JAX, as .keras and
+// .h5), run through the C ABI: input and output names, every call of a stateful model (with its
+// resets), and, for models that stream, the same inputs fed a few timesteps at a time through a
+// model state.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <recur/recur.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using json = nlohmann::json;
+
+const std::string kDir = RECUR_KERAS_TEST_DIR;
+constexpr double kTolerance = 1e-5;
+
+struct Case {
+  std::string dialect, backend, name, file;
+  json data;
+};
+
+std::vector<Case> load_cases() {
+  std::vector<Case> out;
+  for (const char* d : {"keras2", "keras3", "keras3_jax"}) {
+    std::ifstream f(kDir + "/graphs/" + d + ".json");
+    if (!f) continue;
+    const json doc = json::parse(f);
+    for (const auto& c : doc.at("cases"))
+      for (const auto& file : c.at("files"))
+        out.push_back({d, doc.value("backend", "tensorflow"), c.at("name").get<std::string>(), file.get<std::string>(), c});
+  }
+  return out;
+}
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> c = load_cases();
+  return c;
+}
+
+struct Model {
+  recur_model* m = nullptr;
+  ~Model() { recur_model_destroy(m); }
+};
+
+struct Inputs {
+  int32_t batch = 0;
+  std::vector<int32_t> timesteps;
+  std::vector<std::vector<float>> per_input;
+  std::vector<std::vector<int64_t>> shapes;
+};
+
+Inputs inputs_of(const json& call) {
+  Inputs in;
+  for (const auto& x : call.at("inputs")) {
+    const auto shape = x.at("shape").get<std::vector<int64_t>>();
+    in.batch = static_cast<int32_t>(shape.at(0));
+    in.timesteps.push_back(shape.size() >= 2 ? static_cast<int32_t>(shape[1]) : 0);
+    in.per_input.push_back(x.at("data").get<std::vector<float>>());
+    in.shapes.push_back(shape);
+  }
+  return in;
+}
+
+std::string last_error() { return recur_last_error(); }
+
+// Largest |got - want| / max(1, |want|) over one output, or +inf when the lengths differ.
+double error_of(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size()) return INFINITY;
+  double worst = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double e = std::fabs(double(got[i]) - double(want[i])) / std::max(1.0, std::fabs(double(want[i])));
+    worst = std::isnan(e) ? INFINITY : std::max(worst, e);
+  }
+  return worst;
+}
+
+double worst_overall = 0;
+std::string worst_case;
+
+void record(double e, const std::string& what) {
+  if (e > worst_overall) {
+    worst_overall = e;
+    worst_case = what;
+  }
+}
+
+class GraphParity : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(GraphParity, MatchesKeras) {
+  const Case& c = cases()[GetParam()];
+  const std::string path = kDir + "/" + c.file;
+  Model model;
+  ASSERT_EQ(recur_model_open(&model.m, path.c_str()), RECUR_OK) << path << ": " << last_error();
+  if (c.backend == "jax") ASSERT_EQ(recur_model_set_keras_backend(model.m, "jax"), RECUR_OK) << last_error();
+  recur_model_info info;
+  info.version = RECUR_MODEL_INFO_VERSION;
+  ASSERT_EQ(recur_model_get_info(model.m, &info), RECUR_OK);
+  ASSERT_EQ(info.runnable, 1) << c.file << ": " << info.unsupported;
+
+  // Names, in Keras's order.
+  int32_t ni = 0, no = 0;
+  ASSERT_EQ(recur_model_num_inputs(model.m, &ni), RECUR_OK);
+  ASSERT_EQ(recur_model_num_outputs(model.m, &no), RECUR_OK);
+  const auto in_names = c.data.at("input_names").get<std::vector<std::string>>();
+  const auto out_names = c.data.at("output_names").get<std::vector<std::string>>();
+  ASSERT_EQ(static_cast<std::size_t>(ni), in_names.size());
+  ASSERT_EQ(static_cast<std::size_t>(no), out_names.size());
+  for (int32_t i = 0; i < ni; ++i) {
+    const char* name = nullptr;
+    ASSERT_EQ(recur_model_input(model.m, i, &name, nullptr, nullptr, nullptr), RECUR_OK);
+    EXPECT_EQ(name, in_names[static_cast<std::size_t>(i)]) << "input " << i;
+  }
+  for (int32_t i = 0; i < no; ++i) {
+    const char* name = nullptr;
+    ASSERT_EQ(recur_model_output(model.m, i, &name, nullptr, nullptr), RECUR_OK);
+    EXPECT_EQ(name, out_names[static_cast<std::size_t>(i)]) << "output " << i;
+  }
+
+  // Keras's calls in order (a stateful model carries its states between them).
+  int call_index = 0;
+  for (const auto& call : c.data.at("calls")) {
+    SCOPED_TRACE("call " + std::to_string(call_index++));
+    if (call.value("reset_states_before", false)) ASSERT_EQ(recur_model_reset_states(model.m), RECUR_OK) << last_error();
+    const Inputs in = inputs_of(call);
+    std::vector<float> flat;
+    for (const auto& x : in.per_input) flat.insert(flat.end(), x.begin(), x.end());
+    std::size_t out_len = 0;
+    ASSERT_EQ(recur_model_outputs_length(model.m, in.batch, in.timesteps.data(), ni, &out_len), RECUR_OK) << last_error();
+    std::vector<float> out(out_len);
+    ASSERT_EQ(recur_model_run_inputs(model.m, in.batch, in.timesteps.data(), ni, flat.data(), flat.size(), nullptr, 0,
+                                     out.data(), out.size()),
+              RECUR_OK)
+        << last_error();
+    std::size_t off = 0;
+    for (int32_t k = 0; k < no; ++k) {
+      const auto& want = call.at("outputs")[static_cast<std::size_t>(k)].at("data").get<std::vector<float>>();
+      std::vector<float> got(out.begin() + static_cast<long>(std::min(off, out.size())),
+                             out.begin() + static_cast<long>(std::min(off + want.size(), out.size())));
+      off += want.size();
+      const double e = error_of(got, want);
+      record(e, c.dialect + "/" + c.file + " output " + out_names[static_cast<std::size_t>(k)]);
+      EXPECT_LE(e, kTolerance) << c.file << " output " << out_names[static_cast<std::size_t>(k)];
+    }
+    EXPECT_EQ(off, out.size()) << "recur wrote more outputs than Keras";
+  }
+}
+
+// The same calls through a model state, a few timesteps at a time.
+TEST_P(GraphParity, StreamsLikeOneCall) {
+  const Case& c = cases()[GetParam()];
+  Model model;
+  ASSERT_EQ(recur_model_open(&model.m, (kDir + "/" + c.file).c_str()), RECUR_OK) << last_error();
+  if (c.backend == "jax") ASSERT_EQ(recur_model_set_keras_backend(model.m, "jax"), RECUR_OK);
+  const char* why = nullptr;
+  ASSERT_EQ(recur_model_streamable(model.m, &why), RECUR_OK);
+  if (*why) {
+    // A model that does not stream says which layer stops it, and refuses a state.
+    recur_model_state* st = nullptr;
+    EXPECT_EQ(recur_model_state_create(&st, model.m, 1), RECUR_ERR_UNSUPPORTED);
+    EXPECT_EQ(st, nullptr);
+    EXPECT_NE(std::string(why).find("layer '"), std::string::npos) << why;
+    GTEST_SKIP() << c.file << " does not stream: " << why;
+  }
+  int32_t ni = 0, no = 0;
+  ASSERT_EQ(recur_model_num_inputs(model.m, &ni), RECUR_OK);
+  ASSERT_EQ(recur_model_num_outputs(model.m, &no), RECUR_OK);
+  // Which inputs and outputs carry the timesteps axis: their axis 1 follows the input length.
+  const json& first = c.data.at("calls")[0];
+  const Inputs in0 = inputs_of(first);
+  std::vector<bool> seq_in(static_cast<std::size_t>(ni)), seq_out(static_cast<std::size_t>(no));
+  for (int32_t i = 0; i < ni; ++i) {
+    int32_t rank = 0;
+    int64_t dims[RECUR_MAX_RANK];
+    ASSERT_EQ(recur_model_input(model.m, i, nullptr, &rank, dims, nullptr), RECUR_OK);
+    int32_t ids = 0;
+    ASSERT_EQ(recur_model_input(model.m, i, nullptr, nullptr, nullptr, &ids), RECUR_OK);
+    seq_in[static_cast<std::size_t>(i)] = rank >= 3 || (rank == 2 && (dims[1] < 0 || ids));
+  }
+  for (int32_t k = 0; k < no; ++k) {
+    int64_t d1[RECUR_MAX_RANK], d2[RECUR_MAX_RANK];
+    int32_t r1 = 0, r2 = 0;
+    std::vector<int32_t> t1(static_cast<std::size_t>(ni), 1), t2(static_cast<std::size_t>(ni), 2);
+    ASSERT_EQ(recur_model_output_dims(model.m, k, in0.batch, t1.data(), ni, d1, &r1), RECUR_OK) << last_error();
+    ASSERT_EQ(recur_model_output_dims(model.m, k, in0.batch, t2.data(), ni, d2, &r2), RECUR_OK) << last_error();
+    seq_out[static_cast<std::size_t>(k)] = r1 >= 3 && d1[1] == 1 && d2[1] == 2;
+  }
+  recur_model_state* st = nullptr;
+  ASSERT_EQ(recur_model_state_create(&st, model.m, in0.batch), RECUR_OK) << last_error();
+  for (const auto& call : c.data.at("calls")) {
+    if (call.value("reset_states_before", false)) ASSERT_EQ(recur_model_state_reset(st), RECUR_OK);
+    const Inputs in = inputs_of(call);
+    int32_t T = 0;
+    for (int32_t i = 0; i < ni; ++i)
+      if (seq_in[static_cast<std::size_t>(i)]) T = in.timesteps[static_cast<std::size_t>(i)];
+    if (T == 0) GTEST_SKIP() << c.file << " has no input with a timesteps axis to stream";
+    std::vector<std::vector<float>> got(static_cast<std::size_t>(no));
+    std::vector<std::vector<int64_t>> got_rows(static_cast<std::size_t>(no));
+    for (int32_t t0 = 0, chunk = 1; t0 < T; t0 += chunk, chunk = std::min(chunk + 1, 3)) {
+      const int32_t n = std::min(chunk, T - t0);
+      std::vector<float> flat;
+      for (int32_t i = 0; i < ni; ++i) {
+        const auto& x = in.per_input[static_cast<std::size_t>(i)];
+        const auto& shape = in.shapes[static_cast<std::size_t>(i)];
+        if (!seq_in[static_cast<std::size_t>(i)]) {
+          flat.insert(flat.end(), x.begin(), x.end());
+          continue;
+        }
+        std::size_t step = 1;
+        for (std::size_t a = 2; a < shape.size(); ++a) step *= static_cast<std::size_t>(shape[a]);
+        for (int64_t b = 0; b < shape[0]; ++b)
+          flat.insert(flat.end(), x.begin() + static_cast<long>((b * shape[1] + t0) * step),
+                      x.begin() + static_cast<long>((b * shape[1] + t0 + n) * step));
+      }
+      size_t in_len = 0, out_len = 0;
+      ASSERT_EQ(recur_model_state_lengths(st, n, &in_len, &out_len), RECUR_OK) << last_error();
+      ASSERT_EQ(in_len, flat.size());
+      std::vector<float> out(out_len);
+      ASSERT_EQ(recur_model_state_step(st, n, flat.data(), flat.size(), nullptr, 0, out.data(), out.size()), RECUR_OK)
+          << last_error();
+      std::size_t off = 0;
+      for (int32_t k = 0; k < no; ++k) {
+        int64_t dims[RECUR_MAX_RANK];
+        int32_t rank = 0;
+        std::vector<int32_t> ts(static_cast<std::size_t>(ni), n);
+        ASSERT_EQ(recur_model_output_dims(model.m, k, in.batch, ts.data(), ni, dims, &rank), RECUR_OK);
+        std::size_t len = 1;
+        for (int32_t a = 0; a < rank; ++a) len *= static_cast<std::size_t>(dims[a]);
+        std::vector<float> piece(out.begin() + static_cast<long>(off), out.begin() + static_cast<long>(off + len));
+        off += len;
+        auto& g = got[static_cast<std::size_t>(k)];
+        if (!seq_out[static_cast<std::size_t>(k)]) {
+          g = piece;  // a value of the whole sequence so far
+          continue;
+        }
+        // Interleave this piece's steps into (B, T, ...) order.
+        const std::size_t per_row = len / static_cast<std::size_t>(in.batch);
+        if (g.empty()) g.assign(static_cast<std::size_t>(in.batch) * per_row / static_cast<std::size_t>(n) * static_cast<std::size_t>(T), 0.0f);
+        const std::size_t step = per_row / static_cast<std::size_t>(n);
+        for (int32_t b = 0; b < in.batch; ++b)
+          std::copy(piece.begin() + static_cast<long>(b * per_row), piece.begin() + static_cast<long>((b + 1) * per_row),
+                    g.begin() + static_cast<long>((static_cast<std::size_t>(b) * static_cast<std::size_t>(T) + static_cast<std::size_t>(t0)) * step));
+      }
+    }
+    for (int32_t k = 0; k < no; ++k) {
+      const auto want = call.at("outputs")[static_cast<std::size_t>(k)].at("data").get<std::vector<float>>();
+      const double e = error_of(got[static_cast<std::size_t>(k)], want);
+      record(e, c.dialect + "/" + c.file + " streamed output " + std::to_string(k));
+      EXPECT_LE(e, kTolerance) << c.file << " streamed output " << k;
+    }
+  }
+  recur_model_state_destroy(st);
+}
+
+std::string case_name(const ::testing::TestParamInfo<std::size_t>& p) {
+  const Case& c = cases()[p.param];
+  std::string s = c.dialect + "_" + c.file.substr(c.file.rfind('/') + 1);
+  for (auto& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Graphs, GraphParity, ::testing::Range<std::size_t>(0, cases().size()), case_name);
+
+TEST(GraphParitySummary, HasCases) { ASSERT_FALSE(cases().empty()) << "no graph fixtures under " << kDir << "/graphs"; }
+
+// Printed after every case has run.
+class Summary : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::printf("graph parity: %zu model files; worst error %.3e (relative above 1) at %s\n", cases().size(),
+                worst_overall, worst_case.c_str());
+  }
+};
+const auto* const kSummary = ::testing::AddGlobalTestEnvironment(new Summary);
+
+}  // namespace
