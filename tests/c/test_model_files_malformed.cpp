@@ -1157,3 +1157,154 @@ TEST(ModelFilesMalformed, RepeatedFailedOpensDoNotGrowMemory) {
   // HDF5 leaves no file open behind.
   EXPECT_EQ(H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL), 0);
 }
+
+// ===== hostile graphs: cycles, dangling references, shapes that do not connect, huge shapes =====
+
+namespace {
+
+// A functional config.json with the given layers, inputs and outputs (weights of the tokens model
+// stay in the file; the configs below fail before any is read, or have no weights).
+std::string graph_config(const std::string& layers, const std::string& inputs, const std::string& outputs) {
+  return R"({"class_name": "Functional", "config": {"name": "g", "layers": [)" + layers + R"(], "input_layers": )" +
+         inputs + R"(, "output_layers": )" + outputs + "}}";
+}
+
+std::string k3_ref(const std::string& layer, int node = 0, int tensor = 0) {
+  return R"({"class_name": "__keras_tensor__", "config": {"shape": [null, null, 3], "dtype": "float32", "keras_history": [")" +
+         layer + "\", " + std::to_string(node) + ", " + std::to_string(tensor) + "]}}";
+}
+
+std::string k3_layer(const std::string& cls, const std::string& name, const std::string& cfg, const std::string& args) {
+  return R"({"module": "keras.layers", "class_name": ")" + cls + R"(", "config": {"name": ")" + name + "\"" +
+         (cfg.empty() ? "" : ", " + cfg) + R"(}, "inbound_nodes": [{"args": [)" + args + R"(], "kwargs": {}}]})";
+}
+
+const std::string kInput =
+    R"({"module": "keras.layers", "class_name": "InputLayer", "config": {"name": "x", "batch_shape": [null, null, 3], "dtype": "float32"}, "inbound_nodes": []})";
+
+}  // namespace
+
+TEST(ModelFilesMalformed, HostileGraphs) {
+  Scratch s;
+  const std::string src = model_file("keras3", "tokens.keras");
+  const struct {
+    const char* name;
+    std::string config;
+    recur_status code;
+    std::vector<std::string> needles;
+  } cases[] = {
+      {"cycle",
+       graph_config(kInput + ", " + k3_layer("Add", "a", "", "[" + k3_ref("x") + ", " + k3_ref("b") + "]") + ", " +
+                        k3_layer("Activation", "b", R"("activation": "tanh")", k3_ref("a")),
+                    R"([["x", 0, 0]])", R"([["b", 0, 0]])"),
+       RECUR_ERR_IO, {"cycle", "layer '"}},
+      {"self_loop",
+       graph_config(kInput + ", " + k3_layer("Activation", "a", R"("activation": "tanh")", k3_ref("a")),
+                    R"([["x", 0, 0]])", R"([["a", 0, 0]])"),
+       RECUR_ERR_IO, {"cycle", "'a'"}},
+      {"dangling_layer",
+       graph_config(kInput + ", " + k3_layer("Activation", "a", R"("activation": "tanh")", k3_ref("ghost")),
+                    R"([["x", 0, 0]])", R"([["a", 0, 0]])"),
+       RECUR_ERR_IO, {"'ghost'", "does not have"}},
+      {"dangling_call",
+       graph_config(kInput + ", " + k3_layer("Activation", "a", R"("activation": "tanh")", k3_ref("x", 7)),
+                    R"([["x", 0, 0]])", R"([["a", 0, 0]])"),
+       RECUR_ERR_IO, {"call 7", "'x'"}},
+      {"dangling_tensor",
+       graph_config(kInput + ", " + k3_layer("Activation", "a", R"("activation": "tanh")", k3_ref("x", 0, 5)),
+                    R"([["x", 0, 0]])", R"([["a", 0, 0]])"),
+       RECUR_ERR_IO, {"output 5", "'x'"}},
+      {"dangling_output", graph_config(kInput, R"([["x", 0, 0]])", R"([["nowhere", 0, 0]])"), RECUR_ERR_IO,
+       {"'nowhere'"}},
+      {"input_not_input",
+       graph_config(kInput + ", " + k3_layer("Activation", "a", R"("activation": "tanh")", k3_ref("x")),
+                    R"([["a", 0, 0]])", R"([["a", 0, 0]])"),
+       RECUR_ERR_IO, {"input_layers", "not an InputLayer"}},
+      {"duplicate_names",
+       graph_config(kInput + ", " + k3_layer("Activation", "x", R"("activation": "tanh")", k3_ref("x")),
+                    R"([["x", 0, 0]])", R"([["x", 0, 0]])"),
+       RECUR_ERR_IO, {"two layers", "'x'"}},
+      {"bad_history",
+       graph_config(kInput + ", " + k3_layer("Activation", "a", R"("activation": "tanh")",
+                                            R"({"class_name": "__keras_tensor__", "config": {"keras_history": [1, "x"]}})"),
+                    R"([["x", 0, 0]])", R"([["a", 0, 0]])"),
+       RECUR_ERR_IO, {"tensor reference"}},
+      {"huge_input_shape",
+       graph_config(R"({"class_name": "InputLayer", "config": {"name": "x", "batch_shape": [null, 99999999999999999999, 3]}, "inbound_nodes": []})",
+                    R"([["x", 0, 0]])", R"([["x", 0, 0]])"),
+       RECUR_ERR_IO, {"dimension", "InputLayer"}},
+      {"negative_input_shape",
+       graph_config(R"({"class_name": "InputLayer", "config": {"name": "x", "batch_shape": [null, -4, 3]}, "inbound_nodes": []})",
+                    R"([["x", 0, 0]])", R"([["x", 0, 0]])"),
+       RECUR_ERR_IO, {"dimension"}},
+      {"deep_rank",
+       graph_config(R"({"class_name": "InputLayer", "config": {"name": "x", "batch_shape": [null,1,1,1,1,1,1,1,1,1,1]}, "inbound_nodes": []})",
+                    R"([["x", 0, 0]])", R"([["x", 0, 0]])"),
+       RECUR_ERR_IO, {"batch shape"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string p = edited_keras(s, src, std::string(c.name) + ".keras",
+                                       [&](Members& m) { member(m, "config.json") = c.config; });
+    const std::string msg = expect_fails(p, c.code, {});
+    for (const auto& n : c.needles) EXPECT_NE(msg.find(n), std::string::npos) << n << " / " << msg;
+  }
+
+  // Layers whose connected shapes do not fit open, but the model says why and refuses to run.
+  const struct {
+    const char* name;
+    std::string config;
+    const char* needle;
+  } unrunnable[] = {
+      {"add_shapes",
+       graph_config(kInput + ", " +
+                        R"({"class_name": "InputLayer", "config": {"name": "y", "batch_shape": [null, null, 5]}, "inbound_nodes": []}, )" +
+                        k3_layer("Add", "a", "", "[" + k3_ref("x") + ", " + k3_ref("y") + "]"),
+                    R"([["x", 0, 0], ["y", 0, 0]])", R"([["a", 0, 0]])"),
+       "broadcast"},
+      {"repeat_on_sequence",
+       graph_config(kInput + ", " + k3_layer("RepeatVector", "r", R"("n": 3)", k3_ref("x")), R"([["x", 0, 0]])",
+                    R"([["r", 0, 0]])"),
+       "RepeatVector"},
+      {"reshape_mismatch",
+       graph_config(R"({"class_name": "InputLayer", "config": {"name": "x", "batch_shape": [null, 4, 3]}, "inbound_nodes": []}, )" +
+                        k3_layer("Reshape", "r", R"("target_shape": [5, 5])", k3_ref("x")),
+                    R"([["x", 0, 0]])", R"([["r", 0, 0]])"),
+       "Reshape"},
+      {"huge_repeat",
+       graph_config(R"({"class_name": "InputLayer", "config": {"name": "x", "batch_shape": [null, 3]}, "inbound_nodes": []}, )" +
+                        k3_layer("RepeatVector", "r", R"("n": 1073741824)", k3_ref("x")) + ", " +
+                        k3_layer("RepeatVector", "r2", R"("n": 1073741824)", k3_ref("x")),
+                    R"([["x", 0, 0]])", R"([["r", 0, 0]])"),
+       nullptr},
+  };
+  for (const auto& c : unrunnable) {
+    SCOPED_TRACE(c.name);
+    const std::string p = edited_keras(s, src, std::string(c.name) + ".keras",
+                                       [&](Members& m) { member(m, "config.json") = c.config; });
+    recur_model* m = nullptr;
+    const recur_status st = recur_model_open(&m, p.c_str());
+    ASSERT_EQ(st, RECUR_OK) << recur_last_error();
+    recur_model_info info;
+    info.version = RECUR_MODEL_INFO_VERSION;
+    ASSERT_RECUR_OK(recur_model_get_info(m, &info));
+    if (c.needle) {
+      EXPECT_EQ(info.runnable, 0);
+      EXPECT_NE(std::string(info.unsupported).find(c.needle), std::string::npos) << info.unsupported;
+    } else {
+      // A declared output far larger than memory: asking its size or running fails clearly.
+      size_t n = 0;
+      const int32_t ts[1] = {0};
+      const recur_status rs = recur_model_outputs_length(m, 1 << 20, ts, 1, &n);
+      if (rs == RECUR_OK) {
+        std::vector<float> x(size_t(3) << 20);
+        float y[1];
+        EXPECT_RECUR_ERR(recur_model_run_inputs(m, 1 << 20, ts, 1, x.data(), x.size(), nullptr, 0, y, 1),
+                         RECUR_ERR_SHAPE, "outputs");
+      } else {
+        EXPECT_EQ(rs, RECUR_ERR_SHAPE) << recur_last_error();
+      }
+    }
+    recur_model_destroy(m);
+  }
+}
