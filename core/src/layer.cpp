@@ -490,7 +490,8 @@ SequenceJob Layer::sequence_job(Index B, Index T, const std::uint8_t* mask, floa
   job.mask = mask;
   job.zero_output_for_mask = config_.zero_output_for_mask && !(config_.jax_masking && config_.unroll);
   job.unrolled_mask_quirk = config_.unroll && config_.go_backwards && !config_.jax_masking;
-  job.output_starts_at_state = config_.jax_masking && mask;
+  // JAX's scan carries h as the previous output; its unrolled loop starts from zeros like TF's.
+  job.output_starts_at_state = config_.jax_masking && !config_.unroll && mask;
   job.sequence_output = config_.return_sequences ? output : nullptr;
   job.threads = num_threads_;
   job.last_output = config_.return_sequences ? nullptr : output;

@@ -62,6 +62,7 @@ void k3_tensors(const json& v, std::vector<TensorRef>& out, const std::string& w
 
 struct CallSpec {
   std::vector<TensorRef> main, init;
+  bool explicit_mask = false;  // Keras 3: the call names a mask tensor
 };
 
 CallSpec parse_call(const json& node, bool recurrent, const std::string& where) {
@@ -89,7 +90,11 @@ CallSpec parse_call(const json& node, bool recurrent, const std::string& where) 
       for (const auto& [key, value] : node["kwargs"].items()) {
         std::vector<TensorRef> t;
         k3_tensors(value, t, where);
-        if (t.empty() || key == "mask") continue;  // masks: recur propagates them as Keras does
+        if (key == "mask") {  // the mask Keras computed for it: recur propagates the same one
+          c.explicit_mask = !t.empty();
+          continue;
+        }
+        if (t.empty()) continue;
         if (key == "initial_state" && recurrent) {
           for (auto& r : t) c.init.push_back(r);
         } else {
@@ -306,6 +311,9 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
         Node& n = g->nodes[static_cast<std::size_t>(g->layers[i].nodes[k])];
         for (const auto& r : calls[i][k].main) n.main.push_back(resolve(r, where));
         for (const auto& r : calls[i][k].init) n.initial_state.push_back(resolve(r, where));
+        // Keras 3 fills in the inputs' mask only for a call with one tensor argument: a recurrent
+        // layer called with initial_state tensors runs unmasked unless the call names a mask.
+        n.drop_mask = ctx.dialect.dialect == Dialect::keras3 && !calls[i][k].init.empty() && !calls[i][k].explicit_mask;
         if (n.main.empty()) fail(Code::io, where, ": a call with no input tensor");
       }
     }
@@ -522,6 +530,7 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
       ci.main.push_back(v);
     }
     for (const Ref& r : n.initial_state) ci.initial_state.push_back(get(r));
+    ci.drop_mask = n.drop_mask;
     RunContext local = ctx;
     local.stepped = n.stepped_main;
     std::vector<Value> out = n.op->forward(ci, local, id);

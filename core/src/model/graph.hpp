@@ -74,6 +74,7 @@ struct BuildContext {
 struct CallInputs {
   std::vector<const Value*> main;
   std::vector<const Value*> initial_state;
+  bool drop_mask = false;  // the call runs without the inputs' mask (Keras 3, see Node::drop_mask)
 };
 
 // A Keras layer (or a Keras 3 op node). One op may be called at several call sites (shared
@@ -124,6 +125,7 @@ struct Node {
   bool is_input = false;
   int input_index = -1;
   bool stepped_main = false;  // streaming: its main input carries the stream's time axis
+  bool drop_mask = false;     // Keras 3 passes no mask to this call (several tensor arguments)
 };
 
 // A Keras layer entry of the model config.

@@ -330,6 +330,19 @@ Mask and_masks(const std::vector<const Value*>& in) {
   return acc ? Mask(acc) : out;
 }
 
+// Keras 3: the OR of the inputs' masks when every input has one, else no mask.
+Mask or_masks(const std::vector<const Value*>& in) {
+  for (const Value* v : in)
+    if (!v->mask) return nullptr;
+  if (in.size() == 1) return in[0]->mask;
+  auto acc = std::make_shared<std::vector<std::uint8_t>>(*in[0]->mask);
+  for (const Value* v : in) {
+    if (v->mask->size() != acc->size()) fail(Code::shape, "merge: the inputs' masks have different shapes");
+    for (std::size_t i = 0; i < acc->size(); ++i) (*acc)[i] = (*acc)[i] || (*v->mask)[i];
+  }
+  return acc;
+}
+
 // numpy broadcasting of equal-rank shapes.
 std::vector<Index> broadcast(const std::vector<std::vector<Index>>& shapes, const std::string& what) {
   std::vector<Index> out = shapes[0];
@@ -384,8 +397,9 @@ class MergeOp : public Op {
         for (std::size_t i = 0; i < rank; ++i) off += idx[i] * strides[k][i];
         return in.main[k]->data[static_cast<std::size_t>(off)];
       };
-      // Keras 3's Multiply, Maximum and Minimum take a masked step's value from the other inputs
-      // (_apply_merge_op_and_or_mask); the rest merge masked steps as they are.
+      // Keras 3's Maximum and Minimum take a masked step's value from the other inputs
+      // (_apply_merge_op_and_or_mask), its Multiply counts a masked step as 1 and zeroes the steps
+      // no input has; the other merges (and every Keras 2 merge) combine masked steps as they are.
       const bool mask_merge = keras3_ && (kind_ == multiply || kind_ == maximum || kind_ == minimum);
       const std::size_t bt = rank >= 3 ? static_cast<std::size_t>(idx[0] * shape[1] + idx[1]) : 0;
       auto valid = [&](std::size_t k) -> int {  // -1: no mask
@@ -395,12 +409,20 @@ class MergeOp : public Op {
       };
       float acc = at(0);
       int acc_valid = valid(0);
+      bool all_masked = acc_valid >= 0, any_valid = acc_valid == 1;
+      if (kind_ == multiply && acc_valid == 0) acc = 1.0f;
       for (std::size_t k = 1; k < in.main.size(); ++k) {
         float b = at(k);
         const int bv = valid(k);
-        if (bv == 0) b = acc;
-        if (acc_valid == 0) acc = b;
-        acc_valid = bv >= 0 && acc_valid >= 0 ? (bv || acc_valid) : -1;
+        all_masked = all_masked && bv >= 0;
+        any_valid = any_valid || bv == 1;
+        if (kind_ == multiply) {
+          if (bv == 0) b = 1.0f;
+        } else {
+          if (bv == 0) b = acc;
+          if (acc_valid == 0) acc = b;
+          acc_valid = bv >= 0 && acc_valid >= 0 ? (bv || acc_valid) : -1;
+        }
         switch (kind_) {
           case add: case average: acc = acc + b; break;
           case subtract: acc = acc - b; break;
@@ -409,6 +431,7 @@ class MergeOp : public Op {
           case minimum: acc = std::min(acc, b); break;
         }
       }
+      if (kind_ == multiply && all_masked && !any_valid) acc = 0.0f;
       if (kind_ == average) acc = acc / static_cast<float>(in.main.size());
       y.data[static_cast<std::size_t>(flat)] = acc;
       for (std::size_t i = rank; i-- > 0;) {
@@ -416,7 +439,7 @@ class MergeOp : public Op {
         idx[i] = 0;
       }
     }
-    y.mask = and_masks(in.main);
+    y.mask = keras3_ ? or_masks(in.main) : and_masks(in.main);
     if (y.mask && (y.shape.size() < 2 || y.mask->size() != static_cast<std::size_t>(y.shape[0] * y.shape[1]))) y.mask.reset();
     return {std::move(y)};
   }
@@ -1103,8 +1126,9 @@ class RecurrentOp : public Op {
       const Index u = layer.config().units;
       Value y = make_value(rs ? std::vector<Index>{B, T, u} : std::vector<Index>{B, u}, class_name.c_str());
       std::vector<float> final_state(static_cast<std::size_t>(ns * B * u));
-      const std::uint8_t* mask = x.mask ? x.mask->data() : nullptr;
-      const std::size_t mask_len = x.mask ? x.mask->size() : 0;
+      const bool masked = x.mask && !in.drop_mask;
+      const std::uint8_t* mask = masked ? x.mask->data() : nullptr;
+      const std::size_t mask_len = masked ? x.mask->size() : 0;
       if (ctx.stream && ctx.stepped) {
         std::vector<State>& st = ctx.stream->states[{this, site}];
         if (st.empty()) {
@@ -1141,7 +1165,7 @@ class RecurrentOp : public Op {
         c.final_state_len = final_state.size();
         layer.call(c);
       }
-      if (rs) y.mask = x.mask;
+      if (rs && masked) y.mask = x.mask;
       for (int i = 0; i < ns; ++i) {
         Value s = make_value({B, u}, "state");
         std::memcpy(s.data.data(), final_state.data() + i * B * u, static_cast<std::size_t>(B * u) * sizeof(float));
