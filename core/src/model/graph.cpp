@@ -63,6 +63,7 @@ void k3_tensors(const json& v, std::vector<TensorRef>& out, const std::string& w
 struct CallSpec {
   std::vector<TensorRef> main, init;
   bool explicit_mask = false;  // Keras 3: the call names a mask tensor
+  TensorRef mask;
 };
 
 CallSpec parse_call(const json& node, bool recurrent, const std::string& where) {
@@ -91,7 +92,8 @@ CallSpec parse_call(const json& node, bool recurrent, const std::string& where) 
         std::vector<TensorRef> t;
         k3_tensors(value, t, where);
         if (key == "mask") {  // the mask Keras computed for it: recur propagates the same one
-          c.explicit_mask = !t.empty();
+          c.explicit_mask = t.size() == 1;
+          if (c.explicit_mask) c.mask = t[0];
           continue;
         }
         if (t.empty()) continue;
@@ -314,6 +316,7 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
         // Keras 3 fills in the inputs' mask only for a call with one tensor argument: a recurrent
         // layer called with initial_state tensors runs unmasked unless the call names a mask.
         n.drop_mask = ctx.dialect.dialect == Dialect::keras3 && !calls[i][k].init.empty() && !calls[i][k].explicit_mask;
+        if (calls[i][k].explicit_mask) n.mask = resolve(calls[i][k].mask, where);
         if (n.main.empty()) fail(Code::io, where, ": a call with no input tensor");
       }
     }
@@ -345,15 +348,25 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
     const std::size_t N = g->nodes.size();
     std::vector<char> needed(N, 0);
     std::vector<int> stack;
-    for (const Ref& r : g->outputs) stack.push_back(r.node);
-    for (int id : g->input_nodes) stack.push_back(id);
-    while (!stack.empty()) {
-      const int id = stack.back();
-      stack.pop_back();
-      if (needed[static_cast<std::size_t>(id)]) continue;
-      needed[static_cast<std::size_t>(id)] = 1;
-      for (const Ref& r : g->nodes[static_cast<std::size_t>(id)].main) stack.push_back(r.node);
-      for (const Ref& r : g->nodes[static_cast<std::size_t>(id)].initial_state) stack.push_back(r.node);
+    // Required: what the outputs are computed from; then what the calls' explicit masks need.
+    for (int pass = 0; pass < 2; ++pass) {
+      if (pass == 0) {
+        for (const Ref& r : g->outputs) stack.push_back(r.node);
+        for (int id : g->input_nodes) stack.push_back(id);
+      } else {
+        for (std::size_t id = 0; id < N; ++id)
+          if (needed[id] && g->nodes[id].mask.node >= 0) stack.push_back(g->nodes[id].mask.node);
+      }
+      while (!stack.empty()) {
+        const int id = stack.back();
+        stack.pop_back();
+        if (needed[static_cast<std::size_t>(id)]) continue;
+        needed[static_cast<std::size_t>(id)] = static_cast<char>(pass == 0 ? 1 : 2);
+        for (const Ref& r : g->nodes[static_cast<std::size_t>(id)].main) stack.push_back(r.node);
+        for (const Ref& r : g->nodes[static_cast<std::size_t>(id)].initial_state) stack.push_back(r.node);
+        if (pass == 1 && g->nodes[static_cast<std::size_t>(id)].mask.node >= 0) stack.push_back(g->nodes[static_cast<std::size_t>(id)].mask.node);
+      }
+      if (pass == 0) g->required = needed;
     }
     std::vector<int> pending(N, 0);
     std::vector<std::vector<int>> users(N);
@@ -362,6 +375,7 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
       std::set<int> deps;
       for (const Ref& r : g->nodes[id].main) deps.insert(r.node);
       for (const Ref& r : g->nodes[id].initial_state) deps.insert(r.node);
+      if (g->nodes[id].mask.node >= 0) deps.insert(g->nodes[id].mask.node);
       pending[id] = static_cast<int>(deps.size());
       for (int d : deps) users[static_cast<std::size_t>(d)].push_back(static_cast<int>(id));
     }
@@ -376,7 +390,7 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
         if (--pending[static_cast<std::size_t>(u)] == 0) ready.push_back(u);
     }
     std::size_t count = 0;
-    for (char c : needed) count += c;
+    for (char c : needed) count += c != 0;
     if (g->order.size() != count) {
       for (std::size_t id = 0; id < N; ++id)
         if (needed[id] && pending[id] > 0)
@@ -413,6 +427,14 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
     };
     for (const Ref& r : n.main) spec_of(r, main);
     for (const Ref& r : n.initial_state) spec_of(r, init);
+    // An explicit mask that recur cannot compute, or that is not (batch, timesteps): Keras's own
+    // mask rules give the mask Keras wrote it for.
+    if (n.mask.node >= 0) {
+      const Node& src = g->nodes[static_cast<std::size_t>(n.mask.node)];
+      if (failed[static_cast<std::size_t>(n.mask.node)] || static_cast<std::size_t>(n.mask.output) >= src.out.size() ||
+          src.out[static_cast<std::size_t>(n.mask.output)].dims.size() != 2)
+        n.mask = Ref{};
+    }
     if (upstream_failed) {
       failed[static_cast<std::size_t>(id)] = 1;
       continue;
@@ -438,6 +460,7 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
       if (err.code() == Code::io) throw;
       failed[static_cast<std::size_t>(id)] = 1;
       if (le.why.empty()) le.why = err.what();
+      if (!g->required[static_cast<std::size_t>(id)]) continue;  // only a mask needs it: Keras's rules stand in
       if (g->unsupported.empty()) {
         const std::string why = err.what();
         g->unsupported = err.code() == Code::unsupported && why.rfind("unsupported layer", 0) == 0
@@ -505,11 +528,12 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
   for (int id : order) {
     for (const Ref& r : nodes[static_cast<std::size_t>(id)].main) ++reads[static_cast<std::size_t>(r.node)];
     for (const Ref& r : nodes[static_cast<std::size_t>(id)].initial_state) ++reads[static_cast<std::size_t>(r.node)];
+    if (nodes[static_cast<std::size_t>(id)].mask.node >= 0) ++reads[static_cast<std::size_t>(nodes[static_cast<std::size_t>(id)].mask.node)];
   }
   for (const Ref& r : outputs) ++reads[static_cast<std::size_t>(r.node)];
   for (int id : order) {
     const Node& n = nodes[static_cast<std::size_t>(id)];
-    if (n.is_input) continue;
+    if (n.is_input || !n.op || n.out.empty()) continue;  // a mask recur computes by Keras's rules instead
     const LayerEntry& le = layers[static_cast<std::size_t>(n.layer)];
     CallInputs ci;
     auto get = [&](const Ref& r) -> const Value* {
@@ -531,6 +555,19 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
     }
     for (const Ref& r : n.initial_state) ci.initial_state.push_back(get(r));
     ci.drop_mask = n.drop_mask;
+    Value masked;  // the main input with the mask the call names
+    if (n.mask.node >= 0 && !ci.main.empty()) {
+      const Value* m = get(n.mask);
+      const Value& x = *ci.main[0];
+      if (m->shape.size() != 2 || x.shape.size() < 2 || m->shape[0] != x.shape[0] || m->shape[1] != x.shape[1])
+        fail(Code::shape, "layer '", le.name, "': its mask has shape ", shape_string(m->shape), ", its input ",
+             shape_string(x.shape));
+      masked = x;
+      auto bits = std::make_shared<std::vector<std::uint8_t>>(m->data.size());
+      for (std::size_t k = 0; k < bits->size(); ++k) (*bits)[k] = m->data[k] != 0.0f;
+      masked.mask = std::move(bits);
+      ci.main[0] = &masked;
+    }
     RunContext local = ctx;
     local.stepped = n.stepped_main;
     std::vector<Value> out = n.op->forward(ci, local, id);
@@ -541,6 +578,7 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
       if (--reads[static_cast<std::size_t>(r.node)] == 0) vals[static_cast<std::size_t>(r.node)].clear();
     for (const Ref& r : n.initial_state)
       if (--reads[static_cast<std::size_t>(r.node)] == 0) vals[static_cast<std::size_t>(r.node)].clear();
+    if (n.mask.node >= 0 && --reads[static_cast<std::size_t>(n.mask.node)] == 0) vals[static_cast<std::size_t>(n.mask.node)].clear();
   }
   std::vector<Value> out;
   for (const Ref& r : outputs) out.push_back(vals[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
@@ -553,7 +591,7 @@ std::vector<Spec> Graph::infer(const std::vector<Spec>& inputs) const {
   for (std::size_t i = 0; i < input_nodes.size(); ++i) specs[static_cast<std::size_t>(input_nodes[i])] = {inputs.at(i)};
   for (int id : order) {
     const Node& n = nodes[static_cast<std::size_t>(id)];
-    if (n.is_input) continue;
+    if (n.is_input || !n.op || n.out.empty()) continue;
     std::vector<Spec> main, init;
     for (const Ref& r : n.main) main.push_back(specs[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
     for (const Ref& r : n.initial_state) init.push_back(specs[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
@@ -627,7 +665,7 @@ void Graph::analyse_streaming(const std::vector<bool>& stepped_inputs) {
     stepped[static_cast<std::size_t>(input_nodes[i])] = {i < stepped_inputs.size() && stepped_inputs[i]};
   for (int id : order) {
     Node& n = nodes[static_cast<std::size_t>(id)];
-    if (n.is_input) continue;
+    if (n.is_input || !n.op || n.out.empty()) continue;
     const LayerEntry& le = layers[static_cast<std::size_t>(n.layer)];
     std::vector<bool> in;
     for (const Ref& r : n.main) in.push_back(stepped[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));

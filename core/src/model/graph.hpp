@@ -126,6 +126,7 @@ struct Node {
   int input_index = -1;
   bool stepped_main = false;  // streaming: its main input carries the stream's time axis
   bool drop_mask = false;     // Keras 3 passes no mask to this call (several tensor arguments)
+  Ref mask;                   // Keras 3: the mask the call names (node -1: none)
 };
 
 // A Keras layer entry of the model config.
@@ -154,6 +155,7 @@ class Graph {
   std::vector<LayerEntry> layers;
   std::vector<Node> nodes;
   std::vector<int> order;            // nodes in the order they run
+  std::vector<char> required;        // nodes the outputs are computed from (not only masks)
   std::vector<int> input_nodes;      // model inputs
   std::vector<Ref> outputs;          // model outputs
   std::vector<std::string> input_names, output_names;
