@@ -1,5 +1,5 @@
-// Package recur runs Keras recurrent layers (GRU, LSTM, CuDNNGRU, CuDNNLSTM, GRUCell, LSTMCell)
-// with Keras's exact numbers, through librecur's C ABI.
+// Package recur runs Keras recurrent layers (GRU, LSTM, CuDNNGRU, CuDNNLSTM, SimpleRNN, GRUCell,
+// LSTMCell, SimpleRNNCell) with Keras's exact numbers, through librecur's C ABI.
 //
 // Layers come from options (NewLayer), from the JSON Keras writes for a layer (LayerFromJSON) or
 // from a Keras model file (OpenModel, then Model.Layer). Tensors are dense, row-major []float32
@@ -51,12 +51,14 @@ const (
 type LayerType int
 
 const (
-	GRU       LayerType = 1
-	LSTM      LayerType = 2
-	CuDNNGRU  LayerType = 3 // Keras 2 only
-	CuDNNLSTM LayerType = 4 // Keras 2 only
-	GRUCell   LayerType = 5 // single-step cells: use CellCall
-	LSTMCell  LayerType = 6
+	GRU           LayerType = 1
+	LSTM          LayerType = 2
+	CuDNNGRU      LayerType = 3 // Keras 2 only
+	CuDNNLSTM     LayerType = 4 // Keras 2 only
+	GRUCell       LayerType = 5 // single-step cells: use CellCall
+	LSTMCell      LayerType = 6
+	SimpleRNN     LayerType = 7
+	SimpleRNNCell LayerType = 8
 )
 
 // Dialect selects Keras 2 (tf.keras / tf-keras) or Keras 3 semantics.
@@ -625,8 +627,8 @@ func (l *Layer) InitialState(batch int) ([]float32, error) {
 	return make([]float32, n), nil
 }
 
-// CellCall runs one step of a cell (GRUCell, LSTMCell): input (B, F); states NumStates x
-// (B, units) concatenated; output (B, units); newStates nil or NumStates x (B, units).
+// CellCall runs one step of a cell (GRUCell, LSTMCell, SimpleRNNCell): input (B, F); states
+// NumStates x (B, units) concatenated; output (B, units); newStates nil or NumStates x (B, units).
 // training applies dropout with the cell's cached masks.
 func (l *Layer) CellCall(input []float32, batch int, states []float32, output, newStates []float32, training bool) error {
 	h, err := l.write()

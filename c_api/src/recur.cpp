@@ -205,14 +205,34 @@ recur::LayerConfig config_from_options(const recur_layer_options& o) {
     case RECUR_LAYER_CUDNN_LSTM: kind = LayerKind::cudnn_lstm; break;
     case RECUR_LAYER_GRU_CELL: kind = LayerKind::gru_cell; break;
     case RECUR_LAYER_LSTM_CELL: kind = LayerKind::lstm_cell; break;
+    case RECUR_LAYER_SIMPLE_RNN: kind = LayerKind::simple_rnn; break;
+    case RECUR_LAYER_SIMPLE_RNN_CELL: kind = LayerKind::simple_rnn_cell; break;
     default:
-      recur::fail(Error::Code::invalid_argument, "type: expected a recur_layer_type (1..6), got ", o.type);
+      recur::fail(Error::Code::invalid_argument, "type: expected a recur_layer_type (1..8), got ", o.type);
   }
   const recur::Dialect d = dialect_of(o.dialect, "dialect");
   const recur::DialectInfo info =
       o.keras_version ? recur::DialectInfo::parse(d, o.keras_version) : recur::DialectInfo::latest(d);
   recur::LayerConfig c = recur::LayerConfig::defaults(kind, info);
   const bool cudnn = c.is_cudnn();
+  if (c.is_simple_rnn()) {
+    // Keras's SimpleRNN/SimpleRNNCell have none of these arguments and reject them ("Keyword argument
+    // not understood" in Keras 2, "Unrecognized keyword arguments" in Keras 3), except that Keras 2
+    // drops `implementation` with a deprecation warning.
+    const char* cls = recur::kind_name(kind);
+    if (o.recurrent_activation)
+      recur::fail(Error::Code::invalid_argument, "recurrent_activation: ", cls,
+                  " has no recurrent_activation argument (leave it NULL)");
+    if (o.reset_after != RECUR_DEFAULT)
+      recur::fail(Error::Code::invalid_argument, "reset_after: ", cls,
+                  " has no reset_after argument (leave it RECUR_DEFAULT)");
+    if (o.unit_forget_bias != RECUR_DEFAULT)
+      recur::fail(Error::Code::invalid_argument, "unit_forget_bias: ", cls,
+                  " has no unit_forget_bias argument (leave it RECUR_DEFAULT)");
+    if (o.implementation != RECUR_DEFAULT && d == recur::Dialect::keras3)
+      recur::fail(Error::Code::invalid_argument, "implementation: Keras 3's ", cls,
+                  " has no implementation argument (leave it RECUR_DEFAULT)");
+  }
   if (o.name) c.name = o.name;
   c.units = o.units;
   c.input_size = o.input_size;
@@ -228,6 +248,10 @@ recur::LayerConfig config_from_options(const recur_layer_options& o) {
   c.use_bias = flag(o.use_bias, true, "use_bias");
   c.reset_after = flag(o.reset_after, true, "reset_after");
   if (o.implementation != RECUR_DEFAULT) c.implementation = o.implementation;
+  // Keras 2's SimpleRNN drops its implementation argument (after the range check below).
+  if (c.is_simple_rnn() && c.implementation != 1 && c.implementation != 2)
+    recur::fail(Error::Code::invalid_argument, "implementation: expected 1 or 2, got ", c.implementation);
+  if (c.is_simple_rnn()) c.implementation = 2;
   c.unit_forget_bias = flag(o.unit_forget_bias, true, "unit_forget_bias");
   if (std::isnan(o.dropout) || std::isnan(o.recurrent_dropout))
     recur::fail(Error::Code::invalid_argument, "dropout/recurrent_dropout: expected a rate in [0, 1], got NaN");
@@ -255,6 +279,8 @@ recur::LayerConfig config_from_options(const recur_layer_options& o) {
   if (o.bias_regularizer) c.bias_regularizer = recur::parse_regularizer_text(o.bias_regularizer, info, "bias_regularizer");
   if (o.activity_regularizer)
     c.activity_regularizer = recur::parse_regularizer_text(o.activity_regularizer, info, "activity_regularizer");
+  // Keras 3's SimpleRNN takes activity_regularizer but never hands it on: the layer has none.
+  if (kind == LayerKind::simple_rnn && d == recur::Dialect::keras3) c.activity_regularizer = {};
   if (o.kernel_constraint) c.kernel_constraint = recur::parse_constraint_text(o.kernel_constraint, info, "kernel_constraint");
   if (o.recurrent_constraint)
     c.recurrent_constraint = recur::parse_constraint_text(o.recurrent_constraint, info, "recurrent_constraint");
@@ -279,6 +305,8 @@ std::int32_t layer_type(recur::LayerKind k) {
     case recur::LayerKind::cudnn_lstm: return RECUR_LAYER_CUDNN_LSTM;
     case recur::LayerKind::gru_cell: return RECUR_LAYER_GRU_CELL;
     case recur::LayerKind::lstm_cell: return RECUR_LAYER_LSTM_CELL;
+    case recur::LayerKind::simple_rnn: return RECUR_LAYER_SIMPLE_RNN;
+    case recur::LayerKind::simple_rnn_cell: return RECUR_LAYER_SIMPLE_RNN_CELL;
   }
   return 0;
 }
@@ -416,7 +444,7 @@ recur_status recur_layer_get_info(const recur_layer* layer, recur_layer_info* in
     info->stateful = c.stateful;
     info->time_major = c.time_major;
     info->batch_size = c.batch_size;
-    info->implementation = c.effective_implementation();
+    info->implementation = c.is_simple_rnn() ? 0 : c.effective_implementation();
     info->reset_after = c.is_gru() && c.reset_after;
   });
 }

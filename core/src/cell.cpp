@@ -6,9 +6,11 @@ namespace recur {
 
 Cell::Cell(const LayerConfig& c)
     : gru_(c.is_gru()),
+      lstm_(c.is_lstm()),
       reset_after_(c.is_gru() && c.reset_after),
       use_bias_(c.use_bias),
-      bias_in_projection_(c.use_bias && (c.is_gru() || c.effective_implementation() == 1) &&
+      // Keras: GRU and SimpleRNN add the input bias to x@K; LSTM implementation 1 too.
+      bias_in_projection_(c.use_bias && (!c.is_lstm() || c.effective_implementation() == 1) &&
                           c.kind != LayerKind::cudnn_lstm),
       units_(c.units),
       input_size_(c.input_size),
@@ -139,7 +141,12 @@ void Cell::step_range(const float* xp, Index xp_stride, Index batch, const float
   args.h_out = out[0];
   args.act = activation_;
   args.ract = recurrent_activation_;
-  if (!gru_) {
+  if (!gru_ && !lstm_) {
+    // SimpleRNN: h' = act((x@K + b) + h@U)
+    kernels_->simple_rnn_update(args);
+    return;
+  }
+  if (lstm_) {
     args.c = in[1];
     args.c_out = out[1];
     if (use_bias_ && !bias_in_projection_) args.bias = input_bias_.data();
@@ -163,7 +170,7 @@ void Cell::step_range(const float* xp, Index xp_stride, Index batch, const float
 void Cell::step(const float* xp, Index xp_stride, Index batch, const RowMatrix* in, RowMatrix* out,
                 const std::vector<RowMatrix>* masks, StepWorkspace& ws) const {
   prepare(ws, batch);
-  const float* in_ptrs[2] = {in[0].data(), gru_ ? nullptr : in[1].data()};
+  const float* in_ptrs[2] = {in[0].data(), lstm_ ? in[1].data() : nullptr};
   float* out_ptrs[2];
   for (int s = 0; s < num_states(); ++s) {
     out[s].resize(batch, units_);

@@ -14,6 +14,8 @@ const char* kind_name(LayerKind kind) {
     case LayerKind::cudnn_lstm: return "CuDNNLSTM";
     case LayerKind::gru_cell: return "GRUCell";
     case LayerKind::lstm_cell: return "LSTMCell";
+    case LayerKind::simple_rnn: return "SimpleRNN";
+    case LayerKind::simple_rnn_cell: return "SimpleRNNCell";
   }
   return "?";
 }
@@ -62,7 +64,10 @@ void LayerConfig::validate() const {
   if (implementation != 1 && implementation != 2)
     fail(Error::Code::invalid_argument, "implementation: expected 1 or 2, got ", implementation);
   if (!is_gru() && !reset_after)
-    fail(Error::Code::invalid_argument, "reset_after: is a GRU argument, not an ", cls, " argument");
+    fail(Error::Code::invalid_argument, "reset_after: is a GRU argument, not ", is_lstm() ? "an " : "a ", cls,
+         " argument");
+  if (is_simple_rnn() && !unit_forget_bias)
+    fail(Error::Code::invalid_argument, "unit_forget_bias: is an LSTM argument, not a ", cls, " argument");
   if (is_cudnn()) {
     if (activation.kind != Activation::tanh || recurrent_activation.kind != Activation::sigmoid)
       fail(Error::Code::invalid_argument, cls, ": activations are fixed to tanh/sigmoid and cannot be set");

@@ -183,7 +183,7 @@ void Layer::require_sequence_layer(const char* what) const {
 void Layer::require_cell(const char* what) const {
   if (!config_.is_cell())
     fail(Error::Code::state, what, ": ", kind_name(config_.kind),
-         " is a sequence layer, not a cell (GRUCell/LSTMCell)");
+         " is a sequence layer, not a cell (GRUCell/LSTMCell/SimpleRNNCell)");
 }
 
 // ----- weights -----

@@ -160,10 +160,15 @@ INSTANTIATE_TEST_SUITE_P(Layers, Allocations,
                          ::testing::Values(Case{RECUR_LAYER_GRU, 64, 32, 1, 10, 1, false},
                                            Case{RECUR_LAYER_LSTM, 64, 32, 4, 10, 1, true},
                                            Case{RECUR_LAYER_GRU, 256, 64, 16, 12, 2, true},
-                                           Case{RECUR_LAYER_LSTM, 256, 64, 16, 12, 2, false}),
+                                           Case{RECUR_LAYER_LSTM, 256, 64, 16, 12, 2, false},
+                                           Case{RECUR_LAYER_SIMPLE_RNN, 64, 32, 4, 10, 1, true},
+                                           Case{RECUR_LAYER_SIMPLE_RNN, 512, 64, 16, 12, 2, true}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            const Case& c = info.param;
-                           return std::string(c.type == RECUR_LAYER_GRU ? "gru" : "lstm") + std::to_string(c.units) +
+                           const char* type = c.type == RECUR_LAYER_GRU    ? "gru"
+                                              : c.type == RECUR_LAYER_LSTM ? "lstm"
+                                                                           : "simplernn";
+                           return std::string(type) + std::to_string(c.units) +
                                   "_b" + std::to_string(c.batch) + "_t" + std::to_string(c.threads) +
                                   (c.mask ? "_mask" : "");
                          });

@@ -115,6 +115,24 @@ rt::Layer lstm(int32_t units = 4, int32_t input = 3) {
   return rt::make(o);
 }
 
+rt::Layer simple_rnn(int32_t units = 4, int32_t input = 3) {
+  recur_layer_options o = rt::options(RECUR_LAYER_SIMPLE_RNN, units, input);
+  o.return_sequences = 1;
+  return rt::make(o);
+}
+
+// The sequence layers the device tests step: GRU, LSTM and SimpleRNN (return_sequences).
+const int32_t kSequenceTypes[] = {RECUR_LAYER_GRU, RECUR_LAYER_LSTM, RECUR_LAYER_SIMPLE_RNN};
+
+rt::Layer sequence_layer(int32_t type, int32_t units, int32_t input) {
+  return type == RECUR_LAYER_LSTM ? lstm(units, input)
+                                  : type == RECUR_LAYER_SIMPLE_RNN ? simple_rnn(units, input) : gru(units, input);
+}
+
+const char* type_name(int32_t type) {
+  return type == RECUR_LAYER_LSTM ? "LSTM" : type == RECUR_LAYER_SIMPLE_RNN ? "SimpleRNN" : "GRU";
+}
+
 // A (B, T) mask with holes: valid steps 1, 0, 1, 1, 0, ... shifted per row.
 std::vector<uint8_t> holey_mask(int32_t B, int32_t T) {
   std::vector<uint8_t> m(static_cast<std::size_t>(B) * T);
@@ -430,9 +448,9 @@ void expect_states_equal_single_steps(recur_layer* layer, const std::vector<int3
 }  // namespace
 
 TEST(CApiDevice, ForwardStatesEqualsForwardStateOnTheCpu) {
-  for (bool is_lstm : {false, true}) {
-    SCOPED_TRACE(is_lstm ? "LSTM" : "GRU");
-    rt::Layer l = is_lstm ? lstm(5, 3) : gru(5, 3);
+  for (int32_t type : kSequenceTypes) {
+    SCOPED_TRACE(type_name(type));
+    rt::Layer l = sequence_layer(type, 5, 3);
     expect_states_equal_single_steps(l.get(), {1, 3, 2}, 40, kBatchRounding);
     expect_states_equal_single_steps(l.get(), {1, 1, 1, 1, 1}, 20, kBatchRounding);
     // One state: the same batch either way, so the same numbers.
@@ -615,6 +633,8 @@ TEST(CApiDeviceGpu, LayersMatchTheCpu) {
       {"GRU with a holey mask", RECUR_LAYER_GRU, RECUR_DEFAULT, nullptr, true},
       {"LSTM", RECUR_LAYER_LSTM, RECUR_DEFAULT, nullptr, false},
       {"LSTM relu with a holey mask", RECUR_LAYER_LSTM, RECUR_DEFAULT, "relu", true},
+      {"SimpleRNN", RECUR_LAYER_SIMPLE_RNN, RECUR_DEFAULT, nullptr, false},
+      {"SimpleRNN relu with a holey mask", RECUR_LAYER_SIMPLE_RNN, RECUR_DEFAULT, "relu", true},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -641,10 +661,11 @@ TEST(CApiDeviceGpu, LayersMatchTheCpu) {
 
 TEST(CApiDeviceGpu, StatesLiveOnTheGpuAndMatchTheCpu) {
   SKIP_WITHOUT_GPU();
-  for (bool is_lstm : {false, true}) {
-    SCOPED_TRACE(is_lstm ? "LSTM" : "GRU");
-    rt::Layer cpu = is_lstm ? lstm(5, 3) : gru(5, 3);
-    rt::Layer dev = is_lstm ? lstm(5, 3) : gru(5, 3);  // same seed: same weights
+  for (int32_t type : kSequenceTypes) {
+    SCOPED_TRACE(type_name(type));
+    const bool is_lstm = type == RECUR_LAYER_LSTM;
+    rt::Layer cpu = sequence_layer(type, 5, 3);
+    rt::Layer dev = sequence_layer(type, 5, 3);  // same seed: same weights
     ASSERT_RECUR_OK(recur_layer_set_device(dev.get(), "cuda"));
     rt::State sc = rt::make_state(cpu.get(), 2), sd = rt::make_state(dev.get(), 2);
     const std::vector<float> x = rt::data(2 * 4 * 3);
@@ -689,9 +710,9 @@ TEST(CApiDeviceGpu, StatesStartOnTheirLayersDeviceAndMoveOnRequest) {
 
 TEST(CApiDeviceGpu, ForwardStatesMatchesTheCpu) {
   SKIP_WITHOUT_GPU();
-  for (bool is_lstm : {false, true}) {
-    SCOPED_TRACE(is_lstm ? "LSTM" : "GRU");
-    rt::Layer l = is_lstm ? lstm(5, 3) : gru(5, 3);
+  for (int32_t type : kSequenceTypes) {
+    SCOPED_TRACE(type_name(type));
+    rt::Layer l = sequence_layer(type, 5, 3);
     ASSERT_RECUR_OK(recur_layer_set_device(l.get(), "cuda"));
     expect_states_equal_single_steps(l.get(), {1, 3, 2}, 4, kGpuTolerance);
   }
@@ -701,9 +722,10 @@ TEST(CApiDeviceGpu, ForwardStatesMatchesTheCpu) {
 // device pointers a CUDA caller would pass; a real GPU needs cudaMalloc'd ones (CUDA interop).
 TEST(CApiDeviceGpu, ForwardDeviceMatchesForward) {
   SKIP_WITHOUT_GPU();
-  for (bool is_lstm : {false, true}) {
-    SCOPED_TRACE(is_lstm ? "LSTM" : "GRU");
-    rt::Layer l = is_lstm ? lstm(5, 3) : gru(5, 3);
+  for (int32_t type : kSequenceTypes) {
+    SCOPED_TRACE(type_name(type));
+    const bool is_lstm = type == RECUR_LAYER_LSTM;
+    rt::Layer l = sequence_layer(type, 5, 3);
     const int32_t B = 3, T = 6, ns = is_lstm ? 2 : 1;
     const std::vector<float> x = rt::data(static_cast<std::size_t>(B) * T * 3);
     const std::vector<float> h0 = rt::data(static_cast<std::size_t>(ns) * B * 5, 1.0f, 0.4f);

@@ -81,7 +81,7 @@ TEST(CApiErrors, CreateWrongOptionsVersion) {
 }
 
 TEST(CApiErrors, CreateTypeAndDialect) {
-  for (int32_t type : {0, 7, -1, 100}) {
+  for (int32_t type : {0, 9, -1, 100}) {
     recur_layer_options o = options(type, 4, 3);
     expect_option_error(o, RECUR_ERR_INVALID_ARGUMENT, "type");
   }
@@ -419,7 +419,7 @@ TEST(CApiErrors, JsonMissingParts) {
 
 TEST(CApiErrors, JsonUnknownClassName) {
   expect_json_error(R"({"class_name": "Dense", "config": {"units": 4}})", RECUR_ERR_UNSUPPORTED, "Dense");
-  expect_json_error(R"({"class_name": "SimpleRNN", "config": {"units": 4}})", RECUR_ERR_UNSUPPORTED, "class_name");
+  expect_json_error(R"({"class_name": "ConvLSTM1D", "config": {"units": 4}})", RECUR_ERR_UNSUPPORTED, "class_name");
   expect_json_error(R"({"class_name": "Bidirectional", "config": {}})", RECUR_ERR_UNSUPPORTED, "class_name");
 }
 
@@ -431,6 +431,58 @@ TEST(CApiErrors, JsonUnknownField) {
   // A GRUCell has no return_sequences.
   expect_json_error(R"({"class_name": "GRUCell", "config": {"units": 4, "return_sequences": true}})",
                     RECUR_ERR_INVALID_ARGUMENT, "return_sequences");
+}
+
+// SimpleRNN and SimpleRNNCell take what Keras's classes take: no recurrent_activation, reset_after,
+// unit_forget_bias or use_cudnn; Keras 2 drops `implementation`, Keras 3 rejects it; Keras 2's
+// SimpleRNN rejects `seed` (its cell and Keras 3 take it).
+TEST(CApiErrors, SimpleRnnArguments) {
+  for (int32_t type : {RECUR_LAYER_SIMPLE_RNN, RECUR_LAYER_SIMPLE_RNN_CELL}) {
+    for (int32_t dialect : {RECUR_DIALECT_KERAS2, RECUR_DIALECT_KERAS3}) {
+      recur_layer_options o = options(type, 4, 3, dialect);
+      o.recurrent_activation = "sigmoid";
+      expect_option_error(o, RECUR_ERR_INVALID_ARGUMENT, "recurrent_activation");
+      o = options(type, 4, 3, dialect);
+      o.reset_after = 1;
+      expect_option_error(o, RECUR_ERR_INVALID_ARGUMENT, "reset_after");
+      o = options(type, 4, 3, dialect);
+      o.unit_forget_bias = 0;
+      expect_option_error(o, RECUR_ERR_INVALID_ARGUMENT, "unit_forget_bias");
+      o = options(type, 4, 3, dialect);
+      o.implementation = 1;
+      if (dialect == RECUR_DIALECT_KERAS3) {
+        expect_option_error(o, RECUR_ERR_INVALID_ARGUMENT, "implementation");
+      } else {
+        rt::Layer l = rt::make(o);  // Keras 2 drops it
+        recur_layer_info info;
+        info.version = RECUR_LAYER_INFO_VERSION;
+        ASSERT_EQ(recur_layer_get_info(l.get(), &info), RECUR_OK) << recur_last_error();
+        EXPECT_EQ(info.implementation, 0);
+        EXPECT_EQ(info.num_states, 1);
+        EXPECT_EQ(info.type, type);
+        o.implementation = 3;
+        expect_option_error(o, RECUR_ERR_INVALID_ARGUMENT, "implementation");
+      }
+    }
+  }
+  const std::string k2 = R"({"class_name": "SimpleRNN", "config": {"units": 4, "time_major": false)";
+  const std::string k3 = R"({"module": "keras.layers", "class_name": "SimpleRNN", "config": {"units": 4)";
+  const std::string k3_end = R"(}, "registered_name": null, "build_config": {"input_shape": [null, 5, 3]}})";
+  for (const char* field : {R"("recurrent_activation": "sigmoid")", R"("reset_after": true)",
+                            R"("unit_forget_bias": true)"}) {
+    expect_json_error(k2 + ", " + field + "}}", RECUR_ERR_INVALID_ARGUMENT, "has no argument");
+    expect_json_error(k3 + ", " + field + k3_end, RECUR_ERR_INVALID_ARGUMENT, "has no argument");
+  }
+  expect_json_error(k2 + R"(, "seed": 3}})", RECUR_ERR_INVALID_ARGUMENT, "'seed'");
+  expect_json_error(k3 + R"(, "implementation": 2)" + k3_end, RECUR_ERR_INVALID_ARGUMENT, "'implementation'");
+  expect_json_error(k3 + R"(, "use_cudnn": "auto")" + k3_end, RECUR_ERR_INVALID_ARGUMENT, "'use_cudnn'");
+  expect_json_error(R"({"class_name": "SimpleRNNCell", "config": {"units": 4, "return_sequences": true}})",
+                    RECUR_ERR_INVALID_ARGUMENT, "return_sequences");
+  // Accepted: Keras 2's implementation (dropped), the Keras 2 cell's seed, Keras 3's seed.
+  rt::make_json(k2 + R"(, "implementation": 1}})", 3);
+  rt::make_json(R"({"class_name": "SimpleRNNCell", "config": {"units": 4, "seed": 5, "implementation": 2}})", 3,
+                RECUR_DIALECT_KERAS2);
+  rt::make_json(k3 + R"(, "seed": 7)" + k3_end);
 }
 
 TEST(CApiErrors, JsonWrongValueTypes) {

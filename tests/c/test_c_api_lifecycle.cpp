@@ -182,6 +182,8 @@ TEST(CApiLifecycle, WeightShapesNamesAndRoundTrip) {
       {RECUR_LAYER_CUDNN_LSTM, RECUR_DIALECT_KERAS2, RECUR_DEFAULT, {{F, 4 * u}, {u, 4 * u}, {8 * u}}},
       {RECUR_LAYER_GRU_CELL, RECUR_DIALECT_KERAS2, 1, {{F, 3 * u}, {u, 3 * u}, {2, 3 * u}}},
       {RECUR_LAYER_LSTM_CELL, RECUR_DIALECT_KERAS2, RECUR_DEFAULT, {{F, 4 * u}, {u, 4 * u}, {4 * u}}},
+      {RECUR_LAYER_SIMPLE_RNN, RECUR_DIALECT_KERAS3, RECUR_DEFAULT, {{F, u}, {u, u}, {u}}},
+      {RECUR_LAYER_SIMPLE_RNN_CELL, RECUR_DIALECT_KERAS2, RECUR_DEFAULT, {{F, u}, {u, u}, {u}}},
   };
   const char* names[] = {"kernel", "recurrent_kernel", "bias"};
   for (const Case& c : cases) {
@@ -316,6 +318,42 @@ TEST(CApiLifecycle, ActivityRegularizerLosses) {
   const std::vector<float> c(fin.begin() + B * 4, fin.end());
   const double c_pen = 0.5 * sum_sq(c) / B;
   EXPECT_NEAR(losses[2], c_pen, 1e-5 * c_pen + 1e-7);
+}
+
+// Keras 3's SimpleRNN takes activity_regularizer and drops it; Keras 2's applies it, and so do
+// both dialects' SimpleRNNCell.
+TEST(CApiLifecycle, SimpleRnnActivityRegularizerFollowsKeras) {
+  struct Case {
+    int32_t type, dialect, activity_losses;
+  } cases[] = {{RECUR_LAYER_SIMPLE_RNN, RECUR_DIALECT_KERAS3, 0},
+               {RECUR_LAYER_SIMPLE_RNN, RECUR_DIALECT_KERAS2, 2},  // output, state_h
+               {RECUR_LAYER_SIMPLE_RNN_CELL, RECUR_DIALECT_KERAS3, 2},
+               {RECUR_LAYER_SIMPLE_RNN_CELL, RECUR_DIALECT_KERAS2, 2}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::to_string(c.type) + " in Keras " + std::to_string(c.dialect));
+    recur_layer_options o = options(c.type, 4, 3, c.dialect);
+    o.activity_regularizer = "l2";
+    o.kernel_regularizer = "l1";
+    if (c.type == RECUR_LAYER_SIMPLE_RNN) o.return_state = 1;
+    rt::Layer l = rt::make(o);
+    const int32_t B = 2, T = 3;
+    std::vector<float> out(static_cast<size_t>(B * 4)), fin(out.size());
+    if (c.type == RECUR_LAYER_SIMPLE_RNN) {
+      const std::vector<float> x = rt::data(static_cast<size_t>(B * T * 3));
+      ASSERT_RECUR_OK(recur_layer_forward(l.get(), x.data(), x.size(), B, T, nullptr, 0, nullptr, 0, 0, 0, out.data(),
+                                          out.size(), fin.data(), fin.size()));
+    } else {
+      const std::vector<float> x = rt::data(static_cast<size_t>(B * 3)), h(static_cast<size_t>(B * 4), 0.1f);
+      ASSERT_RECUR_OK(recur_cell_call(l.get(), x.data(), x.size(), B, h.data(), h.size(), 1, 0, out.data(), out.size(),
+                                      fin.data(), fin.size()));
+    }
+    int32_t count = -1;
+    ASSERT_RECUR_OK(recur_layer_get_losses(l.get(), nullptr, 0, &count));
+    EXPECT_EQ(count, c.activity_losses + 1);  // + the kernel penalty
+    const char* last = nullptr;
+    ASSERT_RECUR_OK(recur_layer_loss_name(l.get(), count - 1, &last));
+    EXPECT_STREQ(last, "kernel");
+  }
 }
 
 TEST(CApiLifecycle, Keras3FrozenLayerHasNoWeightPenalties) {
@@ -503,10 +541,11 @@ TEST(CApiLifecycle, StatefulLayerKeepsItsStates) {
 }
 
 TEST(CApiLifecycle, CellStepsEqualTheSequenceLayer) {
-  for (int32_t kinds : {0, 1}) {
-    const int32_t seq_type = kinds == 0 ? RECUR_LAYER_GRU : RECUR_LAYER_LSTM;
-    const int32_t cell_type = kinds == 0 ? RECUR_LAYER_GRU_CELL : RECUR_LAYER_LSTM_CELL;
-    const int32_t ns = kinds == 0 ? 1 : 2;
+  for (int32_t kinds : {0, 1, 2}) {
+    const int32_t seq_type = kinds == 0 ? RECUR_LAYER_GRU : kinds == 1 ? RECUR_LAYER_LSTM : RECUR_LAYER_SIMPLE_RNN;
+    const int32_t cell_type =
+        kinds == 0 ? RECUR_LAYER_GRU_CELL : kinds == 1 ? RECUR_LAYER_LSTM_CELL : RECUR_LAYER_SIMPLE_RNN_CELL;
+    const int32_t ns = kinds == 1 ? 2 : 1;
     SCOPED_TRACE(seq_type);
     const int32_t B = 2, T = 4, F = 3, U = 4;
     recur_layer_options o = options(seq_type, U, F);

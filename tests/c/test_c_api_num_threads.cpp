@@ -95,10 +95,15 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{RECUR_LAYER_GRU, 200, 48, 8, 9, 0, true, true, false},
                       Shape{RECUR_LAYER_LSTM, 128, 64, 16, 12, RECUR_DEFAULT, true, false, true},
                       Shape{RECUR_LAYER_LSTM, 100, 32, 32, 7, RECUR_DEFAULT, false, true, false},
-                      Shape{RECUR_LAYER_CUDNN_GRU, 128, 64, 16, 12, RECUR_DEFAULT, false, false, false}),
+                      Shape{RECUR_LAYER_CUDNN_GRU, 128, 64, 16, 12, RECUR_DEFAULT, false, false, false},
+                      Shape{RECUR_LAYER_SIMPLE_RNN, 256, 64, 16, 12, RECUR_DEFAULT, true, false, false},
+                      Shape{RECUR_LAYER_SIMPLE_RNN, 200, 96, 8, 9, RECUR_DEFAULT, true, true, true}),
     [](const ::testing::TestParamInfo<Shape>& info) {
       const Shape& s = info.param;
-      const char* type = s.type == RECUR_LAYER_GRU ? "gru" : s.type == RECUR_LAYER_LSTM ? "lstm" : "cudnngru";
+      const char* type = s.type == RECUR_LAYER_GRU          ? "gru"
+                         : s.type == RECUR_LAYER_LSTM       ? "lstm"
+                         : s.type == RECUR_LAYER_SIMPLE_RNN ? "simplernn"
+                                                            : "cudnngru";
       std::string name = std::string(type) + std::to_string(s.units) + "_b" + std::to_string(s.batch);
       if (s.type == RECUR_LAYER_GRU) name += s.reset_after ? "_ra" : "_rb";
       if (s.mask) name += "_mask";

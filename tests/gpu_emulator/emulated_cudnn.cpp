@@ -21,7 +21,7 @@ namespace post = cudnn_post;
 class WeightLayout {
  public:
   explicit WeightLayout(const recur_gpu_layer_desc& d)
-      : gates_(d.is_gru ? 3 : 4), units_(d.units), input_(d.input_size) {}
+      : gates_(d.cell == RECUR_GPU_CELL_GRU ? 3 : 4), units_(d.units), input_(d.input_size) {}
 
   int64_t cols(int id) const { return id < gates_ ? input_ : units_; }
   int64_t matrices() const { return int64_t(gates_) * units_ * (input_ + units_); }
@@ -96,7 +96,7 @@ class EmulatedCudnnRoute final : public CudnnRoute {
     if (int rc = post::plan_run(r, p, err)) return rc;
     if (r.batch == 0) return RECUR_GPU_OK;
     const int64_t B = r.batch, T = r.timesteps, u = desc_.units, F = desc_.input_size;
-    const int ns = desc_.is_gru ? 1 : 2;
+    const int ns = desc_.cell == RECUR_GPU_CELL_GRU ? 1 : 2;
     const int64_t rows = B * T;
     std::vector<float> x_rev, y_tmp, hy(static_cast<size_t>(ns * B * u));
 
@@ -131,12 +131,12 @@ class EmulatedCudnnRoute final : public CudnnRoute {
   void forward(int64_t B, int64_t T, bool time_major, const float* x, const int32_t* lens, const float* states,
                float* y, float* hy) const {
     const int64_t u = desc_.units, F = desc_.input_size, plane = B * u;
-    const int G = desc_.is_gru ? 3 : 4;
+    const int G = desc_.cell == RECUR_GPU_CELL_GRU ? 3 : 4;
     std::vector<float> h(static_cast<size_t>(u)), c(static_cast<size_t>(u)), gx(static_cast<size_t>(G * u)),
         gh(static_cast<size_t>(G * u));
     for (int64_t b = 0; b < B; ++b) {
       std::memcpy(h.data(), states + b * u, static_cast<size_t>(u) * sizeof(float));
-      if (!desc_.is_gru) std::memcpy(c.data(), states + plane + b * u, static_cast<size_t>(u) * sizeof(float));
+      if (desc_.cell == RECUR_GPU_CELL_LSTM) std::memcpy(c.data(), states + plane + b * u, static_cast<size_t>(u) * sizeof(float));
       for (int64_t t = 0; t < T; ++t) {
         const int64_t row = time_major ? t * B + b : b * T + t;
         float* yr = y + row * u;
@@ -150,7 +150,7 @@ class EmulatedCudnnRoute final : public CudnnRoute {
           affine(G + g, h.data(), u, gh.data() + g * u);
         }
         for (int64_t j = 0; j < u; ++j) {
-          if (desc_.is_gru) {  // 0 = r, 1 = z, 2 = h'
+          if (desc_.cell == RECUR_GPU_CELL_GRU) {  // 0 = r, 1 = z, 2 = h'
             const float rg = sigmoid(gx[j] + gh[j]);
             const float zg = sigmoid(gx[u + j] + gh[u + j]);
             const float hh = std::tanh(gx[2 * u + j] + rg * gh[2 * u + j]);
@@ -167,7 +167,7 @@ class EmulatedCudnnRoute final : public CudnnRoute {
         std::memcpy(yr, h.data(), static_cast<size_t>(u) * sizeof(float));
       }
       std::memcpy(hy + b * u, h.data(), static_cast<size_t>(u) * sizeof(float));
-      if (!desc_.is_gru) std::memcpy(hy + plane + b * u, c.data(), static_cast<size_t>(u) * sizeof(float));
+      if (desc_.cell == RECUR_GPU_CELL_LSTM) std::memcpy(hy + plane + b * u, c.data(), static_cast<size_t>(u) * sizeof(float));
     }
   }
 

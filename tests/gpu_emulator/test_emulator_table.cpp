@@ -76,8 +76,9 @@ struct Pair {
   void* layer = nullptr;
   int G = 3, ns = 1, u = 0, F = 0;
 
-  Pair(bool gru, int units, int input, unsigned seed, int lstm_impl = 2) {
-    cfg = LayerConfig::defaults(gru ? LayerKind::gru : LayerKind::lstm, DialectInfo::latest(Dialect::keras3));
+  Pair(LayerKind kind, int units, int input, unsigned seed, int lstm_impl = 2) {
+    const bool gru = kind == LayerKind::gru, simple = kind == LayerKind::simple_rnn;
+    cfg = LayerConfig::defaults(kind, DialectInfo::latest(Dialect::keras3));
     cfg.units = units;
     cfg.input_size = input;
     cfg.implementation = lstm_impl;
@@ -96,12 +97,12 @@ struct Pair {
     cell->set_params(p);
 
     recur_gpu_layer_desc d{};
-    d.is_gru = gru;
+    d.cell = simple ? RECUR_GPU_CELL_SIMPLE_RNN : (gru ? RECUR_GPU_CELL_GRU : RECUR_GPU_CELL_LSTM);
     d.units = units;
     d.input_size = input;
     d.reset_after = gru;
     d.use_bias = 1;
-    d.bias_in_projection = gru || lstm_impl == 1;
+    d.bias_in_projection = gru || simple || lstm_impl == 1;
     d.activation = static_cast<int32_t>(Activation::tanh);
     d.activation_hard_sigmoid = static_cast<int32_t>(HardSigmoid::keras3);
     d.recurrent_activation = static_cast<int32_t>(Activation::sigmoid);
@@ -177,8 +178,9 @@ TEST(GpuEmulatorTable, EntryAndProbe) {
 TEST(GpuEmulatorTable, HostAndDeviceMemoryRunsMatchCpu) {
   REQUIRE_DEVICE();
   const recur_gpu_plugin* p = plugin();
-  for (int cell = 0; cell < 3; ++cell) {
-    Pair pair(cell == 0, 5, 3, 40 + cell, cell == 2 ? 1 : 2);
+  for (int cell = 0; cell < 4; ++cell) {  // GRU, LSTM implementation 2 and 1, SimpleRNN
+    const LayerKind kind = cell == 0 ? LayerKind::gru : (cell == 3 ? LayerKind::simple_rnn : LayerKind::lstm);
+    Pair pair(kind, 5, 3, 40 + cell, cell == 2 ? 1 : 2);
     const Index B = 3, T = 7, u = 5;
     std::mt19937 gen(7 + cell);
     const Vec x = random_vec(static_cast<std::size_t>(B * T * 3), gen);
@@ -253,10 +255,12 @@ TEST(GpuEmulatorTable, HostAndDeviceMemoryRunsMatchCpu) {
 TEST(GpuEmulatorTable, StepRowsMatchesOneStepPerStream) {
   REQUIRE_DEVICE();
   const recur_gpu_plugin* p = plugin();
-  for (bool gru : {true, false}) {
-    Pair pair(gru, 4, 3, gru ? 60 : 61);
+  for (LayerKind kind : {LayerKind::gru, LayerKind::lstm, LayerKind::simple_rnn}) {
+    const bool lstm = kind == LayerKind::lstm;
+    const int k = static_cast<int>(kind);
+    Pair pair(kind, 4, 3, 60 + k);
     const int streams = 5, u = 4, F = 3;
-    std::mt19937 gen(gru ? 3 : 4);
+    std::mt19937 gen(3 + k);
     char err[256] = "";
     // Each stream's h, c and carried output live in their own buffer: [h | c | carried].
     std::vector<void*> bufs(streams);
@@ -288,7 +292,7 @@ TEST(GpuEmulatorTable, StepRowsMatchesOneStepPerStream) {
       recur_gpu_step_rows st{};
       st.rows = R;
       st.h_rows = hp.data();
-      st.c_rows = gru ? nullptr : cp.data();
+      st.c_rows = lstm ? cp.data() : nullptr;
       st.carried_rows = carp.data();
       st.input = x.data();
       st.mask = mask.data();
@@ -299,20 +303,20 @@ TEST(GpuEmulatorTable, StepRowsMatchesOneStepPerStream) {
       for (Index r = 0; r < R; ++r) {
         const int s = order[static_cast<std::size_t>(r)];
         Vec states = h[s];
-        if (!gru) states.insert(states.end(), c[s].begin(), c[s].end());
+        if (lstm) states.insert(states.end(), c[s].begin(), c[s].end());
         const Vec xr(x.begin() + r * F, x.begin() + (r + 1) * F);
         std::vector<std::uint8_t> m = {mask[static_cast<std::size_t>(r)]};
         Vec seq, last;
         pair.cpu_run(xr, 1, 1, &m, false, st.zero_output_for_mask, states, &car[s], seq, last);
         h[s].assign(states.begin(), states.begin() + u);
-        if (!gru) c[s].assign(states.begin() + u, states.end());
+        if (lstm) c[s].assign(states.begin() + u, states.end());
         expect_near(Vec(out.begin() + r * u, out.begin() + (r + 1) * u), last, "step output");
       }
       for (int s = 0; s < streams; ++s) {
         Vec all(static_cast<std::size_t>(3 * u));
         ASSERT_EQ(p->buffer_download(bufs[s], 0, all.data(), 3 * u, err, sizeof err), RECUR_GPU_OK) << err;
         expect_near(Vec(all.begin(), all.begin() + u), h[s], "stream h");
-        if (!gru) expect_near(Vec(all.begin() + u, all.begin() + 2 * u), c[s], "stream c");
+        if (lstm) expect_near(Vec(all.begin() + u, all.begin() + 2 * u), c[s], "stream c");
         expect_near(Vec(all.begin() + 2 * u, all.end()), car[s], "stream carried output");
       }
     }
@@ -326,7 +330,7 @@ TEST(GpuEmulatorTable, StepRowsManyStreams) {
   REQUIRE_DEVICE();
   const recur_gpu_plugin* p = plugin();
   const Index R = 16384, u = 8, F = 5;
-  Pair pair(false, u, F, 90);
+  Pair pair(LayerKind::lstm, u, F, 90);
   std::mt19937 gen(12);
   Vec h = random_vec(static_cast<std::size_t>(R * u), gen), c = random_vec(static_cast<std::size_t>(R * u), gen);
   Vec car(static_cast<std::size_t>(R * u), 0.0f);
@@ -435,13 +439,17 @@ TEST(GpuEmulatorTable, ArgumentErrorsAreCodesWithMessages) {
   const recur_gpu_plugin* p = plugin();
   char err[256] = "";
   recur_gpu_layer_desc d{};
-  d.is_gru = 1;
+  d.cell = RECUR_GPU_CELL_GRU;
   d.units = 0;
   d.input_size = 2;
   void* layer = nullptr;
   EXPECT_EQ(p->layer_create(&d, &layer, err, sizeof err), RECUR_GPU_ERR_INVALID);
   EXPECT_NE(std::string(err).find("units"), std::string::npos) << err;
   d.units = 2;
+  d.cell = 3;  // not a RECUR_GPU_CELL_*
+  EXPECT_EQ(p->layer_create(&d, &layer, err, sizeof err), RECUR_GPU_ERR_INVALID);
+  EXPECT_NE(std::string(err).find("cell"), std::string::npos) << err;
+  d.cell = RECUR_GPU_CELL_GRU;
   d.activation = 99;
   EXPECT_EQ(p->layer_create(&d, &layer, err, sizeof err), RECUR_GPU_ERR_INVALID);
   d.activation = 1;
@@ -474,7 +482,7 @@ TEST(GpuEmulatorTable, ArgumentErrorsAreCodesWithMessages) {
 TEST(GpuEmulatorTable, ConcurrentRunsOnOneLayer) {
   REQUIRE_DEVICE();
   const recur_gpu_plugin* p = plugin();
-  Pair pair(false, 6, 4, 77);
+  Pair pair(LayerKind::lstm, 6, 4, 77);
   const Index B = 4, T = 9, u = 6;
   std::vector<Vec> results(8);
   std::vector<std::thread> threads;

@@ -520,3 +520,112 @@ TEST(ConfigJson, ValidateErrorsNameTheField) {
   ok.batch_size = 4;
   EXPECT_NO_THROW(ok.validate());
 }
+
+// SimpleRNN / SimpleRNNCell as Keras 3.15 serializes them (keras.layers.serialize) and as tf_keras 2.21
+// writes them in a legacy .h5 model_config (no module / registered_name).
+namespace {
+
+const char* kKeras2SimpleRnn = R"({"class_name": "SimpleRNN", "config": {
+  "name": "simple_rnn", "trainable": true, "dtype": "float32", "batch_input_shape": [null, 6, 5],
+  "return_sequences": false, "return_state": false, "go_backwards": false, "stateful": false, "unroll": false,
+  "time_major": false, "units": 3, "activation": "tanh", "use_bias": true,
+  "kernel_initializer": {"module": "keras.initializers", "class_name": "GlorotUniform", "config": {"seed": null},
+                         "registered_name": null},
+  "recurrent_initializer": {"module": "keras.initializers", "class_name": "Orthogonal",
+                            "config": {"gain": 1.0, "seed": null}, "registered_name": null},
+  "bias_initializer": {"module": "keras.initializers", "class_name": "Zeros", "config": {}, "registered_name": null},
+  "kernel_regularizer": null, "recurrent_regularizer": null, "bias_regularizer": null,
+  "activity_regularizer": {"module": "keras.regularizers", "class_name": "L2", "config": {"l2": 0.02},
+                           "registered_name": null},
+  "kernel_constraint": null, "recurrent_constraint": null, "bias_constraint": null, "dropout": 0.0,
+  "recurrent_dropout": 0.0}})";
+
+const char* kKeras3SimpleRnn = R"({"module": "keras.layers", "class_name": "SimpleRNN", "config": {
+  "name": "simple_rnn", "trainable": true,
+  "dtype": {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": null},
+  "return_sequences": true, "return_state": false, "go_backwards": false, "stateful": false, "unroll": false,
+  "zero_output_for_mask": false, "units": 3, "activation": "relu", "use_bias": false,
+  "kernel_initializer": {"module": "keras.initializers", "class_name": "GlorotUniform",
+                         "config": {"seed": null, "input_axes": null, "output_axes": null}, "registered_name": null},
+  "recurrent_initializer": {"module": "keras.initializers", "class_name": "Orthogonal",
+                            "config": {"seed": null, "gain": 1.0}, "registered_name": null},
+  "bias_initializer": {"module": "keras.initializers", "class_name": "Zeros", "config": {}, "registered_name": null},
+  "kernel_regularizer": null, "recurrent_regularizer": null, "bias_regularizer": null,
+  "activity_regularizer": null, "kernel_constraint": null, "recurrent_constraint": null, "bias_constraint": null,
+  "dropout": 0.25, "recurrent_dropout": 0.5}, "registered_name": null,
+  "build_config": {"input_shape": [null, 6, 4]}})";
+
+}  // namespace
+
+TEST(ConfigJson, SimpleRnnBothDialects) {
+  const LayerConfig k2 = recur::parse_layer_json(kKeras2SimpleRnn, 0, Dialect::keras2);
+  EXPECT_EQ(k2.kind, LayerKind::simple_rnn);
+  EXPECT_STREQ(recur::kind_name(k2.kind), "SimpleRNN");
+  EXPECT_EQ(k2.input_size, 5);
+  EXPECT_EQ(k2.units, 3);
+  EXPECT_EQ(k2.gates(), 1);
+  EXPECT_EQ(k2.num_states(), 1);
+  EXPECT_TRUE(k2.use_bias);
+  EXPECT_EQ(k2.activation.kind, recur::Activation::tanh);
+  EXPECT_TRUE(k2.activity_regularizer.active());  // Keras 2's SimpleRNN keeps it
+  EXPECT_FALSE(k2.keras2_fused_path());
+  // Detected as Keras 2 from time_major / batch_input_shape.
+  EXPECT_EQ(recur::parse_layer_json(kKeras2SimpleRnn, 0, std::nullopt).dialect.dialect, Dialect::keras2);
+
+  const LayerConfig k3 = recur::parse_layer_json(kKeras3SimpleRnn, 0, std::nullopt);
+  EXPECT_EQ(k3.dialect.dialect, Dialect::keras3);
+  EXPECT_EQ(k3.kind, LayerKind::simple_rnn);
+  EXPECT_EQ(k3.input_size, 4);
+  EXPECT_TRUE(k3.return_sequences);
+  EXPECT_FALSE(k3.use_bias);
+  EXPECT_EQ(k3.activation.kind, recur::Activation::relu);
+  EXPECT_FLOAT_EQ(k3.dropout, 0.25f);
+  EXPECT_FLOAT_EQ(k3.recurrent_dropout, 0.5f);
+  // Keras 3's SimpleRNN drops an activity_regularizer passed to it: recur does too.
+  const LayerConfig dropped = recur::parse_layer_json(
+      with(kKeras3SimpleRnn, R"("activity_regularizer": null)", R"("activity_regularizer": "l2")"), 0, std::nullopt);
+  EXPECT_FALSE(dropped.activity_regularizer.active());
+
+  const LayerConfig cell = recur::parse_layer_json(
+      R"({"class_name": "SimpleRNNCell", "config": {"units": 4, "activation": "sigmoid", "seed": 3}})", 2,
+      Dialect::keras3);
+  EXPECT_EQ(cell.kind, LayerKind::simple_rnn_cell);
+  EXPECT_TRUE(cell.is_cell());
+  EXPECT_STREQ(recur::kind_name(cell.kind), "SimpleRNNCell");
+  EXPECT_EQ(cell.seed, std::optional<std::uint64_t>(3));
+}
+
+TEST(ConfigJson, SimpleRnnRejectsWhatKerasRejects) {
+  for (const char* field : {R"("recurrent_activation": "sigmoid")", R"("reset_after": true)",
+                            R"("unit_forget_bias": true)"}) {
+    expect_error(with(kKeras2SimpleRnn, R"("units": 3)", std::string(R"("units": 3, )") + field),
+                 Code::invalid_argument, {"SimpleRNN", "has no argument"});
+    expect_error(with(kKeras3SimpleRnn, R"("units": 3)", std::string(R"("units": 3, )") + field),
+                 Code::invalid_argument, {"SimpleRNN", "has no argument"});
+  }
+  // Keras 2's SimpleRNN has no seed (its cell has); Keras 3 has no implementation or use_cudnn.
+  expect_error(with(kKeras2SimpleRnn, R"("units": 3)", R"("units": 3, "seed": 1)"), Code::invalid_argument, {"seed"});
+  expect_error(with(kKeras3SimpleRnn, R"("units": 3)", R"("units": 3, "implementation": 1)"), Code::invalid_argument,
+               {"implementation"});
+  expect_error(with(kKeras3SimpleRnn, R"("units": 3)", R"("units": 3, "use_cudnn": false)"), Code::invalid_argument,
+               {"use_cudnn"});
+  expect_error(with(kKeras3SimpleRnn, R"("units": 3)", R"("units": 3, "time_major": false)"), Code::unsupported,
+               {"time_major"});
+  expect_error(R"({"class_name": "SimpleRNNCell", "config": {"units": 3, "go_backwards": true}})",
+               Code::invalid_argument, {"go_backwards"}, Dialect::keras2, 2);
+  // Keras 2 drops `implementation` (with a deprecation warning).
+  const LayerConfig k2 =
+      recur::parse_layer_json(with(kKeras2SimpleRnn, R"("units": 3)", R"("units": 3, "implementation": 1)"), 0,
+                              Dialect::keras2);
+  EXPECT_EQ(k2.implementation, 2);
+  // validate() on configs built in code.
+  LayerConfig c = LayerConfig::defaults(LayerKind::simple_rnn, DialectInfo::latest(Dialect::keras3));
+  c.units = 3;
+  c.input_size = 2;
+  EXPECT_NO_THROW(c.validate());
+  c.reset_after = false;
+  EXPECT_THROW(c.validate(), Error);
+  c.reset_after = true;
+  c.unit_forget_bias = false;
+  EXPECT_THROW(c.validate(), Error);
+}

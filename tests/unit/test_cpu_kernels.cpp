@@ -72,7 +72,7 @@ TEST(CpuKernels, GemmMatchesPlainLoopsOnEveryShape) {
 }
 
 TEST(CpuKernels, PackedWeightsUnpackExactly) {
-  for (LayerKind kind : {LayerKind::gru, LayerKind::lstm}) {
+  for (LayerKind kind : {LayerKind::gru, LayerKind::lstm, LayerKind::simple_rnn}) {
     LayerConfig c;
     c.kind = kind;
     c.units = 37;
@@ -87,6 +87,62 @@ TEST(CpuKernels, PackedWeightsUnpackExactly) {
     cell.unpack_recurrent(u2.data());
     EXPECT_EQ(k, k2);
     EXPECT_EQ(u, u2);
+  }
+}
+
+// SimpleRNN's fused update, h' = act((x@K + b) + h@U), on every set: the sum in float as written,
+// then the activation; only the units [j0, j1) of each row are written.
+TEST(CpuKernels, SimpleRnnUpdateOnEverySet) {
+  const cpu::KIndex B = 3, u = 37, gs = 48, xp_stride = 50, pre_stride = 52;
+  const auto xp = random(static_cast<std::size_t>(B * xp_stride), 7);
+  const auto pre0 = random(static_cast<std::size_t>(B * pre_stride), 8);
+  struct Act {
+    cpu::ActSpec::Kind kind;
+    double (*ref)(double);
+    double tol;
+  };
+  const Act acts[] = {
+      {cpu::ActSpec::linear, [](double v) { return v; }, 0.0},
+      {cpu::ActSpec::relu, [](double v) { return v > 0 ? v : 0.0; }, 0.0},
+      {cpu::ActSpec::tanh, [](double v) { return std::tanh(v); }, 2e-7},
+      {cpu::ActSpec::sigmoid, [](double v) { return 1.0 / (1.0 + std::exp(-v)); }, 2e-7},
+  };
+  for (const cpu::KernelSet* set : sets()) {
+    for (const Act& a : acts) {
+      for (cpu::KIndex j0 : {cpu::KIndex(0), cpu::KIndex(16)}) {
+        const cpu::KIndex j1 = j0 == 0 ? u : 32;
+        std::vector<float> pre = pre0, h(static_cast<std::size_t>(B * u), 0.5f);
+        std::vector<float> out(static_cast<std::size_t>(B * u), 9.0f);
+        cpu::GateArgs g;
+        g.batch = B;
+        g.units = u;
+        g.j0 = j0;
+        g.j1 = j1;
+        g.xp = xp.data();
+        g.xp_stride = xp_stride;
+        g.pre = pre.data();
+        g.pre_stride = pre_stride;
+        g.gate_stride = gs;
+        g.h = h.data();
+        g.h_out = out.data();
+        g.act.kind = a.kind;
+        set->simple_rnn_update(g);
+        for (cpu::KIndex b = 0; b < B; ++b)
+          for (cpu::KIndex j = 0; j < u; ++j) {
+            const float got = out[static_cast<std::size_t>(b * u + j)];
+            if (j < j0 || j >= j1) {
+              ASSERT_EQ(got, 9.0f) << set->name << ": unit " << j << " is outside [" << j0 << ", " << j1 << ")";
+              continue;
+            }
+            const float sum = xp[static_cast<std::size_t>(b * xp_stride + j)] + pre0[static_cast<std::size_t>(b * pre_stride + j)];
+            const double want = a.ref(sum);
+            if (a.tol == 0.0)
+              ASSERT_EQ(got, static_cast<float>(want)) << set->name << " row " << b << " unit " << j;
+            else
+              ASSERT_NEAR(got, want, a.tol) << set->name << " row " << b << " unit " << j;
+          }
+      }
+    }
   }
 }
 

@@ -99,7 +99,7 @@ WeightSpace pack(const Layer& l) {
 
 recur_gpu_layer_desc describe(const Layer& l) {
   recur_gpu_layer_desc d{};
-  d.is_gru = l.gru;
+  d.cell = l.gru ? RECUR_GPU_CELL_GRU : RECUR_GPU_CELL_LSTM;
   d.units = l.units;
   d.input_size = l.input;
   d.reset_after = 1;

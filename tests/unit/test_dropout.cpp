@@ -196,13 +196,16 @@ TEST(Dropout, MaskCountPerDialectAndImplementation) {
       {LayerKind::gru_cell, &kK3, 1, 0.0f, 3},  {LayerKind::gru_cell, &kK3, 2, 0.0f, 1},
       {LayerKind::lstm_cell, &kK3, 1, 0.0f, 4}, {LayerKind::lstm_cell, &kK3, 2, 0.0f, 1},
       {LayerKind::gru_cell, &kK3, 2, 0.2f, 3},  {LayerKind::lstm_cell, &kK3, 2, 0.2f, 4},
+      // SimpleRNNCell: one input mask and one recurrent mask in both dialects.
+      {LayerKind::simple_rnn_cell, &kK2, 2, 0.2f, 1}, {LayerKind::simple_rnn_cell, &kK3, 2, 0.2f, 1},
+      {LayerKind::simple_rnn_cell, &kK3, 2, 0.0f, 1},
   };
   for (const Case& cs : cases) {
     recur::Layer l(cell_config(cs.kind, *cs.d, 5, 4, 0.3f, cs.rd, cs.impl));
     EXPECT_EQ(l.dropout_mask(2, true).size(), cs.count)
         << recur::kind_name(cs.kind) << " " << cs.d->name() << " impl " << cs.impl << " rd " << cs.rd;
     if (cs.rd > 0) {
-      EXPECT_EQ(l.recurrent_dropout_mask(2, true).size(), cs.kind == LayerKind::gru_cell ? 3u : 4u);
+      EXPECT_EQ(l.recurrent_dropout_mask(2, true).size(), static_cast<std::size_t>(l.config().gates()));
     }
   }
 }
@@ -224,7 +227,7 @@ TEST(Dropout, InferenceIgnoresDropoutExactly) {
   const Index B = 3, T = 5, F = 4;
   const auto x = sample(static_cast<std::size_t>(B * T * F), 1.2f, 11);
   for (const DialectInfo* d : {&kK2, &kK3}) {
-    for (LayerKind kind : {LayerKind::gru, LayerKind::lstm}) {
+    for (LayerKind kind : {LayerKind::gru, LayerKind::lstm, LayerKind::simple_rnn}) {
       for (float rd : {0.0f, 0.4f}) {
         LayerConfig c = cell_config(kind, *d, 6, F, 0.5f, rd);
         c.return_sequences = true;
@@ -460,6 +463,8 @@ TEST(Dropout, Keras2FusedPathPredicate) {
   EXPECT_FALSE(x.keras2_fused_path());
   EXPECT_FALSE(cell_config(LayerKind::gru, kK3, 4, 3, 0.2f, 0.0f).keras2_fused_path());
   EXPECT_FALSE(cell_config(LayerKind::gru_cell, kK2, 4, 3, 0.2f, 0.0f).keras2_fused_path());
+  // Keras 2's SimpleRNN always runs the generic loop.
+  EXPECT_FALSE(cell_config(LayerKind::simple_rnn, kK2, 4, 3, 0.2f, 0.0f).keras2_fused_path());
 }
 
 TEST(Dropout, RateOneOnKeras2FusedPathThrowsElsewhereNoOp) {
@@ -529,5 +534,75 @@ TEST(Dropout, Keras2FusedPathMasksEachTimestep) {
       prev = cur;
     }
     EXPECT_TRUE(kept == 0 || kept == T) << "row " << b << " kept " << kept;
+  }
+}
+
+// Keras SimpleRNNCell.call (keras_semantics.md §8 for the masks; Keras 2 and 3 alike):
+// h' = act(((x * m) @ K + b) + (h * mr) @ U), one input mask and one recurrent mask, new state = h'.
+TEST(Dropout, SimpleRnnCellMasksMatchEquations) {
+  const Index B = 4, F = 6, u = 5;
+  for (const DialectInfo* d : {&kK2, &kK3}) {
+    recur::Layer l(cell_config(LayerKind::simple_rnn_cell, *d, u, F, 0.35f, 0.45f));
+    randomize(l, 51);
+    const auto x = sample(static_cast<std::size_t>(B * F), 1.0f, 10);
+    const auto h = sample(static_cast<std::size_t>(B * u), 0.9f, 11);
+    const auto got = cell_step(l, x, B, h, true);
+    const auto m = l.dropout_mask(B, true);
+    const auto mr = l.recurrent_dropout_mask(B, true);
+    ASSERT_EQ(m.size(), 1u);
+    ASSERT_EQ(mr.size(), 1u);
+    const Eigen::MatrixXd K = to_d(l.weight(0).data(), F, u), U = to_d(l.weight(1).data(), u, u);
+    const Eigen::RowVectorXd b = to_d(l.weight(2).data(), 1, u);
+    Eigen::MatrixXd pre = to_d(x.data(), B, F).cwiseProduct(to_d(m[0])) * K;
+    pre.rowwise() += b;
+    pre += to_d(h.data(), B, u).cwiseProduct(to_d(mr[0])) * U;
+    const Eigen::MatrixXd want = pre.unaryExpr([](double v) { return std::tanh(v); });
+    for (Index i = 0; i < B; ++i)
+      for (Index j = 0; j < u; ++j) {
+        EXPECT_NEAR(got.out[i * u + j], want(i, j), 1e-5) << d->name();
+        EXPECT_EQ(got.out[i * u + j], got.states[i * u + j]);
+      }
+    // Without training the same call ignores both masks.
+    pre = to_d(x.data(), B, F) * K;
+    pre.rowwise() += b;
+    pre += to_d(h.data(), B, u) * U;
+    const auto plain = cell_step(l, x, B, h, false);
+    for (Index i = 0; i < B; ++i)
+      for (Index j = 0; j < u; ++j) EXPECT_NEAR(plain.out[i * u + j], std::tanh(pre(i, j)), 1e-5);
+  }
+}
+
+// A SimpleRNN layer samples its masks once per call, constant in time, in both dialects (Keras 2
+// has no fused SimpleRNN path): every timestep of a sample keeps or drops its input and its h alike.
+TEST(Dropout, SimpleRnnLayerMasksAreConstantInTime) {
+  const Index B = 64, T = 8;
+  for (const DialectInfo* d : {&kK2, &kK3}) {
+    for (bool recurrent : {false, true}) {
+      LayerConfig c = cell_config(LayerKind::simple_rnn, *d, 1, 1, recurrent ? 0.0f : 0.5f, recurrent ? 0.5f : 0.0f);
+      c.return_sequences = true;
+      c.activation = recur::parse_activation("linear", *d, "activation");
+      recur::Layer l(c);
+      // Input dropout: h_t = x_t * m (kernel 1, recurrent 0): 1.0 kept, 0 dropped. Recurrent dropout:
+      // h_t = x_t + h_{t-1} * mr (kernel 1, recurrent 1): with mr = 0 every output is x_t = 0.5, with
+      // mr = 2 the outputs after the first grow.
+      const std::vector<float> w{1.0f, recurrent ? 1.0f : 0.0f, 0.0f};
+      l.set_weights(w.data(), w.size());
+      const std::vector<float> x(static_cast<std::size_t>(B * T), 0.5f);
+      const auto out = layer_call(l, x, B, T, true);
+      int kept_rows = 0;
+      for (Index b = 0; b < B; ++b) {
+        int kept = 0;
+        for (Index t = recurrent ? 1 : 0; t < T; ++t) {
+          const float y = out[static_cast<std::size_t>(b * T + t)];
+          kept += recurrent ? std::fabs(y - 0.5f) > 0.1f : y > 0.1f;
+        }
+        const int steps = recurrent ? static_cast<int>(T) - 1 : static_cast<int>(T);
+        EXPECT_TRUE(kept == 0 || kept == steps) << d->name() << (recurrent ? " recurrent" : " input") << " row " << b
+                                                << " kept " << kept;
+        kept_rows += kept == steps;
+      }
+      EXPECT_GT(kept_rows, B / 8);
+      EXPECT_LT(kept_rows, B - B / 8);
+    }
   }
 }

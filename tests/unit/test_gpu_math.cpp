@@ -157,6 +157,7 @@ TEST(GpuMath, RowActivationsMatchCpu) {
 
 struct Case {
   bool gru = true;
+  bool simple = false;  // SimpleRNN (gru is then false)
   bool reset_after = true;
   bool use_bias = true;
   int implementation = 2;  // LSTM: 2 adds the bias after x@K + h@U
@@ -173,8 +174,17 @@ struct Case {
   Index budget = Index(1) << 22;
   unsigned seed = 1;
 
+  // cell: 0 GRU reset_after, 1 GRU reset_after=False, 2 LSTM implementation 2, 3 LSTM
+  // implementation 1, 4 SimpleRNN.
+  void set_cell(int cell) {
+    simple = cell == 4;
+    gru = cell < 2;
+    reset_after = cell == 0;
+    implementation = cell == 3 ? 1 : 2;
+  }
+
   std::string describe() const {
-    return std::string(gru ? "GRU" : "LSTM") + " reset_after=" + std::to_string(reset_after) +
+    return std::string(simple ? "SimpleRNN" : (gru ? "GRU" : "LSTM")) + " reset_after=" + std::to_string(reset_after) +
            " bias=" + std::to_string(use_bias) + " impl=" + std::to_string(implementation) +
            " act=" + std::to_string(static_cast<int>(act.kind)) + "/" + std::to_string(static_cast<int>(ract.kind)) +
            " B=" + std::to_string(B) + " T=" + std::to_string(T) + " u=" + std::to_string(u) +
@@ -189,11 +199,12 @@ struct Case {
 void run_case(const Case& k) {
   SCOPED_TRACE(k.describe());
   std::mt19937 gen(k.seed);
-  LayerConfig cfg = LayerConfig::defaults(k.gru ? LayerKind::gru : LayerKind::lstm, DialectInfo::latest(Dialect::keras3));
+  const LayerKind kind = k.simple ? LayerKind::simple_rnn : (k.gru ? LayerKind::gru : LayerKind::lstm);
+  LayerConfig cfg = LayerConfig::defaults(kind, DialectInfo::latest(Dialect::keras3));
   cfg.units = k.u;
   cfg.input_size = k.F;
   cfg.use_bias = k.use_bias;
-  cfg.reset_after = k.reset_after;
+  cfg.reset_after = k.reset_after || !k.gru;
   cfg.implementation = k.implementation;
   cfg.activation = k.act;
   cfg.recurrent_activation = k.ract;
@@ -203,7 +214,10 @@ void run_case(const Case& k) {
 
   CellParams p;
   p.kernel = Eigen::Map<const RowMatrix>(random_vec(static_cast<std::size_t>(F * W), gen, 0.5f).data(), F, W);
-  p.recurrent = Eigen::Map<const RowMatrix>(random_vec(static_cast<std::size_t>(u * W), gen, 0.5f).data(), u, W);
+  // A SimpleRNN with large recurrent weights is chaotic: the two backends' GEMM rounding would grow
+  // without bound. Keep its recurrent map contractive (spectral radius about 0.8).
+  const float rscale = k.simple ? 0.8f / std::sqrt(static_cast<float>(u)) : 0.5f;
+  p.recurrent = Eigen::Map<const RowMatrix>(random_vec(static_cast<std::size_t>(u * W), gen, rscale).data(), u, W);
   if (k.use_bias) {
     p.input_bias = Eigen::Map<const RowVector>(random_vec(static_cast<std::size_t>(W), gen, 0.3f).data(), W);
     if (k.gru && k.reset_after)
@@ -270,12 +284,12 @@ void run_case(const Case& k) {
 
   // The plugin's runner with the host policy.
   recur_gpu_layer_desc d{};
-  d.is_gru = k.gru;
+  d.cell = k.simple ? RECUR_GPU_CELL_SIMPLE_RNN : (k.gru ? RECUR_GPU_CELL_GRU : RECUR_GPU_CELL_LSTM);
   d.units = k.u;
   d.input_size = k.F;
   d.reset_after = k.reset_after;
   d.use_bias = k.use_bias;
-  d.bias_in_projection = k.use_bias && (k.gru || k.implementation == 1);
+  d.bias_in_projection = k.use_bias && (k.gru || k.simple || k.implementation == 1);
   d.activation = static_cast<int32_t>(k.act.kind);
   d.activation_hard_sigmoid = static_cast<int32_t>(k.act.hard_sigmoid);
   d.recurrent_activation = static_cast<int32_t>(k.ract.kind);
@@ -353,17 +367,16 @@ std::vector<ActPair> activation_pairs() {
 
 TEST(GpuRunner, MatchesCpuOverActivationsAndCells) {
   unsigned seed = 100;
+  unsigned simple_seed = 20100;  // SimpleRNN cases leave the others' seeds as they were
   for (const ActPair& ap : activation_pairs()) {
-    for (int cell = 0; cell < 4; ++cell) {  // GRU reset_after, GRU v1, LSTM impl 2, LSTM impl 1
+    for (int cell = 0; cell < 5; ++cell) {  // GRU reset_after, GRU v1, LSTM impl 2, LSTM impl 1, SimpleRNN
       for (bool bias : {true, false}) {
         Case k;
-        k.gru = cell < 2;
-        k.reset_after = cell == 0;
-        k.implementation = cell == 3 ? 1 : 2;
+        k.set_cell(cell);
         k.use_bias = bias;
         k.act = ap.act;
         k.ract = ap.ract;
-        k.seed = seed++;
+        k.seed = k.simple ? simple_seed++ : seed++;
         run_case(k);
         if (HasFatalFailure()) return;
       }
@@ -373,13 +386,12 @@ TEST(GpuRunner, MatchesCpuOverActivationsAndCells) {
 
 TEST(GpuRunner, MatchesCpuWithMasksAndLayouts) {
   unsigned seed = 500;
-  for (int cell = 0; cell < 4; ++cell) {
+  unsigned simple_seed = 20500;  // SimpleRNN cases leave the others' seeds as they were
+  for (int cell = 0; cell < 5; ++cell) {
     for (int mask_kind = 0; mask_kind < 4; ++mask_kind) {
       for (int flags = 0; flags < 16; ++flags) {
         Case k;
-        k.gru = cell < 2;
-        k.reset_after = cell == 0;
-        k.implementation = cell == 3 ? 1 : 2;
+        k.set_cell(cell);
         k.mask_kind = mask_kind;
         k.go_backwards = flags & 1;
         k.zero_output_for_mask = flags & 2;
@@ -388,7 +400,7 @@ TEST(GpuRunner, MatchesCpuWithMasksAndLayouts) {
         k.carried = (flags + mask_kind) % 2;
         k.B = 3;
         k.T = 6;
-        k.seed = seed++;
+        k.seed = k.simple ? simple_seed++ : seed++;
         run_case(k);
         if (HasFatalFailure()) return;
       }
@@ -398,18 +410,18 @@ TEST(GpuRunner, MatchesCpuWithMasksAndLayouts) {
 
 TEST(GpuRunner, MatchesCpuWithPerGateInputsAndRecurrentMasks) {
   unsigned seed = 900;
+  unsigned simple_seed = 20900;  // SimpleRNN cases leave the others' seeds as they were
   for (const ActPair& ap : activation_pairs()) {
-    for (int cell = 0; cell < 4; ++cell) {
+    for (int cell = 0; cell < 5; ++cell) {
       Case k;
-      k.gru = cell < 2;
-      k.reset_after = cell == 0;
+      k.set_cell(cell);
       k.implementation = 1;  // Keras forces implementation 1 with recurrent dropout
       k.act = ap.act;
       k.ract = ap.ract;
       k.per_gate = true;
       k.mask_kind = 1 + cell % 3;
       k.go_backwards = cell % 2;
-      k.seed = seed++;
+      k.seed = k.simple ? simple_seed++ : seed++;
       run_case(k);
       if (HasFatalFailure()) return;
     }
@@ -419,21 +431,21 @@ TEST(GpuRunner, MatchesCpuWithPerGateInputsAndRecurrentMasks) {
 TEST(GpuRunner, MatchesCpuWhenChunked) {
   // A budget of a few rows' projections forces chunks of 1, 2 and 3 timesteps (and a short last one).
   unsigned seed = 1300;
-  for (int cell = 0; cell < 4; ++cell) {
+  unsigned simple_seed = 21300;  // SimpleRNN cases leave the others' seeds as they were
+  for (int cell = 0; cell < 5; ++cell) {
     for (Index steps : {1, 2, 3}) {
       for (bool per_gate : {false, true}) {
         Case k;
-        k.gru = cell < 2;
-        k.reset_after = cell == 0;
-        k.implementation = per_gate ? 1 : (cell == 3 ? 1 : 2);
+        k.set_cell(cell);
+        if (per_gate) k.implementation = 1;
         k.per_gate = per_gate;
         k.B = 3;
         k.T = 11;
-        k.budget = steps * k.B * (k.gru ? 3 : 4) * k.u;
+        k.budget = steps * k.B * (k.simple ? 1 : (k.gru ? 3 : 4)) * k.u;
         k.mask_kind = 1;
         k.go_backwards = steps % 2;
         k.time_major = per_gate;
-        k.seed = seed++;
+        k.seed = k.simple ? simple_seed++ : seed++;
         run_case(k);
         if (HasFatalFailure()) return;
       }
@@ -443,20 +455,19 @@ TEST(GpuRunner, MatchesCpuWhenChunked) {
 
 TEST(GpuRunner, MatchesCpuOnTinyAndEmptyShapes) {
   unsigned seed = 1700;
-  for (int cell = 0; cell < 4; ++cell) {
+  unsigned simple_seed = 21700;  // SimpleRNN cases leave the others' seeds as they were
+  for (int cell = 0; cell < 5; ++cell) {
     for (auto shape : {std::vector<int>{1, 1, 1, 1}, {1, 0, 2, 3}, {0, 4, 2, 3}, {2, 1, 1, 5}, {1, 40, 1, 1}}) {
       for (int mask_kind : {0, 1}) {
         Case k;
-        k.gru = cell < 2;
-        k.reset_after = cell == 0;
-        k.implementation = cell == 3 ? 1 : 2;
+        k.set_cell(cell);
         k.B = shape[0];
         k.T = shape[1];
         k.u = shape[2];
         k.F = shape[3];
         k.mask_kind = mask_kind;
         k.carried = true;
-        k.seed = seed++;
+        k.seed = k.simple ? simple_seed++ : seed++;
         run_case(k);
         if (HasFatalFailure()) return;
       }
@@ -466,17 +477,16 @@ TEST(GpuRunner, MatchesCpuOnTinyAndEmptyShapes) {
 
 TEST(GpuRunner, MatchesCpuOnWiderLayers) {
   unsigned seed = 2100;
-  for (int cell = 0; cell < 4; ++cell) {
+  unsigned simple_seed = 22100;  // SimpleRNN cases leave the others' seeds as they were
+  for (int cell = 0; cell < 5; ++cell) {
     Case k;
-    k.gru = cell < 2;
-    k.reset_after = cell == 0;
-    k.implementation = cell == 3 ? 1 : 2;
+    k.set_cell(cell);
     k.B = 16;
     k.T = 12;
     k.u = 48;
     k.F = 24;
     k.mask_kind = 1;
-    k.seed = seed++;
+    k.seed = k.simple ? simple_seed++ : seed++;
     run_case(k);
     if (HasFatalFailure()) return;
   }

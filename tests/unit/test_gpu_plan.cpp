@@ -89,6 +89,25 @@ TEST(GpuPath, CudnnOnlyWhereCudnnComputesTheSameFunction) {
   EXPECT_FALSE(gpu::choose_path(make(LayerKind::lstm_cell, 8, 4)).cudnn);
 }
 
+TEST(GpuPath, SimpleRnnTakesRecursKernelsWithTheReason) {
+  for (Dialect d : {Dialect::keras2, Dialect::keras3}) {
+    for (const char* act : {"tanh", "relu"}) {
+      LayerConfig c = make(LayerKind::simple_rnn, 8, 4, d);
+      c.activation = parse_activation(act, c.dialect, "activation");
+      const gpu::PathChoice p = gpu::choose_path(c);
+      EXPECT_FALSE(p.cudnn);
+      EXPECT_NE(p.reason.find("SimpleRNN"), std::string::npos) << p.reason;
+      EXPECT_NE(p.reason.find("recur's kernels"), std::string::npos) << p.reason;
+      // No call takes cuDNN: not even one without a mask.
+      const gpu::MaskPlan none = gpu::plan_mask(nullptr, 2, 3, false);
+      EXPECT_FALSE(gpu::choose_call_route(p, &none, false, false, false).cudnn);
+    }
+  }
+  const gpu::PathChoice cell = gpu::choose_path(make(LayerKind::simple_rnn_cell, 8, 4));
+  EXPECT_FALSE(cell.cudnn);
+  EXPECT_NE(cell.reason.find("SimpleRNNCell steps one timestep per call"), std::string::npos) << cell.reason;
+}
+
 TEST(GpuMaskPlan, RightPaddedMasksBecomeLengths) {
   // B = 3, T = 4, batch-major: [1111], [1100], [0000]
   const std::vector<std::uint8_t> m{1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0};

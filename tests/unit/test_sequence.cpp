@@ -79,7 +79,7 @@ void expect_near(const Vec& a, const Vec& b, double tol, const char* what) {
 
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
-// One GRU/LSTM step for one sample; weights in Keras layout; activations tanh/sigmoid.
+// One GRU/LSTM/SimpleRNN step for one sample; weights in Keras layout; activations tanh/sigmoid.
 void reference_step(const LayerConfig& c, const std::vector<Vec>& w, const float* x, std::vector<double>& h,
                     std::vector<double>& cs) {
   const int u = c.units, F = c.input_size, G = c.gates();
@@ -91,6 +91,11 @@ void reference_step(const LayerConfig& c, const std::vector<Vec>& w, const float
     for (int i = 0; i < u; ++i) hu[static_cast<std::size_t>(j)] += h[static_cast<std::size_t>(i)] * U(i, j);
   }
   const bool bias = c.use_bias;
+  if (c.is_simple_rnn()) {
+    // h' = tanh((x@K + b) + h@U)
+    for (int j = 0; j < u; ++j) h[j] = std::tanh(xk[j] + (bias ? w[2][static_cast<std::size_t>(j)] : 0.0) + hu[j]);
+    return;
+  }
   if (c.is_gru()) {
     std::vector<double> bi(3 * u, 0.0), br(3 * u, 0.0);
     if (bias)
@@ -155,7 +160,7 @@ TEST_P(EquationTest, MatchesIndependentReference) {
       for (int j = 0; j < 5; ++j) ASSERT_NEAR(r.output[static_cast<std::size_t>((b * T + t) * 5 + j)], h[j], 2e-6);
     }
     for (int j = 0; j < 5; ++j) EXPECT_NEAR(r.states[static_cast<std::size_t>(b * 5 + j)], h[j], 2e-6);
-    if (!c.is_gru()) {
+    if (c.is_lstm()) {
       for (int j = 0; j < 5; ++j) EXPECT_NEAR(r.states[static_cast<std::size_t>(B * 5 + b * 5 + j)], cs[j], 2e-6);
     }
   }
@@ -166,12 +171,14 @@ INSTANTIATE_TEST_SUITE_P(Kinds, EquationTest,
                                            Combo{LayerKind::gru, false, true, 2}, Combo{LayerKind::gru, false, true, 1},
                                            Combo{LayerKind::gru, true, false, 2}, Combo{LayerKind::gru, false, false, 1},
                                            Combo{LayerKind::lstm, true, true, 2}, Combo{LayerKind::lstm, true, true, 1},
-                                           Combo{LayerKind::lstm, true, false, 2}));
+                                           Combo{LayerKind::lstm, true, false, 2},
+                                           Combo{LayerKind::simple_rnn, true, true, 2},
+                                           Combo{LayerKind::simple_rnn, true, false, 2}));
 
 // ---- §4.2 go_backwards ----
 
 TEST(Sequence, GoBackwardsEqualsForwardOnReversedInputAndKeepsProcessingOrder) {
-  for (LayerKind kind : {LayerKind::gru, LayerKind::lstm}) {
+  for (LayerKind kind : {LayerKind::gru, LayerKind::lstm, LayerKind::simple_rnn}) {
     LayerConfig c = make(kind, 4, 3);
     c.return_sequences = true;
     Layer fwd(c);
@@ -405,23 +412,55 @@ TEST(Sequence, StatefulErrors) {
 // ---- states: streaming equals one call ----
 
 TEST(Sequence, StreamingStepsEqualOneCall) {
-  LayerConfig c = make(LayerKind::gru, 6, 4);
-  Layer layer(c);
-  randomize_weights(layer, 31);
-  const Index B = 3, T = 7;
-  const Vec x = random_vec(static_cast<std::size_t>(B * T * 4), 30);
-  const Result whole = run(layer, x, B, T);
-  State state(1, B, 6);
-  Vec out(static_cast<std::size_t>(B * 6));
-  for (Index t = 0; t < T; ++t) {
-    Vec step;
-    for (Index b = 0; b < B; ++b) step.insert(step.end(), x.begin() + (b * T + t) * 4, x.begin() + (b * T + t + 1) * 4);
-    layer.call_state(state, step.data(), step.size(), 1, nullptr, 0, out.data(), out.size());
+  for (LayerKind kind : {LayerKind::gru, LayerKind::simple_rnn}) {
+    SCOPED_TRACE(kind_name(kind));
+    LayerConfig c = make(kind, 6, 4);
+    Layer layer(c);
+    randomize_weights(layer, 31);
+    const Index B = 3, T = 7;
+    const Vec x = random_vec(static_cast<std::size_t>(B * T * 4), 30);
+    const Result whole = run(layer, x, B, T);
+    State state(1, B, 6);
+    Vec out(static_cast<std::size_t>(B * 6));
+    for (Index t = 0; t < T; ++t) {
+      Vec step;
+      for (Index b = 0; b < B; ++b) step.insert(step.end(), x.begin() + (b * T + t) * 4, x.begin() + (b * T + t + 1) * 4);
+      layer.call_state(state, step.data(), step.size(), 1, nullptr, 0, out.data(), out.size());
+    }
+    Vec s(whole.states.size());
+    state.get(s.data(), s.size());
+    expect_near(s, whole.states, 1e-6, "streamed state");
+    expect_near(out, whole.output, 1e-6, "streamed last output");
   }
-  Vec s(whole.states.size());
-  state.get(s.data(), s.size());
-  expect_near(s, whole.states, 1e-6, "streamed state");
-  expect_near(out, whole.output, 1e-6, "streamed last output");
+}
+
+TEST(Sequence, SimpleRnnStatefulCallsAndInitialStates) {
+  for (Dialect d : {Dialect::keras2, Dialect::keras3}) {
+    LayerConfig c = make(LayerKind::simple_rnn, 3, 2, d);
+    c.return_sequences = true;
+    Layer whole(c);
+    c.stateful = true;
+    c.batch_size = 2;
+    Layer stateful(c);
+    randomize_weights(whole, 23);
+    randomize_weights(stateful, 23);
+    const Vec x = random_vec(2 * 6 * 2, 18);
+    const Vec h0 = random_vec(2 * 3, 19, 0.5f);
+    const Result w = run(whole, x, 2, 6, nullptr, &h0);
+    Result part;
+    for (int chunk = 0; chunk < 3; ++chunk) {
+      Vec xs;
+      for (int b = 0; b < 2; ++b) xs.insert(xs.end(), x.begin() + (b * 6 + chunk * 2) * 2, x.begin() + (b * 6 + chunk * 2 + 2) * 2);
+      // The first call starts from h0 (the stored states are zero, so both dialects take it).
+      part = run(stateful, xs, 2, 2, nullptr, chunk == 0 ? &h0 : nullptr);
+    }
+    expect_near(part.states, w.states, 1e-6, "three stateful calls equal one call");
+    ASSERT_EQ(part.states.size(), 2u * 3u) << "SimpleRNN has one state";
+    for (int b = 0; b < 2; ++b)
+      for (int j = 0; j < 3; ++j)
+        EXPECT_NEAR(part.output[static_cast<std::size_t>((b * 2 + 1) * 3 + j)],
+                    w.output[static_cast<std::size_t>((b * 6 + 5) * 3 + j)], 1e-6);
+  }
 }
 
 TEST(Sequence, ChunkedProjectionOfLongSequencesGivesTheSameResult) {

@@ -40,6 +40,8 @@ public static class LayerType {
   public const int CuDnnLstm = 4;
   public const int GruCell = 5;
   public const int LstmCell = 6;
+  public const int SimpleRnn = 7;
+  public const int SimpleRnnCell = 8;
 }
 
 /// <summary>recur_dialect values.</summary>

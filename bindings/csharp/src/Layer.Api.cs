@@ -21,10 +21,13 @@ public sealed class LayerInfo {
   public int BatchSize { get; internal set; }
   public int Implementation { get; internal set; }
   public bool ResetAfter { get; internal set; }
-  public bool IsCell { get { return Type == LayerType.GruCell || Type == LayerType.LstmCell; } }
+  public bool IsCell {
+    get { return Type == LayerType.GruCell || Type == LayerType.LstmCell || Type == LayerType.SimpleRnnCell; }
+  }
 }
 
-/// <summary>A Keras GRU / LSTM / CuDNNGRU / CuDNNLSTM layer or GRUCell / LSTMCell. Dispose it (or
+/// <summary>A Keras GRU / LSTM / CuDNNGRU / CuDNNLSTM / SimpleRNN layer or GRUCell / LSTMCell /
+/// SimpleRNNCell. Dispose it (or
 /// use `using`); a finalizer frees it otherwise. Any call after Dispose throws
 /// ObjectDisposedException. Failures throw <see cref="RecurException"/>.
 /// Threads: <see cref="ForwardState"/> may run concurrently on one layer with different states;

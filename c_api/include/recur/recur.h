@@ -1,6 +1,6 @@
 /*
- * recur: Keras recurrent layers (GRU, LSTM, CuDNNGRU, CuDNNLSTM, GRUCell, LSTMCell) with Keras's
- * exact numbers, behind a small C ABI.
+ * recur: Keras recurrent layers (GRU, LSTM, CuDNNGRU, CuDNNLSTM, SimpleRNN, GRUCell, LSTMCell,
+ * SimpleRNNCell) with Keras's exact numbers, behind a small C ABI.
  *
  * Conventions (apply to every function below unless its comment says otherwise):
  * - Every fallible function returns a recur_status: RECUR_OK (0) or a negative error code. On
@@ -127,10 +127,10 @@ typedef struct recur_layer_options {
   int32_t units;             /* required, > 0 */
   int32_t input_size;        /* required, > 0: size of the last input axis */
   const char *activation;    /* Keras activation name; NULL = default ("tanh") */
-  const char *recurrent_activation; /* NULL = default ("sigmoid") */
+  const char *recurrent_activation; /* NULL = default ("sigmoid"); SimpleRNN: must be NULL */
   int32_t use_bias;          /* 0/1 or RECUR_DEFAULT */
   int32_t reset_after;       /* GRU: 0/1 or RECUR_DEFAULT (1) */
-  int32_t implementation;    /* 1, 2 or RECUR_DEFAULT (2) */
+  int32_t implementation;    /* 1, 2 or RECUR_DEFAULT (2); SimpleRNN: see above */
   int32_t unit_forget_bias;  /* LSTM: 0/1 or RECUR_DEFAULT (1) */
   float dropout;             /* rate in [0, 1]; applies in training calls only */
   float recurrent_dropout;   /* rate in [0, 1]; applies in training calls only */
@@ -205,7 +205,7 @@ typedef struct recur_layer_info {
   int32_t stateful;
   int32_t time_major;
   int32_t batch_size; /* stateful batch, or 0 */
-  int32_t implementation;
+  int32_t implementation; /* the one the layer computes with; 0 for SimpleRNN (it has none) */
   int32_t reset_after;
 } recur_layer_info;
 
@@ -223,8 +223,8 @@ RECUR_API recur_status recur_layer_output_length(const recur_layer *layer, int32
  * mask:    NULL, or (B, T) ((T, B) for time_major) bytes, nonzero = valid step; any pattern.
  *          mask_len = B*T. Masked steps carry the state and the previous output (or write 0
  *          with zero_output_for_mask). CuDNN layers reject masks, as Keras does.
- * initial_state: NULL, or num_initial_states tensors (B, units) concatenated ([h] for GRU,
- *          [h, c] for LSTM); num_initial_states must then equal the layer's state count.
+ * initial_state: NULL, or num_initial_states tensors (B, units) concatenated ([h] for GRU and
+ *          SimpleRNN, [h, c] for LSTM); num_initial_states must then equal the layer's state count.
  *          Stateful layers: Keras 3 always uses it; Keras 2 uses it only while the stored
  *          states are all zero.
  * training: nonzero applies dropout and recurrent_dropout.
@@ -285,7 +285,7 @@ RECUR_API recur_status recur_layer_forward_state(const recur_layer *layer, recur
                                                  size_t mask_len, float *output, size_t output_len);
 
 /* ------------------------------------------------------------------------------------------ */
-/* Cells (GRUCell, LSTMCell)                                                                   */
+/* Cells (GRUCell, LSTMCell, SimpleRNNCell)                                                    */
 /* ------------------------------------------------------------------------------------------ */
 
 /* One step of a cell: input (B, F); states num_states x (B, units) concatenated ([h] or
@@ -418,7 +418,7 @@ RECUR_API recur_status recur_model_run(const recur_model *model, const float *in
  * option runs on the GPU with the CPU's numbers: through cuDNN where cuDNN computes the same
  * function (GRU reset_after=True and LSTM with tanh/sigmoid, CuDNNGRU, CuDNNLSTM, masks that are
  * right-padded), and through recur's own CUDA kernels otherwise (any activation, reset_after=False,
- * masks with holes, unroll's masking quirk, training-mode dropout). */
+ * SimpleRNN, masks with holes, unroll's masking quirk, training-mode dropout). */
 
 #define RECUR_DEVICE_INFO_VERSION 1
 

@@ -1,4 +1,4 @@
-// One timestep of GRU or LSTM math over a batch: the only place the equations live.
+// One timestep of GRU, LSTM or SimpleRNN math over a batch: the only place the equations live.
 // A step is split in two halves so a sequence runner can batch the input half over all timesteps:
 //   project(): the input projection x @ K (+ input bias where Keras adds it there), for many rows;
 //   step():    the recurrent half for one timestep, given the projected rows.
@@ -14,7 +14,7 @@ namespace recur {
 
 // Weights in the form the math uses (CuDNN layouts are converted into this form).
 struct CellParams {
-  RowMatrix kernel;          // (F, G*u), gate blocks in Keras order: GRU z,r,h / LSTM i,f,c,o
+  RowMatrix kernel;          // (F, G*u), gate blocks in Keras order: GRU z,r,h / LSTM i,f,c,o / SimpleRNN one
   RowMatrix recurrent;       // (u, G*u)
   RowVector input_bias;      // (G*u), empty without bias
   RowVector recurrent_bias;  // (G*u), GRU reset_after only, else empty
@@ -52,7 +52,7 @@ class Cell {
   int input_size() const { return input_size_; }
   int gates() const { return gates_; }
   int width() const { return gates_ * units_; }
-  int num_states() const { return gru_ ? 1 : 2; }
+  int num_states() const { return lstm_ ? 2 : 1; }
 
   // Projected inputs and gate pre-activations are laid out gate by gate, each gate padded to a
   // whole number of the kernels' panels.
@@ -88,9 +88,10 @@ class Cell {
                  Index ldc, const std::vector<float>& bias, Index q0, Index q1) const;
 
   bool gru_;
+  bool lstm_;
   bool reset_after_;
   bool use_bias_;
-  bool bias_in_projection_;  // LSTM implementation 2 adds the bias after x@K + h@U
+  bool bias_in_projection_;  // LSTM implementation 2 adds the bias after x@K + h@U; SimpleRNN never
   int units_;
   int input_size_;
   int gates_;

@@ -12,9 +12,10 @@
 
 namespace recur {
 
-enum class LayerKind { gru, lstm, cudnn_gru, cudnn_lstm, gru_cell, lstm_cell };
+enum class LayerKind { gru, lstm, cudnn_gru, cudnn_lstm, gru_cell, lstm_cell, simple_rnn, simple_rnn_cell };
 
-const char* kind_name(LayerKind kind);  // the Keras class name: "GRU", "CuDNNLSTM", "GRUCell", ...
+// The Keras class name: "GRU", "CuDNNLSTM", "GRUCell", "SimpleRNN", ...
+const char* kind_name(LayerKind kind);
 
 struct LayerConfig {
   LayerKind kind = LayerKind::gru;
@@ -25,10 +26,10 @@ struct LayerConfig {
   int units = 0;
   int input_size = 0;  // F: Keras learns it at build time; recur needs it to create the weights
   ActivationFn activation;
-  ActivationFn recurrent_activation;
+  ActivationFn recurrent_activation;  // GRU and LSTM only (SimpleRNN has none)
   bool use_bias = true;
   bool reset_after = true;  // GRU only
-  int implementation = 2;   // as requested; see effective_implementation()
+  int implementation = 2;   // as requested; see effective_implementation() (SimpleRNN: ignored, as Keras 2 does)
   bool unit_forget_bias = true;  // LSTM and CuDNNLSTM only
   float dropout = 0.0f;
   float recurrent_dropout = 0.0f;
@@ -61,13 +62,20 @@ struct LayerConfig {
   // The defaults of `kind` in `dialect` (tf.keras v2 layers for Keras 2).
   static LayerConfig defaults(LayerKind kind, const DialectInfo& dialect);
 
-  bool is_cell() const { return kind == LayerKind::gru_cell || kind == LayerKind::lstm_cell; }
+  bool is_cell() const {
+    return kind == LayerKind::gru_cell || kind == LayerKind::lstm_cell || kind == LayerKind::simple_rnn_cell;
+  }
   bool is_cudnn() const { return kind == LayerKind::cudnn_gru || kind == LayerKind::cudnn_lstm; }
   bool is_gru() const {
     return kind == LayerKind::gru || kind == LayerKind::gru_cell || kind == LayerKind::cudnn_gru;
   }
-  int gates() const { return is_gru() ? 3 : 4; }
-  int num_states() const { return is_gru() ? 1 : 2; }
+  bool is_lstm() const {
+    return kind == LayerKind::lstm || kind == LayerKind::lstm_cell || kind == LayerKind::cudnn_lstm;
+  }
+  // SimpleRNN: h' = activation((x@K + b) + h@U), one block of units, one state.
+  bool is_simple_rnn() const { return kind == LayerKind::simple_rnn || kind == LayerKind::simple_rnn_cell; }
+  int gates() const { return is_simple_rnn() ? 1 : (is_gru() ? 3 : 4); }
+  int num_states() const { return is_lstm() ? 2 : 1; }
   // Keras forces implementation 1 when recurrent_dropout is set (Keras 2, and Keras 3 >= 3.8).
   int effective_implementation() const { return recurrent_dropout > 0.0f ? 1 : implementation; }
   // Keras 2's fused GRU/LSTM path (`_could_use_gpu_kernel`): taken on CPU too, and it changes how

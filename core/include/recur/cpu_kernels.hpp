@@ -60,6 +60,8 @@ struct KernelSet {
   void (*gru_update)(const GateArgs& g);
   // LSTM: all four gates, c' = f ⊙ c + i ⊙ g, h' = o ⊙ act(c').
   void (*lstm_update)(const GateArgs& g);
+  // SimpleRNN: h' = act((x@K + b) + h@U), with x@K + b in xp and h@U in pre.
+  void (*simple_rnn_update)(const GateArgs& g);
   // y[i] = x[i] ⊙ m[i] for n floats (recurrent dropout of h).
   void (*multiply)(const float* x, const float* m, float* y, KIndex n);
 };

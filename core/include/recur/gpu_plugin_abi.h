@@ -12,7 +12,7 @@
  *
  * Layout conventions are the core's: row (b, t) of a sequence tensor is t*B + b when time_major,
  * else b*T + t; states are num_states tensors (B, units) concatenated; weights are row-major in
- * Keras's gate order (GRU z, r, h; LSTM i, f, c, o).
+ * Keras's gate order (GRU z, r, h; LSTM i, f, c, o; SimpleRNN one block).
  */
 #ifndef RECUR_GPU_PLUGIN_ABI_H
 #define RECUR_GPU_PLUGIN_ABI_H
@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* Bump on any change to a struct or function below. */
-#define RECUR_GPU_PLUGIN_ABI_VERSION 1
+#define RECUR_GPU_PLUGIN_ABI_VERSION 2
 #define RECUR_GPU_PLUGIN_ENTRY "recur_gpu_plugin_entry"
 
 /* Return codes. */
@@ -51,11 +51,16 @@ typedef struct recur_gpu_cudnn_region {
   int64_t cols;
 } recur_gpu_cudnn_region;
 
+/* The cell a layer steps (recur_gpu_layer_desc.cell). */
+#define RECUR_GPU_CELL_LSTM 0       /* 4 gates, 2 states (h, c) */
+#define RECUR_GPU_CELL_GRU 1        /* 3 gates, 1 state */
+#define RECUR_GPU_CELL_SIMPLE_RNN 2 /* h' = act((x@K + b) + h@U): 1 block, 1 state; kernel route only */
+
 /* What a layer computes. Activation codes are recur::Activation values; hard_sigmoid_variant is
  * recur::HardSigmoid (the formula differs between Keras versions). */
 typedef struct recur_gpu_layer_desc {
   int32_t device;            /* CUDA ordinal */
-  int32_t is_gru;            /* 1: GRU (1 state), 0: LSTM (2 states) */
+  int32_t cell;              /* RECUR_GPU_CELL_* */
   int32_t units;
   int32_t input_size;
   int32_t reset_after;       /* GRU */
@@ -120,7 +125,7 @@ typedef struct recur_gpu_run {
 typedef struct recur_gpu_step_rows {
   int64_t rows;
   float *const *h_rows;
-  float *const *c_rows;             /* NULL for GRU */
+  float *const *c_rows;             /* NULL for GRU and SimpleRNN */
   float *const *carried_rows;
   const float *input;               /* host (rows, F) */
   const uint8_t *mask;              /* host (rows) or NULL */

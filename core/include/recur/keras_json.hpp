@@ -19,6 +19,10 @@ namespace recur {
 LayerConfig parse_layer_json(std::string_view json, int input_size, std::optional<Dialect> dialect,
                              std::optional<std::string_view> keras_version = std::nullopt);
 
+// The layer kind of a Keras class name parse_layer_json accepts ("GRU", "LSTMV1", "SimpleRNN",
+// "GRUCell", ...), or nothing for any other class.
+std::optional<LayerKind> layer_kind_of_class(std::string_view class_name);
+
 // Text forms accepted where a config takes an initializer, regularizer or constraint: a Keras
 // name ("glorot_uniform", "l2", "max_norm") or a Keras JSON object
 // ({"class_name": "Orthogonal", "config": {"gain": 2.0}}). An empty text means "none"

@@ -1,7 +1,7 @@
 // Layer: a Keras recurrent layer (the RNN wrapper: sequence loop, masks, go_backwards,
-// return_sequences/return_state, initial_state, stateful) or, for GRUCell/LSTMCell configs, the
-// cell itself. Weights are set and read in Keras's own order and shapes; the kernels of Keras's own
-// layouts are stored only packed, in the cell.
+// return_sequences/return_state, initial_state, stateful) or, for GRUCell/LSTMCell/SimpleRNNCell
+// configs, the cell itself. Weights are set and read in Keras's own order and shapes; the kernels of
+// Keras's own layouts are stored only packed, in the cell.
 #pragma once
 
 #include <atomic>

@@ -1,5 +1,5 @@
 // The fused gate updates of one timestep, compiled once per instruction set (RECUR_ISA). This is
-// where the elementwise half of the GRU and LSTM equations lives, in Keras's association order
+// where the elementwise half of the GRU, LSTM and SimpleRNN equations lives, in Keras's association order
 // (the TU is built with -ffp-contract=off, so no multiply-add is fused behind Keras's back).
 // tanh and sigmoid are Eigen's vectorised functions, the same approximations TensorFlow's CPU
 // kernels use. Eigen is renamed per instruction set so that its inline code compiled here with
@@ -143,6 +143,18 @@ void lstm_update(const GateArgs& g) {
   }
 }
 
+void simple_rnn_update(const GateArgs& g) {
+  const KIndex n = g.j1 - g.j0;
+  for (KIndex b = 0; b < g.batch; ++b) {
+    const float* x = g.xp + b * g.xp_stride + g.j0;
+    const float* p = g.pre + b * g.pre_stride + g.j0;
+    float* out = g.h_out + b * g.units + g.j0;
+    // Keras: output = (x@K + b) + h@U, then the activation.
+    for (KIndex j = 0; j < n; ++j) out[j] = x[j] + p[j];
+    activate(g.act, out, n);
+  }
+}
+
 void multiply(const float* x, const float* m, float* y, KIndex n) {
   for (KIndex i = 0; i < n; ++i) y[i] = x[i] * m[i];
 }
@@ -153,6 +165,7 @@ void fill_gates(KernelSet& set) {
   set.gru_gates = gru_gates;
   set.gru_update = gru_update;
   set.lstm_update = lstm_update;
+  set.simple_rnn_update = simple_rnn_update;
   set.multiply = multiply;
 }
 

@@ -55,7 +55,7 @@ inline PostArgs post_args(const recur_gpu_run& r, const recur_gpu_layer_desc& d,
   a.time_major = r.time_major;
   a.go_backwards = r.go_backwards;
   a.zero_output_for_mask = r.zero_output_for_mask;
-  a.num_states = d.is_gru ? 1 : 2;
+  a.num_states = d.cell == RECUR_GPU_CELL_LSTM ? 2 : 1;
   a.lengths = lengths;
   a.carried_in = r.carried_in;
   a.carried_out = r.carried_out;
@@ -155,7 +155,9 @@ struct RunPlan {
 
 // The layers the route computes (the core only sends these).
 inline bool route_supports(const recur_gpu_layer_desc& d, std::string& err) {
-  if (!d.cudnn_capable || d.units < 1 || d.input_size < 1 || (d.is_gru && !d.reset_after)) {
+  const bool gru = d.cell == RECUR_GPU_CELL_GRU;
+  if (!d.cudnn_capable || d.units < 1 || d.input_size < 1 || (gru && !d.reset_after) ||
+      (!gru && d.cell != RECUR_GPU_CELL_LSTM)) {
     err =
         "the cuDNN route was asked for a layer cuDNN does not compute (it takes GRU reset_after=True or LSTM "
         "with tanh/sigmoid, units and input size >= 1)";
@@ -221,7 +223,7 @@ struct ParamPlace {
   int64_t cols = 0;
 };
 
-inline int lin_layer_count(const recur_gpu_layer_desc& d) { return d.is_gru ? 6 : 8; }
+inline int lin_layer_count(const recur_gpu_layer_desc& d) { return d.cell == RECUR_GPU_CELL_GRU ? 6 : 8; }
 
 // Checks the core's regions against cuDNN's answers: query(id, matrix, bias, err) fills where
 // cuDNN puts linLayerID id, or returns a RECUR_GPU_* code. Every (id, matrix/bias) must appear once.
@@ -229,7 +231,7 @@ template <class Query>
 int check_regions(const recur_gpu_layer_desc& d, const recur_gpu_weights& w, Query&& query, std::string& err) {
   const int n = lin_layer_count(d);
   if (!w.regions || w.num_regions != 2 * n) {
-    err = "the cuDNN weight space of a " + std::string(d.is_gru ? "GRU" : "LSTM") + " has " + std::to_string(2 * n) +
+    err = "the cuDNN weight space of a " + std::string(d.cell == RECUR_GPU_CELL_GRU ? "GRU" : "LSTM") + " has " + std::to_string(2 * n) +
           " regions (a matrix and a bias per linLayerID), recur described " + std::to_string(w.num_regions);
     return RECUR_GPU_ERR_INVALID;
   }

@@ -362,10 +362,10 @@ class CudnnRouteImpl final : public CudnnRoute {
     RecordOnExit record(*td, stream);
 
     const int B = static_cast<int>(r.batch), T = static_cast<int>(r.timesteps);
-    const int u = desc_.units, F = desc_.input_size, ns = desc_.is_gru ? 1 : 2;
+    const int u = desc_.units, F = desc_.input_size, ns = desc_.cell == RECUR_GPU_CELL_GRU ? 1 : 2;
     ThreadDevice::Shape shape;
     shape.rnn = rnn;
-    shape.gru = desc_.is_gru;
+    shape.gru = desc_.cell == RECUR_GPU_CELL_GRU;
     shape.batch = B;
     shape.timesteps = T;
     shape.features = F;
@@ -459,7 +459,7 @@ class CudnnRouteImpl final : public CudnnRoute {
     CR_CUDNN(cudnnCreateDropoutDescriptor(&d.dropout));
     CR_CUDNN(cudnnSetDropoutDescriptor(d.dropout, handle, 0.0f, nullptr, 0, 0));
     CR_CUDNN(cudnnCreateRNNDescriptor(&d.rnn));
-    CR_CUDNN(cudnnSetRNNDescriptor_v8(d.rnn, CUDNN_RNN_ALGO_STANDARD, desc_.is_gru ? CUDNN_GRU : CUDNN_LSTM,
+    CR_CUDNN(cudnnSetRNNDescriptor_v8(d.rnn, CUDNN_RNN_ALGO_STANDARD, desc_.cell == RECUR_GPU_CELL_GRU ? CUDNN_GRU : CUDNN_LSTM,
                                       CUDNN_RNN_DOUBLE_BIAS, CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT,
                                       CUDNN_DATA_FLOAT, CUDNN_FMA_MATH, desc_.input_size, desc_.units, desc_.units, 1,
                                       d.dropout, CUDNN_RNN_PADDED_IO_ENABLED));

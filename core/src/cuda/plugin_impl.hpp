@@ -280,7 +280,7 @@ class Plugin {
     check(R >= 0, "layer_step_rows: negative rows");
     if (R == 0) return;
     check(st.h_rows && st.carried_rows && st.input && st.output, "layer_step_rows: null argument");
-    check(s.gru || st.c_rows, "layer_step_rows: an LSTM needs c_rows");
+    check(!s.lstm() || st.c_rows, "layer_step_rows: an LSTM needs c_rows");
     const int ns = s.num_states();
     const std::size_t ptr_bytes = static_cast<std::size_t>(R) * sizeof(float*);
 
@@ -298,7 +298,7 @@ class Plugin {
     RunBuffers rb;
     auto carve = [&](Arena& a) {
       h_ptrs = a.take<float*>(R);
-      if (!s.gru) c_ptrs = a.take<float*>(R);
+      if (s.lstm()) c_ptrs = a.take<float*>(R);
       carried_ptrs = a.take<float*>(R);
       input = a.take<float>(R * F);
       if (st.mask) mask = a.take<uint8_t>(R);
@@ -325,7 +325,7 @@ class Plugin {
     if (mask) stage(mask, st.mask, static_cast<std::size_t>(R));
     ex.copy(base, staging, upload_bytes, Copy::h2d);
 
-    float* c_block = s.gru ? nullptr : states + R * u;
+    float* c_block = s.lstm() ? states + R * u : nullptr;
     ex.for_each(R * u, MoveRows{h_ptrs, c_ptrs, carried_ptrs, states, c_block, carried, u, false});
     SequenceArgs a;
     const float* inputs[1] = {input};

@@ -27,7 +27,7 @@ namespace recur::gpu {
 
 // What a layer computes, checked once from the ABI descriptor.
 struct LayerSpec {
-  bool gru = true;
+  int32_t cell = RECUR_GPU_CELL_GRU;
   bool reset_after = false;
   bool use_bias = false;
   bool bias_in_projection = false;
@@ -35,13 +35,17 @@ struct LayerSpec {
   int64_t input_size = 0;
   int32_t act = kTanh, act_hs = kKeras3, ract = kSigmoid, ract_hs = kKeras3;
 
-  int gates() const { return gru ? 3 : 4; }
+  bool gru() const { return cell == RECUR_GPU_CELL_GRU; }
+  bool lstm() const { return cell == RECUR_GPU_CELL_LSTM; }
+  bool simple_rnn() const { return cell == RECUR_GPU_CELL_SIMPLE_RNN; }
+  int gates() const { return simple_rnn() ? 1 : (gru() ? 3 : 4); }
   int64_t width() const { return gates() * units; }
-  int num_states() const { return gru ? 1 : 2; }
+  int num_states() const { return lstm() ? 2 : 1; }
 };
 
 inline LayerSpec make_spec(const recur_gpu_layer_desc& d) {
-  check(d.is_gru == 0 || d.is_gru == 1, "layer_create: is_gru must be 0 or 1");
+  check(d.cell == RECUR_GPU_CELL_LSTM || d.cell == RECUR_GPU_CELL_GRU || d.cell == RECUR_GPU_CELL_SIMPLE_RNN,
+        "layer_create: cell must be RECUR_GPU_CELL_LSTM, _GRU or _SIMPLE_RNN");
   check(d.units > 0 && d.input_size > 0, "layer_create: units and input_size must be positive");
   check(d.activation >= 0 && d.activation < kActCount && d.recurrent_activation >= 0 &&
             d.recurrent_activation < kActCount,
@@ -50,10 +54,11 @@ inline LayerSpec make_spec(const recur_gpu_layer_desc& d) {
             d.recurrent_activation_hard_sigmoid >= 0 && d.recurrent_activation_hard_sigmoid < kHardSigmoidFormCount,
         "layer_create: unknown hard_sigmoid variant");
   LayerSpec s;
-  s.gru = d.is_gru != 0;
-  s.reset_after = s.gru && d.reset_after != 0;
+  s.cell = d.cell;
+  s.reset_after = s.gru() && d.reset_after != 0;
   s.use_bias = d.use_bias != 0;
-  s.bias_in_projection = s.use_bias && d.bias_in_projection != 0;
+  // SimpleRNN always adds its bias to x@K (Keras: (x@K + b) + h@U).
+  s.bias_in_projection = s.use_bias && (d.bias_in_projection != 0 || s.simple_rnn());
   s.units = d.units;
   s.input_size = d.input_size;
   s.act = d.activation;
@@ -269,6 +274,31 @@ struct GruFinal {
   }
 };
 
+// SimpleRNN: h' = act((x@K + b) + h@U). `fused` (an element-wise activation) finishes the step;
+// otherwise the pre-activation stays in pre for the row pass and SimpleRnnFinal finishes.
+struct SimpleRnnStep {
+  StepCtx s;
+  bool fused;
+  RECUR_HD void operator()(int64_t i) const {
+    const int64_t b = i / s.u, j = i % s.u;
+    float* pre = s.pre + b * s.W;
+    const float v = s.xp_at(b, j) + pre[j];
+    if (fused) {
+      s.finish(i, activate(s.act, s.act_hs, v), 0.0f);
+      return;
+    }
+    pre[j] = v;
+  }
+};
+
+struct SimpleRnnFinal {
+  StepCtx s;
+  RECUR_HD void operator()(int64_t i) const {
+    const int64_t b = i / s.u, j = i % s.u;
+    s.finish(i, s.pre[b * s.W + j], 0.0f);
+  }
+};
+
 // LSTM gates: (x@K [+ b]) + h@U [+ b]. `fused` (both activations element-wise) goes on to c', h'.
 struct LstmGates {
   StepCtx s;
@@ -392,7 +422,7 @@ void run_sequence(Exec& ex, const LayerSpec& s, const DeviceWeights& w, const Se
   c.u = u;
   c.W = W;
   c.b_in = s.bias_in_projection ? w.input_bias : nullptr;
-  c.b_late = !s.gru && s.use_bias && !s.bias_in_projection ? w.input_bias : nullptr;
+  c.b_late = s.lstm() && s.use_bias && !s.bias_in_projection ? w.input_bias : nullptr;
   c.b_rec = s.reset_after && s.use_bias ? w.recurrent_bias : nullptr;
   c.pre = rb.pre;
   c.cand = rb.cand;
@@ -439,15 +469,22 @@ void run_sequence(Exec& ex, const LayerSpec& s, const DeviceWeights& w, const Se
       c.xp_stride = W;
     }
     c.h = cur;
-    c.c = s.gru ? nullptr : cur + Bu;
+    c.c = s.lstm() ? cur + Bu : nullptr;
     c.h_next = next;
-    c.c_next = s.gru ? nullptr : next + Bu;
+    c.c_next = s.lstm() ? next + Bu : nullptr;
     c.mask_base = row_index(0, t);
     c.seq_out = a.sequence_output ? a.sequence_output + row_index(0, k) * u : nullptr;
     c.mask_h = nullptr;
     if (a.recurrent_masks) ex.for_each(G * Bu, MaskH{cur, a.recurrent_masks, rb.masked_h, Bu});
 
-    if (s.gru) {
+    if (s.simple_rnn()) {
+      recurrent_product(cur, 0, 1);
+      ex.for_each(Bu, SimpleRnnStep{c, !row_act});
+      if (row_act) {
+        activate_gate(0, s.act, s.act_hs);
+        ex.for_each(Bu, SimpleRnnFinal{c});
+      }
+    } else if (s.gru()) {
       recurrent_product(cur, 0, s.reset_after ? 3 : 2);
       const bool fused = s.reset_after && !row_act && !row_ract;
       ex.for_each(Bu, GruGates{c, fused});
@@ -506,7 +543,7 @@ void run_sequence(Exec& ex, const LayerSpec& s, const DeviceWeights& w, const Se
 // and contiguous (rows, u) blocks, in one kernel.
 struct MoveRows {
   float* const* h_rows;
-  float* const* c_rows;  // null for GRU
+  float* const* c_rows;  // null for GRU and SimpleRNN
   float* const* carried_rows;
   float* h;
   float* c;

@@ -71,13 +71,14 @@ GpuLayer::GpuLayer(const LayerConfig& c, int ordinal)
     : config_(c), ordinal_(ordinal), table_(&require_device(ordinal)), path_(choose_path(c)) {
   recur_gpu_layer_desc d{};
   d.device = ordinal;
-  d.is_gru = c.is_gru() ? 1 : 0;
+  d.cell = c.is_simple_rnn() ? RECUR_GPU_CELL_SIMPLE_RNN : (c.is_gru() ? RECUR_GPU_CELL_GRU : RECUR_GPU_CELL_LSTM);
   d.units = c.units;
   d.input_size = c.input_size;
   d.reset_after = c.is_gru() && c.reset_after ? 1 : 0;
   d.use_bias = c.use_bias ? 1 : 0;
   // Mirrors Cell: the LSTM implementation-2 bias (and CuDNNLSTM's) is added after x@K + h@U.
-  d.bias_in_projection = c.use_bias && (c.is_gru() || c.effective_implementation() == 1) && c.kind != LayerKind::cudnn_lstm;
+  d.bias_in_projection =
+      c.use_bias && (!c.is_lstm() || c.effective_implementation() == 1) && c.kind != LayerKind::cudnn_lstm;
   d.activation = static_cast<std::int32_t>(c.activation.kind);
   d.activation_hard_sigmoid = static_cast<std::int32_t>(c.activation.hard_sigmoid);
   d.recurrent_activation = static_cast<std::int32_t>(c.recurrent_activation.kind);

@@ -13,6 +13,9 @@ PathChoice choose_path(const LayerConfig& c) {
   const char* cls = kind_name(c.kind);
   if (c.is_cell()) return {false, std::string(cls) + " steps one timestep per call: recur's kernels"};
   if (c.is_cudnn()) return {true, std::string(cls) + " is cuDNN's own layer"};
+  if (c.is_simple_rnn())
+    return {false, "SimpleRNN is one GEMM and one element-wise pass per step: recur's kernels (recur has no "
+                   "route to cuDNN's RNN_TANH/RNN_RELU modes)"};
   if (c.is_gru() && !c.reset_after)
     return {false, "GRU(reset_after=False) applies the reset gate before the recurrent product; cuDNN's GRU "
                    "applies it after: recur's kernels"};

@@ -364,6 +364,18 @@ ConstraintSpec parse_constraint_text(std::string_view text, const DialectInfo& d
   return constraint_from(text_to_json(text, field), d, field);
 }
 
+std::optional<LayerKind> layer_kind_of_class(std::string_view cls) {
+  if (cls == "GRU" || cls == "GRUV1" || cls == "GRUV2") return LayerKind::gru;
+  if (cls == "LSTM" || cls == "LSTMV1" || cls == "LSTMV2") return LayerKind::lstm;
+  if (cls == "CuDNNGRU") return LayerKind::cudnn_gru;
+  if (cls == "CuDNNLSTM") return LayerKind::cudnn_lstm;
+  if (cls == "GRUCell") return LayerKind::gru_cell;
+  if (cls == "LSTMCell") return LayerKind::lstm_cell;
+  if (cls == "SimpleRNN") return LayerKind::simple_rnn;
+  if (cls == "SimpleRNNCell") return LayerKind::simple_rnn_cell;
+  return std::nullopt;
+}
+
 LayerConfig parse_layer_json(std::string_view text, int input_size, std::optional<Dialect> dialect,
                              std::optional<std::string_view> keras_version) {
   const json root = parse_text(text, "json");
@@ -375,16 +387,11 @@ LayerConfig parse_layer_json(std::string_view text, int input_size, std::optiona
   const std::string cls = root["class_name"].get<std::string>();
   const json& cfg = root["config"];
 
-  LayerKind kind;
-  if (cls == "GRU" || cls == "GRUV1" || cls == "GRUV2") kind = LayerKind::gru;
-  else if (cls == "LSTM" || cls == "LSTMV1" || cls == "LSTMV2") kind = LayerKind::lstm;
-  else if (cls == "CuDNNGRU") kind = LayerKind::cudnn_gru;
-  else if (cls == "CuDNNLSTM") kind = LayerKind::cudnn_lstm;
-  else if (cls == "GRUCell") kind = LayerKind::gru_cell;
-  else if (cls == "LSTMCell") kind = LayerKind::lstm_cell;
-  else
+  const std::optional<LayerKind> known = layer_kind_of_class(cls);
+  if (!known)
     fail(Code::unsupported, "class_name: '", cls,
-         "' is not a layer recur runs (GRU, LSTM, CuDNNGRU, CuDNNLSTM, GRUCell, LSTMCell)");
+         "' is not a layer recur runs (GRU, LSTM, CuDNNGRU, CuDNNLSTM, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell)");
+  const LayerKind kind = *known;
 
   const Dialect dia = dialect ? *dialect : detect(root, cfg);
   const DialectInfo info = keras_version ? DialectInfo::parse(dia, *keras_version) : DialectInfo::latest(dia);
@@ -392,6 +399,7 @@ LayerConfig parse_layer_json(std::string_view text, int input_size, std::optiona
   const bool k3 = dia == Dialect::keras3;
   const bool cudnn = c.is_cudnn();
   const bool cell = c.is_cell();
+  const bool simple = c.is_simple_rnn();
 
   std::set<std::string> allowed{"name", "trainable", "dtype", "units", "kernel_initializer", "recurrent_initializer",
                                 "bias_initializer", "kernel_regularizer", "recurrent_regularizer",
@@ -404,13 +412,18 @@ LayerConfig parse_layer_json(std::string_view text, int input_size, std::optiona
   if (!cell && !cudnn)
     for (const char* k : {"unroll", "zero_output_for_mask", "num_constants", "input_length"}) allowed.insert(k);
   if (!cudnn)
-    for (const char* k : {"activation", "recurrent_activation", "use_bias", "dropout", "recurrent_dropout",
-                          "implementation", "seed"})
-      allowed.insert(k);
+    for (const char* k : {"activation", "use_bias", "dropout", "recurrent_dropout"}) allowed.insert(k);
+  if (!cudnn && !simple)
+    for (const char* k : {"recurrent_activation", "implementation", "seed"}) allowed.insert(k);
+  // SimpleRNN has no recurrent_activation, reset_after, unit_forget_bias or use_cudnn. Keras 2
+  // drops `implementation` (with a deprecation warning), Keras 3 rejects it; Keras 2's SimpleRNN
+  // rejects `seed`, its cell and both Keras 3 classes take it.
+  if (simple && !k3) allowed.insert("implementation");
+  if (simple && (k3 || cell)) allowed.insert("seed");
   if (c.is_gru() && !cudnn) allowed.insert("reset_after");
-  if (!c.is_gru()) allowed.insert("unit_forget_bias");
+  if (c.is_lstm()) allowed.insert("unit_forget_bias");
   if (k3) {
-    allowed.insert("use_cudnn");
+    if (!simple) allowed.insert("use_cudnn");
   } else {
     allowed.insert("batch_input_shape");
     allowed.insert("enable_caching_device");
@@ -446,7 +459,8 @@ LayerConfig parse_layer_json(std::string_view text, int input_size, std::optiona
     if (cfg.contains("seed") && !cfg["seed"].is_null()) c.seed = seed_of(cfg, "seed");
   }
   if (c.is_gru() && !cudnn) c.reset_after = get_bool(cfg, "reset_after", true);
-  if (!c.is_gru()) c.unit_forget_bias = get_bool(cfg, "unit_forget_bias", true);
+  if (c.is_lstm()) c.unit_forget_bias = get_bool(cfg, "unit_forget_bias", true);
+  if (simple) c.implementation = 2;  // Keras 2 drops it (read above, so it must be an integer)
   if (!cell) {
     c.return_sequences = get_bool(cfg, "return_sequences", false);
     c.return_state = get_bool(cfg, "return_state", false);
@@ -457,7 +471,7 @@ LayerConfig parse_layer_json(std::string_view text, int input_size, std::optiona
       c.unroll = get_bool(cfg, "unroll", false);
       c.zero_output_for_mask = get_bool(cfg, "zero_output_for_mask", false);
       if (get_int(cfg, "num_constants", 0) != 0)
-        fail(Code::unsupported, "num_constants: constants are not supported by GRU/LSTM cells");
+        fail(Code::unsupported, "num_constants: constants are not supported by GRU/LSTM/SimpleRNN cells");
     }
   }
   if (cfg.contains("kernel_initializer"))
@@ -470,6 +484,8 @@ LayerConfig parse_layer_json(std::string_view text, int input_size, std::optiona
   c.recurrent_regularizer = regularizer_from(cfg.value("recurrent_regularizer", json()), info, "recurrent_regularizer");
   c.bias_regularizer = regularizer_from(cfg.value("bias_regularizer", json()), info, "bias_regularizer");
   c.activity_regularizer = regularizer_from(cfg.value("activity_regularizer", json()), info, "activity_regularizer");
+  // Keras 3's SimpleRNN takes activity_regularizer but never hands it on: the layer has none.
+  if (k3 && c.kind == LayerKind::simple_rnn) c.activity_regularizer = {};
   c.kernel_constraint = constraint_from(cfg.value("kernel_constraint", json()), info, "kernel_constraint");
   c.recurrent_constraint = constraint_from(cfg.value("recurrent_constraint", json()), info, "recurrent_constraint");
   c.bias_constraint = constraint_from(cfg.value("bias_constraint", json()), info, "bias_constraint");
