@@ -106,7 +106,7 @@ func runFixtureCase(t *testing.T, f *fxFile, c *fxCase) {
 	if tol == 0 {
 		tol = 1e-5
 	}
-	isCell := info.Type == GRUCell || info.Type == LSTMCell
+	isCell := info.Type == GRUCell || info.Type == LSTMCell || info.Type == SimpleRNNCell
 	for ci, call := range c.Calls {
 		if call.ResetStates != nil {
 			if len(*call.ResetStates) == 0 {
@@ -212,6 +212,8 @@ func TestKerasFixtures(t *testing.T) {
 		"keras2/cells.json", "keras2/regularizers.json", "keras2/constraints.json",
 		"keras3/gru.json", "keras3/lstm.json", "keras3/masks.json", "keras3/stateful.json", "keras3/cells.json",
 		"keras3/regularizers.json", "keras3/constraints.json",
+		"keras2/simple_rnn.json", "keras2/simple_rnn_options.json", "keras3/simple_rnn.json",
+		"keras3/simple_rnn_options.json",
 	}
 	seen := map[string]int{}
 	for _, name := range files {
@@ -267,7 +269,7 @@ func TestKerasFixtures(t *testing.T) {
 	}
 	t.Logf("passing cases by kind: %v", seen)
 	for _, need := range []string{"GRU reset_after=true", "GRU reset_after=false", "LSTM", "CuDNN", "masked",
-		"stateful", "GRUCell", "LSTMCell", "losses", "constraints"} {
+		"stateful", "GRUCell", "LSTMCell", "SimpleRNN", "SimpleRNNCell", "losses", "constraints"} {
 		if seen[need] == 0 {
 			t.Errorf("no passing fixture case of kind %q", need)
 		}

@@ -6,6 +6,9 @@ Usage (from the repository root):
     tests/keras/.venv-keras2/bin/python tests/keras/generate.py --dialect keras2
     tests/keras/.venv-keras3/bin/python tests/keras/generate.py --dialect keras3
 
+`--groups simple_rnn,...` writes only those fixture files and leaves the others as they are
+(each case's data depends only on its own name, so the files written are the same either way).
+
 keras2 = the `tf_keras` package (Keras 2 / tf.keras), keras3 = the `keras` package on the
 TensorFlow backend. Everything runs on CPU in float32, in inference mode (training=False), with
 weights and inputs drawn from numpy generators seeded from the case name, so reruns produce
@@ -175,7 +178,19 @@ class Ref:
         hn = o * phi(cn)
         return hn, [hn, cn]
 
+    def simple_rnn_step(self, cfg, w, x, states, collect=True):
+        h = states[0]
+        K, U = w["kernel"].astype(np.float64), w["recurrent_kernel"].astype(np.float64)
+        b = w.get("bias")
+        pre = x @ K
+        if b is not None:
+            pre = pre + b.astype(np.float64)
+        hn = self.act(cfg["activation"], pre + h @ U)
+        return hn, [hn]
+
     def step_fn(self, kind):
+        if kind in ("SimpleRNN", "SimpleRNNCell"):
+            return self.simple_rnn_step
         return self.gru_step if kind in ("GRU", "GRUCell") else self.lstm_step
 
     def run_layer(self, kind, cfg, w, x, states, mask):
@@ -241,9 +256,20 @@ def configure_tensorflow(dialect):
     return tf
 
 
+def gates_of(kind):
+    """Column blocks of the kernels: GRU 3, LSTM 4, SimpleRNN 1."""
+    if kind.startswith("SimpleRNN"):
+        return 1
+    return 3 if "GRU" in kind else 4
+
+
+CELL_KINDS = ("GRUCell", "LSTMCell", "SimpleRNNCell")
+
+
 class Generator:
-    def __init__(self, dialect):
+    def __init__(self, dialect, groups=None):
         self.dialect = dialect
+        self.groups = groups  # None: every fixture file; else only these
         self.tf = tf = configure_tensorflow(dialect)
         if dialect == "keras2":
             import tf_keras as K
@@ -308,7 +334,7 @@ class Generator:
         return getattr(K.layers, kind)
 
     def make_weights(self, kind, units, F, rng, scale, decimals, use_bias, cfg):
-        n = 3 if "GRU" in kind else 4
+        n = gates_of(kind)
         ks = scale * 3.75 / math.sqrt(F)  # x ~ U(-2,2): input pre-activations std ~ 2.5*scale
         rs = scale * 2.0 / math.sqrt(units)
         kernel = q(rng.uniform(-ks, ks, (F, n * units)), decimals)
@@ -360,10 +386,12 @@ class Generator:
         """
         assert name not in self.names, name
         self.names.add(name)
+        if self.groups is not None and file not in self.groups:
+            return None
         K, tf = self.K, self.tf
         rng = rng_for(f"{self.dialect}/{name}")
         kw = dict(kw)
-        is_cell = kind in ("GRUCell", "LSTMCell")
+        is_cell = kind in CELL_KINDS
         is_cudnn = kind.startswith("CuDNN")
         # keras_semantics.md §3.5 / §12.14: base_cudnn_rnn.py does reverse(inputs, 1) for
         # go_backwards, which with time_major=True is the BATCH axis; time runs forward.
@@ -659,11 +687,13 @@ class Generator:
         """Initializer-statistics case: build only, no calls, no weights."""
         assert name not in self.names, name
         self.names.add(name)
-        is_cell = kind in ("GRUCell", "LSTMCell")
+        if self.groups is not None and file not in self.groups:
+            return None
+        is_cell = kind in CELL_KINDS
         build_shape = (B, F) if is_cell else (B, T, F)
         layer = self.build_layer(kind, kw, name, build_shape, False)
         cell = layer if hasattr(layer, "kernel_initializer") else layer.cell
-        n_blocks = 3 if "GRU" in kind else 4
+        n_blocks = gates_of(kind)
         stats = []
         vars_ = layer.weights
         for v in vars_:
@@ -703,7 +733,7 @@ class Generator:
     def write(self, outdir):
         os.makedirs(outdir, exist_ok=True)
         for old in os.listdir(outdir):
-            if old.endswith(".json"):
+            if old.endswith(".json") and (self.groups is None or old[:-5] in self.groups):
                 os.remove(os.path.join(outdir, old))
         for file, cases in sorted(self.cases.items()):
             head = {"format": 1, "dialect": self.dialect, "versions": self.versions,
@@ -1346,15 +1376,306 @@ def build_new_cases(g):
                                                "implementation=1"))
 
 
+def build_simple_rnn_cases(g):
+    """SimpleRNN and SimpleRNNCell: the option matrix of the GRU/LSTM files, in two groups:
+    simple_rnn.json (layers and cells, masks, stateful, quirks; saved as model files too) and
+    simple_rnn_options.json (activations, regularizers, constraints, initializer statistics)."""
+    k2 = g.dialect == "keras2"
+    K = g.K
+    R, C, I = K.regularizers, K.constraints, K.initializers
+    S, SC = "SimpleRNN", "SimpleRNNCell"
+    f, fo = "simple_rnn", "simple_rnn_options"
+
+    # ---------------- layer options ----------------
+    for ub in (True, False):
+        g.add(f, "simple_rnn_" + ("bias" if ub else "nobias"), S,
+              gru_kw(4, use_bias=ub, return_sequences=True, return_state=True), B=3, T=6, F=5)
+    for rs in (False, True):
+        for rst in (False, True):
+            g.add(f, f"simple_rnn_seq{int(rs)}_state{int(rst)}", S,
+                  gru_kw(5, return_sequences=rs, return_state=rst), B=2, T=7, F=3)
+    g.add(f, "simple_rnn_go_backwards_seq", S,
+          gru_kw(4, go_backwards=True, return_sequences=True, return_state=True), B=3, T=6, F=2)
+    g.add(f, "simple_rnn_go_backwards_last", S, gru_kw(4, go_backwards=True), B=2, T=5, F=3)
+    g.add(f, "simple_rnn_initial_state", S,
+          gru_kw(6, return_sequences=True, return_state=True), B=3, T=5, F=4, init_state=True)
+    g.add(f, "simple_rnn_initial_state_go_backwards", S,
+          gru_kw(3, go_backwards=True, return_sequences=True, return_state=True),
+          B=2, T=4, F=5, init_state=True)
+    g.add(f, "simple_rnn_units1", S, gru_kw(1, return_sequences=True, return_state=True),
+          B=2, T=6, F=3)
+    g.add(f, "simple_rnn_b1_t1", S, gru_kw(3, return_sequences=True, return_state=True),
+          B=1, T=1, F=4)
+    g.add(f, "simple_rnn_f_eq_units", S, gru_kw(4, return_sequences=True), B=2, T=5, F=4)
+    g.add(f, "simple_rnn_unroll", S,
+          gru_kw(3, unroll=True, return_sequences=True, return_state=True), B=2, T=5, F=4,
+          init_state=True)
+    g.add(f, "simple_rnn_batch16", S, gru_kw(8, return_sequences=True, return_state=True),
+          B=16, T=4, F=6)
+    g.add(f, "simple_rnn_relu", S,
+          gru_kw(4, activation="relu", return_sequences=True, return_state=True),
+          B=3, T=4, F=5, scale=0.5, xscale=0.6)
+    g.add(f, "simple_rnn_relu_h0_backwards", S,
+          gru_kw(4, activation="relu", go_backwards=True, return_sequences=True,
+                 return_state=True), B=3, T=4, F=5, scale=0.5, xscale=0.6, init_state=True)
+    g.add(f, "simple_rnn_linear_nobias", S,
+          gru_kw(3, activation="linear", use_bias=False, return_sequences=True,
+                 return_state=True), B=2, T=4, F=4, scale=0.5, xscale=0.6)
+    g.add(f, "simple_rnn_dropout_inference", S,
+          gru_kw(4, dropout=0.3, recurrent_dropout=0.2, return_sequences=True,
+                 return_state=True), B=3, T=5, F=4,
+          note="dropout and recurrent_dropout are inactive in inference (training=False).")
+    if k2:
+        g.add(f, "simple_rnn_time_major", S,
+              gru_kw(4, time_major=True, return_sequences=True, return_state=True),
+              B=3, T=5, F=2)
+        g.add(f, "simple_rnn_time_major_go_backwards", S,
+              gru_kw(3, time_major=True, go_backwards=True, return_sequences=True,
+                     return_state=True), B=2, T=4, F=3, init_state=True)
+    g.add(f, "simple_rnn_units48_t20", S, gru_kw(48, return_sequences=True, return_state=True),
+          B=1, T=20, F=12, scale=0.5)
+    g.add(f, "simple_rnn_long_t200", S, gru_kw(6, return_sequences=True, return_state=True),
+          B=1, T=200, F=3, scale=0.5)
+
+    # ---------------- masks ----------------
+    for mk in ("right", "left", "holes", "fullrow"):
+        for h0 in (False, True):
+            for gb in (False, True):
+                g.add(f, f"mask_simple_rnn_{mk}" + ("_h0" if h0 else "") +
+                      ("_backwards" if gb else ""), S,
+                      gru_kw(3, go_backwards=gb, return_sequences=True, return_state=True),
+                      B=4, T=6, F=4, mask=mk, init_state=h0)
+        for gb in (False, True):
+            g.add(f, f"mask_simple_rnn_{mk}_zero_output" + ("_backwards" if gb else ""), S,
+                  gru_kw(3, go_backwards=gb, zero_output_for_mask=True, return_sequences=True,
+                         return_state=True), B=4, T=6, F=4, mask=mk, init_state=True)
+    for zo in (False, True):
+        g.add(f, "mask_simple_rnn_mixed_last" + ("_zero_output" if zo else ""), S,
+              gru_kw(3, zero_output_for_mask=zo, return_state=True),
+              B=4, T=6, F=4, mask="mixed", init_state=True)
+    g.add(f, "mask_simple_rnn_mixed_unroll", S,
+          gru_kw(3, unroll=True, return_sequences=True, return_state=True),
+          B=4, T=6, F=4, mask="mixed", init_state=True)
+    g.add(f, "mask_simple_rnn_relu_holes_h0", S,
+          gru_kw(3, activation="relu", return_sequences=True, return_state=True),
+          B=4, T=6, F=4, mask="holes", init_state=True, scale=0.5, xscale=0.6)
+
+    # ---------------- stateful ----------------
+    third = "random" if k2 else "zeros"
+    g.add(f, "stateful_simple_rnn", S,
+          gru_kw(4, stateful=True, return_sequences=True, return_state=True), B=3, T=4, F=5,
+          calls=[{"reset": "none"}, {"reset": "none"}, {"reset": third}])
+    g.add(f, "stateful_simple_rnn_last", S, gru_kw(3, stateful=True), B=2, T=5, F=3,
+          calls=[{"reset": "none"}, {"reset": "none"}, {"reset": "zeros"}])
+    g.add(f, "stateful_simple_rnn_initial_state", S,
+          gru_kw(3, stateful=True, return_state=True), B=2, T=4, F=3,
+          calls=[{"reset": "none", "init_state": True}, {"reset": "none", "init_state": True},
+                 {"reset": "zeros", "init_state": True}],
+          note=("K2 quirk: a passed initial_state is used only while every stored state is "
+                "exactly 0 (calls 1 and 3); in call 2 the stored states win."
+                if k2 else "K3: a passed initial_state is always used."))
+    g.add(f, "stateful_simple_rnn_mask_backwards", S,
+          gru_kw(3, stateful=True, go_backwards=True, return_sequences=True, return_state=True),
+          B=4, T=6, F=3,
+          calls=[{"reset": "none", "mask": "holes"}, {"reset": "none", "mask": "fullrow"},
+                 {"reset": third, "mask": "left"}])
+    if k2:
+        g.add(f, "stateful_simple_rnn_time_major", S,
+              gru_kw(3, stateful=True, time_major=True, return_sequences=True,
+                     return_state=True), B=2, T=4, F=3,
+              calls=[{"reset": "none"}, {"reset": "none"}, {"reset": "random"}])
+
+    # ---------------- quirks ----------------
+    for mk in ("holes", "left", "right"):
+        g.add(f, f"quirk_unroll_mask_{mk}_simple_rnn", S,
+              gru_kw(3, unroll=True, return_sequences=True, return_state=True),
+              B=4, T=6, F=4, mask=mk, init_state=True)
+    for un in (True, False):
+        g.add(f, f"quirk_{'unroll' if un else 'loop'}_zero_output_backwards_holes_simple_rnn", S,
+              gru_kw(3, unroll=un, zero_output_for_mask=True, go_backwards=True,
+                     return_sequences=True, return_state=True),
+              B=4, T=6, F=4, mask="holes", init_state=True,
+              note=("keras_semantics.md §12.15: with unroll=True the returned sequence is zeroed "
+                    "with the UNREVERSED mask." if un else
+                    "unroll=False contrast: each masked processed step is zeroed."))
+    if not k2:  # tf_keras raises for unroll + zero_output_for_mask + return_sequences=False
+        for gb in (False, True):
+            g.add(f, "quirk_unroll_zero_output_last_simple_rnn" + ("_backwards" if gb else ""),
+                  S, gru_kw(3, unroll=True, zero_output_for_mask=True, go_backwards=gb,
+                            return_state=True),
+                  B=4, T=6, F=4, mask="mixed", init_state=True,
+                  note="return_sequences=False: only last_output is returned.")
+
+    # ---------------- cells ----------------
+    for ub in (True, False):
+        g.add(f, "simplernncell_" + ("bias" if ub else "nobias"), SC, gru_kw(4, use_bias=ub),
+              B=3, F=5, init_state=True)
+    g.add(f, "simplernncell_zero_state", SC, gru_kw(3), B=2, F=4)
+    g.add(f, "simplernncell_units1_b1", SC, gru_kw(1), B=1, F=3, init_state=True)
+    g.add(f, "simplernncell_relu", SC, gru_kw(5, activation="relu"), B=4, F=6, init_state=True,
+          scale=0.5, xscale=0.6)
+    g.add(f, "simplernncell_units40", SC, gru_kw(40), B=3, F=8, init_state=True, scale=0.5)
+
+    # ---------------- activations ----------------
+    for a in ACTIVATION_CANDIDATES:
+        if a in g.skipped_activations or not g.activation_accepted(a):
+            continue
+        unb = a in UNBOUNDED
+        sc, xs, T = (0.5, 0.6, 4) if unb else (1.0, 1.0, 6)
+        if a == "exponential":
+            sc, xs, T = 0.25, 0.4, 3  # h = exp(...) feeds back into the next step
+        g.add(fo, f"act_{a}_simple_rnn", S,
+              gru_kw(3, activation=a, return_sequences=True, return_state=True),
+              B=2, T=T, F=4, scale=sc, xscale=xs, init_state=True)
+        if a in ("tanh", "relu", "sigmoid", "linear", "hard_sigmoid", "softmax", "gelu"):
+            g.add(fo, f"act_{a}_simplernncell", SC, gru_kw(3, activation=a),
+                  B=2, F=4, scale=sc, xscale=xs, init_state=True)
+
+    # ---------------- regularizers ----------------
+    l1 = lambda: R.L1(0.01)  # noqa: E731
+    l2 = lambda: R.L2(0.02)  # noqa: E731
+    l1l2 = lambda: R.L1L2(l1=0.01, l2=0.02)  # noqa: E731
+    orow = lambda: R.OrthogonalRegularizer(factor=0.01, mode="rows")  # noqa: E731
+    ocol = lambda: R.OrthogonalRegularizer(factor=0.02, mode="columns")  # noqa: E731
+
+    def regs(k=None, r=None, b=None, a=None):
+        d = {}
+        for key, v in (("kernel_regularizer", k), ("recurrent_regularizer", r),
+                       ("bias_regularizer", b), ("activity_regularizer", a)):
+            if v is not None:
+                d[key] = v()
+        return d
+
+    k3_drop = None if k2 else (
+        "Keras 3's SimpleRNN takes activity_regularizer but never passes it on (it is not "
+        "given to RNN.__init__): the layer has none, its config says null and layer.losses "
+        "holds no activity loss.")
+
+    def reg(name, kind, kw, **a):
+        a.setdefault("B", 3)
+        a.setdefault("T", 5)
+        a.setdefault("F", 4)
+        g.add(fo, name, kind, kw, losses=True, **a)
+
+    reg("reg_simple_rnn_seq_state", S,
+        gru_kw(4, return_sequences=True, return_state=True, **regs(l1, l2, l1l2, l1)),
+        note=k3_drop)
+    reg("reg_simple_rnn_state", S, gru_kw(4, return_state=True, **regs(l2, l1l2, l1, l2)),
+        note=k3_drop)
+    reg("reg_simple_rnn_last_weights_only", S, gru_kw(3, **regs(l1l2, l1, l2)), B=2)
+    reg("reg_simple_rnn_orthogonal", S, gru_kw(4, return_sequences=True, **regs(orow, ocol)))
+    reg("reg_simple_rnn_nobias_bias_regularizer", S,
+        gru_kw(3, use_bias=False, return_state=True, **regs(l1, b=l2)),
+        note="use_bias=False: the bias_regularizer has no weight to act on, so no bias loss.")
+    reg("reg_simple_rnn_mask_holes", S,
+        gru_kw(3, return_sequences=True, return_state=True, **regs(l2, a=l1)),
+        B=4, T=6, mask="holes", init_state=True, note=k3_drop)
+    reg("reg_simple_rnn_strings", S,
+        gru_kw(3, kernel_regularizer="l1", recurrent_regularizer="l2", bias_regularizer="l2",
+               return_state=True), note="string identifiers 'l1'/'l2' (factor 0.01)")
+    reg("reg_simple_rnn_frozen", S,
+        gru_kw(3, trainable=False, return_state=True, **regs(l1, l2, l1l2)),
+        note="trainable=False: " + ("Keras 2 still reports the weight penalties of frozen "
+                                    "weights." if k2 else "Keras 3 reports weight penalties "
+                                    "for trainable weights only."))
+    # K2 cells do not serialize activity_regularizer, so only K3 cells carry one.
+    reg("reg_simplernncell", SC, gru_kw(4, **regs(l1, l2, l1l2, **({} if k2 else {"a": l2}))),
+        init_state=True)
+    if k2:
+        reg("reg_simple_rnn_time_major", S,
+            gru_kw(3, time_major=True, return_sequences=True, return_state=True,
+                   **regs(l1, a=l1)), B=3, T=5,
+            note="time_major: each activity penalty is divided by the size of that output's "
+                 "first axis: T=5 for the (T,B,u) sequence, B=3 for state_h.")
+
+    # ---------------- constraints ----------------
+    def zeros_in(wname, a, negzero=np.float32(-0.0)):
+        a = np.array(a, dtype=np.float32)
+        flat = a.reshape(-1)
+        flat[::7] = 0.0
+        flat[3::11] = negzero
+        if a.ndim == 2 and wname != "bias":
+            a[:, 0] = 0.0
+            a[1, :] = negzero
+        return a
+
+    cspecs = {
+        "max_norm_default": lambda w: C.MaxNorm(),
+        "max_norm_05_axis0": lambda w: C.MaxNorm(max_value=0.5, axis=0),
+        "max_norm_05_axis1": lambda w: C.MaxNorm(max_value=0.5, axis=1) if w != "bias" else None,
+        "max_norm_1_axis01": lambda w: C.MaxNorm(max_value=1.0, axis=[0, 1] if w != "bias" else 0),
+        "unit_norm": lambda w: C.UnitNorm(),
+        "unit_norm_axis1": lambda w: C.UnitNorm(axis=1) if w != "bias" else None,
+        "min_max_norm": lambda w: C.MinMaxNorm(min_value=0.2, max_value=0.8, rate=0.5),
+        "non_neg": lambda w: C.NonNeg(),
+    }
+    for cn, spec in cspecs.items():
+        d = {}
+        for wname, key in (("kernel", "kernel_constraint"),
+                           ("recurrent_kernel", "recurrent_constraint"),
+                           ("bias", "bias_constraint")):
+            c = spec(wname)
+            if c is not None:
+                d[key] = c
+        k3nn = cn == "non_neg" and not k2
+        g.add(fo, f"constraint_{cn}_simple_rnn", S,
+              gru_kw(4, return_sequences=True, return_state=True, **d),
+              B=2, T=4, F=5, constraints=True,
+              weight_fn=(lambda w, a: zeros_in(w, a, np.float32(0.0))) if k3nn else zeros_in,
+              note=("K3 non_neg = ops.maximum(w, 0): these weights hold +0.0 instead of -0.0 "
+                    "(see constraints.json)." if k3nn else None))
+    g.add(fo, "constraint_kernel_only_simplernncell", SC,
+          gru_kw(3, kernel_constraint=C.UnitNorm(axis=1)), B=2, F=5, init_state=True,
+          constraints=True, weight_fn=zeros_in,
+          note="only the kernel has a constraint; the others are unchanged")
+
+    # ---------------- initializers (statistics only) ----------------
+    Fi, Ui = 96, 48
+    seeds = (1101, 1102, 1103)
+    inits = {
+        "glorot_uniform": lambda: (I.GlorotUniform(seed=seeds[0]), I.GlorotUniform(seed=seeds[1]),
+                                   I.GlorotUniform(seed=seeds[2])),
+        "he_normal": lambda: (I.HeNormal(seed=seeds[0]), I.HeNormal(seed=seeds[1]),
+                              I.HeNormal(seed=seeds[2])),
+        "random_uniform": lambda: (I.RandomUniform(-0.3, 0.3, seed=seeds[0]),
+                                   I.RandomUniform(-0.3, 0.3, seed=seeds[1]),
+                                   I.RandomUniform(-0.3, 0.3, seed=seeds[2])),
+        "variance_scaling_fan_out_uniform": lambda: tuple(
+            I.VarianceScaling(scale=2.0, mode="fan_out", distribution="uniform", seed=s)
+            for s in seeds),
+        "orthogonal_gain2_5": lambda: (I.Orthogonal(gain=2.5, seed=seeds[0]),
+                                       I.Orthogonal(gain=2.5, seed=seeds[1]), I.Zeros()),
+        "identity": lambda: (I.Identity(), I.Identity(), I.Zeros()),
+        "constant_0_7": lambda: (I.Constant(0.7), I.Constant(0.7), I.Constant(0.7)),
+    }
+    for iname, mk in inits.items():
+        ki, ri, bi = mk()
+        g.add_init(fo, f"init_{iname}_simple_rnn", S,
+                   gru_kw(Ui, kernel_initializer=ki, recurrent_initializer=ri,
+                          bias_initializer=bi), F=Fi,
+                   note="square recurrent kernel (u, u): orthogonal and identity are exact"
+                   if iname in ("orthogonal_gain2_5", "identity") else None)
+    ki, ri, bi = inits["glorot_uniform"]()
+    g.add_init(fo, "init_glorot_uniform_simplernncell", SC,
+               gru_kw(Ui, kernel_initializer=ki, recurrent_initializer=ri, bias_initializer=bi),
+               F=Fi)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dialect", required=True, choices=["keras2", "keras3"])
     ap.add_argument("--out", default=None, help="output folder (default fixtures/<dialect>)")
+    ap.add_argument("--groups", default=None,
+                    help="comma-separated fixture files (without .json) to write; default all")
     args = ap.parse_args()
-    g = Generator(args.dialect)
+    groups = set(args.groups.split(",")) if args.groups else None
+    g = Generator(args.dialect, groups)
     build_cases(g)
     build_new_cases(g)
+    build_simple_rnn_cases(g)
+    if groups is not None and groups - set(g.cases):
+        raise SystemExit(f"no cases for groups {sorted(groups - set(g.cases))}")
     out = args.out or os.path.join(HERE, "fixtures", args.dialect)
     g.write(out)
 

@@ -6,6 +6,9 @@ Usage (from the repository root, after generate.py wrote the fixtures of the dia
     tests/keras/.venv-keras2/bin/python tests/keras/generate_models.py --dialect keras2
     tests/keras/.venv-keras3/bin/python tests/keras/generate_models.py --dialect keras3
 
+`--groups simple_rnn,...` saves only those groups' model files and fixtures and leaves the other
+files as they are.
+
 For every fixture file fixtures/<dialect>/<group>.json this builds ONE functional model that
 holds each sequence-layer case of the file as its own branch: its own Input (with the batch size
 fixed for stateful layers) feeding the case's layer, rebuilt from the case's serialized config
@@ -39,11 +42,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from generate import configure_tensorflow  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CELLS = ("GRUCell", "LSTMCell")
-# Fixture files saved without model files, to keep tests/keras/models under ~15 MB.
+CELLS = ("GRUCell", "LSTMCell", "SimpleRNNCell")
+# Fixture files saved without model files, to keep tests/keras/models near 16 MB.
+OPTIONS_LEFT_OUT = ("SimpleRNN activations, regularizers, constraints and initializers: the same "
+                    "layer config fields as simple_rnn.json, whose model files load SimpleRNN from "
+                    ".keras and .h5")
 LEFT_OUT = {
     ("keras3", "large"): "one GRU with 256 units (0.8 MB per model file); the keras2 large.json "
                          "model files already load a layer of that size from .keras and .h5",
+    ("keras2", "simple_rnn_options"): OPTIONS_LEFT_OUT,
+    ("keras3", "simple_rnn_options"): OPTIONS_LEFT_OUT,
 }
 
 
@@ -353,17 +361,22 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dialect", required=True, choices=["keras2", "keras3"])
+    ap.add_argument("--groups", default=None,
+                    help="comma-separated fixture files (without .json) to save; default all")
     args = ap.parse_args()
+    groups = set(args.groups.split(",")) if args.groups else None
     w = ModelWriter(args.dialect)
     fixtures_dir = os.path.join(HERE, "fixtures", args.dialect)
     models_dir = os.path.join(HERE, "models", args.dialect)
     os.makedirs(models_dir, exist_ok=True)
     for old in os.listdir(models_dir):
-        if old.endswith((".keras", ".h5")):
+        if old.endswith((".keras", ".h5")) and (groups is None or os.path.splitext(old)[0] in groups):
             os.remove(os.path.join(models_dir, old))
     total, n_cases, versions = 0, 0, None
     for f in sorted(os.listdir(fixtures_dir)):
         if not f.endswith(".json") or f == "conversion.json":
+            continue
+        if groups is not None and f[:-5] not in groups:
             continue
         path = os.path.join(fixtures_dir, f)
         with open(path, encoding="utf-8") as fh:
@@ -377,7 +390,7 @@ def main():
         total += sum(sizes)
         print(f"{f}: {n} cases -> {group}.keras {sizes[0] / 1024:.1f} KiB, "
               f"{group}.h5 {sizes[1] / 1024:.1f} KiB")
-    if args.dialect == "keras2":
+    if args.dialect == "keras2" and groups is None:
         n, sizes = w.conversion(fixtures_dir, models_dir, versions)
         total += sum(sizes)
         print(f"conversion.json: {n} cases, {sum(sizes) / 1024:.1f} KiB of .h5")

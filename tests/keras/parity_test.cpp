@@ -382,7 +382,8 @@ void run_calls(recur_layer* layer, const json& c, CaseResult& r) {
   recur_layer_info info;
   info.version = RECUR_LAYER_INFO_VERSION;
   recur_layer_get_info(layer, &info);
-  const bool is_cell = info.type == RECUR_LAYER_GRU_CELL || info.type == RECUR_LAYER_LSTM_CELL;
+  const bool is_cell = info.type == RECUR_LAYER_GRU_CELL || info.type == RECUR_LAYER_LSTM_CELL ||
+                       info.type == RECUR_LAYER_SIMPLE_RNN_CELL;
   int call_index = 0;
   for (const auto& call : c.at("calls")) {
     if (!r.error.empty()) break;

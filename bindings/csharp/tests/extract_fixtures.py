@@ -31,6 +31,9 @@ CASES = {
     "keras2/gru.json": ["gru_ra_impl2_bias", "gru_rb_impl1_bias"],
     "keras2/cudnn.json": ["cudnngru_default", "cudnnlstm_seq_state", "cudnngru_stateful"],
     "keras2/stateful.json": ["stateful_gru_ra", "stateful_lstm"],
+    "keras3/simple_rnn.json": ["simple_rnn_bias", "mask_simple_rnn_holes_h0_backwards", "stateful_simple_rnn",
+                               "simplernncell_bias"],
+    "keras2/simple_rnn.json": ["simple_rnn_time_major", "stateful_simple_rnn_initial_state"],
 }
 
 

@@ -22,7 +22,8 @@ class ParityTest {
   static final String[] FILES = {
     "keras2/gru.json", "keras3/gru.json", "keras2/lstm.json", "keras3/lstm.json", "keras2/cudnn.json",
     "keras2/masks.json", "keras3/masks.json", "keras2/stateful.json", "keras3/stateful.json",
-    "keras2/cells.json", "keras3/cells.json", "keras2/large.json", "keras3/large.json"};
+    "keras2/cells.json", "keras3/cells.json", "keras2/large.json", "keras3/large.json",
+    "keras2/simple_rnn.json", "keras3/simple_rnn.json"};
 
   static Map<String, Object> load(String file) throws Exception {
     return (Map<String, Object>) MiniJson.parse(new String(Files.readAllBytes(FIXTURES.resolve(file)), "UTF-8"));
