@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Create the two Python virtual environments used by tests/keras/generate.py.
+# Create the Python virtual environments used by the generators in tests/keras/:
+#   .venv-keras2      tf_keras on tensorflow-cpu          (Keras 2 dialect)
+#   .venv-keras3      keras 3 on tensorflow-cpu           (Keras 3 dialect, TensorFlow backend)
+#   .venv-keras3-jax  keras 3 on jax[cpu]                 (Keras 3 dialect, JAX backend; graphs only)
 #
-#   tests/keras/setup_venvs.sh              # install the exact pins from requirements-keras{2,3}.txt
+#   tests/keras/setup_venvs.sh              # install the exact pins from requirements-*.txt
 #   tests/keras/setup_venvs.sh --resolve    # re-resolve from the top-level pins below and
-#                                           # rewrite requirements-keras{2,3}.txt (pip freeze)
+#                                           # rewrite the requirements-*.txt files (pip freeze)
 #
-# Environment overrides: PYTHON (default python3), VENV_KERAS2, VENV_KERAS3.
+# Environment overrides: PYTHON (default python3), VENV_KERAS2, VENV_KERAS3, VENV_KERAS3_JAX.
 #
 # The requirement files are complete `pip freeze` lists, so they are installed with --no-deps.
 # This matters for keras2: tf-keras declares a dependency on `tensorflow`, but we use the
@@ -17,11 +20,13 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PYTHON="${PYTHON:-python3}"
 VENV_KERAS2="${VENV_KERAS2:-$HERE/.venv-keras2}"
 VENV_KERAS3="${VENV_KERAS3:-$HERE/.venv-keras3}"
+VENV_KERAS3_JAX="${VENV_KERAS3_JAX:-$HERE/.venv-keras3-jax}"
 
 # Top-level pins, used only with --resolve.
 TF_PIN="tensorflow-cpu==2.21.0"
 TF_KERAS_PIN="tf-keras==2.21.0"
 KERAS3_PIN="keras==3.15.1"
+JAX_PIN="jax[cpu]==0.10.2"
 
 mode="${1:-install}"
 
@@ -48,9 +53,11 @@ case "$mode" in
         "$VENV_KERAS2/bin/pip" install -q --no-deps -r "$HERE/requirements-keras2.txt"
         make_venv "$VENV_KERAS3"
         "$VENV_KERAS3/bin/pip" install -q --no-deps -r "$HERE/requirements-keras3.txt"
+        make_venv "$VENV_KERAS3_JAX"
+        "$VENV_KERAS3_JAX/bin/pip" install -q --no-deps -r "$HERE/requirements-keras3-jax.txt"
         ;;
     --resolve)
-        rm -rf "$VENV_KERAS2" "$VENV_KERAS3"
+        rm -rf "$VENV_KERAS2" "$VENV_KERAS3" "$VENV_KERAS3_JAX"
         make_venv "$VENV_KERAS2"
         "$VENV_KERAS2/bin/pip" install -q "$TF_PIN"
         "$VENV_KERAS2/bin/pip" install -q --no-deps "$TF_KERAS_PIN"
@@ -60,6 +67,10 @@ case "$mode" in
         "$VENV_KERAS3/bin/pip" install -q "$TF_PIN" "$KERAS3_PIN"
         freeze_to "$VENV_KERAS3" "$HERE/requirements-keras3.txt" \
             "Keras 3 dialect (keras, KERAS_BACKEND=tensorflow) on $TF_PIN"
+        make_venv "$VENV_KERAS3_JAX"
+        "$VENV_KERAS3_JAX/bin/pip" install -q "$JAX_PIN" "$KERAS3_PIN"
+        freeze_to "$VENV_KERAS3_JAX" "$HERE/requirements-keras3-jax.txt" \
+            "Keras 3 dialect (keras, KERAS_BACKEND=jax) on $JAX_PIN"
         ;;
     *)
         echo "usage: $0 [--resolve]" >&2
@@ -67,14 +78,14 @@ case "$mode" in
         ;;
 esac
 
-for dir in "$VENV_KERAS2" "$VENV_KERAS3"; do
+for dir in "$VENV_KERAS2" "$VENV_KERAS3" "$VENV_KERAS3_JAX"; do
     echo "== $dir"
     "$dir/bin/python" - <<'EOF'
 import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ["CUDA_VISIBLE_DEVICES"] = ""
 import importlib.metadata as md
-for pkg in ("tensorflow-cpu", "tf-keras", "keras", "numpy"):
+for pkg in ("tensorflow-cpu", "tf-keras", "keras", "jax", "jaxlib", "numpy"):
     try:
         print(f"{pkg}=={md.version(pkg)}")
     except md.PackageNotFoundError:
