@@ -669,10 +669,13 @@ void Graph::analyse_streaming(const std::vector<bool>& stepped_inputs) {
     const LayerEntry& le = layers[static_cast<std::size_t>(n.layer)];
     std::vector<bool> in;
     for (const Ref& r : n.main) in.push_back(stepped[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
-    bool init_stepped = false;
-    for (const Ref& r : n.initial_state) init_stepped = init_stepped || stepped[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output));
+    bool init_stepped = false, init_computed = false;
+    for (const Ref& r : n.initial_state) {
+      init_stepped = init_stepped || stepped[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output));
+      init_computed = init_computed || !nodes[static_cast<std::size_t>(r.node)].is_input;
+    }
     std::vector<bool> out(n.out.size(), false);
-    std::string why = init_stepped ? "its initial_state changes with every step" : n.op->stream_rule(in, !n.initial_state.empty(), out);
+    std::string why = init_stepped ? "its initial_state changes with every step" : n.op->stream_rule(in, init_computed, out);
     n.stepped_main = !in.empty() && in[0];
     if (!why.empty() && not_streamable.empty()) not_streamable = "layer '" + le.name + "' (" + le.class_name + "): " + why;
     stepped[static_cast<std::size_t>(id)] = out;

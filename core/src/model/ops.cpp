@@ -1134,6 +1134,17 @@ class RecurrentOp : public Op {
         if (st.empty()) {
           st.emplace_back(ns, B, static_cast<int>(fwd_->config().units));
           if (bwd_) st.emplace_back(ns, B, static_cast<int>(bwd_->config().units));
+          // A stream starts from the initial_state tensors (model inputs) of its first step.
+          for (std::size_t k = 0; k < in.initial_state.size(); ++k) {
+            const Value& v = *in.initial_state[k];
+            State& target = st[k / static_cast<std::size_t>(ns)];
+            const Index uu = target.units();
+            if (v.shape != std::vector<Index>{B, uu})
+              fail(Code::shape, "layer '", name, "': initial_state[", k, "] is ", shape_string(v.shape), ", expected ",
+                   shape_string({B, uu}));
+            std::memcpy(target.tensor(static_cast<int>(k % static_cast<std::size_t>(ns))).data(), v.data.data(),
+                        v.data.size() * sizeof(float));
+          }
         }
         State& s = st[static_cast<std::size_t>(half)];
         layer.call_state(s, x.data.data(), x.data.size(), T, mask, mask_len, y.data.data(), y.data.size());
@@ -1250,7 +1261,7 @@ class RecurrentOp : public Op {
     if (!stepped_in[0]) return "";  // a sequence of its own (e.g. after RepeatVector): run whole each step
     if (bidirectional_) return "Bidirectional reads the whole sequence backwards";
     if (fwd_->config().go_backwards) return "go_backwards reads the sequence from its end";
-    if (has_init) return "its initial_state comes from other layers of the graph";
+    if (has_init) return "its initial_state comes from other layers of the graph (only model inputs can start a stream)";
     if (!stepped_out.empty()) stepped_out[0] = fwd_->config().return_sequences;
     return "";
   }
@@ -1799,9 +1810,6 @@ std::shared_ptr<Op> make_op(const json& entry, const BuildContext& ctx, const st
   return op;
 }
 
-void StreamStates::reset() {
-  for (auto& [key, list] : states)
-    for (State& s : list) s.reset();
-}
+void StreamStates::reset() { states.clear(); }  // the next step starts each state afresh
 
 }  // namespace recur::graph
