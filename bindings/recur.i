@@ -2,9 +2,10 @@
  * The one SWIG interface of recur, over the C ABI (recur.h), for Java, C# and Go.
  *
  * This file declares the object model every language gets: Layer (sequence layers and cells),
- * State, Model and LayerOptions, as proxies of the opaque C handles. Methods keep the C ABI's
- * (pointer, length) argument pairs; each language's file maps those pairs to its own array types
- * and adds its idioms (exceptions or errors, Close/Dispose, naming):
+ * State, Model (a Keras graph with any number of inputs and outputs), ModelState (one stream
+ * through a whole model) and LayerOptions, as proxies of the opaque C handles. Methods keep the C
+ * ABI's (pointer, length) argument pairs; each language's file maps those pairs to its own array
+ * types and adds its idioms (exceptions or errors, Close/Dispose, naming):
  *   java/recur_java.i, csharp/recur_csharp.i, go/recur_go.i
  *
  * Every method that can fail returns recur_rc, a status that each language turns into its error
@@ -24,6 +25,7 @@
 typedef struct recur_layer RecurLayer;
 typedef struct recur_state RecurState;
 typedef struct recur_model RecurModel;
+typedef struct recur_model_state RecurModelState;
 typedef recur_layer_options RecurLayerOptions;
 /* A status that the language files turn into an exception or an error. */
 typedef recur_status recur_rc;
@@ -31,6 +33,13 @@ typedef recur_status recur_rc;
 /* State handles cross as 64-bit integers (Java long[], C# long[], Go []int64) and go to the C ABI
  * as its array of pointers, without a copy: the bindings are built for 64-bit targets only. */
 typedef char recur_binding_handles_are_64_bit[sizeof(recur_state *) == sizeof(long long) ? 1 : -1];
+
+/* Copies a model tensor's dims (RECUR_MAX_RANK values) into a language array of dims_cap values. */
+static void recur_binding_copy_dims(recur_rc st, const int64_t *d, int64_t *dims, int32_t dims_cap) {
+  int32_t i;
+  if (st != RECUR_OK || !dims) return;
+  for (i = 0; i < dims_cap && i < RECUR_MAX_RANK; ++i) dims[i] = d[i];
+}
 
 /* Where something runs, as five library-owned strings (the language files copy them at once). */
 static recur_rc recur_binding_device(recur_rc st, const recur_device_info *info, const char **requested,
@@ -75,6 +84,7 @@ typedef int recur_rc;
 %constant int LAYER_LSTM_CELL = RECUR_LAYER_LSTM_CELL;
 %constant int LAYER_SIMPLE_RNN = RECUR_LAYER_SIMPLE_RNN;
 %constant int LAYER_SIMPLE_RNN_CELL = RECUR_LAYER_SIMPLE_RNN_CELL;
+%constant int MAX_RANK = RECUR_MAX_RANK;
 %constant int DIALECT_AUTO = RECUR_DIALECT_AUTO;
 %constant int DIALECT_KERAS2 = RECUR_DIALECT_KERAS2;
 %constant int DIALECT_KERAS3 = RECUR_DIALECT_KERAS3;
@@ -258,6 +268,8 @@ typedef struct {} RecurLayer;
   recur_rc set_num_threads(int32_t num_threads) { return recur_layer_set_num_threads($self, num_threads); }
   recur_rc get_num_threads(int32_t *num_threads) { return recur_layer_get_num_threads($self, num_threads); }
   recur_rc reset_states() { return recur_layer_reset_states($self); }
+  /* Keras 3 backend semantics: "tensorflow" (the default) or "jax". */
+  recur_rc set_keras_backend(const char *backend) { return recur_layer_set_keras_backend($self, backend); }
   recur_rc set_states(const float *states, size_t states_len, int32_t num_states) {
     return recur_layer_set_states($self, states, states_len, num_states);
   }
@@ -346,6 +358,7 @@ typedef struct {} RecurState;
 typedef struct {} RecurModel;
 
 %newobject RecurModel::open;
+%newobject RecurModel::open_memory;
 %newobject RecurModel::get_layer;
 
 %extend RecurModel {
@@ -387,6 +400,96 @@ typedef struct {} RecurModel;
   /* On every layer the model runs, and on the layers get_layer returns afterwards. */
   recur_rc set_num_threads(int32_t num_threads) { return recur_model_set_num_threads($self, num_threads); }
   recur_rc get_num_threads(int32_t *num_threads) { return recur_model_get_num_threads($self, num_threads); }
+
+  /* ---- graphs: inputs and outputs, stateful models, backends, streams (since 0.4) ---- */
+  /* A model from the bytes of a .keras or .h5 file (copied during the call); file_name (may be
+   * NULL) stands for the file in messages. */
+  static RecurModel *open_memory(const uint8_t *bytes, size_t bytes_len, const char *file_name, recur_rc *st) {
+    recur_model *m = NULL;
+    /* An empty language array arrives as NULL: let the C ABI report the empty image. */
+    *st = recur_model_open_memory(&m, bytes ? (const void *)bytes : (const void *)"", bytes_len, file_name);
+    return m;
+  }
+  recur_rc num_inputs(int32_t *count) { return recur_model_num_inputs($self, count); }
+  recur_rc num_outputs(int32_t *count) { return recur_model_num_outputs($self, count); }
+  /* dims: a caller array of dims_cap values (RECUR_MAX_RANK suffice); -1 = given at run time. */
+  recur_rc input(int32_t index, const char **name, int32_t *rank, int32_t *token_ids, int64_t *dims,
+                 int32_t dims_cap) {
+    int64_t d[RECUR_MAX_RANK];
+    recur_rc st = recur_model_input($self, index, name, rank, d, token_ids);
+    recur_binding_copy_dims(st, d, dims, dims_cap);
+    return st;
+  }
+  recur_rc output(int32_t index, const char **name, int32_t *rank, int64_t *dims, int32_t dims_cap) {
+    int64_t d[RECUR_MAX_RANK];
+    recur_rc st = recur_model_output($self, index, name, rank, d);
+    recur_binding_copy_dims(st, d, dims, dims_cap);
+    return st;
+  }
+  /* timesteps: one value per input (num_timesteps = the number of inputs). */
+  recur_rc output_dims(int32_t index, int32_t batch, const int32_t *timesteps, int32_t num_timesteps, int32_t *rank,
+                       int64_t *dims, int32_t dims_cap) {
+    int64_t d[RECUR_MAX_RANK];
+    recur_rc st = recur_model_output_dims($self, index, batch, timesteps, num_timesteps, d, rank);
+    recur_binding_copy_dims(st, d, dims, dims_cap);
+    return st;
+  }
+  recur_rc outputs_length(int32_t batch, const int32_t *timesteps, int32_t num_timesteps, size_t *out_len) {
+    return recur_model_outputs_length($self, batch, timesteps, num_timesteps, out_len);
+  }
+  recur_rc inputs_length(int32_t batch, const int32_t *timesteps, int32_t num_timesteps, size_t *out_len) {
+    return recur_model_inputs_length($self, batch, timesteps, num_timesteps, out_len);
+  }
+  /* Every input concatenated in input order; masks NULL or the (B, T_i) masks of the sequence
+   * inputs concatenated; every output concatenated in output order. */
+  recur_rc run_inputs(int32_t batch, const int32_t *timesteps, int32_t num_timesteps, const float *input,
+                      size_t input_len, const uint8_t *mask, size_t mask_len, float *output, size_t output_len) {
+    return recur_model_run_inputs($self, batch, timesteps, num_timesteps, input, input_len, mask, mask_len, output,
+                                  output_len);
+  }
+  recur_rc is_stateful(int32_t *stateful) { return recur_model_is_stateful($self, stateful); }
+  recur_rc reset_states() { return recur_model_reset_states($self); }
+  /* States of stateful layer `layer` ("<name>/forward|backward" for a Bidirectional half). */
+  recur_rc states_length(const char *layer, size_t *len) { return recur_model_states_length($self, layer, len); }
+  recur_rc get_states(const char *layer, float *output, size_t output_len) {
+    return recur_model_get_states($self, layer, output, output_len);
+  }
+  recur_rc set_states(const char *layer, const float *states, size_t states_len) {
+    return recur_model_set_states($self, layer, states, states_len);
+  }
+  /* "tensorflow" (the default) or "jax" (Keras 3 models only). */
+  recur_rc set_keras_backend(const char *backend) { return recur_model_set_keras_backend($self, backend); }
+  /* "" when the model streams, else why not (naming the layer). */
+  recur_rc streamable(const char **why) { return recur_model_streamable($self, why); }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* ModelState: one stream through a whole model, stepped some timesteps at a time              */
+/* ------------------------------------------------------------------------------------------ */
+
+%nodefaultctor RecurModelState;
+%nodefaultdtor RecurModelState;
+typedef struct {} RecurModelState;
+
+%newobject RecurModelState::create;
+
+%extend RecurModelState {
+  /* Fails with UNSUPPORTED (naming the layer) for a model that does not stream. The state keeps
+   * what it needs of the model: it outlives it. */
+  static RecurModelState *create(const RecurModel *model, int32_t batch, recur_rc *st) {
+    recur_model_state *s = NULL;
+    *st = recur_model_state_create(&s, model, batch);
+    return s;
+  }
+  ~RecurModelState() { recur_model_state_destroy($self); }
+  recur_rc reset() { return recur_model_state_reset($self); }
+  recur_rc lengths(int32_t timesteps, size_t *inputs_len, size_t *outputs_len) {
+    return recur_model_state_lengths($self, timesteps, inputs_len, outputs_len);
+  }
+  recur_rc step(int32_t timesteps, const float *input, size_t input_len, const uint8_t *mask, size_t mask_len,
+                float *output, size_t output_len) {
+    return recur_model_state_step($self, timesteps, input, input_len, mask, mask_len, output, output_len);
+  }
 }
 
 /* The info structs as plain, read-only data classes. */

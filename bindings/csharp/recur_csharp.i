@@ -2,12 +2,12 @@
  * C# idioms for bindings/recur.i (included before the classes).
  *
  * - Namespace Recur (swig -namespace Recur; UseSWIG adds -dllimport itself).
- * - The SWIG proxies RecurLayer / RecurState / RecurModel / RecurLayerOptions become the partial
- *   classes Layer / State / Model / LayerOptions. Every generated method stays internal with its
- *   C (pointer, length) signature; the public, PascalCase API is hand-written in src/*.cs (partial
- *   classes), which pins float[] / byte[] with `fixed` (zero copy), passes array.Length as the
- *   64-bit length, rejects null with ArgumentNullException and a disposed object with
- *   ObjectDisposedException.
+ * - The SWIG proxies RecurLayer / RecurState / RecurModel / RecurModelState / RecurLayerOptions
+ *   become the partial classes Layer / State / Model / ModelState / LayerOptions. Every generated
+ *   method stays internal with its C (pointer, length) signature; the public, PascalCase API is
+ *   hand-written in src/*.cs (partial classes), which pins float[] / byte[] with `fixed` (zero
+ *   copy), passes array.Length as the 64-bit length, rejects null with ArgumentNullException and a
+ *   disposed object with ObjectDisposedException.
  * - A failing recur_rc (and a failing factory status) raises Recur.RecurException(status, message)
  *   as a SWIG pending exception, from inside the same native call (so the thread-local
  *   recur_last_error() is read on the thread that failed), in the `ret` / `argout` typemaps, which
@@ -18,18 +18,21 @@
 
 /* ---- integer widths: C size_t is 64-bit on LP64; SWIG 4.1 would make it a 32-bit uint ------ */
 %apply unsigned long long { size_t };
-%apply unsigned long long *OUTPUT { size_t *out_len, size_t *len };
+%apply unsigned long long *OUTPUT { size_t *out_len, size_t *len, size_t *inputs_len, size_t *outputs_len };
 %apply int *OUTPUT { int32_t *count, int32_t *ndims, int32_t *num_states, int32_t *batch, int32_t *units,
-                     int32_t *input_size, int32_t *output_size, int32_t *recurrent, int32_t *num_threads };
+                     int32_t *input_size, int32_t *output_size, int32_t *recurrent, int32_t *num_threads,
+                     int32_t *rank, int32_t *token_ids, int32_t *stateful };
 %apply long long *OUTPUT { int64_t *dim0, int64_t *dim1 };
 
 /* ---- arrays: raw pointers (the public wrappers pin managed arrays with `fixed`) ------------ */
-/* const long long *: the state handles of forward_states, a pinned long[]. */
-%typemap(ctype)  float *, const float *, const uint8_t *, const long long * "void *"
-%typemap(imtype) float *, const float *, const uint8_t *, const long long * "global::System.IntPtr"
-%typemap(cstype) float *, const float *, const uint8_t *, const long long * "global::System.IntPtr"
-%typemap(csin)   float *, const float *, const uint8_t *, const long long * "$csinput"
-%typemap(in)     float *, const float *, const uint8_t *, const long long * %{ $1 = ($1_ltype)$input; %}
+/* const long long *: the state handles of forward_states, a pinned long[]. const int32_t *: the
+ * per-input timesteps of the model calls, a pinned int[]. int64_t *dims: a pinned long[] that a
+ * model call fills with a tensor's dims. */
+%typemap(ctype)  float *, const float *, const uint8_t *, const long long *, const int32_t *, int64_t *dims "void *"
+%typemap(imtype) float *, const float *, const uint8_t *, const long long *, const int32_t *, int64_t *dims "global::System.IntPtr"
+%typemap(cstype) float *, const float *, const uint8_t *, const long long *, const int32_t *, int64_t *dims "global::System.IntPtr"
+%typemap(csin)   float *, const float *, const uint8_t *, const long long *, const int32_t *, int64_t *dims "$csinput"
+%typemap(in)     float *, const float *, const uint8_t *, const long long *, const int32_t *, int64_t *dims %{ $1 = ($1_ltype)$input; %}
 
 /* ---- library-owned strings returned through out-parameters -------------------------------- */
 %typemap(ctype)  const char ** "const char **"
@@ -95,13 +98,14 @@ static void recur_csharp_raise(int status) {
 %rename(Layer) RecurLayer;
 %rename(State) RecurState;
 %rename(Model) RecurModel;
+%rename(ModelState) RecurModelState;
 %rename(LayerOptions) RecurLayerOptions;
 %rename(NativeLayerInfo) recur_layer_info;
 %rename(NativeModelInfo) recur_model_info;
 
 %pragma(csharp) moduleclassmodifiers="internal class"
 %csmethodmodifiers "internal";
-%typemap(csclassmodifiers) RecurLayer, RecurState, RecurModel, RecurLayerOptions "public sealed partial class"
+%typemap(csclassmodifiers) RecurLayer, RecurState, RecurModel, RecurModelState, RecurLayerOptions "public sealed partial class"
 %typemap(csclassmodifiers) recur_layer_info, recur_model_info "internal class"
 
 /* LayerOptions: only the constructor is public; src/LayerOptions.Api.cs wraps the fields in

@@ -23,7 +23,6 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -1077,30 +1076,7 @@ func OpenModel(path string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{h: recurswig.SwigcptrModel(h.Swigcptr())}
-	ni := recurswig.NewModelInfo()
-	if err := m.h.Get_info(ni); err != nil {
-		recurswig.DeleteModelInfo(ni)
-		recurswig.DeleteModel(m.h)
-		return nil, err
-	}
-	m.info = ModelInfo{
-		Dialect: Dialect(ni.GetDialect()), KerasVersion: ni.GetKeras_version(), NumLayers: ni.GetNum_layers(),
-		Runnable: ni.GetRunnable() != 0, Unsupported: ni.GetUnsupported(), InputSize: ni.GetInput_size(),
-		TakesTokenIDs: ni.GetTakes_token_ids() != 0, OutputSize: ni.GetOutput_size(),
-		ReturnsSequences: ni.GetReturns_sequences() != 0, NumOutputs: ni.GetNum_outputs(),
-	}
-	recurswig.DeleteModelInfo(ni)
-	for i := 0; i < m.info.NumLayers; i++ {
-		var name, class, config string
-		var in, out, rec int32
-		if m.h.Layer(i, &name, &class, &config, &in, &out, &rec) == nil && rec != 0 &&
-			strings.Contains(strings.ReplaceAll(config, " ", ""), `"stateful":true`) {
-			m.stateful = true
-		}
-	}
-	runtime.SetFinalizer(m, (*Model).Close)
-	return m, nil
+	return newModel(h)
 }
 
 // Close frees the model. It is idempotent; layers taken from it stay valid.

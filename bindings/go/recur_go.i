@@ -180,13 +180,16 @@ func statusError(s string) error {
 
 RECUR_GO_SLICE(const float, []float32, const float *input, const float *initial_state, const float *states)
 RECUR_GO_SLICE(float, []float32, float *output, float *final_state)
-RECUR_GO_SLICE(const uint8_t, []byte, const uint8_t *mask)
+RECUR_GO_SLICE(const uint8_t, []byte, const uint8_t *mask, const uint8_t *bytes)
+/* Per-input timesteps of the model calls, and the dims a model call fills. */
+RECUR_GO_SLICE(const int32_t, []int32, const int32_t *timesteps)
+RECUR_GO_SLICE(int64_t, []int64, int64_t *dims)
 /* The C handles of forward_states' states (C memory addresses, not Go pointers). */
 RECUR_GO_SLICE(const long long, []int64, const long long *handles)
 
 /* Lengths and counts as Go ints. */
 %apply int { size_t input_len, size_t initial_state_len, size_t states_len, size_t output_len,
-             size_t final_state_len, size_t mask_len };
+             size_t final_state_len, size_t mask_len, size_t bytes_len };
 
 /* The state argument of the step, as the concrete handle type: passing SWIG's State interface
  * would box the handle (an allocation per call). */
@@ -205,9 +208,9 @@ RECUR_GO_SLICE(const long long, []int64, const long long *handles)
 
 RECUR_GO_OUT(int32_t, int32, int32_t *count, int32_t *ndims, int32_t *num_states, int32_t *batch,
              int32_t *units, int32_t *input_size, int32_t *output_size, int32_t *recurrent,
-             int32_t *num_threads)
+             int32_t *num_threads, int32_t *rank, int32_t *token_ids, int32_t *stateful)
 RECUR_GO_OUT(int64_t, int64, int64_t *dim0, int64_t *dim1)
-RECUR_GO_OUT(size_t, uint64, size_t *out_len, size_t *len)
+RECUR_GO_OUT(size_t, uint64, size_t *out_len, size_t *len, size_t *inputs_len, size_t *outputs_len)
 
 /* const char ** (names owned by the library): copied into a Go string in the same call. */
 %typemap(gotype) const char **OUTSTR "*string"
@@ -224,7 +227,7 @@ RECUR_GO_OUT(size_t, uint64, size_t *out_len, size_t *len)
   } %}
 %apply const char **OUTSTR { const char **name, const char **class_name, const char **config_json,
                              const char **requested, const char **backend, const char **path, const char **reason,
-                             const char **device_name };
+                             const char **device_name, const char **why };
 
 /* Optional strings: Go has no nil string, so "" passes NULL (the C ABI's "default"). */
 %typemap(in) const char *OPTSTR %{
@@ -238,12 +241,13 @@ RECUR_GO_OUT(size_t, uint64, size_t *out_len, size_t *len)
   }
 %}
 %typemap(freearg) const char *OPTSTR %{ free($1); %}
-%apply const char *OPTSTR { const char *keras_version, const char *v };
+%apply const char *OPTSTR { const char *keras_version, const char *v, const char *file_name };
 
 /* Naming: the generated package is internal; keep its names close to the C ones. */
 %rename(LayerOptions) RecurLayerOptions;
 %rename(Layer) RecurLayer;
 %rename(State) RecurState;
 %rename(Model) RecurModel;
+%rename(ModelState) RecurModelState;
 %rename(LayerInfo) recur_layer_info;
 %rename(ModelInfo) recur_model_info;

@@ -208,6 +208,18 @@
 
   // ---- stateful layers ---------------------------------------------------------------------
 
+  /**
+   * Keras 3 backend semantics: "tensorflow" (the default, also torch's) or "jax" (also numpy's).
+   * They differ at masked steps before the first valid one (JAX outputs the initial state,
+   * TensorFlow zeros) and in that JAX's unroll=True ignores zero_output_for_mask.
+   * @throws InvalidArgumentException another name
+   * @throws UnsupportedException "jax" for a Keras 2 layer
+   */
+  public void setKerasBackend(String backend) {
+    if (backend == null) throw new NullPointerException("backend");
+    setKerasBackendRaw(backend);
+  }
+
   /** Sets a stateful layer's states (Keras 2 reset_states(states)): numStates x (batch_size, units). */
   public void setStates(float[] states, int numStates) {
     Buffers.needArray(states, "states");

@@ -1,4 +1,4 @@
-/* Model: a Keras .keras or .h5 file. */
+/* Model: a Keras .keras or .h5 file: a graph with any number of inputs and outputs. */
 %typemap(javacode) RecurModel %{
   long ptr() {
     long p = swigCPtr;
@@ -106,5 +106,230 @@
   public void run(java.nio.FloatBuffer input, int batch, int timesteps, java.nio.ByteBuffer mask,
                   java.nio.FloatBuffer output) {
     runRaw(Buffers.in(input), batch, timesteps, Buffers.mask(mask), Buffers.out(output));
+  }
+
+  // ---- graphs: several inputs and outputs (since 0.4) -----------------------------------------
+
+  /**
+   * Opens a model from the bytes of a .keras or legacy .h5 file (copied during the call).
+   * @throws IoException not a Keras file, truncated or corrupt (the message says "&lt;memory&gt;: ...")
+   */
+  public static Model open(byte[] bytes) {
+    return open(bytes, null);
+  }
+
+  /** {@link #open(byte[])} with name standing for the file in messages (null: "&lt;memory&gt;"). */
+  public static Model open(byte[] bytes, String name) {
+    if (bytes == null) throw new NullPointerException("bytes");
+    return openMemoryRaw(bytes, name);
+  }
+
+  /** {@link #open(byte[], String)} from a direct ByteBuffer (its bytes between position and limit, no copy on the Java side). */
+  public static Model open(java.nio.ByteBuffer bytes, String name) {
+    if (bytes == null) throw new NullPointerException("bytes");
+    return openMemoryRaw(Buffers.mask(bytes), name);
+  }
+
+  /** Reads a .keras or .h5 file image from in to its end (in is not closed) and opens it. */
+  public static Model open(java.io.InputStream in) throws java.io.IOException {
+    return open(in, null);
+  }
+
+  /** {@link #open(java.io.InputStream)} with name standing for the file in messages. */
+  public static Model open(java.io.InputStream in, String name) throws java.io.IOException {
+    if (in == null) throw new NullPointerException("in");
+    return open(in.readAllBytes(), name);
+  }
+
+  /** Number of model inputs (Keras's model.inputs). */
+  public int numInputs() {
+    int[] n = new int[1];
+    numInputsRaw(n);
+    return n[0];
+  }
+
+  /** Number of model outputs (Keras's model.outputs). */
+  public int numOutputs() {
+    int[] n = new int[1];
+    numOutputsRaw(n);
+    return n[0];
+  }
+
+  /**
+   * Input index: its name, dims (-1 for the batch and for a timesteps axis given at run time) and whether it takes token ids.
+   * @throws InvalidArgumentException index out of range
+   */
+  public ModelTensor input(int index) {
+    String[] name = new String[1];
+    int[] rank = new int[1], ids = new int[1];
+    long[] dims = new long[Recur.MAX_RANK];
+    inputRaw(index, name, rank, ids, dims);
+    return new ModelTensor(index, name[0], java.util.Arrays.copyOf(dims, rank[0]), ids[0] != 0);
+  }
+
+  /** Output index: its name (Keras's model.output_names) and dims (-1 where they depend on the call). */
+  public ModelTensor output(int index) {
+    String[] name = new String[1];
+    int[] rank = new int[1];
+    long[] dims = new long[Recur.MAX_RANK];
+    outputRaw(index, name, rank, dims);
+    return new ModelTensor(index, name[0], java.util.Arrays.copyOf(dims, rank[0]), false);
+  }
+
+  /** Every input, in Keras's model.inputs order. */
+  public java.util.List<ModelTensor> inputs() {
+    int n = numInputs();
+    java.util.List<ModelTensor> l = new java.util.ArrayList<>(n);
+    for (int i = 0; i < n; ++i) l.add(input(i));
+    return java.util.Collections.unmodifiableList(l);
+  }
+
+  /** Every output, in Keras's model.outputs order. */
+  public java.util.List<ModelTensor> outputs() {
+    int n = numOutputs();
+    java.util.List<ModelTensor> l = new java.util.ArrayList<>(n);
+    for (int i = 0; i < n; ++i) l.add(output(i));
+    return java.util.Collections.unmodifiableList(l);
+  }
+
+  /** timesteps as the C ABI takes them: null means every input's shape is fixed (zeros). */
+  private int[] steps(int[] timesteps) {
+    return timesteps != null ? timesteps : new int[numInputs()];
+  }
+
+  /**
+   * The dims of output index for batch rows and timesteps[i] steps of input i (null: every input's
+   * length is fixed by the model).
+   * @throws ShapeException the timesteps do not fit the graph (e.g. an Add of sequences of different lengths)
+   */
+  public long[] outputDims(int index, int batch, int[] timesteps) {
+    int[] rank = new int[1];
+    long[] dims = new long[Recur.MAX_RANK];
+    outputDimsRaw(index, batch, steps(timesteps), rank, dims);
+    return java.util.Arrays.copyOf(dims, rank[0]);
+  }
+
+  /** The dims of every output for those shapes. */
+  public long[][] outputDims(int batch, int[] timesteps) {
+    int n = numOutputs();
+    long[][] d = new long[n][];
+    for (int i = 0; i < n; ++i) d[i] = outputDims(i, batch, timesteps);
+    return d;
+  }
+
+  /** Floats {@link #runInputs} reads: every input for those shapes, concatenated. */
+  public int inputsLength(int batch, int[] timesteps) {
+    long[] n = new long[1];
+    inputsLengthRaw(batch, steps(timesteps), n);
+    return Buffers.length(n[0]);
+  }
+
+  /** Floats {@link #runInputs} writes: every output for those shapes, concatenated. */
+  public int outputsLength(int batch, int[] timesteps) {
+    long[] n = new long[1];
+    outputsLengthRaw(batch, steps(timesteps), n);
+    return Buffers.length(n[0]);
+  }
+
+  /** {@link #run(float[][], int, int[], byte[][])} without masks. */
+  public float[][] run(float[][] inputs, int batch, int[] timesteps) {
+    return run(inputs, batch, timesteps, null);
+  }
+
+  /**
+   * Runs the graph (Keras's model.predict on one batch).
+   * @param inputs one row-major array per model input (token ids as floats)
+   * @param timesteps timesteps[i] = the steps of input i (ignored for inputs of a fixed length); null if every input's length is fixed
+   * @param masks null, or one entry per input: the (B, T_i) mask of a sequence input (nonzero = valid) or null; give masks for every sequence input or none
+   * @return one array per model output, shaped as {@link #outputDims(int, int[])}
+   * @throws UnsupportedException a layer recur cannot run (the message names its class and name)
+   * @throws ShapeException a length that does not fit
+   */
+  public float[][] run(float[][] inputs, int batch, int[] timesteps, byte[][] masks) {
+    int n = numInputs();
+    float[] in = Buffers.concat(inputs, n, "inputs");
+    byte[] m = Buffers.concatMasks(masks, n);
+    int[] ts = steps(timesteps);
+    float[] out = new float[outputsLength(batch, ts)];
+    runInputsRaw(batch, ts, in, m, out);
+    return Buffers.split(out, outputDims(batch, ts));
+  }
+
+  /** The C ABI's form of run: every input concatenated, masks null or concatenated, every output concatenated into outputs (no allocation). */
+  public void runInputs(float[] inputs, int batch, int[] timesteps, byte[] masks, float[] outputs) {
+    Buffers.needArray(inputs, "inputs");
+    Buffers.needArray(outputs, "outputs");
+    runInputsRaw(batch, steps(timesteps), inputs, masks, outputs);
+  }
+
+  /** {@link #runInputs(float[], int, int[], byte[], float[])} on direct buffers (zero copy). */
+  public void runInputs(java.nio.FloatBuffer inputs, int batch, int[] timesteps, java.nio.ByteBuffer masks,
+                        java.nio.FloatBuffer outputs) {
+    runInputsRaw(batch, steps(timesteps), Buffers.in(inputs), Buffers.mask(masks), Buffers.out(outputs));
+  }
+
+  /** Whether some layer is stateful: runs then carry its states from call to call, as in Keras. */
+  public boolean isStateful() {
+    int[] s = new int[1];
+    isStatefulRaw(s);
+    return s[0] != 0;
+  }
+
+  /** Floats of the states of stateful layer layer ("name/forward" or "name/backward" for a Bidirectional half). */
+  public int statesLength(String layer) {
+    if (layer == null) throw new NullPointerException("layer");
+    long[] n = new long[1];
+    statesLengthRaw(layer, n);
+    return Buffers.length(n[0]);
+  }
+
+  /**
+   * The states of stateful layer layer: numStates x (batch_size, units), h then c.
+   * @throws InvalidArgumentException no such layer, or it is not stateful
+   */
+  public float[] getStates(String layer) {
+    float[] out = new float[statesLength(layer)];
+    getStatesRaw(layer, out);
+    return out;
+  }
+
+  /** Copies them into out (statesLength(layer) floats). */
+  public void getStates(String layer, float[] out) {
+    if (layer == null) throw new NullPointerException("layer");
+    Buffers.needArray(out, "out");
+    getStatesRaw(layer, out);
+  }
+
+  /**
+   * Sets all the states of stateful layer layer (statesLength(layer) floats). Not thread-safe with runs.
+   * @throws ShapeException another length
+   */
+  public void setStates(String layer, float[] states) {
+    if (layer == null) throw new NullPointerException("layer");
+    Buffers.needArray(states, "states");
+    setStatesRaw(layer, states);
+  }
+
+  /**
+   * Keras 3 backend semantics for every layer: "tensorflow" (the default, also torch's) or "jax"
+   * (also numpy's); they differ at masked steps before the first valid one.
+   * @throws InvalidArgumentException another name
+   * @throws UnsupportedException "jax" for a Keras 2 model
+   */
+  public void setKerasBackend(String backend) {
+    if (backend == null) throw new NullPointerException("backend");
+    setKerasBackendRaw(backend);
+  }
+
+  /** "" when the model streams ({@link ModelState}), else why not, naming the layer. */
+  public String streamable() {
+    String[] why = new String[1];
+    streamableRaw(why);
+    return why[0] == null ? "" : why[0];
+  }
+
+  /** Whether {@link #streamable()} is "". */
+  public boolean canStream() {
+    return streamable().isEmpty();
   }
 %}

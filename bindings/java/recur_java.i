@@ -2,7 +2,8 @@
  * Java idioms for bindings/recur.i (included by it before the classes).
  *
  * - Package `recur`; module class `Recur` (swig -module Recur), JNI class `RecurJNI`.
- * - RecurLayerOptions/RecurLayer/RecurState/RecurModel become LayerOptions/Layer/State/Model, all
+ * - RecurLayerOptions/RecurLayer/RecurState/RecurModel/RecurModelState become LayerOptions/Layer/
+ *   State/Model/ModelState, all
  *   java.lang.AutoCloseable (close() is idempotent). A method called after close() throws
  *   recur.ClosedException (an IllegalStateException) from the native side, before any argument is
  *   touched, so a closed object never reaches the C library.
@@ -152,7 +153,41 @@ RECUR_JAVA_BUFFER(const uint8_t, 1, 0)
 %apply (float *BUF, size_t LEN) {
   (float *output, size_t output_len), (float *final_state, size_t final_state_len)
 }
-%apply (const uint8_t *BUF, size_t LEN) { (const uint8_t *mask, size_t mask_len) }
+%apply (const uint8_t *BUF, size_t LEN) { (const uint8_t *mask, size_t mask_len), (const uint8_t *bytes, size_t bytes_len) }
+
+/* Per-input timesteps of the model calls: an int[] (null passes NULL, 0). */
+%typemap(jni) (const int32_t *timesteps, int32_t num_timesteps) "jintArray"
+%typemap(jtype) (const int32_t *timesteps, int32_t num_timesteps) "int[]"
+%typemap(jstype) (const int32_t *timesteps, int32_t num_timesteps) "int[]"
+%typemap(javain) (const int32_t *timesteps, int32_t num_timesteps) "$javainput"
+%typemap(in) (const int32_t *timesteps, int32_t num_timesteps) {
+  $1 = NULL;
+  $2 = 0;
+  if ($input && !(*jenv)->ExceptionCheck(jenv)) {
+    $1 = (int32_t *)(*jenv)->GetIntArrayElements(jenv, $input, NULL); /* NULL: OutOfMemoryError pending */
+    if ($1) $2 = (int32_t)(*jenv)->GetArrayLength(jenv, $input);
+  }
+}
+%typemap(freearg) (const int32_t *timesteps, int32_t num_timesteps) {
+  if ($1) (*jenv)->ReleaseIntArrayElements(jenv, $input, (jint *)$1, JNI_ABORT);
+}
+
+/* A model tensor's dims: a long[] the call fills (up to its length, RECUR_MAX_RANK suffice). */
+%typemap(jni) (int64_t *dims, int32_t dims_cap) "jlongArray"
+%typemap(jtype) (int64_t *dims, int32_t dims_cap) "long[]"
+%typemap(jstype) (int64_t *dims, int32_t dims_cap) "long[]"
+%typemap(javain) (int64_t *dims, int32_t dims_cap) "$javainput"
+%typemap(in) (int64_t *dims, int32_t dims_cap) {
+  $1 = NULL;
+  $2 = 0;
+  if ($input && !(*jenv)->ExceptionCheck(jenv)) {
+    $1 = (int64_t *)(*jenv)->GetLongArrayElements(jenv, $input, NULL);
+    if ($1) $2 = (int32_t)(*jenv)->GetArrayLength(jenv, $input);
+  }
+}
+%typemap(freearg) (int64_t *dims, int32_t dims_cap) {
+  if ($1) (*jenv)->ReleaseLongArrayElements(jenv, $input, (jlong *)$1, 0);
+}
 
 /* State handles for forward_states: a long[] of native addresses (built by State.handles). */
 %typemap(jni) (const long long *handles, int32_t num_handles) "jlongArray"
@@ -196,7 +231,8 @@ RECUR_JAVA_BUFFER(const uint8_t, 1, 0)
   if ($input && (*jenv)->GetArrayLength(jenv, $input) >= 1) { jint v = (jint)*$1; (*jenv)->SetIntArrayRegion(jenv, $input, 0, 1, &v); }
 }
 %apply int32_t *OUT_INT { int32_t *count, int32_t *ndims, int32_t *num_states, int32_t *batch, int32_t *units,
-                          int32_t *input_size, int32_t *output_size, int32_t *recurrent, int32_t *num_threads }
+                          int32_t *input_size, int32_t *output_size, int32_t *recurrent, int32_t *num_threads,
+                          int32_t *rank, int32_t *token_ids, int32_t *stateful }
 
 %typemap(jni) int64_t *OUT_LONG, size_t *OUT_LONG "jlongArray"
 %typemap(jtype) int64_t *OUT_LONG, size_t *OUT_LONG "long[]"
@@ -208,7 +244,7 @@ RECUR_JAVA_BUFFER(const uint8_t, 1, 0)
   if ($input && (*jenv)->GetArrayLength(jenv, $input) >= 1) { jlong v = (jlong)*$1; (*jenv)->SetLongArrayRegion(jenv, $input, 0, 1, &v); }
 }
 %apply int64_t *OUT_LONG { int64_t *dim0, int64_t *dim1 }
-%apply size_t *OUT_LONG { size_t *out_len, size_t *len }
+%apply size_t *OUT_LONG { size_t *out_len, size_t *len, size_t *inputs_len, size_t *outputs_len }
 
 /* String out-parameters (owned by the library): a one-element String[]. */
 %typemap(jni) const char **OUT_STR "jobjectArray"
@@ -224,7 +260,7 @@ RECUR_JAVA_BUFFER(const uint8_t, 1, 0)
 }
 %apply const char **OUT_STR { const char **name, const char **class_name, const char **config_json,
                               const char **requested, const char **backend, const char **path, const char **reason,
-                              const char **device_name }
+                              const char **device_name, const char **why }
 
 /* The info structs are filled by the raw getInfo methods. */
 
@@ -242,6 +278,7 @@ RECUR_JAVA_SELF(RecurLayerOptions, "LayerOptions")
 RECUR_JAVA_SELF(RecurLayer, "Layer")
 RECUR_JAVA_SELF(RecurState, "State")
 RECUR_JAVA_SELF(RecurModel, "Model")
+RECUR_JAVA_SELF(RecurModelState, "ModelState")
 
 /* ------------------------------------------------------------------------------------------ */
 /* Naming                                                                                       */
@@ -251,6 +288,7 @@ RECUR_JAVA_SELF(RecurModel, "Model")
 %rename(Layer) RecurLayer;
 %rename(State) RecurState;
 %rename(Model) RecurModel;
+%rename(ModelState) RecurModelState;
 %rename(LayerInfoRaw) recur_layer_info;
 %rename(ModelInfoRaw) recur_model_info;
 %rename(bindingVersion) recur_binding_version;
@@ -299,6 +337,22 @@ RECUR_JAVA_SELF(RecurModel, "Model")
 %rename(getDeviceRaw) get_device;
 %rename(setNumThreadsRaw) set_num_threads;
 %rename(getNumThreadsRaw) get_num_threads;
+%rename(setKerasBackendRaw) set_keras_backend;
+%rename(openMemoryRaw) RecurModel::open_memory;
+%rename(numInputsRaw) RecurModel::num_inputs;
+%rename(numOutputsRaw) RecurModel::num_outputs;
+%rename(inputRaw) RecurModel::input;
+%rename(outputRaw) RecurModel::output;
+%rename(outputDimsRaw) RecurModel::output_dims;
+%rename(outputsLengthRaw) RecurModel::outputs_length;
+%rename(inputsLengthRaw) RecurModel::inputs_length;
+%rename(runInputsRaw) RecurModel::run_inputs;
+%rename(isStatefulRaw) RecurModel::is_stateful;
+%rename(statesLengthRaw) RecurModel::states_length;
+%rename(streamableRaw) RecurModel::streamable;
+%rename(createRaw) RecurModelState::create;
+%rename(lengthsRaw) RecurModelState::lengths;
+%rename(stepRaw) RecurModelState::step;
 
 %javamethodmodifiers RecurLayer::create "";
 %javamethodmodifiers RecurLayer::create_from_json "";
@@ -338,9 +392,25 @@ RECUR_JAVA_SELF(RecurModel, "Model")
 %javamethodmodifiers get_device "";
 %javamethodmodifiers set_num_threads "";
 %javamethodmodifiers get_num_threads "";
+%javamethodmodifiers set_keras_backend "";
+%javamethodmodifiers RecurModel::open_memory "";
+%javamethodmodifiers RecurModel::num_inputs "";
+%javamethodmodifiers RecurModel::num_outputs "";
+%javamethodmodifiers RecurModel::input "";
+%javamethodmodifiers RecurModel::output "";
+%javamethodmodifiers RecurModel::output_dims "";
+%javamethodmodifiers RecurModel::outputs_length "";
+%javamethodmodifiers RecurModel::inputs_length "";
+%javamethodmodifiers RecurModel::run_inputs "";
+%javamethodmodifiers RecurModel::is_stateful "";
+%javamethodmodifiers RecurModel::states_length "";
+%javamethodmodifiers RecurModel::streamable "";
+%javamethodmodifiers RecurModelState::create "";
+%javamethodmodifiers RecurModelState::lengths "";
+%javamethodmodifiers RecurModelState::step "";
 
 /* The constructors of the handle classes are the factories' business. */
-%typemap(javabody) RecurLayer, RecurState, RecurModel %{
+%typemap(javabody) RecurLayer, RecurState, RecurModel, RecurModelState %{
   private transient long swigCPtr;
   protected transient boolean swigCMemOwn;
 
@@ -359,7 +429,7 @@ RECUR_JAVA_SELF(RecurModel, "Model")
   }
 %}
 
-%typemap(javainterfaces) RecurLayerOptions, RecurLayer, RecurState, RecurModel "java.lang.AutoCloseable"
+%typemap(javainterfaces) RecurLayerOptions, RecurLayer, RecurState, RecurModel, RecurModelState "java.lang.AutoCloseable"
 
 %typemap(javaclassmodifiers) recur_layer_info, recur_model_info "final class"
 
@@ -409,3 +479,4 @@ RECUR_JAVA_SELF(RecurModel, "Model")
 %include "java/layer_java.i"
 %include "java/state_java.i"
 %include "java/model_java.i"
+%include "java/model_state_java.i"

@@ -1,6 +1,6 @@
 // Tests of the Recur C# binding: a plain program (no test framework needed) that prints one line
 // per test and "N passed, N failed", and exits non-zero on any failure.
-// usage: mono RecurTests.exe parity_cases.txt examples/models
+// usage: mono RecurTests.exe parity_cases.txt examples/models tests/keras/graphs tests/cli/models
 using System;
 using System.Collections.Generic;
 using System.IO;
@@ -11,7 +11,7 @@ using Recur;
 
 namespace RecurTests {
 
-static class Program {
+static partial class Program {
   static string fixturePath, modelDir;
   static int passed, failed;
 
@@ -286,7 +286,7 @@ static class Program {
   static void ManagedArgumentChecks() {
     Throws<ArgumentNullException>(() => Layer.Create(null), "null options");
     Throws<ArgumentNullException>(() => Layer.FromJson(null), "null json");
-    Throws<ArgumentNullException>(() => Model.Open(null), "null path");
+    Throws<ArgumentNullException>(() => Model.Open((string)null), "null path");
     Throws<ArgumentNullException>(() => new State(null, 1), "null layer");
     using (var l = MakeGru(4, 3)) {
       Throws<ArgumentNullException>(() => l.Forward(null, 1, 1), "null input");
@@ -693,12 +693,14 @@ static class Program {
   }
 
   static int Main(string[] args) {
-    if (args.Length < 2) {
-      Console.Error.WriteLine("usage: RecurTests.exe parity_cases.txt MODEL_DIR");
+    if (args.Length < 4) {
+      Console.Error.WriteLine("usage: RecurTests.exe parity_cases.txt MODEL_DIR GRAPH_DIR CLI_MODEL_DIR");
       return 2;
     }
     fixturePath = args[0];
     modelDir = args[1];
+    graphDir = args[2];
+    cliModelDir = args[3];
     Console.WriteLine("recur " + Library.Version + ", C# binding on " + Environment.Version);
     Run("Version", Version);
     Run("OptionsAndInfo", OptionsAndInfo);
@@ -723,6 +725,7 @@ static class Program {
     Run("LayerNumThreads", LayerNumThreads);
     Run("ThreadsGiveBitwiseTheSameNumbers", ThreadsGiveBitwiseTheSameNumbers);
     Run("ModelNumThreads", ModelNumThreads);
+    RunGraphTests();
     List<FixtureCase> cases = null;
     Run("LoadParityCases", () => { cases = FixtureCase.Load(fixturePath); Check(cases.Count >= 15, "cases"); });
     if (cases != null)

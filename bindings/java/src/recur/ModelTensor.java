@@ -1,0 +1,60 @@
+package recur;
+
+import java.util.Arrays;
+
+/**
+ * One input or output of a model (recur_model_input / recur_model_output): its Keras name and dims,
+ * batch axis first, with -1 for an axis given at run time (the batch always, and the timesteps axis
+ * of a sequence input whose length the model leaves open).
+ */
+public final class ModelTensor {
+  /** Position among the model's inputs (or outputs), as Keras's model.inputs / model.outputs. */
+  public final int index;
+  /** The InputLayer's name for an input; Keras's model.output_names entry for an output. */
+  public final String name;
+  private final long[] dims;
+  /** An input of integer ids (Keras dtype int*, or one that feeds an Embedding), passed as floats. Always false for outputs. */
+  public final boolean tokenIds;
+
+  ModelTensor(int index, String name, long[] dims, boolean tokenIds) {
+    this.index = index;
+    this.name = name;
+    this.dims = dims;
+    this.tokenIds = tokenIds;
+  }
+
+  /** A copy of the dims (rank values, -1 where given at run time). */
+  public long[] dims() {
+    return dims.clone();
+  }
+
+  /** Number of axes, the batch axis included. */
+  public int rank() {
+    return dims.length;
+  }
+
+  /** Axis {@code axis}, -1 where given at run time. */
+  public long dim(int axis) {
+    return dims[axis];
+  }
+
+  /** "name (-1, 7, 4)"; token-id inputs add " token ids". */
+  @Override
+  public String toString() {
+    StringBuilder b = new StringBuilder(name).append(" (");
+    for (int i = 0; i < dims.length; ++i) b.append(i == 0 ? "" : ", ").append(dims[i]);
+    return b.append(dims.length == 1 ? ",)" : ")").append(tokenIds ? " token ids" : "").toString();
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    if (!(o instanceof ModelTensor)) return false;
+    ModelTensor t = (ModelTensor) o;
+    return index == t.index && name.equals(t.name) && Arrays.equals(dims, t.dims) && tokenIds == t.tokenIds;
+  }
+
+  @Override
+  public int hashCode() {
+    return 31 * (31 * index + name.hashCode()) + Arrays.hashCode(dims);
+  }
+}
