@@ -659,4 +659,480 @@ TEST_F(Cli, UnwritableOutput) {
   EXPECT_NE(r.err.find(tmp("no/such/dir/o.npz")), std::string::npos) << r.err;
 }
 
+// ----------------------------------------------------------------------- models as graphs (0.4)
+
+const std::string kGraphs = RECUR_GRAPH_DIR;
+
+// A case of tests/keras/graphs/<dialect>.json: inputs and Keras's outputs per call.
+struct GraphCall {
+  bool reset = false;
+  std::vector<Array> inputs, outputs;
+};
+struct GraphCase {
+  std::vector<std::string> input_names, output_names;
+  std::vector<GraphCall> calls;
+};
+
+Array tensor(const nlohmann::json& t) {
+  Array a;
+  a.dtype = "<f4";
+  for (const auto& d : t["shape"]) a.shape.push_back(d.get<std::int64_t>());
+  for (const auto& v : t["data"]) a.data.push_back(v.get<float>());
+  return a;
+}
+
+GraphCase graph_case(const std::string& dialect, const std::string& name) {
+  std::ifstream f(kGraphs + "/" + dialect + ".json");
+  const auto doc = nlohmann::json::parse(f);
+  for (const auto& c : doc["cases"]) {
+    if (c["name"] != name) continue;
+    GraphCase g;
+    for (const auto& n : c["input_names"]) g.input_names.push_back(n);
+    for (const auto& n : c["output_names"]) g.output_names.push_back(n);
+    for (const auto& call : c["calls"]) {
+      GraphCall k;
+      k.reset = call["reset_states_before"].get<bool>();
+      for (const auto& t : call["inputs"]) k.inputs.push_back(tensor(t));
+      for (const auto& t : call["outputs"]) k.outputs.push_back(tensor(t));
+      g.calls.push_back(std::move(k));
+    }
+    return g;
+  }
+  throw std::runtime_error(dialect + ".json has no case " + name);
+}
+
+std::string graph(const std::string& dialect, const std::string& name, const std::string& ext) {
+  return kGraphs + "/" + dialect + "/" + name + "." + ext;
+}
+
+class Graph : public Cli {
+ protected:
+  // Writes call k's inputs as .npy files; returns " -i a.npy -i b.npy".
+  std::string inputs(const GraphCase& g, std::size_t k, const std::string& tag = "in") {
+    std::string args;
+    for (std::size_t i = 0; i < g.calls[k].inputs.size(); ++i) {
+      const std::string p = tmp(tag + std::to_string(k) + "_" + std::to_string(i) + ".npy");
+      recur_cli::write_npy(p, g.calls[k].inputs[i]);
+      args += " -i " + p;
+    }
+    return args;
+  }
+  // Writes call k's Keras outputs as an .npz named like run's outputs (output, output_1, ...; Keras
+  // 3's output_names can repeat a name, e.g. every output of one layer).
+  std::string expected(const GraphCase& g, std::size_t k) {
+    NamedArrays y;
+    for (std::size_t i = 0; i < g.calls[k].outputs.size(); ++i)
+      y.emplace_back(i == 0 ? "output" : "output_" + std::to_string(i), g.calls[k].outputs[i]);
+    const std::string p = tmp("want" + std::to_string(k) + ".npz");
+    recur_cli::write_npz(p, y);
+    return p;
+  }
+};
+
+double max_rel(const Array& want, const Array& got) {
+  EXPECT_EQ(want.shape, got.shape);
+  double d = 0;
+  for (std::size_t i = 0; i < std::min(want.data.size(), got.data.size()); ++i)
+    d = std::max(d, std::fabs(double(want.data[i]) - got.data[i]) / (1 + std::fabs(double(want.data[i]))));
+  return d;
+}
+
+TEST_F(Graph, RunMultiInputMultiOutput) {
+  const GraphCase g = graph_case("keras3", "multi_io");
+  const std::string model = graph("keras3", "multi_io", "keras");
+  const Result r = run("run " + model + inputs(g, 0) + " --output " + tmp("o.npz") + " --output-dir " + tmp("dir"));
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("output: (3, 3)  probs\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("output_1: (3, 2)  value\n"), std::string::npos) << r.out;
+  const NamedArrays out = recur_cli::read_npz(tmp("o.npz"));
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].first, "output");
+  EXPECT_EQ(out[1].first, "output_1");
+  for (std::size_t i = 0; i < 2; ++i) EXPECT_LE(max_rel(g.calls[0].outputs[i], out[i].second), 1e-5) << i;
+  // --output-dir: one .npy per output, named by the model's output names.
+  EXPECT_EQ(recur_cli::read_npy(tmp("dir/probs.npy")).data, out[0].second.data);
+  EXPECT_EQ(recur_cli::read_npy(tmp("dir/value.npy")).data, out[1].second.data);
+  // Inputs by name, in any order.
+  recur_cli::write_npy(tmp("seq.npy"), g.calls[0].inputs[0]);
+  recur_cli::write_npy(tmp("static.npy"), g.calls[0].inputs[1]);
+  const Result n = run("run " + model + " -i static=" + tmp("static.npy") + " -i seq=" + tmp("seq.npy") + " -o " +
+                       tmp("n.npz"));
+  ASSERT_EQ(n.rc, 0) << n.err;
+  const NamedArrays named = recur_cli::read_npz(tmp("n.npz"));
+  EXPECT_EQ(named[0].second.data, out[0].second.data);
+  EXPECT_EQ(named[1].second.data, out[1].second.data);
+  // One named, one in order.
+  ASSERT_EQ(run("run " + model + " -i static=" + tmp("static.npy") + " -i " + tmp("seq.npy") + " -o " + tmp("m.npz")).rc,
+            0);
+  EXPECT_EQ(recur_cli::read_npz(tmp("m.npz"))[1].second.data, out[1].second.data);
+  // An .npy output holds one array: not this run's two.
+  const Result npy = run("run " + model + inputs(g, 0) + " --output " + tmp("o.npy"));
+  EXPECT_EQ(npy.rc, 2);
+  EXPECT_NE(npy.err.find("this run has 2"), std::string::npos) << npy.err;
+}
+
+TEST_F(Graph, RunOneOutputToNpy) {
+  const Result r = run("run " + m("keras2", "tokens.keras") + " --input " + m("keras2", "tokens_x.npy") + " --output " +
+                       tmp("y.npy"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_LE(max_abs(recur_cli::read_npy(tmp("y.npy")), recur_cli::read_npy(m("keras2", "tokens_y.npy"))), 1e-5);
+}
+
+class GraphVerify : public Graph,
+                    public ::testing::WithParamInterface<std::tuple<std::string, std::string, std::string>> {};
+
+// Every call of a case through `verify`, against Keras's predictions; stateful models carry their
+// states from call to call through --states-out / --states-in.
+TEST_P(GraphVerify, MatchesKeras) {
+  const auto& [dialect, name, ext] = GetParam();
+  const GraphCase g = graph_case(dialect, name);
+  const std::string model = graph(dialect, name, ext);
+  const std::string backend = dialect == "keras3_jax" ? " --keras-backend jax" : "";
+  bool stateful = false;
+  for (std::size_t k = 0; k < g.calls.size(); ++k) {
+    SCOPED_TRACE("call " + std::to_string(k));
+    std::string states;
+    if (k > 0 && !g.calls[k].reset) states = " --states-in " + tmp("states" + std::to_string(k - 1) + ".npz");
+    const Result r = run("verify " + model + inputs(g, k) + " --expected " + expected(g, k) + backend + states);
+    EXPECT_EQ(r.rc, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("\nOK\n"), std::string::npos) << r.out;
+    std::printf("[ measured ] %s/%s.%s call %zu: max abs error vs Keras %.3e\n", dialect.c_str(), name.c_str(),
+                ext.c_str(), k, reported_max_abs(r.out));
+    if (g.calls.size() > 1) {  // a stateful model: the states this call leaves, for the next
+      stateful = true;
+      const Result s = run("run " + model + inputs(g, k, "s") + backend + states + " -o " + tmp("ignored.npz") +
+                           " --states-out " + tmp("states" + std::to_string(k) + ".npz"));
+      ASSERT_EQ(s.rc, 0) << s.err;
+    }
+  }
+  if (stateful) {
+    EXPECT_FALSE(recur_cli::read_npz(tmp("states0.npz")).empty());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Graphs, GraphVerify,
+    ::testing::Combine(::testing::Values("keras2", "keras3", "keras3_jax"),
+                       ::testing::Values("multi_io", "return_state_outputs", "seq2seq_initial_state", "masking_sequential",
+                                         "embedding_masked_full_row", "bidirectional_return_state",
+                                         "stateful_sequential_gru", "stateful_functional_lstm_gru"),
+                       ::testing::Values("keras", "h5")),
+    [](const auto& info) {
+      return std::get<0>(info.param) + "_" + std::get<1>(info.param) + "_" + std::get<2>(info.param);
+    });
+
+TEST_F(Graph, VerifyOneExpectedPerOutput) {
+  // Keras 2's output names are unique, and recur's (Keras 3 repeats a layer's name for each of its outputs).
+  const GraphCase g = graph_case("keras2", "return_state_outputs");
+  const std::string model = graph("keras2", "return_state_outputs", "keras");
+  std::string per_output, named;
+  for (std::size_t i = 0; i < g.output_names.size(); ++i) {
+    const std::string p = tmp("y" + std::to_string(i) + ".npy");
+    recur_cli::write_npy(p, g.calls[0].outputs[i]);
+    per_output += " --expected " + p;
+    named = " -e " + g.output_names[i] + "=" + p + named;  // by name, in reverse order
+  }
+  const Result r = run("verify " + model + inputs(g, 0) + per_output);
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("elements: "), std::string::npos);
+  const Result n = run("verify " + model + inputs(g, 0) + named);
+  EXPECT_EQ(n.rc, 0) << n.out << n.err;
+  // The LSTM's state_h (output 3) expected as its state_c (output 4): a mismatch.
+  const Result w = run("verify " + model + inputs(g, 0) + " -e output_4=" + tmp("y3.npy"));
+  EXPECT_EQ(w.rc, 1) << w.out << w.err;
+  EXPECT_NE(w.out.find("MISMATCH"), std::string::npos) << w.out;
+  // More .npy files than outputs.
+  const Result x = run("verify " + model + inputs(g, 0) + per_output + " -e " + tmp("y0.npy"));
+  EXPECT_EQ(x.rc, 2);
+  EXPECT_NE(x.err.find("for a run with 5 output(s)"), std::string::npos) << x.err;
+  // A member named after no output.
+  NamedArrays bad;
+  bad.emplace_back("nosuch", g.calls[0].outputs[0]);
+  recur_cli::write_npz(tmp("bad.npz"), bad);
+  const Result b = run("verify " + model + inputs(g, 0) + " -e " + tmp("bad.npz"));
+  EXPECT_EQ(b.rc, 1);
+  EXPECT_NE(b.err.find("'nosuch' is not an output of this run (outputs: output (gru), output_1 (gru_1)"),
+            std::string::npos)
+      << b.err;
+}
+
+TEST_F(Graph, InputErrors) {
+  const GraphCase g = graph_case("keras3", "multi_io");
+  const std::string model = graph("keras3", "multi_io", "keras");
+  recur_cli::write_npy(tmp("seq.npy"), g.calls[0].inputs[0]);
+  recur_cli::write_npy(tmp("static.npy"), g.calls[0].inputs[1]);
+  Result r = run("run " + model + " -i " + tmp("seq.npy") + " -o " + tmp("o.npz"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("the model has 2 input(s) (seq, static); got 1 --input file(s)"), std::string::npos) << r.err;
+  r = run("run " + model + " -i " + tmp("static.npy") + " -i " + tmp("seq.npy") + " -o " + tmp("o.npz"));  // swapped
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("shape (3, 5) does not fit input 'seq' of the model: expected (B, T, 4)"), std::string::npos)
+      << r.err;
+  r = run("run " + model + " -i seq=" + tmp("seq.npy") + " -i seq=" + tmp("seq.npy") + " -o " + tmp("o.npz"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("'seq' is given twice"), std::string::npos) << r.err;
+  Array two = g.calls[0].inputs[1];
+  two.shape[0] = 1;
+  two.data.resize(5);
+  recur_cli::write_npy(tmp("static1.npy"), two);
+  r = run("run " + model + " -i " + tmp("seq.npy") + " -i " + tmp("static1.npy") + " -o " + tmp("o.npz"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("batch 1 differs from input 'seq' (3)"), std::string::npos) << r.err;
+  // Masks go to inputs with a timesteps axis only.
+  Array mask;
+  mask.shape = {3, 7};
+  mask.data.assign(21, 1.0f);
+  recur_cli::write_npy(tmp("mask.npy"), mask);
+  r = run("run " + model + " -i " + tmp("seq.npy") + " -i " + tmp("static.npy") + " -m static=" + tmp("mask.npy") +
+          " -o " + tmp("o.npz"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("input 'static' has no timesteps axis to mask"), std::string::npos) << r.err;
+  r = run("run " + model + " -i " + tmp("seq.npy") + " -i " + tmp("static.npy") + " -m " + tmp("mask.npy") + " -m " +
+          tmp("mask.npy") + " -o " + tmp("o.npz"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("too many --mask files: the model takes 1 (seq)"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::ifstream(tmp("o.npz")).good()) << "a failed run must not write its output";
+  // An all-valid mask of the sequence input changes nothing; a hole does.
+  ASSERT_EQ(run("run " + model + " -i " + tmp("seq.npy") + " -i " + tmp("static.npy") + " -o " + tmp("plain.npz")).rc, 0);
+  ASSERT_EQ(run("run " + model + " -i " + tmp("seq.npy") + " -i " + tmp("static.npy") + " -m seq=" + tmp("mask.npy") +
+                " -o " + tmp("ones.npz"))
+                .rc,
+            0);
+  mask.data[3] = 0;
+  recur_cli::write_npy(tmp("hole.npy"), mask);
+  ASSERT_EQ(run("run " + model + " -i " + tmp("seq.npy") + " -i " + tmp("static.npy") + " -m " + tmp("hole.npy") +
+                " -o " + tmp("hole.npz"))
+                .rc,
+            0);
+  const NamedArrays plain = recur_cli::read_npz(tmp("plain.npz"));
+  EXPECT_EQ(recur_cli::read_npz(tmp("ones.npz"))[0].second.data, plain[0].second.data);
+  EXPECT_NE(recur_cli::read_npz(tmp("hole.npz"))[0].second.data, plain[0].second.data);
+  // A mask of another length: the library's message.
+  mask.shape = {3, 6};
+  mask.data.resize(18);
+  recur_cli::write_npy(tmp("short.npy"), mask);
+  r = run("run " + model + " -i " + tmp("seq.npy") + " -i " + tmp("static.npy") + " -m " + tmp("short.npy") + " -o " +
+          tmp("o.npz"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("mask shape (3, 6) does not match the input; expected (3, 7)"), std::string::npos) << r.err;
+}
+
+TEST_F(Graph, InfoListsInputsOutputsStatesAndStreaming) {
+  Result r = run("info " + graph("keras3", "multi_io", "keras"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("inputs:        2\n  seq     (B, 7, 4)\n  static  (B, 5)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("outputs:       2\n  probs   (B, 3)\n  value   (B, 2)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stateful:      no\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("streams:       yes\n"), std::string::npos) << r.out;
+  r = run("info " + graph("keras3", "stateful_functional_lstm_gru", "h5"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("stateful:      yes (lstm, gru)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  x      (B, T, 3)\n"), std::string::npos) << r.out;
+  r = run("info " + m("keras3", "bigru.keras"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("streams:       no: layer 'bi' (Bidirectional)"), std::string::npos) << r.out;
+  r = run("info " + graph("keras3", "embedding_masked_full_row", "keras"));
+  EXPECT_NE(r.out.find("  ids    (B, T)  token ids\n"), std::string::npos) << r.out;
+
+  const Result j = run("info --json " + graph("keras3", "stateful_functional_lstm_gru", "keras"));
+  ASSERT_EQ(j.rc, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  ASSERT_EQ(doc["inputs"].size(), 1u);
+  EXPECT_EQ(doc["inputs"][0]["name"], "x");
+  EXPECT_EQ(doc["inputs"][0]["dims"], nlohmann::json::array({-1, -1, 3}));
+  EXPECT_EQ(doc["inputs"][0]["token_ids"], false);
+  EXPECT_EQ(doc["inputs"][0]["sequence"], true);
+  EXPECT_EQ(doc["outputs"][0]["name"], "dense");
+  EXPECT_EQ(doc["stateful"], true);
+  ASSERT_EQ(doc["stateful_layers"].size(), 2u);
+  EXPECT_EQ(doc["stateful_layers"][0]["name"], "lstm");
+  EXPECT_EQ(doc["stateful_layers"][0]["num_states"], 2);
+  EXPECT_EQ(doc["stateful_layers"][0]["batch_size"], 3);
+  EXPECT_EQ(doc["stateful_layers"][0]["units"], 4);
+  EXPECT_EQ(doc["streams"], true);
+  EXPECT_EQ(doc["not_streamable"], "");
+  const auto bi = nlohmann::json::parse(run("info --json " + m("keras2", "bigru.h5")).out);
+  EXPECT_EQ(bi["streams"], false);
+  EXPECT_NE(bi["not_streamable"].get<std::string>().find("'bi'"), std::string::npos) << bi;
+}
+
+TEST_F(Graph, StreamGivesWhatRunGives) {
+  for (const std::string name : {"multi_io", "masking_sequential", "embedding_masked_full_row", "branches_concat",
+                                 "stateful_sequential_gru"}) {
+    const GraphCase g = graph_case("keras3", name);
+    const std::string model = graph("keras3", name, "keras");
+    const std::string in = inputs(g, 0);
+    ASSERT_EQ(run("run " + model + in + " -o " + tmp("run.npz")).rc, 0) << name;
+    const NamedArrays whole = recur_cli::read_npz(tmp("run.npz"));
+    for (const char* chunk : {"1", "2", "3", "100"}) {
+      SCOPED_TRACE(name + " --chunk " + chunk);
+      const Result r = run("stream " + model + in + " --chunk " + chunk + " -o " + tmp("s.npz") + " --output-dir " +
+                           tmp("sdir"));
+      ASSERT_EQ(r.rc, 0) << r.out << r.err;
+      EXPECT_NE(r.out.find("stream: "), std::string::npos) << r.out;
+      const NamedArrays got = recur_cli::read_npz(tmp("s.npz"));
+      ASSERT_EQ(got.size(), whole.size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(got[i].first, whole[i].first);
+        EXPECT_LE(max_abs(got[i].second, whole[i].second), 1e-6) << got[i].first;
+        EXPECT_LE(max_rel(g.calls[0].outputs[i], got[i].second), 1e-5) << "vs Keras: " << got[i].first;
+        EXPECT_EQ(recur_cli::read_npy(tmp("sdir/" + g.output_names[i] + ".npy")).data, got[i].second.data);
+      }
+    }
+  }
+  // The default chunk is one timestep; masks are stepped with their inputs.
+  const GraphCase g = graph_case("keras3", "multi_io");
+  Array mask;
+  mask.shape = {3, 7};
+  mask.data.assign(21, 1.0f);
+  mask.data[9] = 0;
+  recur_cli::write_npy(tmp("mask.npy"), mask);
+  const std::string model = graph("keras3", "multi_io", "keras");
+  ASSERT_EQ(run("run " + model + inputs(g, 0) + " -m " + tmp("mask.npy") + " -o " + tmp("r.npz")).rc, 0);
+  const Result s = run("stream " + model + inputs(g, 0) + " -m " + tmp("mask.npy") + " -o " + tmp("s.npz"));
+  ASSERT_EQ(s.rc, 0) << s.err;
+  EXPECT_NE(s.out.find("7 timesteps in 7 step(s)"), std::string::npos) << s.out;
+  const NamedArrays r = recur_cli::read_npz(tmp("r.npz")), st = recur_cli::read_npz(tmp("s.npz"));
+  for (std::size_t i = 0; i < r.size(); ++i) EXPECT_LE(max_abs(r[i].second, st[i].second), 1e-6);
+}
+
+// Token ids of a fixed length (Input(shape=(6,), dtype=int) -> Embedding) are a sequence: they take
+// a (B, T) mask and stream T steps like any sequence input.
+TEST_F(Graph, FixedLengthTokenIdsAreSequences) {
+  const std::string model = m("keras3", "tokens.keras"), x = m("keras3", "tokens_x.npy");
+  ASSERT_EQ(run("run " + model + " -i " + x + " -o " + tmp("plain.npz")).rc, 0);
+  Array ones;
+  ones.shape = {3, 6};
+  ones.data.assign(18, 1.0f);
+  recur_cli::write_npy(tmp("ones.npy"), ones);
+  Result r = run("run " + model + " -i " + x + " -m " + tmp("ones.npy") + " -o " + tmp("ones.npz"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(recur_cli::read_npz(tmp("ones.npz"))[0].second.data, recur_cli::read_npz(tmp("plain.npz"))[0].second.data);
+  r = run("stream " + model + " -i " + x + " --chunk 2 -o " + tmp("s.npz"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_LE(max_abs(recur_cli::read_npz(tmp("s.npz"))[0].second, recur_cli::read_npy(m("keras3", "tokens_y.npy"))), 1e-5);
+}
+
+TEST_F(Graph, StreamErrors) {
+  // A model that does not stream: the message names the layer.
+  Result r = run("stream " + m("keras3", "bigru.keras") + " -i " + m("keras3", "bigru_x.npy") + " -o " + tmp("o.npz"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(r.err.rfind("recur: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("the model cannot stream: layer 'bi' (Bidirectional)"), std::string::npos) << r.err;
+  const GraphCase s2s = graph_case("keras3", "seq2seq_initial_state");
+  r = run("stream " + graph("keras3", "seq2seq_initial_state", "keras") + inputs(s2s, 0) + " -o " + tmp("o.npz"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("layer 'lstm_1' (LSTM)"), std::string::npos) << r.err;
+  const std::string ok = "stream " + m("keras3", "binone.keras") + " -i " + m("keras3", "binone_x.npy");
+  r = run(ok + " --chunk 0 -o " + tmp("o.npz"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--chunk must be at least 1"), std::string::npos) << r.err;
+  r = run(ok);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--output or --output-dir is required"), std::string::npos) << r.err;
+  r = run(ok + " --layer bin/forward -o " + tmp("o.npz"));
+  EXPECT_EQ(r.rc, 2);  // stream has no --layer
+  // A stateful model streams with its own batch only.
+  const GraphCase st = graph_case("keras3", "stateful_sequential_gru");
+  Array x = st.calls[0].inputs[0];
+  x.shape[0] = 2;
+  x.data.resize(2 * 4 * 3);
+  recur_cli::write_npy(tmp("x2.npy"), x);
+  r = run("stream " + graph("keras3", "stateful_sequential_gru", "keras") + " -i " + tmp("x2.npy") + " -o " + tmp("o.npz"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("fixed batch of 3, got 2"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::ifstream(tmp("o.npz")).good()) << "a failed stream must not write its output";
+}
+
+TEST_F(Graph, KerasBackend) {
+  // masked_initial_state: rows start with masked steps and the initial states are not zero, so the
+  // backends differ there (TensorFlow outputs zeros, JAX the initial state).
+  const GraphCase tf = graph_case("keras3", "masked_initial_state"), jax = graph_case("keras3_jax", "masked_initial_state");
+  const std::string model = graph("keras3", "masked_initial_state", "keras");
+  const std::string in = inputs(tf, 0);  // the same inputs in both fixtures
+  const std::string want_tf = expected(tf, 0);
+  NamedArrays yj;
+  for (std::size_t i = 0; i < jax.calls[0].outputs.size(); ++i)
+    yj.emplace_back(i == 0 ? "output" : "output_" + std::to_string(i), jax.calls[0].outputs[i]);
+  recur_cli::write_npz(tmp("want_jax.npz"), yj);
+  const std::string want_jax = tmp("want_jax.npz");
+  // The same file: TensorFlow's numbers by default, JAX's with --keras-backend jax.
+  Result r = run("verify " + model + in + " -e " + want_tf);
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_EQ(run("verify " + model + in + " -e " + want_jax).rc, 1);
+  r = run("verify " + model + in + " -e " + want_jax + " --keras-backend jax");
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  r = run("verify " + model + in + " -e " + want_tf + " --keras-backend tensorflow");
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  // A backend for a streamed model too (masking_sequential streams).
+  const GraphCase ms = graph_case("keras3_jax", "masking_sequential");
+  r = run("stream " + graph("keras3", "masking_sequential", "keras") + inputs(ms, 0, "ms") +
+          " --keras-backend jax --chunk 2 -o " + tmp("s.npz"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_LE(max_rel(ms.calls[0].outputs[0], recur_cli::read_npz(tmp("s.npz"))[0].second), 1e-5);
+  // Keras 2 has no JAX backend; other names are refused by the library.
+  r = run("run " + m("keras2", "bigru.keras") + " -i " + m("keras2", "bigru_x.npy") + " -o " + tmp("o.npz") +
+          " --keras-backend jax");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("Keras 2"), std::string::npos) << r.err;
+  for (const char* bad : {"torch", "JAX", "mxnet"}) {
+    r = run("run " + model + in + " -o " + tmp("o.npz") + " --keras-backend " + bad);
+    EXPECT_EQ(r.rc, 2) << bad;
+    EXPECT_NE(r.err.find("expected \"tensorflow\" or \"jax\", got \"" + std::string(bad) + "\""), std::string::npos)
+        << r.err;
+  }
+  // One layer: TensorFlow writes 0 at a masked first step, JAX the initial state.
+  const std::string layer = "run " + m("keras3", "tokens.keras") + " --layer gru --input " + m("keras3", "layer_gru_x.npy") +
+                            " --mask " + m("keras3", "layer_gru_mask.npy") + " --initial-state " +
+                            m("keras3", "layer_gru_h0.npy");
+  ASSERT_EQ(run(layer + " -o " + tmp("tf.npz")).rc, 0);
+  ASSERT_EQ(run(layer + " -o " + tmp("jax.npz") + " --keras-backend jax").rc, 0);
+  const Array mk = recur_cli::read_npy(m("keras3", "layer_gru_mask.npy"));
+  bool masked_head = false;
+  for (std::int64_t b = 0; b < mk.shape[0]; ++b) masked_head |= mk.data[static_cast<std::size_t>(b * mk.shape[1])] == 0;
+  ASSERT_TRUE(masked_head) << "the fixture's mask masks a row's first step";
+  EXPECT_NE(member(recur_cli::read_npz(tmp("tf.npz")), "output").data,
+            member(recur_cli::read_npz(tmp("jax.npz")), "output").data);
+  r = run("run " + m("keras2", "tokens.keras") + " --layer gru --input " + m("keras2", "layer_gru_x.npy") + " -o " +
+          tmp("o.npz") + " --keras-backend jax");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("Keras 2"), std::string::npos) << r.err;
+}
+
+TEST_F(Graph, StatesInAndOut) {
+  const GraphCase g = graph_case("keras3", "stateful_functional_lstm_gru");
+  const std::string model = graph("keras3", "stateful_functional_lstm_gru", "keras");
+  Result r = run("run " + model + inputs(g, 0) + " -o " + tmp("o.npz") + " --states-out " + tmp("s.npz"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("states lstm: (2, 3, 4)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("states gru: (1, 3, 3)\n"), std::string::npos) << r.out;
+  const NamedArrays s = recur_cli::read_npz(tmp("s.npz"));
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].first, "lstm");
+  // Without --states-in the second call starts from zero states: not Keras's second call.
+  EXPECT_EQ(run("verify " + model + inputs(g, 1) + " -e " + expected(g, 1)).rc, 1);
+  EXPECT_EQ(run("verify " + model + inputs(g, 1) + " -e " + expected(g, 1) + " --states-in " + tmp("s.npz")).rc, 0);
+  // Errors: a model without stateful layers, a member that is no stateful layer, a wrong shape.
+  r = run("run " + m("keras3", "bigru.keras") + " -i " + m("keras3", "bigru_x.npy") + " -o " + tmp("o.npz") +
+          " --states-out " + tmp("x.npz"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("the model has no stateful layers"), std::string::npos) << r.err;
+  NamedArrays bad;
+  bad.emplace_back("dense", s[1].second);
+  recur_cli::write_npz(tmp("bad.npz"), bad);
+  r = run("run " + model + inputs(g, 1) + " -o " + tmp("o.npz") + " --states-in " + tmp("bad.npz"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("'dense' is not a stateful layer of the model (lstm, gru)"), std::string::npos) << r.err;
+  NamedArrays wrong;
+  wrong.emplace_back("lstm", s[1].second);
+  recur_cli::write_npz(tmp("wrong.npz"), wrong);
+  r = run("run " + model + inputs(g, 1) + " -o " + tmp("o.npz") + " --states-in " + tmp("wrong.npz"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("'lstm' has shape (1, 3, 3); expected (2, 3, 4)"), std::string::npos) << r.err;
+  r = run("run " + m("keras3", "tokens.keras") + " --layer gru -i " + m("keras3", "layer_gru_x.npy") + " -o " +
+          tmp("o.npz") + " --states-out " + tmp("x.npz"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("for whole models"), std::string::npos) << r.err;
+}
+
 }  // namespace
