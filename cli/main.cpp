@@ -34,6 +34,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -670,9 +671,14 @@ void write_outputs(const RunArgs& a, const RunResult& r) {
     std::error_code ec;
     std::filesystem::create_directories(a.output_dir, ec);
     if (ec) throw recur_cli::NpyError(a.output_dir + ": cannot create the directory: " + ec.message());
+    // Keras 3 names every output of a layer after it (`gru`, `gru`): later ones get _1, _2, ...
+    std::set<std::string> used;
     for (std::size_t i = 0; i < r.arrays.size(); ++i) {
-      const std::string path =
-          a.output_dir + "/" + file_name(i < r.keras_names.size() ? r.keras_names[i] : r.arrays[i].first) + ".npy";
+      const std::string base = file_name(i < r.keras_names.size() ? r.keras_names[i] : r.arrays[i].first);
+      std::string name = base;
+      for (int k = 1; used.count(name); ++k) name = base + "_" + std::to_string(k);
+      used.insert(name);
+      const std::string path = a.output_dir + "/" + name + ".npy";
       recur_cli::write_npy(path, r.arrays[i].second);
       std::cout << "wrote " << path << "\n";
     }

@@ -1059,6 +1059,41 @@ recur_status recur_model_run_inputs(const recur_model* model, int32_t batch, con
   });
 }
 
+recur_status recur_model_input_sequence(const recur_model* model, int32_t index, int32_t* sequence) {
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_input_sequence");
+    require(sequence, "recur_model_input_sequence", "sequence");
+    if (index < 0 || static_cast<std::size_t>(index) >= m.inputs().size())
+      recur::fail(Error::Code::invalid_argument, "recur_model_input_sequence: index ", index,
+                  " is out of range (the model has ", m.inputs().size(), " inputs)");
+    *sequence = m.inputs()[static_cast<std::size_t>(index)].sequence;
+  });
+}
+
+recur_status recur_model_num_stateful_layers(const recur_model* model, int32_t* count) {
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_num_stateful_layers");
+    require(count, "recur_model_num_stateful_layers", "count");
+    *count = static_cast<int32_t>(m.stateful_layers().size());
+  });
+}
+
+recur_status recur_model_stateful_layer(const recur_model* model, int32_t index, const char** name, int32_t* num_states,
+                                        int32_t* batch, int32_t* units) {
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_stateful_layer");
+    const std::vector<std::string>& names = m.stateful_layers();
+    if (index < 0 || static_cast<std::size_t>(index) >= names.size())
+      recur::fail(Error::Code::invalid_argument, "recur_model_stateful_layer: index ", index,
+                  " is out of range (the model has ", names.size(), " stateful layers)");
+    const recur::Layer& l = m.stateful_layer(names[static_cast<std::size_t>(index)]);
+    if (name) *name = names[static_cast<std::size_t>(index)].c_str();
+    if (num_states) *num_states = l.num_states();
+    if (batch) *batch = l.config().batch_size;
+    if (units) *units = l.config().units;
+  });
+}
+
 recur_status recur_model_is_stateful(const recur_model* model, int32_t* stateful) {
   return guarded([&] {
     const recur::Model& m = model_of(model, "recur_model_is_stateful");
@@ -1146,6 +1181,19 @@ recur_status recur_model_state_lengths(const recur_model_state* state, int32_t t
     const recur::ModelStream& s = stream_of(state, "recur_model_state_lengths");
     if (inputs_len) *inputs_len = s.inputs_length(timesteps);
     if (outputs_len) *outputs_len = s.outputs_length(timesteps);
+  });
+}
+
+recur_status recur_model_state_output_dims(const recur_model_state* state, int32_t index, int32_t timesteps,
+                                           int64_t* dims, int32_t* rank) {
+  return guarded([&] {
+    const recur::ModelStream& st = stream_of(state, "recur_model_state_output_dims");
+    require(dims, "recur_model_state_output_dims", "dims");
+    const auto all = st.output_dims(timesteps);
+    if (index < 0 || static_cast<std::size_t>(index) >= all.size())
+      recur::fail(Error::Code::invalid_argument, "recur_model_state_output_dims: index ", index,
+                  " is out of range (the model has ", all.size(), " outputs)");
+    fill_dims(all[static_cast<std::size_t>(index)], rank, dims);
   });
 }
 

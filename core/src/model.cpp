@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <mutex>
 
 #include "gpu/runtime.hpp"
@@ -158,6 +159,7 @@ struct Model::Impl {
   Placement placement;
   int num_threads = 1;
 
+  std::vector<std::string> stateful_names;  // "<name>" or "<name>/forward|backward"
   Graph& graph() const { return *shared->graph; }
   std::vector<Layer*> layers() const {
     std::vector<Layer*> out;
@@ -239,6 +241,8 @@ std::unique_ptr<Model::Impl> open_image(const std::string& display, const std::s
 
 }  // namespace
 
+std::vector<std::string> stateful_names_of(const Graph& g);
+
 void Model::Impl::finish() {
   Graph& g = graph();
   // Layer infos, in config order (Keras 3's op nodes are not layers).
@@ -267,8 +271,7 @@ void Model::Impl::finish() {
   for (std::size_t i = 0; i < g.input_nodes.size(); ++i) {
     ModelTensorInfo t;
     t.name = g.input_names[i];
-    t.dims = g.input_specs[i].dims;
-    t.dims[0] = -1;
+    t.dims = g.input_specs[i].dims;  // dims[0]: -1, or the batch a stateful model fixes
     t.token_ids = g.input_specs[i].ids;
     for (const graph::Node& n : g.nodes)
       for (const graph::Ref& r : n.main)
@@ -280,7 +283,6 @@ void Model::Impl::finish() {
     ModelTensorInfo t;
     t.name = g.output_names[i];
     t.dims = g.output_specs[i].dims;
-    t.dims[0] = -1;
     t.sequence = t.dims.size() >= 3;
     shared->outputs.push_back(t);
   }
@@ -294,6 +296,7 @@ void Model::Impl::finish() {
   placement.requested = "cpu";
   placement.backend = "cpu";
   placement.path = "cpu";
+  stateful_names = stateful_names_of(g);
 }
 
 Layer* Model::Impl::find_layer(const std::string& name, const char* what) const {
@@ -328,8 +331,8 @@ Model Model::open(const std::string& path) { return Model(open_image(path, nullp
 
 Model Model::open_memory(const void* data, std::size_t len, const std::string& name) {
   const std::string display = name.empty() ? "<memory>" : name;
-  if (!data) fail(Code::invalid_argument, "data: is NULL");
   if (len == 0) fail(Code::invalid_argument, "len: the model image is empty");
+  if (!data) fail(Code::invalid_argument, "data: is NULL");
   if (len > kMaxFileBytes) fail(Code::invalid_argument, "len: ", len, " bytes is larger than any model recur reads");
   auto bytes = std::make_shared<std::vector<char>>(static_cast<const char*>(data), static_cast<const char*>(data) + len);
   return Model(open_image(display, bytes, ""));
@@ -423,6 +426,26 @@ bool Model::stateful() const {
     if (l->config().stateful) return true;
   return false;
 }
+
+const std::vector<std::string>& Model::stateful_layers() const { return impl_->stateful_names; }
+
+std::vector<std::string> stateful_names_of(const Graph& g) {
+  std::vector<std::string> out;
+  for (const graph::LayerEntry& le : g.layers) {
+    if (!le.op || !le.op->stateful()) continue;
+    std::vector<Layer*> ls;
+    le.op->collect_layers(ls);
+    if (le.class_name == "Bidirectional" && ls.size() == 2) {
+      out.push_back(le.name + "/forward");
+      out.push_back(le.name + "/backward");
+    } else if (ls.size() == 1) {
+      out.push_back(le.name);
+    }
+  }
+  return out;
+}
+
+const Layer& Model::stateful_layer(const std::string& name) const { return *impl_->find_layer(name, "layer"); }
 
 void Model::reset_states() {
   std::lock_guard<std::mutex> lock(impl_->shared->stateful_mutex);
@@ -549,6 +572,7 @@ Placement Model::layer_placement(int index) const {
 struct ModelStream::Impl {
   std::shared_ptr<const ModelShared> shared;
   graph::StreamStates states;
+  std::map<Index, std::size_t> outputs_length;  // per step length, so a step infers no shapes
 };
 
 std::unique_ptr<ModelStream> Model::make_stream(Index batch) const {
@@ -583,11 +607,20 @@ std::size_t ModelStream::inputs_length(Index timesteps) const {
 
 std::size_t ModelStream::outputs_length(Index timesteps) const {
   if (timesteps <= 0) fail(Code::invalid_argument, "timesteps: expected at least 1, got ", timesteps);
+  auto it = impl_->outputs_length.find(timesteps);
+  if (it != impl_->outputs_length.end()) return it->second;
   const ModelShared& s = *impl_->shared;
   std::size_t n = 0;
   for (const auto& d : s.output_dims(impl_->states.batch, std::vector<Index>(s.inputs.size(), timesteps), true))
     n += checked_total(d, "outputs");
+  if (impl_->outputs_length.size() < 64) impl_->outputs_length[timesteps] = n;
   return n;
+}
+
+std::vector<std::vector<Index>> ModelStream::output_dims(Index timesteps) const {
+  if (timesteps <= 0) fail(Code::invalid_argument, "timesteps: expected at least 1, got ", timesteps);
+  const ModelShared& s = *impl_->shared;
+  return s.output_dims(impl_->states.batch, std::vector<Index>(s.inputs.size(), timesteps), true);
 }
 
 void ModelStream::step(Index timesteps, const float* inputs, std::size_t inputs_len, const std::uint8_t* masks,

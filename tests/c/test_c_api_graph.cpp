@@ -129,6 +129,15 @@ TEST(CApiGraph, InputsAndOutputsInKerasOrder) {
   EXPECT_RECUR_ERR(recur_model_output(m.get(), -1, &name, &rank, dims), RECUR_ERR_INVALID_ARGUMENT, "index -1");
   EXPECT_RECUR_ERR(recur_model_num_inputs(m.get(), nullptr), RECUR_ERR_INVALID_ARGUMENT, "count");
   EXPECT_RECUR_ERR(recur_model_num_inputs(nullptr, &ni), RECUR_ERR_INVALID_ARGUMENT, "model");
+  int32_t seq = -1;
+  ASSERT_RECUR_OK(recur_model_input_sequence(m.get(), 0, &seq));
+  EXPECT_EQ(seq, 1);
+  ASSERT_RECUR_OK(recur_model_input_sequence(m.get(), 1, &seq));
+  EXPECT_EQ(seq, 0);  // (B, 5) features
+  EXPECT_RECUR_ERR(recur_model_input_sequence(m.get(), 2, &seq), RECUR_ERR_INVALID_ARGUMENT, "index 2");
+  int32_t none = 0;
+  ASSERT_RECUR_OK(recur_model_num_stateful_layers(m.get(), &none));
+  EXPECT_EQ(none, 0);
 
   // Concrete output dims for a run: (B, units) here, whatever the sequence's length.
   const int32_t ts[2] = {9, 0};
@@ -221,19 +230,26 @@ TEST(CApiGraph, StatefulModelCarriesStatesBetweenRunsLikeKeras) {
     }
   }
   ASSERT_GT(i, 2u);
-  // Per-layer states: names from the file, (batch, units) per state.
+  // The stateful layers, in config order, with their shapes; the input's batch is fixed.
+  int32_t count = 0;
+  ASSERT_RECUR_OK(recur_model_num_stateful_layers(m.get(), &count));
+  ASSERT_EQ(count, 2);
   const char* lname = nullptr;
-  std::string stateful_layer;
-  for (int32_t k = 0; recur_model_layer(m.get(), k, &lname, nullptr, nullptr, nullptr, nullptr, nullptr) == RECUR_OK; ++k) {
-    size_t len = 0;
-    if (recur_model_states_length(m.get(), lname, &len) == RECUR_OK && len > 0) {
-      stateful_layer = lname;
-      break;
-    }
-  }
-  ASSERT_FALSE(stateful_layer.empty());
+  int32_t ns = 0, batch = 0, units = 0;
+  ASSERT_RECUR_OK(recur_model_stateful_layer(m.get(), 0, &lname, &ns, &batch, &units));
+  EXPECT_EQ(ns, 2);  // the LSTM first: h and c
+  EXPECT_EQ(batch, 3);
+  const std::string stateful_layer = lname;
+  ASSERT_RECUR_OK(recur_model_stateful_layer(m.get(), 1, &lname, &ns, nullptr, nullptr));
+  EXPECT_EQ(ns, 1);
+  EXPECT_RECUR_ERR(recur_model_stateful_layer(m.get(), 2, &lname, &ns, &batch, &units), RECUR_ERR_INVALID_ARGUMENT,
+                   "index 2");
+  int64_t dims[RECUR_MAX_RANK];
+  ASSERT_RECUR_OK(recur_model_input(m.get(), 0, nullptr, nullptr, dims, nullptr));
+  EXPECT_EQ(dims[0], 3);
   size_t len = 0;
   ASSERT_RECUR_OK(recur_model_states_length(m.get(), stateful_layer.c_str(), &len));
+  EXPECT_EQ(len, size_t(2 * 3 * units));
   std::vector<float> s(len), back(len);
   for (std::size_t k = 0; k < len; ++k) s[k] = 0.01f * static_cast<float>(k);
   ASSERT_RECUR_OK(recur_model_set_states(m.get(), stateful_layer.c_str(), s.data(), s.size()));
@@ -313,6 +329,13 @@ TEST(CApiGraph, StreamsGiveTheWholeRunsOutputs) {
       size_t in_len = 0, out_len = 0;
       ASSERT_RECUR_OK(recur_model_state_lengths(s.get(), n, &in_len, &out_len));
       ASSERT_EQ(in_len, piece.size());
+      int64_t d[RECUR_MAX_RANK];
+      int32_t r = 0;
+      ASSERT_RECUR_OK(recur_model_state_output_dims(s.get(), 5, n, d, &r));
+      ASSERT_EQ(r, 3);
+      EXPECT_EQ(d[0], B);
+      EXPECT_EQ(d[1], n);  // the steps of this call
+      EXPECT_EQ(static_cast<size_t>(6 * d[0] * d[1] * d[2]), out_len);
       std::vector<float> y(out_len);
       ASSERT_RECUR_OK(recur_model_state_step(s.get(), n, piece.data(), piece.size(), nullptr, 0, y.data(), y.size()));
       // Six (B, n, u) outputs: put each row's steps back in (B, T, u) order.
@@ -355,6 +378,9 @@ TEST(CApiGraph, StreamsGiveTheWholeRunsOutputs) {
   EXPECT_RECUR_ERR(recur_model_state_step(s.get(), T, c.inputs.data(), c.inputs.size(), nullptr, 0, y1.data(),
                                           y1.size() - 1),
                    RECUR_ERR_SHAPE, "outputs");
+  int64_t d[RECUR_MAX_RANK];
+  EXPECT_RECUR_ERR(recur_model_state_output_dims(s.get(), 6, 1, d, nullptr), RECUR_ERR_INVALID_ARGUMENT, "index 6");
+  EXPECT_RECUR_ERR(recur_model_state_output_dims(s.get(), 0, 0, d, nullptr), RECUR_ERR_INVALID_ARGUMENT, "timesteps");
   EXPECT_RECUR_ERR(recur_model_state_step(nullptr, T, c.inputs.data(), c.inputs.size(), nullptr, 0, y1.data(), y1.size()),
                    RECUR_ERR_INVALID_ARGUMENT, "state");
 }

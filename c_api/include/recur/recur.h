@@ -546,13 +546,14 @@ RECUR_API recur_status recur_model_num_inputs(const recur_model *model, int32_t 
 RECUR_API recur_status recur_model_num_outputs(const recur_model *model, int32_t *count);
 
 /* Input `index`: its name (the InputLayer's), rank (batch axis included) and dims, where -1
- * marks an axis given at run time: dims[0] (the batch) always, and the timesteps axis of
- * sequence inputs (at most one other axis may be unknown). *token_ids is 1 when the input holds
+ * marks an axis given at run time: dims[0] (the batch, unless a stateful model fixes it) and the
+ * timesteps axis of sequence inputs (at most one other axis may be unknown). *token_ids is 1 when the input holds
  * integer ids (Keras dtype int*), passed as floats. `dims` must hold RECUR_MAX_RANK values; any
  * out pointer may be NULL. The name is owned by the model. Errors: INVALID_ARGUMENT (index). */
 RECUR_API recur_status recur_model_input(const recur_model *model, int32_t index, const char **name, int32_t *rank,
                                          int64_t *dims, int32_t *token_ids);
-/* Output `index`: its name (Keras's model.output_names), rank and dims, -1 where the value
+/* Output `index`: its name (Keras's model.output_names: Keras 3 repeats a layer's name for each
+ * of its outputs, Keras 2 makes them unique with _1, _2, ...), rank and dims, -1 where the value
  * depends on the batch or the inputs' timesteps. */
 RECUR_API recur_status recur_model_output(const recur_model *model, int32_t index, const char **name, int32_t *rank,
                                           int64_t *dims);
@@ -584,6 +585,12 @@ RECUR_API recur_status recur_model_run_inputs(const recur_model *model, int32_t 
                                               const uint8_t *masks, size_t masks_len, float *outputs,
                                               size_t outputs_len);
 
+/* *sequence is 1 when input `index` has a timesteps axis (axis 1): its length comes from the
+ * run's timesteps (a declared length is only the default: Keras runs other lengths too), masks
+ * address it, and model streams feed it a few steps at a time. Inputs without one (e.g. (B, F)
+ * features) are given whole on every stream step. Errors: INVALID_ARGUMENT (index). */
+RECUR_API recur_status recur_model_input_sequence(const recur_model *model, int32_t index, int32_t *sequence);
+
 /* *stateful is 1 when some layer of the model is stateful (recur_model_run then carries states
  * between calls). */
 RECUR_API recur_status recur_model_is_stateful(const recur_model *model, int32_t *stateful);
@@ -595,6 +602,12 @@ RECUR_API recur_status recur_model_reset_states(recur_model *model);
  * (no such layer, or it is not stateful). */
 RECUR_API recur_status recur_model_states_length(const recur_model *model, const char *layer, size_t *len);
 RECUR_API recur_status recur_model_get_states(const recur_model *model, const char *layer, float *out, size_t len);
+/* The stateful layers, in config order ("<name>/forward" and "/backward" for a Bidirectional's
+ * halves): name (owned by the model), states per layer (1 or 2), the fixed batch and the units.
+ * Any out pointer may be NULL. Errors: INVALID_ARGUMENT (index). */
+RECUR_API recur_status recur_model_num_stateful_layers(const recur_model *model, int32_t *count);
+RECUR_API recur_status recur_model_stateful_layer(const recur_model *model, int32_t index, const char **name,
+                                                  int32_t *num_states, int32_t *batch, int32_t *units);
 /* Sets them (all of them: len must equal recur_model_states_length). Errors: INVALID_ARGUMENT,
  * SHAPE (len). Not thread-safe with runs of the model. */
 RECUR_API recur_status recur_model_set_states(recur_model *model, const char *layer, const float *states, size_t len);
@@ -634,6 +647,11 @@ RECUR_API recur_status recur_model_state_reset(recur_model_state *state);
  * writes (every output, concatenated). */
 RECUR_API recur_status recur_model_state_lengths(const recur_model_state *state, int32_t timesteps, size_t *inputs_len,
                                                  size_t *outputs_len);
+/* The dims of output `index` of a step of `timesteps` steps (RECUR_MAX_RANK values): sequence
+ * outputs hold those steps, the others their whole value. Errors: INVALID_ARGUMENT (index,
+ * timesteps < 1), STATE. */
+RECUR_API recur_status recur_model_state_output_dims(const recur_model_state *state, int32_t index, int32_t timesteps,
+                                                     int64_t *dims, int32_t *rank);
 /* Steps the stream `timesteps` (>= 1) steps: inputs and masks as in recur_model_run_inputs with
  * every sequence input holding `timesteps` steps (inputs without a timesteps axis are given on
  * every call). Errors: SHAPE, INVALID_ARGUMENT, STATE (destroyed handle). */

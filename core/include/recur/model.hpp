@@ -79,6 +79,9 @@ class Model {
 
   // --- stateful layers ---
   bool stateful() const;
+  // The stateful layers' names as get_states takes them ("<name>/forward" for a Bidirectional half).
+  const std::vector<std::string>& stateful_layers() const;
+  const Layer& stateful_layer(const std::string& name) const;
   void reset_states();
   // `layer`: a stateful layer's name ("<name>/forward" or "/backward" for a Bidirectional's halves).
   std::size_t states_length(const std::string& layer) const;
@@ -125,6 +128,7 @@ class ModelStream {
   // Floats step() reads and writes for `timesteps` steps.
   std::size_t inputs_length(Index timesteps) const;
   std::size_t outputs_length(Index timesteps) const;
+  std::vector<std::vector<Index>> output_dims(Index timesteps) const;
   void step(Index timesteps, const float* inputs, std::size_t inputs_len, const std::uint8_t* masks,
             std::size_t masks_len, float* outputs, std::size_t outputs_len);
 

@@ -1125,7 +1125,8 @@ class RecurrentOp : public Op {
     auto run = [&](Layer& layer, int half) {
       const Index u = layer.config().units;
       Value y = make_value(rs ? std::vector<Index>{B, T, u} : std::vector<Index>{B, u}, class_name.c_str());
-      std::vector<float> final_state(static_cast<std::size_t>(ns * B * u));
+      const bool want_states = fwd_->config().return_state;
+      std::vector<float> final_state(want_states ? static_cast<std::size_t>(ns * B * u) : 0);
       const bool masked = x.mask && !in.drop_mask;
       const std::uint8_t* mask = masked ? x.mask->data() : nullptr;
       const std::size_t mask_len = masked ? x.mask->size() : 0;
@@ -1148,7 +1149,7 @@ class RecurrentOp : public Op {
         }
         State& s = st[static_cast<std::size_t>(half)];
         layer.call_state(s, x.data.data(), x.data.size(), T, mask, mask_len, y.data.data(), y.data.size());
-        s.get(final_state.data(), final_state.size());
+        if (want_states) s.get(final_state.data(), final_state.size());
       } else {
         LayerCall c;
         c.input = x.data.data();
@@ -1172,11 +1173,14 @@ class RecurrentOp : public Op {
         }
         c.output = y.data.data();
         c.output_len = y.data.size();
-        c.final_state = final_state.data();
-        c.final_state_len = final_state.size();
+        if (want_states) {
+          c.final_state = final_state.data();
+          c.final_state_len = final_state.size();
+        }
         layer.call(c);
       }
       if (rs && masked) y.mask = x.mask;
+      if (!fwd_->config().return_state) return y;
       for (int i = 0; i < ns; ++i) {
         Value s = make_value({B, u}, "state");
         std::memcpy(s.data.data(), final_state.data() + i * B * u, static_cast<std::size_t>(B * u) * sizeof(float));
