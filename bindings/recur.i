@@ -461,6 +461,16 @@ typedef struct {} RecurModel;
   recur_rc set_keras_backend(const char *backend) { return recur_model_set_keras_backend($self, backend); }
   /* "" when the model streams, else why not (naming the layer). */
   recur_rc streamable(const char **why) { return recur_model_streamable($self, why); }
+  /* 1 when input `index` has a timesteps axis (axis 1): masks address it, streams feed it a few
+   * steps at a time (since 0.4). */
+  recur_rc input_sequence(int32_t index, int32_t *sequence) {
+    return recur_model_input_sequence($self, index, sequence);
+  }
+  /* The stateful layers in config order (the names set_states takes), with their states' shape. */
+  recur_rc num_stateful_layers(int32_t *count) { return recur_model_num_stateful_layers($self, count); }
+  recur_rc stateful_layer(int32_t index, const char **name, int32_t *num_states, int32_t *batch, int32_t *units) {
+    return recur_model_stateful_layer($self, index, name, num_states, batch, units);
+  }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -489,6 +499,14 @@ typedef struct {} RecurModelState;
   recur_rc step(int32_t timesteps, const float *input, size_t input_len, const uint8_t *mask, size_t mask_len,
                 float *output, size_t output_len) {
     return recur_model_state_step($self, timesteps, input, input_len, mask, mask_len, output, output_len);
+  }
+  /* The dims of output `index` of a step of `timesteps` steps: sequence outputs hold those steps,
+   * the others their whole value. */
+  recur_rc output_dims(int32_t index, int32_t timesteps, int32_t *rank, int64_t *dims, int32_t dims_cap) {
+    int64_t d[RECUR_MAX_RANK];
+    recur_rc st = recur_model_state_output_dims($self, index, timesteps, d, rank);
+    recur_binding_copy_dims(st, d, dims, dims_cap);
+    return st;
   }
 }
 

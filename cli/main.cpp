@@ -112,8 +112,8 @@ struct Tensor {
   std::string name;
   std::vector<int64_t> dims;  // batch first; -1 where given at run time
   bool token_ids = false;
-  // Has a timesteps axis (axis 1) that masks and streams address: rank 3 or more, or (B, T)
-  // token ids, or a rank-2 input whose second axis is left open.
+  // An input with a timesteps axis (axis 1) that masks and streams address
+  // (recur_model_input_sequence); false for outputs.
   bool sequence = false;
 };
 
@@ -130,7 +130,9 @@ std::vector<Tensor> model_inputs(const recur_model* m) {
     t.name = str(name);
     t.dims.assign(dims, dims + rank);
     t.token_ids = ids != 0;
-    t.sequence = rank >= 3 || (rank == 2 && (t.token_ids || dims[1] < 0));
+    int32_t seq = 0;
+    check(recur_model_input_sequence(m, i, &seq));
+    t.sequence = seq != 0;
     out.push_back(t);
   }
   return out;
@@ -148,19 +150,20 @@ std::vector<Tensor> model_outputs(const recur_model* m) {
     Tensor t;
     t.name = str(name);
     t.dims.assign(dims, dims + rank);
-    t.sequence = rank >= 3;
     out.push_back(t);
   }
   return out;
 }
 
-// "(B, T, 3)": B for the batch, T for a sequence's timesteps, ? for another open axis.
+// "(B, T, 3)": B for the batch (its size where a stateful model fixes it), T for a sequence's
+// timesteps, ? for another open axis.
 std::string layout(const Tensor& t) {
-  if (t.token_ids && t.dims.size() == 2) return "token ids (B, T)";
+  const std::string batch = t.dims.empty() || t.dims[0] < 0 ? std::string("B") : std::to_string(t.dims[0]);
+  if (t.token_ids && t.dims.size() == 2 && t.sequence) return "token ids (" + batch + ", T)";
   std::string s = "(";
   for (std::size_t a = 0; a < t.dims.size(); ++a) {
     if (a) s += ", ";
-    if (a == 0) s += "B";
+    if (a == 0) s += batch;
     else if (a == 1 && t.sequence) s += "T";
     else s += t.dims[a] < 0 ? "?" : std::to_string(t.dims[a]);
   }
@@ -187,27 +190,18 @@ struct StatefulLayer {
   int32_t num_states = 0, batch = 0, units = 0;
 };
 
-// Every stateful recurrent layer ("<name>/forward" and "<name>/backward" for a Bidirectional).
-std::vector<StatefulLayer> stateful_layers(const recur_model* m, const recur_model_info& info) {
+// Every stateful layer, in config order ("<name>/forward" and "<name>/backward" for a
+// Bidirectional's halves), as the C ABI lists them.
+std::vector<StatefulLayer> stateful_layers(const recur_model* m) {
+  int32_t n = 0;
+  check(recur_model_num_stateful_layers(m, &n));
   std::vector<StatefulLayer> out;
-  for (int32_t i = 0; i < info.num_layers; ++i) {
-    const char *name = nullptr, *cls = nullptr;
-    int32_t recurrent = 0;
-    check(recur_model_layer(m, i, &name, &cls, nullptr, nullptr, nullptr, &recurrent));
-    if (!recurrent) continue;
-    std::vector<std::string> names;
-    if (str(cls) == "Bidirectional") names = {str(name) + "/forward", str(name) + "/backward"};
-    else names = {str(name)};
-    for (const std::string& n : names) {
-      size_t len = 0;
-      if (recur_model_states_length(m, n.c_str(), &len) != RECUR_OK) continue;  // not stateful
-      LayerHandle lh;
-      check(recur_model_get_layer(m, n.c_str(), &lh.l));
-      recur_layer_info li{};
-      li.version = RECUR_LAYER_INFO_VERSION;
-      check(recur_layer_get_info(lh.l, &li));
-      out.push_back({n, li.num_states, li.batch_size, li.units});
-    }
+  for (int32_t i = 0; i < n; ++i) {
+    const char* name = nullptr;
+    StatefulLayer l;
+    check(recur_model_stateful_layer(m, i, &name, &l.num_states, &l.batch, &l.units));
+    l.name = str(name);
+    out.push_back(l);
   }
   return out;
 }
@@ -239,7 +233,7 @@ int cmd_info(const std::string& file, bool as_json, const std::string& device) {
   const std::vector<Tensor> inputs = model_inputs(mh.m), outputs = model_outputs(mh.m);
   int32_t stateful = 0;
   check(recur_model_is_stateful(mh.m, &stateful));
-  const std::vector<StatefulLayer> stateful_names = stateful_layers(mh.m, info);
+  const std::vector<StatefulLayer> stateful_names = stateful_layers(mh.m);
   const char* why = nullptr;
   check(recur_model_streamable(mh.m, &why));
   if (as_json) {
@@ -309,6 +303,12 @@ int cmd_info(const std::string& file, bool as_json, const std::string& device) {
     std::string names;
     for (const StatefulLayer& l : stateful_names) names += (names.empty() ? "" : ", ") + l.name;
     std::cout << "yes (" << names << ")\n";
+    // Each layer's states as --states-in/--states-out hold them: (states, batch, units).
+    std::size_t wl = 4;
+    for (const StatefulLayer& l : stateful_names) wl = std::max(wl, l.name.size());
+    for (const StatefulLayer& l : stateful_names)
+      std::printf("  %-*s  states (%d, %d, %d)\n", static_cast<int>(wl), l.name.c_str(), l.num_states, l.batch,
+                  l.units);
   }
   std::cout << "streams:       " << (str(why).empty() ? "yes" : "no: " + str(why)) << "\n";
   std::cout << "device:        " << device_line(where) << "\n";
@@ -491,8 +491,7 @@ void open_model(ModelHandle& mh, const RunArgs& a) {
 
 // --states-in: sets the states of the model's stateful layers from an .npz (members named by layer).
 void load_states(const recur_model* m, const std::string& path) {
-  const recur_model_info info = model_info(m);
-  const std::vector<StatefulLayer> layers = stateful_layers(m, info);
+  const std::vector<StatefulLayer> layers = stateful_layers(m);
   if (layers.empty()) usage_error("--states-in: the model has no stateful layers");
   for (const auto& [name, arr] : recur_cli::read_npz(path)) {
     const auto l = std::find_if(layers.begin(), layers.end(), [&](const StatefulLayer& s) { return s.name == name; });
@@ -511,9 +510,8 @@ void load_states(const recur_model* m, const std::string& path) {
 
 // --states-out: the states of every stateful layer, (num_states, batch_size, units) each.
 NamedArrays save_states(const recur_model* m) {
-  const recur_model_info info = model_info(m);
   NamedArrays out;
-  for (const StatefulLayer& l : stateful_layers(m, info)) {
+  for (const StatefulLayer& l : stateful_layers(m)) {
     Array a;
     a.dtype = "<f4";
     a.shape = {l.num_states, l.batch, l.units};
@@ -742,6 +740,25 @@ int cmd_stream(const RunArgs& a) {
   if (!T) usage_error("stream: the model has no input with a timesteps axis");
   const int64_t B = in.batch;
   const std::vector<Tensor> outs = model_outputs(mh.m);
+  // The dims of output k of a step of n steps, from the C ABI.
+  const auto step_dims = [&](std::size_t k, int64_t n) {
+    int64_t d[RECUR_MAX_RANK];
+    int32_t rank = 0;
+    check(recur_model_state_output_dims(sh.s, static_cast<int32_t>(k), static_cast<int32_t>(n), d, &rank));
+    return std::vector<int64_t>(d, d + rank);
+  };
+  // Sequence outputs hold a step's timesteps on axis 1 (written in place into the whole (B, T, ...)
+  // result); the others are what the model outputs after the step (the last step's is kept).
+  std::vector<bool> seq_out(outs.size());
+  for (std::size_t k = 0; k < outs.size(); ++k) {
+    const std::vector<int64_t> one = step_dims(k, 1);
+    int64_t two[RECUR_MAX_RANK];
+    int32_t rank = 0;
+    if (recur_model_state_output_dims(sh.s, static_cast<int32_t>(k), 2, two, &rank) == RECUR_OK)
+      seq_out[k] = one.size() >= 2 && rank >= 2 && one[1] == 1 && two[1] == 2;
+    else  // a model that only steps one timestep at a time
+      seq_out[k] = one.size() >= 3 && one[1] == 1;
+  }
   std::vector<Array> result(outs.size());
   int64_t chunks = 0;
   for (int64_t t0 = 0; t0 < T; t0 += a.chunk, ++chunks) {
@@ -769,23 +786,17 @@ int cmd_stream(const RunArgs& a) {
     std::vector<float> y(out_len);
     check(recur_model_state_step(sh.s, static_cast<int32_t>(n), x.data(), x.size(), in.has_masks ? masks.data() : nullptr,
                                  masks.size(), y.data(), y.size()));
-    // Sequence outputs (rank 3 or more) hold these steps; the others what the model outputs after them.
     std::size_t off = 0;
     for (std::size_t k = 0; k < outs.size(); ++k) {
-      std::vector<int64_t> d = outs[k].dims;
-      d[0] = B;
-      if (outs[k].sequence) d[1] = n;
+      const std::vector<int64_t> d = step_dims(k, n);
       std::size_t count = 1;
-      for (int64_t v : d) {
-        if (v < 0) throw Failure{"stream: output '" + outs[k].name + "' has an axis of unknown size " + dims_string(outs[k].dims)};
-        count *= static_cast<std::size_t>(v);
-      }
+      for (int64_t v : d) count *= static_cast<std::size_t>(v);
       if (off + count > y.size()) throw Failure{"stream: the outputs' dims exceed the step's outputs (a bug in recur)"};
       const std::vector<float> part(y.begin() + static_cast<long>(off), y.begin() + static_cast<long>(off + count));
       off += count;
       Array& r = result[k];
       r.dtype = "<f4";
-      if (!outs[k].sequence) {
+      if (!seq_out[k]) {
         r.shape = d;
         r.data = part;
         continue;

@@ -21,7 +21,7 @@
 %apply unsigned long long *OUTPUT { size_t *out_len, size_t *len, size_t *inputs_len, size_t *outputs_len };
 %apply int *OUTPUT { int32_t *count, int32_t *ndims, int32_t *num_states, int32_t *batch, int32_t *units,
                      int32_t *input_size, int32_t *output_size, int32_t *recurrent, int32_t *num_threads,
-                     int32_t *rank, int32_t *token_ids, int32_t *stateful };
+                     int32_t *rank, int32_t *token_ids, int32_t *stateful, int32_t *sequence };
 %apply long long *OUTPUT { int64_t *dim0, int64_t *dim1 };
 
 /* ---- arrays: raw pointers (the public wrappers pin managed arrays with `fixed`) ------------ */

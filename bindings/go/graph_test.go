@@ -272,11 +272,12 @@ func TestGraphDescriptors(t *testing.T) {
 	}
 	ins, _ := m.Inputs()
 	outs, _ := m.Outputs()
-	want := []TensorInfo{{0, "seq", []int{-1, 7, 4}, false}, {1, "static", []int{-1, 5}, false}}
+	// Sequence from the C ABI: (B, 7, 4) has a timesteps axis, (B, 5) features do not.
+	want := []TensorInfo{{0, "seq", []int{-1, 7, 4}, false, true}, {1, "static", []int{-1, 5}, false, false}}
 	if !reflect.DeepEqual(ins, want) {
 		t.Errorf("Inputs %v, want %v", ins, want)
 	}
-	wantOut := []TensorInfo{{0, "probs", []int{-1, 3}, false}, {1, "value", []int{-1, 2}, false}}
+	wantOut := []TensorInfo{{0, "probs", []int{-1, 3}, false, false}, {1, "value", []int{-1, 2}, false, false}}
 	if !reflect.DeepEqual(outs, wantOut) {
 		t.Errorf("Outputs %v, want %v", outs, wantOut)
 	}
@@ -306,10 +307,23 @@ func TestGraphDescriptors(t *testing.T) {
 	wantError(t, "one timestep for two inputs", err, ErrInvalidArgument, "num_timesteps")
 	_, err = m.InputsLength(0, ts)
 	wantError(t, "batch 0", err, ErrInvalidArgument, "batch")
+	if s0, err0 := m.IsSequence(0); err0 != nil || !s0 {
+		t.Errorf("IsSequence(0) %v %v", s0, err0)
+	}
+	if s1, err1 := m.IsSequence(1); err1 != nil || s1 {
+		t.Errorf("IsSequence(1) %v %v", s1, err1)
+	}
+	_, err = m.IsSequence(2)
+	wantError(t, "IsSequence(2)", err, ErrInvalidArgument, "index 2 is out of range")
+	_, err = m.IsSequence(-1)
+	wantError(t, "IsSequence(-1)", err, ErrInvalidArgument, "index -1")
+	if ls, err := m.StatefulLayers(); err != nil || len(ls) != 0 {
+		t.Errorf("StatefulLayers of a model that is not stateful: %v %v", ls, err)
+	}
 
 	e := mustOpen(t, graphFile(t, "keras3", "embedding_masked_full_row", "keras"))
 	defer e.Close()
-	if in, _ := e.Input(0); !in.TokenIDs || !reflect.DeepEqual(in.Dims, []int{-1, -1}) {
+	if in, _ := e.Input(0); !in.TokenIDs || !in.Sequence || !reflect.DeepEqual(in.Dims, []int{-1, -1}) {
 		t.Errorf("token ids input %v", in)
 	}
 	if n, _ := e.InputsLength(3, []int{9}); n != 27 {
@@ -390,6 +404,30 @@ func TestGraphStatefulModel(t *testing.T) {
 	if n, _ := m.StatesLength("gru"); n != 12 {
 		t.Errorf("StatesLength %d", n)
 	}
+	// The stateful layers with their states' shapes; the input and output report the fixed batch.
+	if n, err := m.NumStatefulLayers(); err != nil || n != 1 {
+		t.Errorf("NumStatefulLayers %d %v", n, err)
+	}
+	gru, err := m.StatefulLayer(0)
+	if want := (StatefulLayer{Index: 0, Name: "gru", NumStates: 1, Batch: 3, Units: 4}); err != nil || gru != want {
+		t.Errorf("StatefulLayer(0) %+v %v, want %+v", gru, err, want)
+	}
+	if gru.StatesLength() != 12 {
+		t.Errorf("StatesLength of %+v: %d", gru, gru.StatesLength())
+	}
+	if ls, err := m.StatefulLayers(); err != nil || !reflect.DeepEqual(ls, []StatefulLayer{gru}) {
+		t.Errorf("StatefulLayers %v %v", ls, err)
+	}
+	if in, _ := m.Input(0); in.Dims[0] != 3 || !in.Sequence {
+		t.Errorf("the stateful input's fixed batch: %+v", in)
+	}
+	if out, _ := m.Output(0); out.Dims[0] != 3 {
+		t.Errorf("the stateful output's fixed batch: %+v", out)
+	}
+	_, err = m.StatefulLayer(1)
+	wantError(t, "StatefulLayer(1)", err, ErrInvalidArgument, "index 1 is out of range")
+	_, err = m.StatefulLayer(-1)
+	wantError(t, "StatefulLayer(-1)", err, ErrInvalidArgument, "index -1")
 	zero := make([]float32, 12)
 	if s, _ := m.States("gru"); !reflect.DeepEqual(s, zero) {
 		t.Errorf("states before the first call %v", s)
@@ -437,6 +475,18 @@ func TestGraphStatefulModel(t *testing.T) {
 	if nl != 24 || ng != 9 {
 		t.Errorf("LSTM h, c: %d; GRU h: %d", nl, ng)
 	}
+	ls, err := f.StatefulLayers()
+	wantLs := []StatefulLayer{{0, "lstm", 2, 3, 4}, {1, "gru", 1, 3, 3}} // config order
+	if err != nil || !reflect.DeepEqual(ls, wantLs) {
+		t.Errorf("StatefulLayers %+v %v, want %+v", ls, err, wantLs)
+	}
+	for _, l := range ls {
+		if n, _ := f.StatesLength(l.Name); n != l.StatesLength() {
+			t.Errorf("%s: StatesLength %d, descriptor %d", l.Name, n, l.StatesLength())
+		}
+	}
+	_, err = f.StatefulLayer(2)
+	wantError(t, "StatefulLayer(2)", err, ErrInvalidArgument, "index 2 is out of range")
 	b := mustOpen(t, cliModel(t, "keras3", "bigru.keras"))
 	defer b.Close()
 	if s, _ := b.IsStateful(); s {
@@ -444,6 +494,14 @@ func TestGraphStatefulModel(t *testing.T) {
 	}
 	_, err = b.StatesLength("bi/forward")
 	wantError(t, "a layer that is not stateful", err, ErrInvalidArgument, "not stateful")
+	if n, err := b.NumStatefulLayers(); err != nil || n != 0 {
+		t.Errorf("NumStatefulLayers of bigru %d %v", n, err)
+	}
+	_, err = b.StatefulLayer(0)
+	wantError(t, "StatefulLayer(0) of none", err, ErrInvalidArgument, "index 0 is out of range")
+	if in, _ := b.Input(0); in.Dims[0] != -1 {
+		t.Errorf("not stateful: the batch is given at run time: %+v", in)
+	}
 	if err := b.ResetStates(); err != nil {
 		t.Error(err)
 	}
@@ -553,7 +611,7 @@ func streamed(m *Model, call graphCall, step int) ([][]float32, error) {
 			return nil, err
 		}
 		shapes[i] = x.Shape
-		seq[i] = len(x.Shape) >= 3 || (len(x.Shape) == 2 && in.TokenIDs)
+		seq[i] = in.Sequence
 		if seq[i] {
 			T = x.Shape[1]
 		}
@@ -639,6 +697,15 @@ func TestGraphModelStateAPI(t *testing.T) {
 	if d, _ := s.OutputDims(2); !reflect.DeepEqual(d, [][]int{{3, 3}, {3, 2}}) {
 		t.Errorf("OutputDims %v", d)
 	}
+	if d, err := s.StepOutputDims(1, 5); err != nil || !reflect.DeepEqual(d, []int{3, 2}) {
+		t.Errorf("StepOutputDims(1, 5) %v %v", d, err)
+	}
+	_, err = s.StepOutputDims(2, 1)
+	wantError(t, "StepOutputDims(2)", err, ErrInvalidArgument, "index 2 is out of range")
+	_, err = s.StepOutputDims(-1, 1)
+	wantError(t, "StepOutputDims(-1)", err, ErrInvalidArgument, "index -1")
+	_, err = s.StepOutputDims(0, 0)
+	wantError(t, "StepOutputDims of 0 timesteps", err, ErrInvalidArgument, "timesteps")
 	in, out, _ = s.Lengths(1)
 	x := make([]float32, in)
 	copy(x, ramp(12, 0.37, 0.1))
@@ -688,6 +755,10 @@ func TestGraphModelStateAPI(t *testing.T) {
 	if s.Batch() != 0 {
 		t.Error("Batch after Close")
 	}
+	_, err = s.StepOutputDims(0, 1)
+	wantError(t, "StepOutputDims after Close", err, ErrState, "closed")
+	_, err = s.OutputDims(1)
+	wantError(t, "OutputDims after Close", err, ErrState, "closed")
 }
 
 func TestGraphModelStateConcurrentStreams(t *testing.T) {
@@ -747,6 +818,10 @@ func TestGraphModelsThatDoNotStream(t *testing.T) {
 	if _, out, _ := s.Lengths(2); out != 12 {
 		t.Errorf("3 x 2 x 2 outputs: %d", out)
 	}
+	// (3, T, 2): a sequence output's step dims hold the step's timesteps.
+	if d, err := s.OutputDims(5); err != nil || !reflect.DeepEqual(d, [][]int{{3, 5, 2}}) {
+		t.Errorf("OutputDims(5) %v %v", d, err)
+	}
 	s.Close()
 }
 
@@ -771,6 +846,14 @@ func TestGraphClosedModel(t *testing.T) {
 	check("SetKerasBackend", m.SetKerasBackend("jax"))
 	_, err = m.Streamable()
 	check("Streamable", err)
+	_, err = m.IsSequence(0)
+	check("IsSequence", err)
+	_, err = m.NumStatefulLayers()
+	check("NumStatefulLayers", err)
+	_, err = m.StatefulLayer(0)
+	check("StatefulLayer", err)
+	_, err = m.StatefulLayers()
+	check("StatefulLayers", err)
 	_, err = m.OutputDims(0, 1, []int{7, 0})
 	check("OutputDims", err)
 	_, err = m.RunInputs([][]float32{make([]float32, 28), make([]float32, 5)}, 1, []int{7, 0}, nil)

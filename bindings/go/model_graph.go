@@ -78,9 +78,27 @@ func OpenModelReader(r io.Reader) (*Model, error) {
 type TensorInfo struct {
 	Index    int    // position in Keras's model.inputs / model.outputs
 	Name     string // the InputLayer's name, or Keras's model.output_names entry
-	Dims     []int  // batch axis first; -1 where given at run time (the batch, an open timesteps axis)
+	Dims     []int  // batch axis first; -1 where given at run time (the batch unless a stateful model fixes it, an open timesteps axis)
 	TokenIDs bool   // an input of integer ids (passed as floats); false for outputs
+	// Sequence: an input with a timesteps axis (axis 1), as the C ABI says: its length comes from
+	// the run's timesteps, masks address it and ModelState feeds it a few steps at a time; other
+	// inputs are given whole. False for outputs.
+	Sequence bool
 }
+
+// StatefulLayer is one stateful layer of a model: the name States and SetStates take
+// ("name/forward" or "name/backward" for a Bidirectional half) and the shape of its states,
+// NumStates x (Batch, Units).
+type StatefulLayer struct {
+	Index     int // position among the model's stateful layers (config order)
+	Name      string
+	NumStates int // 1 (GRU, SimpleRNN: h) or 2 (LSTM: h and c)
+	Batch     int // the batch_size the layer fixes
+	Units     int
+}
+
+// StatesLength is the number of floats of its states: NumStates * Batch * Units.
+func (l StatefulLayer) StatesLength() int { return l.NumStates * l.Batch * l.Units }
 
 func dimsOf(d []int64, rank int32) []int {
 	out := make([]int, int(rank))
@@ -144,7 +162,69 @@ func (m *Model) Input(index int) (TensorInfo, error) {
 		return TensorInfo{}, err
 	}
 	t.Dims, t.TokenIDs = dimsOf(d, rank), ids != 0
+	if t.Sequence, err = m.IsSequence(index); err != nil {
+		return TensorInfo{}, err
+	}
 	return t, nil
+}
+
+// IsSequence reports whether input index has a timesteps axis (axis 1): its length comes from the
+// run's timesteps, masks address it, and ModelState.Step feeds it a few steps at a time (the others
+// are given whole on every step). ErrInvalidArgument for an index out of range.
+func (m *Model) IsSequence(index int) (bool, error) {
+	h, err := m.read()
+	if err != nil {
+		return false, err
+	}
+	var s int32
+	err = h.Input_sequence(clampInt32(index), &s)
+	m.readDone()
+	return s != 0, err
+}
+
+// NumStatefulLayers is the number of stateful layers (Bidirectional halves count one each).
+func (m *Model) NumStatefulLayers() (int, error) {
+	h, err := m.read()
+	if err != nil {
+		return 0, err
+	}
+	var n int32
+	err = h.Num_stateful_layers(&n)
+	m.readDone()
+	return int(n), err
+}
+
+// StatefulLayer describes stateful layer index, in config order (ErrInvalidArgument out of range).
+func (m *Model) StatefulLayer(index int) (StatefulLayer, error) {
+	h, err := m.read()
+	if err != nil {
+		return StatefulLayer{}, err
+	}
+	l := StatefulLayer{Index: index}
+	var ns, batch, units int32
+	err = h.Stateful_layer(clampInt32(index), &l.Name, &ns, &batch, &units)
+	m.readDone()
+	if err != nil {
+		return StatefulLayer{}, err
+	}
+	l.NumStates, l.Batch, l.Units = int(ns), int(batch), int(units)
+	return l, nil
+}
+
+// StatefulLayers describes every stateful layer, in config order (empty for a model that is not
+// stateful).
+func (m *Model) StatefulLayers() ([]StatefulLayer, error) {
+	n, err := m.NumStatefulLayers()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]StatefulLayer, n)
+	for i := range out {
+		if out[i], err = m.StatefulLayer(i); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // Output describes output index (ErrInvalidArgument out of range).
@@ -515,16 +595,16 @@ func (l *Layer) SetKerasBackend(backend string) error {
 type ModelState struct {
 	mu        sync.Mutex
 	h         recurswig.SwigcptrModelState
-	batch     int
-	numInputs int
-	outDims   [][]int // the model's output dims, copied at creation
+	batch      int
+	numInputs  int // copied at creation (the state outlives its model)
+	numOutputs int
 }
 
 // NewModelState creates a zero stream state of batch rows for model. ErrUnsupported when the
 // model does not stream (the message names the layer; see Model.Streamable), ErrInvalidArgument
 // for batch <= 0 or not the batch_size of the model's stateful layers.
 func NewModelState(model *Model, batch int) (*ModelState, error) {
-	outs, err := model.Outputs()
+	nout, err := model.NumOutputs()
 	if err != nil {
 		return nil, err
 	}
@@ -541,10 +621,7 @@ func NewModelState(model *Model, batch int) (*ModelState, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &ModelState{h: recurswig.SwigcptrModelState(h.Swigcptr()), batch: batch, numInputs: n}
-	for _, o := range outs {
-		s.outDims = append(s.outDims, o.Dims)
-	}
+	s := &ModelState{h: recurswig.SwigcptrModelState(h.Swigcptr()), batch: batch, numInputs: n, numOutputs: nout}
 	runtime.SetFinalizer(s, (*ModelState).Close)
 	return s, nil
 }
@@ -601,30 +678,38 @@ func (s *ModelState) Lengths(timesteps int) (inputs, outputs int, err error) {
 	return int(in), int(out), err
 }
 
-// OutputDims is the shape of each output of a step of timesteps steps: sequence outputs (rank 3
-// or more) hold those steps, the others are what the model outputs after them.
-func (s *ModelState) OutputDims(timesteps int) ([][]int, error) {
-	_, total, err := s.Lengths(timesteps)
+// StepOutputDims is the shape of output index of a step of timesteps steps: a sequence output
+// holds those steps, the others are what the model outputs after them. ErrInvalidArgument for an
+// index out of range or timesteps < 1.
+func (s *ModelState) StepOutputDims(index, timesteps int) ([]int, error) {
+	h, err := s.lock()
 	if err != nil {
 		return nil, err
 	}
-	out := make([][]int, len(s.outDims))
-	sum := 0
-	for i, d := range s.outDims {
-		out[i] = append([]int(nil), d...)
-		out[i][0] = s.batch
-		if len(d) >= 3 {
-			out[i][1] = timesteps
-		}
-		for _, v := range out[i] {
-			if v < 0 {
-				return nil, &Error{Status: ErrInternal, Msg: "output " + strconv.Itoa(i) + " has an axis of unknown size in a stream"}
-			}
-		}
-		sum += product(out[i])
+	var rank int32
+	d := make([]int64, maxRank)
+	err = h.Output_dims(clampInt32(index), clampInt32(timesteps), &rank, d, len(d))
+	s.unlock()
+	if err != nil {
+		return nil, err
 	}
-	if sum != total {
-		return nil, &Error{Status: ErrInternal, Msg: "the outputs of a step are " + strconv.Itoa(total) + " floats, not " + strconv.Itoa(sum)}
+	return dimsOf(d, rank), nil
+}
+
+// OutputDims is the shape of each output of a step of timesteps steps (StepOutputDims of every
+// output).
+func (s *ModelState) OutputDims(timesteps int) ([][]int, error) {
+	if _, err := s.lock(); err != nil {
+		return nil, err
+	}
+	n := s.numOutputs
+	s.unlock()
+	out := make([][]int, n)
+	for i := range out {
+		var err error
+		if out[i], err = s.StepOutputDims(i, timesteps); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

@@ -156,7 +156,8 @@
   }
 
   /**
-   * Input index: its name, dims (-1 for the batch and for a timesteps axis given at run time) and whether it takes token ids.
+   * Input index: its name, dims (-1 for the batch unless a stateful model fixes it, and for a
+   * timesteps axis given at run time), whether it takes token ids and whether it is a sequence.
    * @throws InvalidArgumentException index out of range
    */
   public ModelTensor input(int index) {
@@ -164,7 +165,19 @@
     int[] rank = new int[1], ids = new int[1];
     long[] dims = new long[Recur.MAX_RANK];
     inputRaw(index, name, rank, ids, dims);
-    return new ModelTensor(index, name[0], java.util.Arrays.copyOf(dims, rank[0]), ids[0] != 0);
+    return new ModelTensor(index, name[0], java.util.Arrays.copyOf(dims, rank[0]), ids[0] != 0, isSequence(index));
+  }
+
+  /**
+   * Whether input index has a timesteps axis (axis 1): its length comes from the run's timesteps,
+   * masks address it, and {@link ModelState#step} feeds it a few steps at a time (the others are
+   * given whole on every step).
+   * @throws InvalidArgumentException index out of range
+   */
+  public boolean isSequence(int index) {
+    int[] s = new int[1];
+    inputSequenceRaw(index, s);
+    return s[0] != 0;
   }
 
   /** Output index: its name (Keras's model.output_names) and dims (-1 where they depend on the call). */
@@ -173,7 +186,7 @@
     int[] rank = new int[1];
     long[] dims = new long[Recur.MAX_RANK];
     outputRaw(index, name, rank, dims);
-    return new ModelTensor(index, name[0], java.util.Arrays.copyOf(dims, rank[0]), false);
+    return new ModelTensor(index, name[0], java.util.Arrays.copyOf(dims, rank[0]), false, false);
   }
 
   /** Every input, in Keras's model.inputs order. */
@@ -273,6 +286,33 @@
     int[] s = new int[1];
     isStatefulRaw(s);
     return s[0] != 0;
+  }
+
+  /** Number of stateful layers (Bidirectional halves count one each). */
+  public int numStatefulLayers() {
+    int[] n = new int[1];
+    numStatefulLayersRaw(n);
+    return n[0];
+  }
+
+  /**
+   * Stateful layer index, in config order: the name {@link #getStates(String)} takes and its
+   * states' shape (numStates, batch, units).
+   * @throws InvalidArgumentException index out of range
+   */
+  public StatefulLayer statefulLayer(int index) {
+    String[] name = new String[1];
+    int[] ns = new int[1], batch = new int[1], units = new int[1];
+    statefulLayerRaw(index, name, ns, batch, units);
+    return new StatefulLayer(index, name[0], ns[0], batch[0], units[0]);
+  }
+
+  /** Every stateful layer, in config order (empty for a model that is not stateful). */
+  public java.util.List<StatefulLayer> statefulLayers() {
+    int n = numStatefulLayers();
+    java.util.List<StatefulLayer> l = new java.util.ArrayList<>(n);
+    for (int i = 0; i < n; ++i) l.add(statefulLayer(i));
+    return java.util.Collections.unmodifiableList(l);
   }
 
   /** Floats of the states of stateful layer layer ("name/forward" or "name/backward" for a Bidirectional half). */

@@ -1,7 +1,6 @@
 /* ModelState: one stream (a batch of rows) through a whole model. */
 %typemap(javacode) RecurModelState %{
-  private int batch, numInputs;
-  private long[][] outputDims; // the model's output dims, copied at creation (the state outlives its model)
+  private int batch, numInputs, numOutputs; // copied at creation (the state outlives its model)
 
   /**
    * A stream state for batch rows through model, all states zero. Any number of states may step
@@ -14,9 +13,7 @@
     this(take(createRaw(checkedModel(model), batch)), true);
     this.batch = batch;
     this.numInputs = model.numInputs();
-    java.util.List<ModelTensor> outs = model.outputs();
-    outputDims = new long[outs.size()][];
-    for (int i = 0; i < outputDims.length; ++i) outputDims[i] = outs.get(i).dims();
+    this.numOutputs = model.numOutputs();
   }
 
   private static Model checkedModel(Model model) {
@@ -65,23 +62,22 @@
   }
 
   /**
-   * The dims of each output of a step of timesteps steps: sequence outputs (rank 3 or more) hold
-   * those steps, the others are what the model outputs after them.
+   * The dims of output index of a step of timesteps steps (recur_model_state_output_dims):
+   * sequence outputs hold those steps, the others are what the model outputs after them.
+   * @throws InvalidArgumentException index out of range, or timesteps &lt; 1
    */
+  public long[] outputDims(int index, int timesteps) {
+    int[] rank = new int[1];
+    long[] dims = new long[Recur.MAX_RANK];
+    outputDimsRaw(index, timesteps, rank, dims);
+    return java.util.Arrays.copyOf(dims, rank[0]);
+  }
+
+  /** The dims of every output of a step of timesteps steps. */
   public long[][] outputDims(int timesteps) {
-    int total = outputsLength(timesteps);
-    long[][] d = new long[outputDims.length][];
-    long sum = 0;
-    for (int i = 0; i < d.length; ++i) {
-      d[i] = outputDims[i].clone();
-      d[i][0] = batch;
-      if (d[i].length >= 3) d[i][1] = timesteps;
-      for (long v : d[i])
-        if (v < 0) throw new IllegalStateException("recur: output " + i + " has an axis of unknown size in a stream");
-      sum += Buffers.product(d[i]);
-    }
-    if (sum != total)
-      throw new IllegalStateException("recur: the outputs of a step are " + total + " floats, not " + sum);
+    ptr();
+    long[][] d = new long[numOutputs][];
+    for (int i = 0; i < d.length; ++i) d[i] = outputDims(i, timesteps);
     return d;
   }
 

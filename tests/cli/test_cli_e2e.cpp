@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -926,8 +927,13 @@ TEST_F(Graph, InfoListsInputsOutputsStatesAndStreaming) {
   EXPECT_NE(r.out.find("streams:       yes\n"), std::string::npos) << r.out;
   r = run("info " + graph("keras3", "stateful_functional_lstm_gru", "h5"));
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.out.find("stateful:      yes (lstm, gru)\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("  x      (B, T, 3)\n"), std::string::npos) << r.out;
+  // The stateful layers as the C ABI lists them, each with the shape of its states; the input
+  // and output report the batch the stateful layers fix.
+  EXPECT_NE(r.out.find("stateful:      yes (lstm, gru)\n  lstm  states (2, 3, 4)\n  gru   states (1, 3, 3)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  x      (3, T, 3)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  dense  (3, T, 2)\n"), std::string::npos) << r.out;
   r = run("info " + m("keras3", "bigru.keras"));
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("streams:       no: layer 'bi' (Bidirectional)"), std::string::npos) << r.out;
@@ -939,7 +945,7 @@ TEST_F(Graph, InfoListsInputsOutputsStatesAndStreaming) {
   const auto doc = nlohmann::json::parse(j.out);
   ASSERT_EQ(doc["inputs"].size(), 1u);
   EXPECT_EQ(doc["inputs"][0]["name"], "x");
-  EXPECT_EQ(doc["inputs"][0]["dims"], nlohmann::json::array({-1, -1, 3}));
+  EXPECT_EQ(doc["inputs"][0]["dims"], nlohmann::json::array({3, -1, 3}));  // the fixed batch
   EXPECT_EQ(doc["inputs"][0]["token_ids"], false);
   EXPECT_EQ(doc["inputs"][0]["sequence"], true);
   EXPECT_EQ(doc["outputs"][0]["name"], "dense");
@@ -949,6 +955,16 @@ TEST_F(Graph, InfoListsInputsOutputsStatesAndStreaming) {
   EXPECT_EQ(doc["stateful_layers"][0]["num_states"], 2);
   EXPECT_EQ(doc["stateful_layers"][0]["batch_size"], 3);
   EXPECT_EQ(doc["stateful_layers"][0]["units"], 4);
+  EXPECT_EQ(doc["stateful_layers"][1]["name"], "gru");
+  EXPECT_EQ(doc["stateful_layers"][1]["num_states"], 1);
+  EXPECT_EQ(doc["stateful_layers"][1]["batch_size"], 3);
+  EXPECT_EQ(doc["stateful_layers"][1]["units"], 3);
+  const auto plain = nlohmann::json::parse(run("info --json " + graph("keras3", "multi_io", "keras")).out);
+  EXPECT_EQ(plain["stateful"], false);
+  EXPECT_TRUE(plain["stateful_layers"].empty());
+  EXPECT_EQ(plain["inputs"][0]["sequence"], true);   // (B, 7, 4)
+  EXPECT_EQ(plain["inputs"][1]["sequence"], false);  // (B, 5) features
+  EXPECT_EQ(plain["inputs"][0]["dims"][0], -1);
   EXPECT_EQ(doc["streams"], true);
   EXPECT_EQ(doc["not_streamable"], "");
   const auto bi = nlohmann::json::parse(run("info --json " + m("keras2", "bigru.h5")).out);
@@ -1109,6 +1125,20 @@ TEST_F(Graph, StatesInAndOut) {
   const NamedArrays s = recur_cli::read_npz(tmp("s.npz"));
   ASSERT_EQ(s.size(), 2u);
   EXPECT_EQ(s[0].first, "lstm");
+  EXPECT_EQ(s[0].second.shape, (std::vector<int64_t>{2, 3, 4}));  // (states, batch, units)
+  EXPECT_EQ(s[1].first, "gru");
+  EXPECT_EQ(s[1].second.shape, (std::vector<int64_t>{1, 3, 3}));
+  EXPECT_TRUE(std::any_of(s[1].second.data.begin(), s[1].second.data.end(), [](float v) { return v != 0.0f; }))
+      << "the states a call leaves";
+  // The states written round-trip: --states-in of them, then --states-out again, gives them back.
+  r = run("run " + model + inputs(g, 1) + " -o " + tmp("o2.npz") + " --states-in " + tmp("s.npz") + " --states-out " +
+          tmp("s2.npz"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const NamedArrays s2 = recur_cli::read_npz(tmp("s2.npz"));
+  ASSERT_EQ(s2.size(), 2u);
+  EXPECT_EQ(s2[0].first, "lstm");
+  EXPECT_EQ(s2[0].second.shape, s[0].second.shape);
+  EXPECT_NE(s2[0].second.data, s[0].second.data) << "a second call moves the states on";
   // Without --states-in the second call starts from zero states: not Keras's second call.
   EXPECT_EQ(run("verify " + model + inputs(g, 1) + " -e " + expected(g, 1)).rc, 1);
   EXPECT_EQ(run("verify " + model + inputs(g, 1) + " -e " + expected(g, 1) + " --states-in " + tmp("s.npz")).rc, 0);

@@ -14,17 +14,43 @@ public sealed class ModelTensor {
   public int Index { get; internal set; }
   /// <summary>The InputLayer's name for an input; Keras's model.output_names entry for an output.</summary>
   public string Name { get; internal set; }
-  /// <summary>A copy of the dims, batch axis first, with -1 for an axis given at run time (the batch
-  /// always, and the timesteps axis of a sequence input whose length the model leaves open).</summary>
+  /// <summary>A copy of the dims, batch axis first, with -1 for an axis given at run time (the batch,
+  /// unless a stateful model fixes it, and the timesteps axis of a sequence input whose length the
+  /// model leaves open).</summary>
   public long[] Dims { get { return (long[])dims.Clone(); } internal set { dims = value; } }
   /// <summary>Number of axes, the batch axis included.</summary>
   public int Rank { get { return dims.Length; } }
   /// <summary>An input of integer ids (Keras dtype int*, or one that feeds an Embedding), passed as
   /// floats. Always false for outputs.</summary>
   public bool TokenIds { get; internal set; }
+  /// <summary>An input with a timesteps axis (axis 1), as the C ABI says
+  /// (recur_model_input_sequence): its length comes from the run's timesteps, masks address it and
+  /// <see cref="ModelState"/> feeds it a few steps at a time; other inputs are given whole. Always
+  /// false for outputs.</summary>
+  public bool Sequence { get; internal set; }
 
   public override string ToString() {
     return Name + " (" + string.Join(", ", dims) + (dims.Length == 1 ? ",)" : ")") + (TokenIds ? " token ids" : "");
+  }
+}
+
+/// <summary>One stateful layer of a model (recur_model_stateful_layer): the name
+/// <see cref="Model.GetStates(string)"/> takes ("name/forward" or "name/backward" for a
+/// Bidirectional half) and the shape of its states, NumStates x (Batch, Units).</summary>
+public sealed class StatefulLayer {
+  /// <summary>Position among the model's stateful layers (config order).</summary>
+  public int Index { get; internal set; }
+  public string Name { get; internal set; }
+  /// <summary>States per layer: 1 (GRU, SimpleRNN: h) or 2 (LSTM: h and c).</summary>
+  public int NumStates { get; internal set; }
+  /// <summary>The batch_size the layer fixes.</summary>
+  public int Batch { get; internal set; }
+  public int Units { get; internal set; }
+  /// <summary>Floats of its states: NumStates * Batch * Units (what Model.StatesLength says).</summary>
+  public long StatesLength { get { return (long)NumStates * Batch * Units; } }
+
+  public override string ToString() {
+    return Name + " (" + NumStates + ", " + Batch + ", " + Units + ")";
   }
 }
 
@@ -55,15 +81,27 @@ public sealed partial class Model {
   /// <summary>Number of model outputs (Keras's model.outputs).</summary>
   public int NumOutputs { get { CheckDisposed(); int n; num_outputs(out n); return n; } }
 
-  /// <summary>Input <paramref name="index"/>: name, dims and whether it takes token ids. Status.InvalidArgument
-  /// for an index out of range.</summary>
+  /// <summary>Input <paramref name="index"/>: name, dims, whether it takes token ids and whether it is
+  /// a sequence. Status.InvalidArgument for an index out of range.</summary>
   public unsafe ModelTensor Input(int index) {
     CheckDisposed();
     var dims = new long[recur.MAX_RANK];
     IntPtr name;
     int rank, ids;
     fixed (long* d = dims) input(index, out name, out rank, out ids, (IntPtr)d, dims.Length);
-    return new ModelTensor { Index = index, Name = Util.Str(name), Dims = GraphUtil.Head(dims, rank), TokenIds = ids != 0 };
+    return new ModelTensor { Index = index, Name = Util.Str(name), Dims = GraphUtil.Head(dims, rank), TokenIds = ids != 0,
+                             Sequence = IsSequence(index) };
+  }
+
+  /// <summary>True when input <paramref name="index"/> has a timesteps axis (axis 1): its length
+  /// comes from the run's timesteps, masks address it, and ModelState.Step feeds it a few steps at a
+  /// time (the others are given whole on every step). Status.InvalidArgument for an index out of
+  /// range.</summary>
+  public bool IsSequence(int index) {
+    CheckDisposed();
+    int s;
+    input_sequence(index, out s);
+    return s != 0;
   }
 
   /// <summary>Output <paramref name="index"/>: name (Keras's model.output_names) and dims.</summary>
@@ -171,6 +209,28 @@ public sealed partial class Model {
   /// <summary>Zeroes the states of every stateful layer (Keras's model.reset_states()).</summary>
   public void ResetStates() { CheckDisposed(); reset_states(); }
 
+  /// <summary>Number of stateful layers (Bidirectional halves count one each).</summary>
+  public int NumStatefulLayers { get { CheckDisposed(); int n; num_stateful_layers(out n); return n; } }
+
+  /// <summary>Stateful layer <paramref name="index"/>, in config order: the name GetStates takes and
+  /// its states' shape. Status.InvalidArgument for an index out of range.</summary>
+  public StatefulLayer GetStatefulLayer(int index) {
+    CheckDisposed();
+    IntPtr name;
+    int ns, batch, units;
+    stateful_layer(index, out name, out ns, out batch, out units);
+    return new StatefulLayer { Index = index, Name = Util.Str(name), NumStates = ns, Batch = batch, Units = units };
+  }
+
+  /// <summary>Every stateful layer, in config order (empty for a model that is not stateful).</summary>
+  public StatefulLayer[] StatefulLayers {
+    get {
+      var l = new StatefulLayer[NumStatefulLayers];
+      for (int i = 0; i < l.Length; ++i) l[i] = GetStatefulLayer(i);
+      return l;
+    }
+  }
+
   /// <summary>Floats of the states of stateful layer <paramref name="layer"/> ("name/forward" or
   /// "name/backward" for a Bidirectional half). Status.InvalidArgument when there is no such layer
   /// or it is not stateful.</summary>
@@ -235,8 +295,7 @@ public sealed partial class Model {
 /// number of states may step one model from any number of threads (each state by one thread at a
 /// time). A state stays valid after its model is disposed. Dispose it.</summary>
 public sealed partial class ModelState {
-  int batch, numInputs;
-  long[][] outputDims;  // the model's output dims, copied at creation
+  int batch, numInputs, numOutputs;  // copied at creation (the state outlives its model)
 
   /// <summary>A zero state of <paramref name="batch"/> rows for <paramref name="model"/>. Status.Unsupported
   /// when the model does not stream (the message names the layer); Status.InvalidArgument for batch
@@ -244,9 +303,7 @@ public sealed partial class ModelState {
   public ModelState(Model model, int batch) : this(CreateHandle(model, batch), true) {
     this.batch = batch;
     numInputs = model.NumInputs;
-    var outs = model.Outputs;
-    outputDims = new long[outs.Length][];
-    for (int i = 0; i < outs.Length; ++i) outputDims[i] = outs[i].Dims;
+    numOutputs = model.NumOutputs;
   }
 
   static IntPtr CreateHandle(Model model, int batch) {
@@ -285,20 +342,23 @@ public sealed partial class ModelState {
     return (long)o;
   }
 
-  /// <summary>The dims of each output of a step: sequence outputs (rank 3 or more) hold those
-  /// steps, the others are what the model outputs after them.</summary>
+  /// <summary>The dims of output <paramref name="index"/> of a step of <paramref name="timesteps"/>
+  /// steps (recur_model_state_output_dims): sequence outputs hold those steps, the others are what
+  /// the model outputs after them. Status.InvalidArgument for an index out of range or timesteps
+  /// &lt; 1.</summary>
+  public unsafe long[] OutputDims(int index, int timesteps) {
+    CheckDisposed();
+    var dims = new long[recur.MAX_RANK];
+    int rank;
+    fixed (long* d = dims) output_dims(index, timesteps, out rank, (IntPtr)d, dims.Length);
+    return GraphUtil.Head(dims, rank);
+  }
+
+  /// <summary>The dims of every output of a step of <paramref name="timesteps"/> steps.</summary>
   public long[][] OutputDims(int timesteps) {
-    long total = OutputsLength(timesteps), sum = 0;
-    var d = new long[outputDims.Length][];
-    for (int i = 0; i < d.Length; ++i) {
-      d[i] = (long[])outputDims[i].Clone();
-      d[i][0] = batch;
-      if (d[i].Length >= 3) d[i][1] = timesteps;
-      foreach (var v in d[i])
-        if (v < 0) throw new InvalidOperationException("recur: output " + i + " has an axis of unknown size in a stream");
-      sum += GraphUtil.Product(d[i]);
-    }
-    if (sum != total) throw new InvalidOperationException("recur: the outputs of a step are " + total + " floats, not " + sum);
+    CheckDisposed();
+    var d = new long[numOutputs][];
+    for (int i = 0; i < d.Length; ++i) d[i] = OutputDims(i, timesteps);
     return d;
   }
 

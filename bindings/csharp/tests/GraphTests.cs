@@ -162,10 +162,18 @@ static partial class Program {
       Fails(Status.InvalidArgument, () => m.OutputDims(5, 3, ts), "output dims 5", "index 5");
       Fails(Status.InvalidArgument, () => m.OutputsLength(3, new[] { 7 }), "one timestep for two inputs", "num_timesteps");
       Fails(Status.InvalidArgument, () => m.InputsLength(0, ts), "batch 0", "batch");
+      // Which inputs have a timesteps axis, from the C ABI: (B, 7, 4) yes, (B, 5) features no.
+      Check(inputs[0].Sequence && m.IsSequence(0), "input 0 is a sequence");
+      Check(!inputs[1].Sequence && !m.IsSequence(1), "input 1 is not a sequence");
+      Check(!outputs[0].Sequence, "outputs are not flagged");
+      Fails(Status.InvalidArgument, () => m.IsSequence(2), "IsSequence(2)", "index 2 is out of range");
+      Fails(Status.InvalidArgument, () => m.IsSequence(-1), "IsSequence(-1)", "index -1");
+      Check(m.NumStatefulLayers == 0 && m.StatefulLayers.Length == 0, "no stateful layers");
     }
     using (var m = Model.Open(GraphFile("keras3", "embedding_masked_full_row", "keras"))) {
       var ids = m.Input(0);
       Check(ids.TokenIds && ids.Dims.SequenceEqual(new long[] { -1, -1 }), "token ids of any length: " + ids);
+      Check(ids.Sequence, "(B, T) token ids are a sequence");
       Check(m.InputsLength(3, new[] { 9 }) == 27, "3 x 9 ids");
       Fails(Status.InvalidArgument, () => m.InputsLength(3, new[] { 0 }), "0 timesteps", "timesteps");
     }
@@ -225,6 +233,16 @@ static partial class Program {
     using (var m = Model.Open(GraphFile("keras3", "stateful_sequential_gru", "keras"))) {
       Check(m.IsStateful, "stateful");
       Check(m.StatesLength("gru") == 12, "3 x 4 states");
+      // The stateful layers with their states' shapes; the input and output report the fixed batch.
+      Check(m.NumStatefulLayers == 1, "one stateful layer");
+      var gru = m.GetStatefulLayer(0);
+      Check(gru.Index == 0 && gru.Name == "gru" && gru.NumStates == 1 && gru.Batch == 3 && gru.Units == 4, "gru: " + gru);
+      Check(gru.StatesLength == m.StatesLength("gru") && gru.ToString() == "gru (1, 3, 4)", "gru's states length");
+      Check(m.StatefulLayers.Length == 1 && m.StatefulLayers[0].Name == "gru", "StatefulLayers");
+      Check(m.Input(0).Dims[0] == 3 && m.Output(0).Dims[0] == 3, "the fixed batch: " + m.Input(0) + ", " + m.Output(0));
+      Check(m.Input(0).Sequence, "(3, T, 3) is a sequence");
+      Fails(Status.InvalidArgument, () => m.GetStatefulLayer(1), "stateful layer 1", "index 1 is out of range");
+      Fails(Status.InvalidArgument, () => m.GetStatefulLayer(-1), "stateful layer -1", "index -1");
       Check(m.GetStates("gru").All(v => v == 0), "zero before the first call");
       var first = calls[0];
       var second = calls[1];
@@ -251,10 +269,19 @@ static partial class Program {
     }
     using (var m = Model.Open(GraphFile("keras3", "stateful_functional_lstm_gru", "h5"))) {
       Check(m.IsStateful && m.StatesLength("lstm") == 24 && m.StatesLength("gru") == 9, "LSTM h, c and GRU h");
+      var ls = m.StatefulLayers;
+      Check(ls.Length == 2, "two stateful layers");
+      Check(ls[0].Name == "lstm" && ls[0].NumStates == 2 && ls[0].Batch == 3 && ls[0].Units == 4, "lstm first: " + ls[0]);
+      Check(ls[1].Name == "gru" && ls[1].Index == 1 && ls[1].NumStates == 1 && ls[1].Batch == 3 && ls[1].Units == 3, "then gru: " + ls[1]);
+      foreach (var l in ls) Check(l.StatesLength == m.StatesLength(l.Name), l.Name + ": states length");
+      Fails(Status.InvalidArgument, () => m.GetStatefulLayer(2), "stateful layer 2", "index 2 is out of range");
     }
     using (var m = Model.Open(CliModel("keras3", "bigru.keras"))) {
       Check(!m.IsStateful, "not stateful");
       Fails(Status.InvalidArgument, () => m.StatesLength("bi/forward"), "a layer that is not stateful", "not stateful");
+      Check(m.NumStatefulLayers == 0, "no stateful layers");
+      Fails(Status.InvalidArgument, () => m.GetStatefulLayer(0), "stateful layer 0 of none", "index 0 is out of range");
+      Check(m.Input(0).Dims[0] == -1, "not stateful: the batch is given at run time");
       m.ResetStates();
     }
   }
@@ -331,7 +358,7 @@ static partial class Program {
     var dims = ins.Select(ShapeOf).ToArray();
     var seq = new bool[x.Length];
     for (int i = 0; i < x.Length; ++i) {
-      seq[i] = dims[i].Length >= 3 || (dims[i].Length == 2 && m.Input(i).TokenIds);
+      seq[i] = m.Input(i).Sequence;
       if (seq[i]) T = (int)dims[i][1];
     }
     var full = m.OutputDims(batch, TimestepsOf(call));
@@ -379,6 +406,10 @@ static partial class Program {
     Check(s.InputsLength(2) == 3 * 2 * 4 + 3 * 5 && s.OutputsLength(2) == 3 * 3 + 3 * 2, "lengths");
     var d = s.OutputDims(2);
     Check(d.Length == 2 && d[0].SequenceEqual(new long[] { 3, 3 }) && d[1].SequenceEqual(new long[] { 3, 2 }), "step dims");
+    Check(s.OutputDims(1, 5).SequenceEqual(new long[] { 3, 2 }), "step dims of output 1");
+    Fails(Status.InvalidArgument, () => s.OutputDims(2, 1), "step dims of output 2", "index 2 is out of range");
+    Fails(Status.InvalidArgument, () => s.OutputDims(-1, 1), "step dims of output -1", "index -1");
+    Fails(Status.InvalidArgument, () => s.OutputDims(0, 0), "step dims of 0 timesteps", "timesteps");
     var input = new float[s.InputsLength(1)];
     Array.Copy(Pattern(12, 1.0, 0.1), input, 12);
     var output = new float[s.OutputsLength(1)];
@@ -413,6 +444,7 @@ static partial class Program {
     Throws<ObjectDisposedException>(() => s.Step(input, 1, null, output), "Step after Dispose");
     Throws<ObjectDisposedException>(() => s.InputsLength(1), "InputsLength after Dispose");
     Throws<ObjectDisposedException>(() => { var b = s.Batch; }, "Batch after Dispose");
+    Throws<ObjectDisposedException>(() => s.OutputDims(0, 1), "OutputDims after Dispose");
   }
 
   static void GraphModelsThatDoNotStream() {
@@ -426,7 +458,11 @@ static partial class Program {
     }
     using (var m = Model.Open(GraphFile("keras3", "stateful_sequential_gru", "keras"))) {
       Fails(Status.InvalidArgument, () => new ModelState(m, 2), "another batch than the stateful one", "fixed batch of 3");
-      using (var s = new ModelState(m, 3)) Check(s.OutputsLength(2) == 12, "3 x 2 x 2 outputs");
+      using (var s = new ModelState(m, 3)) {
+        Check(s.OutputsLength(2) == 12, "3 x 2 x 2 outputs");
+        Check(s.OutputDims(0, 2).SequenceEqual(new long[] { 3, 2, 2 }) && s.OutputDims(0, 5).SequenceEqual(new long[] { 3, 5, 2 }),
+              "a sequence output's step dims hold its timesteps");
+      }
     }
   }
 
@@ -437,6 +473,8 @@ static partial class Program {
       () => { var n = m.NumInputs; }, () => { var n = m.NumOutputs; }, () => m.Input(0), () => m.Output(0),
       () => { var i = m.Inputs; }, () => { var s = m.IsStateful; }, () => m.ResetStates(), () => m.StatesLength("gru"),
       () => m.SetKerasBackend("jax"), () => { var s = m.Streamable; }, () => m.OutputDims(0, 1, null),
+      () => m.IsSequence(0), () => { var n = m.NumStatefulLayers; }, () => m.GetStatefulLayer(0),
+      () => { var l = m.StatefulLayers; },
       () => m.Run(new[] { new float[28], new float[5] }, 1, null), () => m.RunInputs(new float[33], 1, null, null, new float[5])};
     for (int i = 0; i < calls.Length; ++i) Throws<ObjectDisposedException>(calls[i], "call " + i + " after Dispose");
   }

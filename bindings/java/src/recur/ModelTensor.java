@@ -4,8 +4,8 @@ import java.util.Arrays;
 
 /**
  * One input or output of a model (recur_model_input / recur_model_output): its Keras name and dims,
- * batch axis first, with -1 for an axis given at run time (the batch always, and the timesteps axis
- * of a sequence input whose length the model leaves open).
+ * batch axis first, with -1 for an axis given at run time (the batch, unless a stateful model fixes
+ * it, and the timesteps axis of a sequence input whose length the model leaves open).
  */
 public final class ModelTensor {
   /** Position among the model's inputs (or outputs), as Keras's model.inputs / model.outputs. */
@@ -15,12 +15,19 @@ public final class ModelTensor {
   private final long[] dims;
   /** An input of integer ids (Keras dtype int*, or one that feeds an Embedding), passed as floats. Always false for outputs. */
   public final boolean tokenIds;
+  /**
+   * An input with a timesteps axis (axis 1), as the C ABI says (recur_model_input_sequence): its
+   * length comes from the run's timesteps, masks address it and {@link ModelState} feeds it a few
+   * steps at a time; other inputs are given whole. Always false for outputs.
+   */
+  public final boolean sequence;
 
-  ModelTensor(int index, String name, long[] dims, boolean tokenIds) {
+  ModelTensor(int index, String name, long[] dims, boolean tokenIds, boolean sequence) {
     this.index = index;
     this.name = name;
     this.dims = dims;
     this.tokenIds = tokenIds;
+    this.sequence = sequence;
   }
 
   /** A copy of the dims (rank values, -1 where given at run time). */
@@ -50,11 +57,12 @@ public final class ModelTensor {
   public boolean equals(Object o) {
     if (!(o instanceof ModelTensor)) return false;
     ModelTensor t = (ModelTensor) o;
-    return index == t.index && name.equals(t.name) && Arrays.equals(dims, t.dims) && tokenIds == t.tokenIds;
+    return index == t.index && name.equals(t.name) && Arrays.equals(dims, t.dims) && tokenIds == t.tokenIds
+        && sequence == t.sequence;
   }
 
   @Override
   public int hashCode() {
-    return 31 * (31 * index + name.hashCode()) + Arrays.hashCode(dims);
+    return 31 * (31 * index + name.hashCode()) + Arrays.hashCode(dims) + (sequence ? 1 : 0);
   }
 }

@@ -220,6 +220,16 @@ class GraphModelTest {
       d[1] = 99; // a copy
       assertEquals(7, m.input(0).dim(1));
       assertThrows(UnsupportedOperationException.class, () -> m.inputs().clear());
+      // Which inputs have a timesteps axis, from the C ABI: (B, 7, 4) yes, (B, 5) features no.
+      assertTrue(in.get(0).sequence);
+      assertTrue(m.isSequence(0));
+      assertFalse(in.get(1).sequence);
+      assertFalse(m.isSequence(1));
+      assertFalse(out.get(0).sequence);
+      raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "index 2 is out of range", () -> m.isSequence(2));
+      raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "index -1", () -> m.isSequence(-1));
+      assertEquals(0, m.numStatefulLayers());
+      assertTrue(m.statefulLayers().isEmpty());
 
       int[] ts = {7, 0};
       assertEquals(3 * 7 * 4 + 3 * 5, m.inputsLength(3, ts));
@@ -238,11 +248,13 @@ class GraphModelTest {
       ModelTensor ids = m.input(0);
       assertTrue(ids.tokenIds);
       assertArrayEquals(new long[] {-1, -1}, ids.dims());
+      assertTrue(ids.sequence, "(B, T) token ids are a sequence");
       assertEquals(3 * 9, m.inputsLength(3, new int[] {9}));
       raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "timesteps", () -> m.inputsLength(3, new int[] {0}));
     }
     try (Model m = Model.open(CLI_MODELS.resolve("keras3/tokens.keras").toString())) {
       assertTrue(m.input(0).tokenIds);
+      assertTrue(m.input(0).sequence);
     }
   }
 
@@ -313,6 +325,18 @@ class GraphModelTest {
     List<Object> cs = calls(c);
     try (Model m = Model.open(file("keras3", "stateful_sequential_gru", "keras"))) {
       assertTrue(m.isStateful());
+      // The stateful layers with their states' shapes; the input and output report the fixed batch.
+      assertEquals(1, m.numStatefulLayers());
+      StatefulLayer gru = m.statefulLayer(0);
+      assertEquals(new StatefulLayer(0, "gru", 1, 3, 4), gru);
+      assertEquals(m.statesLength("gru"), gru.statesLength());
+      assertEquals("gru (1, 3, 4)", gru.toString());
+      assertEquals(List.of(gru), m.statefulLayers());
+      assertEquals(3, m.input(0).dim(0));
+      assertEquals(3, m.output(0).dim(0));
+      assertTrue(m.input(0).sequence);
+      raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "index 1 is out of range", () -> m.statefulLayer(1));
+      raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "index -1", () -> m.statefulLayer(-1));
       assertEquals(3 * 4, m.statesLength("gru"));
       assertArrayEquals(new float[12], m.getStates("gru"), "zero before the first call");
       Map<String, Object> first = (Map<String, Object>) cs.get(0), second = (Map<String, Object>) cs.get(1);
@@ -343,10 +367,19 @@ class GraphModelTest {
       assertTrue(m.isStateful());
       assertEquals(2 * 3 * 4, m.statesLength("lstm"));  // h and c
       assertEquals(3 * 3, m.statesLength("gru"));
+      List<StatefulLayer> ls = m.statefulLayers();
+      assertEquals(2, ls.size());
+      assertEquals(new StatefulLayer(0, "lstm", 2, 3, 4), ls.get(0)); // config order
+      assertEquals(new StatefulLayer(1, "gru", 1, 3, 3), ls.get(1));
+      for (StatefulLayer l : ls) assertEquals(m.statesLength(l.name), l.statesLength(), l.name);
+      raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "index 2 is out of range", () -> m.statefulLayer(2));
     }
     try (Model m = Model.open(CLI_MODELS.resolve("keras3/bigru.keras").toString())) {
       assertFalse(m.isStateful());
       raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "not stateful", () -> m.statesLength("bi/forward"));
+      assertEquals(0, m.numStatefulLayers());
+      raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "index 0 is out of range", () -> m.statefulLayer(0));
+      assertEquals(-1, m.input(0).dim(0)); // not stateful: the batch is given at run time
       m.resetStates(); // nothing to reset: no error
     }
   }
@@ -431,7 +464,7 @@ class GraphModelTest {
     int T = 0;
     for (int i = 0; i < x.length; ++i) {
       dims[i] = shapeOf(ins.get(i));
-      seq[i] = dims[i].length >= 3 || (dims[i].length == 2 && m.input(i).tokenIds);
+      seq[i] = m.input(i).sequence;
       if (seq[i]) T = (int) dims[i][1];
     }
     long[][] full = m.outputDims(batch, timestepsOf(call));
@@ -483,6 +516,10 @@ class GraphModelTest {
     assertEquals(3 * 2 * 4 + 3 * 5, s.inputsLength(2));
     assertEquals(3 * 3 + 3 * 2, s.outputsLength(2));
     assertArrayEquals(new long[][] {{3, 3}, {3, 2}}, s.outputDims(2));
+    assertArrayEquals(new long[] {3, 2}, s.outputDims(1, 5));
+    raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "index 2 is out of range", () -> s.outputDims(2, 1));
+    raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "index -1", () -> s.outputDims(-1, 1));
+    raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "timesteps", () -> s.outputDims(0, 0));
     float[] in = new float[s.inputsLength(1)], out = new float[s.outputsLength(1)];
     System.arraycopy(pattern(12, 0.1), 0, in, 0, 12);
     s.step(in, 1, null, out);
@@ -527,6 +564,8 @@ class GraphModelTest {
     assertThrows(ClosedException.class, () -> s.step(x, 1));
     assertThrows(ClosedException.class, () -> s.inputsLength(1));
     assertThrows(ClosedException.class, s::batch);
+    assertThrows(ClosedException.class, () -> s.outputDims(0, 1));
+    assertThrows(ClosedException.class, () -> s.outputDims(1));
   }
 
   @Test
@@ -546,6 +585,9 @@ class GraphModelTest {
       raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "fixed batch of 3", () -> new ModelState(m, 2));
       try (ModelState s = new ModelState(m, 3)) {
         assertEquals(3 * 2 * 2, s.outputsLength(2));
+        // (3, T, 2) sequence output: a step's dims hold its timesteps.
+        assertArrayEquals(new long[] {3, 2, 2}, s.outputDims(0, 2));
+        assertArrayEquals(new long[] {3, 5, 2}, s.outputDims(0, 5));
       }
     }
   }
@@ -556,6 +598,7 @@ class GraphModelTest {
     m.close();
     for (org.junit.jupiter.api.function.Executable e : new org.junit.jupiter.api.function.Executable[] {
              m::numInputs, m::numOutputs, () -> m.input(0), () -> m.output(0), m::inputs, m::isStateful, m::resetStates,
+             () -> m.isSequence(0), m::numStatefulLayers, () -> m.statefulLayer(0), m::statefulLayers,
              () -> m.statesLength("gru"), () -> m.setKerasBackend("jax"), m::streamable,
              () -> m.outputDims(0, 1, null), () -> m.run(new float[][] {new float[28], new float[5]}, 1, null),
              () -> m.runInputs(new float[33], 1, null, null, new float[5])})
