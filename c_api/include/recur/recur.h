@@ -370,14 +370,15 @@ typedef struct recur_model_info {
   uint32_t version;           /* set by the caller to RECUR_MODEL_INFO_VERSION */
   int32_t dialect;            /* RECUR_DIALECT_KERAS2 / RECUR_DIALECT_KERAS3 */
   const char *keras_version;  /* as the file records it; owned by the model */
-  int32_t num_layers;         /* entries of the model config, InputLayer included */
-  int32_t runnable;           /* 1 if recur_model_run can run the whole chain */
+  int32_t num_layers;         /* layers of the model config, InputLayer included (not Keras 3's
+                                 op nodes) */
+  int32_t runnable;           /* 1 if recur can run the whole graph */
   const char *unsupported;    /* why not ("" if runnable); owned by the model */
-  int32_t input_size;         /* features per timestep (1: token ids for an Embedding) */
-  int32_t takes_token_ids;    /* the first layer is an Embedding */
-  int32_t output_size;        /* last axis of each output */
-  int32_t returns_sequences;  /* outputs are (B, T, output_size), else (B, output_size) */
-  int32_t num_outputs;        /* 2 for a final Bidirectional with merge_mode=None, else 1 */
+  int32_t input_size;         /* last axis of input 0 (1: token ids) */
+  int32_t takes_token_ids;    /* input 0 holds token ids (an int Input, or it feeds an Embedding) */
+  int32_t output_size;        /* last axis of output 0 */
+  int32_t returns_sequences;  /* output 0 has a timesteps axis */
+  int32_t num_outputs;        /* the model's outputs (recur_model_num_outputs) */
 } recur_model_info;
 
 /* Fills *info (info->version must be set). */
@@ -394,15 +395,18 @@ RECUR_API recur_status recur_model_layer(const recur_model *model, int32_t index
  * Bidirectional, "<name>/forward" or "<name>/backward"). The caller owns *out. */
 RECUR_API recur_status recur_model_get_layer(const recur_model *model, const char *name, recur_layer **out);
 
-/* Number of floats recur_model_run writes for B sequences of T steps (all outputs together). */
+/* Number of floats recur_model_run writes for B sequences of T steps (all outputs together) of
+ * a one-input model. Errors: INVALID_ARGUMENT (a model with several inputs:
+ * recur_model_outputs_length). */
 RECUR_API recur_status recur_model_output_length(const recur_model *model, int32_t batch, int32_t timesteps,
                                                  size_t *out_len);
 
-/* Runs the model's chain of layers: input (B, T, input_size) floats (token ids as floats when
- * the model starts with an Embedding), optional (B, T) mask (for models without Masking/Embedding
- * to make one), output of recur_model_output_length floats. Masks propagate as in Keras.
- * Errors: UNSUPPORTED (a layer recur cannot run), SHAPE, INVALID_ARGUMENT (e.g. a token id out of
- * range). Safe to call concurrently on one model unless it holds stateful layers. */
+/* Runs a one-input model (any graph; several inputs: recur_model_run_inputs): input (B, T, ...)
+ * floats (token ids as floats), optional (B, T) mask (for models without Masking/Embedding to
+ * make one), output of recur_model_output_length floats (every output, concatenated). Masks
+ * propagate as in Keras. Errors: UNSUPPORTED (a layer recur cannot run), SHAPE, INVALID_ARGUMENT
+ * (e.g. a token id out of range, a model with several inputs). Safe to call concurrently on one
+ * model unless it holds stateful layers (then one run at a time, carrying their states). */
 RECUR_API recur_status recur_model_run(const recur_model *model, const float *input, size_t input_len, int32_t batch,
                                        int32_t timesteps, const uint8_t *mask, size_t mask_len, float *output,
                                        size_t output_len);
@@ -488,8 +492,8 @@ RECUR_API recur_status recur_layer_forward_device(recur_layer *layer, void *cuda
                                                   int32_t num_initial_states, float *d_output,
                                                   float *d_final_state);
 
-/* Moves a model (every layer recur_model_run uses) to `device`; the whole chain then runs there
- * without returning to the host between layers. Errors as recur_layer_set_device. */
+/* Moves a model's recurrent layers to `device`; they run there, the graph's other layers on the
+ * CPU between them. Errors as recur_layer_set_device. */
 RECUR_API recur_status recur_model_set_device(recur_model *model, const char *device);
 /* layer_index -1: where the model runs; otherwise that layer (recur_model_layer order); layers
  * without weights report the model's backend. Errors: INVALID_ARGUMENT (index). */
