@@ -359,7 +359,9 @@ typedef struct recur_model recur_model;
  * owns *out (recur_model_destroy). Layers recur cannot run do not fail the open: the file's
  * recurrent layers stay usable one by one, and recur_model_run reports the unsupported layer.
  * Errors: IO (missing, truncated, corrupt or hostile file: the message names the file, the object
- * path inside it and the problem), UNSUPPORTED (e.g. a Keras 1 file), INVALID_ARGUMENT. */
+ * path inside it and the problem), UNSUPPORTED (e.g. a Keras 1 file), INVALID_ARGUMENT. A corrupt
+ * or hostile file gives RECUR_ERR_IO, never a crash or a hang: recur's HDF5 reader checks every
+ * read against the file's size and bounds its work by it. */
 RECUR_API recur_status recur_model_open(recur_model **out, const char *path);
 /* Frees a model. NULL is a no-op. Layers taken from it with recur_model_get_layer stay valid. */
 RECUR_API void recur_model_destroy(recur_model *model);
@@ -539,7 +541,8 @@ RECUR_API const char *recur_cpu_kernels(void);
 /* Opens a model from a file image in memory: the bytes of a .keras zip or a legacy .h5 file. The
  * bytes are copied during the call; the caller may free them afterwards. `name` (may be NULL)
  * stands for the file in messages. Errors as recur_model_open (IO: not a Keras file, truncated,
- * corrupt or hostile; INVALID_ARGUMENT: data NULL with len > 0, or len 0). */
+ * corrupt or hostile, never a crash or a hang; INVALID_ARGUMENT: data NULL with len > 0, or
+ * len 0). */
 RECUR_API recur_status recur_model_open_memory(recur_model **out, const void *data, size_t len, const char *name);
 
 /* Largest rank of a model input or output (batch axis included). */
