@@ -1,9 +1,9 @@
 // Read-only access to the parts of an HDF5 file that Keras writes: groups, string attributes and
-// float datasets. Every failure is an Error naming the file and the object path; sizes are
-// checked before anything is allocated.
+// float datasets. recur's own reader for the subset of the format h5py and libhdf5 write (see
+// docs/architecture.md): the whole file is held in memory and every read is checked against its
+// size, so a corrupt or hostile file gives an Error, never a crash or a hang. Every failure is an
+// Error(io) naming the file and the object path; sizes are checked before anything is allocated.
 #pragma once
-
-#include <hdf5.h>
 
 #include <cstdint>
 #include <string>
@@ -44,12 +44,17 @@ class H5File {
                                  std::uint64_t max_elements = std::uint64_t(1) << 28) const;
 
  private:
-  H5File(hid_t file, std::string name, std::vector<char> image);
+  struct Parser;  // the format reader (hdf5_file.cpp), one per call
+  H5File(std::vector<char> bytes, std::string name, bool in_memory);
   [[noreturn]] void fail_at(const std::string& path, const std::string& problem) const;
 
-  hid_t file_ = -1;
   std::string name_;
-  std::vector<char> image_;  // keeps an in-memory image alive
+  std::vector<char> bytes_;  // the whole file
+  bool in_memory_ = false;   // an image: messages read "name:/path" instead of "name: /path"
+  std::uint64_t base_ = 0;   // the superblock's base address: file addresses are relative to it
+  std::uint64_t root_ = 0;   // the root group's object header
+  int offset_size_ = 8;      // bytes in a file address
+  int length_size_ = 8;      // bytes in a file length
 };
 
 // Makes a byte string printable for messages (non-UTF-8 and control bytes become \xNN).
