@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: install what is missing, build (with the GPU plugin when the CUDA toolkit and cuDNN
 # are present), run the whole suite with ctest, then build again with AddressSanitizer +
-# UndefinedBehaviorSanitizer and run the suite there too. GPU tests skip, saying why, without a GPU.
+# UndefinedBehaviorSanitizer and run the suite there too, and (with clang) each fuzz target for 20 s.
+# GPU tests skip, saying why, without a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -17,4 +18,9 @@ if [[ "${RECUR_SKIP_SANITIZERS:-0}" != 1 ]]; then
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRECUR_SANITIZE=ON -DRECUR_BUILD_TESTS=ON -DRECUR_BUILD_CUDA=OFF
   cmake --build build-asan -j"$jobs"
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j"$jobs")
+fi
+
+# A short run of every fuzz target (libFuzzer needs clang): any crash, leak, hang or OOM fails.
+if command -v clang++ >/dev/null && [[ "${RECUR_SKIP_FUZZ:-0}" != 1 ]]; then
+  scripts/fuzz.sh --ci
 fi

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Fuzzing campaign (tests/fuzz/README.md): builds build-fuzz with clang and -DRECUR_FUZZ=ON, runs
+# each libFuzzer target (all, or those named) for a while, and prints what each ran and found.
+#
+#   scripts/fuzz.sh [--time SECONDS | --runs N] [--jobs N] [--build-only] [--ci] [target...]
+#
+#   --time S      seconds per target (default 300; --ci: 20)
+#   --runs N      inputs per target instead of a time
+#   --jobs N      N parallel fuzzing jobs per target (libFuzzer -jobs/-workers)
+#   --build-only  build the fuzzers and stop
+#   --ci          every target 20 s; exit 1 on any finding
+#
+# Each target keeps a working corpus in build-fuzz/corpus/<target> (grown from the committed seeds
+# tests/fuzz/corpus/<target> and regressions tests/fuzz/regressions/<target>, which stay as they
+# are) and writes crash-/leak-/oom-/timeout- reproducers to build-fuzz/findings/<target>/, with
+# libFuzzer's output in build-fuzz/logs/<target>.log. A hang is an input running over 1 s; an
+# out-of-memory is one allocation over RECUR_FUZZ_MALLOC_LIMIT_MB (1024) or a process over 2 GiB.
+# Environment: FUZZ_BUILD_DIR (build-fuzz), JOBS (build jobs; nproc), CC/CXX (clang/clang++).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=$(pwd)
+
+all_targets=(fuzz_layer_json fuzz_keras fuzz_keras_structured fuzz_model_graph fuzz_h5 fuzz_npy fuzz_c_api)
+time_s=300
+runs=""
+jobs=""
+ci=0
+build_only=0
+targets=()
+while (($#)); do
+  case "$1" in
+    --time) time_s=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --jobs) jobs=$2; shift 2 ;;
+    --ci) ci=1; time_s=20; shift ;;
+    --build-only) build_only=1; shift ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    fuzz_*) targets+=("$1"); shift ;;
+    *) echo "fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+((${#targets[@]})) || targets=("${all_targets[@]}")
+for t in "${targets[@]}"; do
+  [[ " ${all_targets[*]} " == *" $t "* ]] || { echo "fuzz.sh: no target '$t' (${all_targets[*]})" >&2; exit 2; }
+done
+
+export CC=${CC:-clang} CXX=${CXX:-clang++}
+command -v "$CXX" >/dev/null || { echo "fuzz.sh: $CXX not found (Debian: apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
+fuzzer_rt=$("$CXX" -print-file-name=libclang_rt.fuzzer-x86_64.a)
+[[ -f "$fuzzer_rt" ]] || { echo "fuzz.sh: $CXX has no libFuzzer runtime (Debian: libclang-rt-14-dev)" >&2; exit 2; }
+
+build=${FUZZ_BUILD_DIR:-build-fuzz}
+mkdir -p "$build"
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DRECUR_FUZZ=ON >"$build/configure.log" 2>&1 ||
+  { cat "$build/configure.log" >&2; exit 1; }
+cmake --build "$build" -j"${JOBS:-$(nproc)}" --target "${targets[@]}"
+((build_only)) && exit 0
+build=$(cd "$build" && pwd)
+
+dict_of() {
+  case "$1" in
+    fuzz_layer_json|fuzz_model_graph) echo json ;;
+    fuzz_keras|fuzz_keras_structured) echo keras ;;
+    fuzz_h5) echo h5 ;;
+    fuzz_npy) echo npy ;;
+    *) echo "" ;;
+  esac
+}
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+declare -A execs rate found newest
+total_found=0
+for t in "${targets[@]}"; do
+  corpus=$build/corpus/$t findings=$build/findings/$t log=$build/logs/$t.log
+  mkdir -p "$corpus" "$findings" "$build/logs"
+  seeds=("$src/tests/fuzz/corpus/$t")
+  [[ -d "$src/tests/fuzz/regressions/$t" ]] && seeds+=("$src/tests/fuzz/regressions/$t")
+  args=(-timeout=1 -rss_limit_mb=2048 -malloc_limit_mb="${RECUR_FUZZ_MALLOC_LIMIT_MB:-1024}" -print_final_stats=1
+        -artifact_prefix="$findings/")
+  if [[ -n "$runs" ]]; then args+=(-runs="$runs"); else args+=(-max_total_time="$time_s"); fi
+  d=$(dict_of "$t")
+  [[ -n "$d" ]] && args+=(-dict="$src/tests/fuzz/dict/$d.dict")
+  before=$(find "$findings" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'oom-*' -o -name 'timeout-*' \) | wc -l)
+  echo "== $t: ${runs:+$runs runs}${runs:-$time_s s} (log: $log)"
+  start=$(date +%s)
+  if [[ -n "$jobs" ]]; then
+    # Parallel jobs write fuzz-<n>.log into the current folder; their stats are summed below.
+    (cd "$build/logs" && rm -f fuzz-*.log &&
+      "$build/tests/fuzz/$t" "${args[@]}" -jobs="$jobs" -workers="$jobs" "$corpus" "${seeds[@]}" >"$log" 2>&1 &&
+      cat fuzz-*.log >>"$log") || cat "$build"/logs/fuzz-*.log >>"$log" 2>/dev/null || true
+  else
+    "$build/tests/fuzz/$t" "${args[@]}" "$corpus" "${seeds[@]}" >"$log" 2>&1 || true
+  fi
+  secs=$(( $(date +%s) - start ))
+  execs[$t]=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | awk '{s += $2} END {print s + 0}')
+  rate[$t]=$(( execs[$t] / (secs > 0 ? secs : 1) ))
+  after=$(find "$findings" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'oom-*' -o -name 'timeout-*' \) | wc -l)
+  found[$t]=$((after - before))
+  # A run that stopped without a reproducer (e.g. libFuzzer's own deadly signal) is a finding too.
+  if ((found[$t] == 0)) && grep -qE '^==[0-9]+==ERROR|^SUMMARY: (Address|Undefined|Leak)|ERROR: libFuzzer' "$log"; then
+    found[$t]=1
+  fi
+  newest[$t]=$(ls -t "$findings" 2>/dev/null | head -1)
+  total_found=$((total_found + found[$t]))
+  if ((found[$t])); then
+    grep -m1 -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error|SUMMARY' "$log" | sed 's/^/   /' || true
+  fi
+done
+
+echo
+printf '%-24s %12s %10s %9s  %s\n' target executions exec/s findings "latest reproducer"
+for t in "${targets[@]}"; do
+  printf '%-24s %12s %10s %9s  %s\n' "$t" "${execs[$t]}" "${rate[$t]}" "${found[$t]}" \
+    "$( ((found[$t])) && echo "build-fuzz/findings/$t/${newest[$t]}" || echo -)"
+done
+if ((total_found)); then
+  echo
+  echo "Reproduce: $build/tests/fuzz/<target> <file>; minimise: add -minimize_crash=1 -runs=10000;"
+  echo "keep it: copy it to tests/fuzz/regressions/<target>/<what-it-does> (see tests/fuzz/README.md)."
+  ((ci)) && exit 1
+fi
+exit 0
