@@ -2,6 +2,7 @@
 
 #include <zip.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cerrno>
@@ -406,13 +407,18 @@ NamedArrays read_npz(const std::string& path) {
     if (!names.insert(name).second) fail(path, "duplicate member '" + member + "'");
     zip_file_t* zf = zip_fopen_index(za, static_cast<zip_uint64_t>(i), 0);
     if (!zf) fail(path + ":" + member, std::string("cannot open the member: ") + zip_strerror(za));
-    std::string bytes(static_cast<std::size_t>(zs.size), '\0');
+    // Grow the buffer as data really arrives: the declared size is only an upper bound, so a tiny
+    // archive cannot make the tool allocate kMaxNpzMember bytes up front.
+    std::string bytes;
     zip_uint64_t got = 0;
     while (got < zs.size) {
-      const zip_int64_t r = zip_fread(zf, &bytes[got], zs.size - got);
+      const zip_uint64_t step = std::min<zip_uint64_t>(zs.size - got, zip_uint64_t(1) << 20);
+      bytes.resize(static_cast<std::size_t>(got + step));
+      const zip_int64_t r = zip_fread(zf, &bytes[got], step);
       if (r <= 0) break;
       got += static_cast<zip_uint64_t>(r);
     }
+    bytes.resize(static_cast<std::size_t>(got));
     std::string zerr = zip_error_strerror(zip_file_get_error(zf));
     zip_fclose(zf);
     if (got != zs.size)
