@@ -1086,6 +1086,8 @@ class RecurrentOp : public Op {
       }
       return std::make_shared<Layer>(parse_layer_json(e.dump(), F, ctx.dialect.dialect, ctx.keras_version));
     };
+    // All or nothing: a layer whose build failed is built again from its recorded input shape
+    // (Graph::build), and must not find one half made and the other missing.
     if (!bidirectional_) {
       fwd_ = make(entry_, false);
       return;
@@ -1096,7 +1098,7 @@ class RecurrentOp : public Op {
     const std::string icls = inner.value("class_name", std::string());
     if (!is_recurrent_class(icls)) fail(Code::unsupported, "Bidirectional of ", icls);
     const bool seq = inner.at("config").value("return_sequences", false);
-    fwd_ = make(inner, seq);
+    const std::shared_ptr<Layer> fwd = make(inner, seq);
     json back;
     if (cfg.contains("backward_layer") && cfg["backward_layer"].is_object()) {
       back = cfg["backward_layer"];
@@ -1106,14 +1108,18 @@ class RecurrentOp : public Op {
       if (back["config"].contains("name") && back["config"]["name"].is_string())
         back["config"]["name"] = "backward_" + back["config"]["name"].get<std::string>();
     }
-    bwd_ = make(back, seq);
-    merge_ = cfg.contains("merge_mode") && cfg["merge_mode"].is_string() ? cfg["merge_mode"].get<std::string>() : "none";
-    if (merge_ != "concat" && merge_ != "sum" && merge_ != "mul" && merge_ != "ave" && merge_ != "none")
-      fail(Code::unsupported, "Bidirectional: merge_mode '", merge_, "'");
-    if (merge_ != "concat" && merge_ != "none" && fwd_->config().units != bwd_->config().units)
-      fail(Code::shape, "Bidirectional: merge_mode '", merge_, "' needs halves of the same units");
-    if (bwd_->config().return_sequences != seq || bwd_->config().return_state != fwd_->config().return_state)
+    const std::shared_ptr<Layer> bwd = make(back, seq);
+    const std::string merge =
+        cfg.contains("merge_mode") && cfg["merge_mode"].is_string() ? cfg["merge_mode"].get<std::string>() : "none";
+    if (merge != "concat" && merge != "sum" && merge != "mul" && merge != "ave" && merge != "none")
+      fail(Code::unsupported, "Bidirectional: merge_mode '", merge, "'");
+    if (merge != "concat" && merge != "none" && fwd->config().units != bwd->config().units)
+      fail(Code::shape, "Bidirectional: merge_mode '", merge, "' needs halves of the same units");
+    if (bwd->config().return_sequences != seq || bwd->config().return_state != fwd->config().return_state)
       fail(Code::invalid_argument, "Bidirectional: backward_layer must match the forward layer's return_sequences and return_state");
+    fwd_ = fwd;
+    bwd_ = bwd;
+    merge_ = merge;
   }
 
   std::vector<Value> forward(const CallInputs& in, RunContext& ctx, int site) const override {
