@@ -3,7 +3,7 @@
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libeigen3-dev nlohmann-json3-dev libgtest-dev libgmock-dev
-          binutils libhdf5-dev libzip-dev libcli11-dev clang libclang-rt-14-dev
+          binutils libhdf5-dev libzip-dev libcli11-dev clang libclang-rt-14-dev valgrind
           swig default-jdk-headless junit5 mono-mcs mono-runtime nunit-console libnunit-cil-dev golang-go)
 missing=()
 for p in "${packages[@]}"; do

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every test: install what is missing, build (with the GPU plugin when the CUDA toolkit and cuDNN
 # are present), run the whole suite with ctest, then build again with AddressSanitizer +
-# UndefinedBehaviorSanitizer and run the suite there too, and (with clang) each fuzz target for 20 s.
-# GPU tests skip, saying why, without a GPU.
+# UndefinedBehaviorSanitizer and run the suite there too, then the thread tests under
+# ThreadSanitizer and (with clang) each fuzz target for 20 s. GPU tests skip, saying why, without
+# a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -18,6 +19,17 @@ if [[ "${RECUR_SKIP_SANITIZERS:-0}" != 1 ]]; then
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRECUR_SANITIZE=ON -DRECUR_BUILD_TESTS=ON -DRECUR_BUILD_CUDA=OFF
   cmake --build build-asan -j"$jobs"
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j"$jobs")
+fi
+
+if [[ "${RECUR_SKIP_TSAN:-0}" != 1 ]]; then
+  # ThreadSanitizer over the C ABI's thread and stress tests: states stepping one layer and one
+  # model from 16 threads, concurrent opens and destroys, per-thread errors, limits changing.
+  cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECUR_SANITIZE_THREAD=ON -DRECUR_BUILD_TESTS=ON \
+        -DRECUR_BUILD_CUDA=OFF -DRECUR_BUILD_BINDINGS=OFF -DRECUR_BUILD_CLI=OFF -DRECUR_BUILD_EXAMPLES=OFF
+  cmake --build build-tsan -j"$jobs" --target recur_c_api_tests
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
+    build-tsan/tests/recur_c_api_tests \
+    --gtest_filter='CApiStress.*:CApiThreads.*:NumThreadsApi.*:Shapes/NumThreads.*:CApiGraph.Streams*'
 fi
 
 # A short run of every fuzz target (libFuzzer needs clang): any crash, leak, hang or OOM fails.

@@ -17,6 +17,7 @@
 #include "recur/error.hpp"
 #include "recur/keras_json.hpp"
 #include "recur/layer.hpp"
+#include "recur/limits.hpp"
 #include "recur/model.hpp"
 
 namespace {
@@ -126,6 +127,7 @@ recur_status map_code(Error::Code code) {
     case Error::Code::parse: return RECUR_ERR_PARSE;
     case Error::Code::state: return RECUR_ERR_STATE;
     case Error::Code::io: return RECUR_ERR_IO;
+    case Error::Code::limit: return RECUR_ERR_LIMIT;
   }
   return RECUR_ERR_INTERNAL;
 }
@@ -370,6 +372,7 @@ const char* recur_status_string(recur_status status) {
     case RECUR_ERR_STATE: return "invalid state";
     case RECUR_ERR_OUT_OF_MEMORY: return "out of memory";
     case RECUR_ERR_IO: return "i/o error";
+    case RECUR_ERR_LIMIT: return "over a resource limit";
     case RECUR_ERR_INTERNAL: return "internal error";
   }
   return "unknown status";
@@ -1202,6 +1205,28 @@ recur_status recur_model_state_step(recur_model_state* state, int32_t timesteps,
   return guarded([&] {
     stream_of(state, "recur_model_state_step").step(timesteps, inputs, inputs_len, masks, masks_len, outputs, outputs_len);
   });
+}
+
+/* ---- resource limits (0.5) ---- */
+
+recur_status recur_get_limit(int32_t limit, uint64_t* value) {
+  return guarded([&] {
+    const recur::Limit which = recur::limit_from_int(limit);
+    require(value, "recur_get_limit", "value");
+    *value = recur::limit(which);
+  });
+}
+
+recur_status recur_default_limit(int32_t limit, uint64_t* value) {
+  return guarded([&] {
+    const recur::Limit which = recur::limit_from_int(limit);
+    require(value, "recur_default_limit", "value");
+    *value = recur::default_limit(which);
+  });
+}
+
+recur_status recur_set_limit(int32_t limit, uint64_t value) {
+  return guarded([&] { recur::set_limit(recur::limit_from_int(limit), value); });
 }
 
 }  // extern "C"

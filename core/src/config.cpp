@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "recur/error.hpp"
+#include "recur/limits.hpp"
 
 namespace recur {
 
@@ -91,12 +92,16 @@ void LayerConfig::validate() const {
          "batch_size: a stateful layer needs to know its batch size (Keras: \"If a RNN is stateful, it needs to "
          "know its batch size. Specify the batch size of your input tensors\"), got ", batch_size);
   if (batch_size < 0) fail(Error::Code::invalid_argument, "batch_size: expected >= 0, got ", batch_size);
-  // A bound on any one weight (1 GiB), so a hostile config cannot ask for unbounded memory.
-  const double limit = static_cast<double>(1 << 28);
+  // Checked before anything is allocated, so a hostile config cannot ask for unbounded memory.
+  check_limit(Limit::units, units, std::string("units (") + cls + ")");
   const double g = gates(), u = units, f = input_size;
-  if (f * g * u > limit || u * g * u > limit)
-    fail(Error::Code::invalid_argument, "units/input_size: units=", units, " and input_size=", input_size,
-         " make a weight of more than 268435456 floats (1 GiB), the largest recur accepts");
+  check_limit(Limit::weight_bytes, 4.0 * (f * g * u + u * g * u + 2 * g * u),
+              std::string("weights: units=") + std::to_string(units) + " and input_size=" + std::to_string(input_size));
+  if (stateful) {
+    check_limit(Limit::batch, batch_size, "batch_size (stateful)");
+    check_limit(Limit::state_bytes, 4.0 * (num_states() + 1) * double(batch_size) * u,
+                "states: batch_size=" + std::to_string(batch_size) + " and units=" + std::to_string(units));
+  }
 }
 
 }  // namespace recur

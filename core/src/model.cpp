@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -13,6 +14,8 @@
 #include "io/zip_archive.hpp"
 #include "model/graph.hpp"
 #include "recur/error.hpp"
+#include "recur/keras_json.hpp"
+#include "recur/limits.hpp"
 
 namespace recur {
 namespace {
@@ -24,11 +27,10 @@ using graph::Spec;
 using graph::Value;
 
 constexpr std::uint64_t kMaxJsonBytes = std::uint64_t(1) << 26;     // config.json / metadata.json
-constexpr std::uint64_t kMaxWeightsBytes = std::uint64_t(1) << 32;  // model.weights.h5
-constexpr std::uint64_t kMaxModelFloats = std::uint64_t(1) << 28;   // all weights of a model
-constexpr std::uint64_t kMaxFileBytes = std::uint64_t(1) << 33;     // a model held in memory
 
 json parse_json(const std::string& text, const std::string& where) {
+  if (json_nesting_depth(text) > kMaxJsonDepth)
+    fail(Code::io, where, ": malformed JSON (nested deeper than ", kMaxJsonDepth, " levels)");
   try {
     return json::parse(text);
   } catch (const json::exception& e) {
@@ -185,23 +187,31 @@ std::unique_ptr<Model::Impl> open_image(const std::string& display, const std::s
            "' (recur reads files from Keras 2 and Keras 3)");
     impl->dialect = DialectInfo::parse(v[0] == '2' ? Dialect::keras2 : Dialect::keras3, v);
   };
-  auto build = [&](const json& model_config) {
+  // `weights_bytes`: the size of the file holding the weights, which bounds how many there can be.
+  auto build = [&](const json& model_config, std::uint64_t weights_bytes) {
     graph::BuildContext ctx;
+    ctx.file_weight_floats = weights_bytes / 2 + (std::uint64_t(1) << 20);
     ctx.file = path;
     ctx.dialect = impl->dialect;
     ctx.keras_version = impl->keras_version;
     impl->shared = std::make_shared<ModelShared>();
     impl->shared->path = path;
     impl->shared->graph = Graph::build(model_config, ctx, "", nullptr);
-    if (impl->shared->graph->weight_floats() > kMaxModelFloats)
-      fail(Code::io, path, ": model_config: the layers hold more than ", kMaxModelFloats, " weights (1 GiB), the most recur loads");
+    check_limit(Limit::weight_bytes, 4.0 * double(impl->shared->graph->weight_floats()),
+                path + ": model_config: the weights of all layers");
   };
   char sig[8] = {0};
+  std::uint64_t file_size = bytes ? bytes->size() : UINT64_MAX;
   if (bytes) {
     std::memcpy(sig, bytes->data(), std::min<std::size_t>(8, bytes->size()));
   } else {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path_on_disk, ec)) fail(Code::io, path, ": is a directory, not a model file");
     std::ifstream f(path_on_disk, std::ios::binary);
     if (!f) fail(Code::io, path, ": cannot open the file");
+    const std::uintmax_t size = std::filesystem::file_size(path_on_disk, ec);
+    if (!ec) check_limit(Limit::file_bytes, double(size), path + ": the model file");
+    if (!ec) file_size = size;
     f.read(sig, 8);
   }
   // A config entry of the wrong JSON type (e.g. a layer name that is a number) throws json's own
@@ -216,7 +226,7 @@ std::unique_ptr<Model::Impl> open_image(const std::string& display, const std::s
       if (h5.has_attribute("", "keras_version")) version = h5.attribute_string("", "keras_version");
       else if (h5.has_attribute("model_weights", "keras_version")) version = h5.attribute_string("model_weights", "keras_version");
       set_version(version, "/ keras_version");
-      build(parse_json(h5.attribute_string("", "model_config"), path + ": /model_config"));
+      build(parse_json(h5.attribute_string("", "model_config"), path + ": /model_config"), file_size);
       impl->graph().load_legacy(h5, h5.is_group("model_weights") ? "model_weights" : "", path);
     } else if (std::memcmp(sig, "PK\x03\x04", 4) == 0) {
       const io::ZipArchive zip = bytes ? io::ZipArchive::open_memory(bytes, path) : io::ZipArchive::open(path_on_disk);
@@ -226,8 +236,10 @@ std::unique_ptr<Model::Impl> open_image(const std::string& display, const std::s
         fail(Code::io, path, ": metadata.json: no keras_version");
       set_version(m["keras_version"].get<std::string>(), "metadata.json");
       const std::vector<char> cfg = zip.read("config.json", kMaxJsonBytes);
-      build(parse_json(std::string(cfg.begin(), cfg.end()), path + ": config.json"));
-      const io::H5File h5 = io::H5File::open_image(zip.read("model.weights.h5", kMaxWeightsBytes), path + ": model.weights.h5");
+      std::vector<char> weights = zip.read("model.weights.h5", limit(Limit::file_bytes));
+      const std::uint64_t weights_bytes = weights.size();
+      const io::H5File h5 = io::H5File::open_image(std::move(weights), path + ": model.weights.h5");
+      build(parse_json(std::string(cfg.begin(), cfg.end()), path + ": config.json"), weights_bytes);
       impl->graph().load_keras(h5, path);
     } else {
       fail(Code::io, path, ": neither a .keras (zip) nor an .h5 (HDF5) file");
@@ -333,7 +345,7 @@ Model Model::open_memory(const void* data, std::size_t len, const std::string& n
   const std::string display = name.empty() ? "<memory>" : name;
   if (len == 0) fail(Code::invalid_argument, "len: the model image is empty");
   if (!data) fail(Code::invalid_argument, "data: is NULL");
-  if (len > kMaxFileBytes) fail(Code::invalid_argument, "len: ", len, " bytes is larger than any model recur reads");
+  check_limit(Limit::file_bytes, double(len), "len: the model image");
   auto bytes = std::make_shared<std::vector<char>>(static_cast<const char*>(data), static_cast<const char*>(data) + len);
   return Model(open_image(display, bytes, ""));
 }

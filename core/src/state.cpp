@@ -4,6 +4,7 @@
 
 #include "gpu/gpu_layer.hpp"
 #include "recur/error.hpp"
+#include "recur/limits.hpp"
 
 namespace recur {
 
@@ -12,6 +13,10 @@ State::State(int num_states, Index batch, int units) : batch_(batch), units_(uni
     fail(Error::Code::invalid_argument, "state: expected 1 or 2 state tensors, got ", num_states);
   if (batch <= 0) fail(Error::Code::invalid_argument, "batch: expected a positive batch size, got ", batch);
   if (units <= 0) fail(Error::Code::invalid_argument, "units: expected a positive integer, got ", units);
+  check_limit(Limit::batch, static_cast<double>(batch), "batch (state)");
+  // The states and the carried output.
+  check_limit(Limit::state_bytes, 4.0 * (num_states + 1) * static_cast<double>(batch) * units,
+              "state: batch=" + std::to_string(batch) + " and units=" + std::to_string(units));
   tensors_.assign(static_cast<std::size_t>(num_states), RowMatrix::Zero(batch, units));
   carried_output_ = RowMatrix::Zero(batch, units);
 }

@@ -112,13 +112,13 @@ TEST(CApiErrors, CreateUnitsAndInputSize) {
     recur_layer_options o = options(RECUR_LAYER_GRU, 4, input);
     expect_option_error(o, RECUR_ERR_INVALID_ARGUMENT, "input_size");
   }
+  // Sizes beyond the resource limits are refused before any allocation is attempted.
   recur_layer_options o = options(RECUR_LAYER_GRU, (1 << 24) + 1, 3);
-  expect_option_error(o, RECUR_ERR_INVALID_ARGUMENT, "units");
-  // Weights beyond the library's bound are refused before any allocation is attempted.
+  expect_option_error(o, RECUR_ERR_LIMIT, "units limit");
   o = options(RECUR_LAYER_LSTM, 20000, 20000);
-  expect_option_error(o, RECUR_ERR_INVALID_ARGUMENT, "input_size");
+  expect_option_error(o, RECUR_ERR_LIMIT, "input_size=20000");
   o = options(RECUR_LAYER_GRU, INT32_MAX, INT32_MAX);
-  expect_option_error(o, RECUR_ERR_INVALID_ARGUMENT, "units");
+  expect_option_error(o, RECUR_ERR_LIMIT, "units");
 }
 
 TEST(CApiErrors, CreateFlagsOtherThan01Default) {

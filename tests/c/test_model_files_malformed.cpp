@@ -655,7 +655,7 @@ TEST(ModelFilesMalformed, ConfigJson) {
       {"non_utf8", replace_once(cfg, "\"name\": \"gru\"", "\"name\": \"gr\xff\xfe\""), RECUR_ERR_IO,
        {"config.json", "malformed JSON"}},
       {"name_number", replace_once(cfg, "\"name\": \"gru\"", "\"name\": 17"), RECUR_ERR_IO, {"model_config"}},
-      {"deep_nesting", std::string(100000, '[') + std::string(100000, ']'), RECUR_ERR_IO, {"model_config"}},
+      {"deep_nesting", std::string(100000, '[') + std::string(100000, ']'), RECUR_ERR_IO, {"nested deeper than 256"}},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -1107,7 +1107,8 @@ TEST(ModelFilesMalformed, HostileConfigSizes) {
   const long rss0 = max_rss_kib();
   const std::string p = edited_keras(s, src, "many_big.keras", [&](Members& m) { member(m, "config.json") = cfg; });
   expect_fails(p, RECUR_ERR_IO, {});
-  EXPECT_LT(max_rss_kib() - rss0, 1200 * 1024) << "peak memory grew by " << (max_rss_kib() - rss0) << " KiB";
+  // Refused from the size of the weights file, before the layers allocate.
+  EXPECT_LT(max_rss_kib() - rss0, 100 * 1024) << "peak memory grew by " << (max_rss_kib() - rss0) << " KiB";
 }
 
 // ===== the library is fine afterwards =====

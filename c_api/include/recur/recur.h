@@ -49,7 +49,7 @@ extern "C" {
 /* ------------------------------------------------------------------------------------------ */
 
 #define RECUR_VERSION_MAJOR 0
-#define RECUR_VERSION_MINOR 4
+#define RECUR_VERSION_MINOR 5
 #define RECUR_VERSION_PATCH 0
 #define RECUR_VERSION_NUMBER (RECUR_VERSION_MAJOR * 10000 + RECUR_VERSION_MINOR * 100 + RECUR_VERSION_PATCH)
 
@@ -61,7 +61,8 @@ typedef enum recur_status {
   RECUR_ERR_PARSE = -4,            /* malformed JSON */
   RECUR_ERR_STATE = -5,            /* destroyed handle, or the object cannot do this */
   RECUR_ERR_OUT_OF_MEMORY = -6,
-  RECUR_ERR_IO = -7,               /* file access */
+  RECUR_ERR_IO = -7,               /* file access; a corrupt, truncated or hostile model file */
+  RECUR_ERR_LIMIT = -8,            /* over a resource limit (recur_set_limit raises it; since 0.5) */
   RECUR_ERR_INTERNAL = -100        /* a bug in recur; the message says what happened */
 } recur_status;
 
@@ -665,6 +666,41 @@ RECUR_API recur_status recur_model_state_output_dims(const recur_model_state *st
 RECUR_API recur_status recur_model_state_step(recur_model_state *state, int32_t timesteps, const float *inputs,
                                               size_t inputs_len, const uint8_t *masks, size_t masks_len,
                                               float *outputs, size_t outputs_len);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Resource limits (since 0.5)                                                                 */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Every size that comes from a model file, a JSON config or an argument is checked against these
+ * process-wide limits before recur allocates for it, so a small hostile input cannot make it take
+ * unbounded memory: going over one fails with RECUR_ERR_LIMIT and a message that names the limit,
+ * the amount asked for, and how to raise it. The defaults are generous for real models. Creating
+ * a layer or opening a model runs no initializer whose result the file's weights replace, so its
+ * time grows with the bytes of the input, not with the sizes it declares. */
+typedef enum recur_limit {
+  RECUR_LIMIT_UNITS = 0,        /* units of one recurrent layer (default 65536) */
+  RECUR_LIMIT_BATCH = 1,        /* batch of a stateful layer, a recur_state or a recur_model_state
+                                   (default 1048576) */
+  RECUR_LIMIT_STATE_BYTES = 2,  /* bytes of the states one stateful layer or one state holds; a model
+                                   state checks each recurrent layer's (default 256 MiB) */
+  RECUR_LIMIT_WEIGHT_BYTES = 3, /* bytes of the weights of one layer, and of all the layers of one
+                                   model (default 1 GiB) */
+  RECUR_LIMIT_FILE_BYTES = 4,   /* bytes of a model file or image, and of one member of a .keras
+                                   archive (default 4 GiB) */
+  RECUR_LIMIT_TENSOR_BYTES = 5  /* bytes of one tensor a model allocates while it is built, runs or
+                                   streams (default 1 GiB) */
+} recur_limit;
+
+/* The current value of a limit (a recur_limit). Errors: INVALID_ARGUMENT (unknown limit, value
+ * NULL). */
+RECUR_API recur_status recur_get_limit(int32_t limit, uint64_t *value);
+/* The built-in default of a limit. Errors as recur_get_limit. */
+RECUR_API recur_status recur_default_limit(int32_t limit, uint64_t *value);
+/* Sets a limit for the whole process; 0 restores the default. Objects that already exist keep
+ * what they hold; the new value applies to every check after the call. Threads: may be called
+ * from any thread at any time (each limit is read atomically), though a call running at the
+ * same moment may see either value. Errors: INVALID_ARGUMENT (unknown limit). */
+RECUR_API recur_status recur_set_limit(int32_t limit, uint64_t value);
 
 #ifdef __cplusplus
 }

@@ -17,6 +17,7 @@ class Error : public std::runtime_error {
     parse,             // malformed JSON
     state,             // the object cannot do this (not stateful, not a cell, ...)
     io,                // file access
+    limit,             // over a resource limit (recur/limits.hpp)
   };
 
   Error(Code code, std::string message) : std::runtime_error(std::move(message)), code_(code) {}

@@ -31,4 +31,10 @@ InitializerSpec parse_initializer_text(std::string_view text, const DialectInfo&
 RegularizerSpec parse_regularizer_text(std::string_view text, const DialectInfo& dialect, const char* field);
 ConstraintSpec parse_constraint_text(std::string_view text, const DialectInfo& dialect, const char* field);
 
+// The deepest nesting of arrays and objects in a JSON text (strings skipped), counted without
+// parsing. Texts nested deeper than kMaxJsonDepth are refused before parsing: printing or walking
+// them would recurse that deep. Keras configs, nested models included, stay far below it.
+constexpr int kMaxJsonDepth = 256;
+int json_nesting_depth(std::string_view text);
+
 }  // namespace recur

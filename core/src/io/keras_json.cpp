@@ -1,6 +1,7 @@
 #include "recur/keras_json.hpp"
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <set>
 
 #include "recur/error.hpp"
@@ -33,10 +34,15 @@ std::string snake(std::string_view s) {
 }
 
 json parse_text(std::string_view text, const char* field) {
+  if (json_nesting_depth(text) > kMaxJsonDepth)
+    fail(Code::parse, field, ": JSON nested deeper than ", kMaxJsonDepth, " levels");
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
     fail(Code::parse, field, ": malformed JSON at byte ", e.byte, " (", e.what(), ")");
+  } catch (const json::exception& e) {
+    // Numbers out of double's range (1e309) and other malformed content.
+    fail(Code::parse, field, ": malformed JSON (", e.what(), ")");
   }
 }
 
@@ -510,6 +516,25 @@ LayerConfig parse_layer_json(std::string_view text, int input_size, std::optiona
   c.batch_size = c.stateful ? batch : 0;
   c.validate();
   return c;
+}
+
+int json_nesting_depth(std::string_view text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
 }
 
 }  // namespace recur

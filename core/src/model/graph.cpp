@@ -448,9 +448,10 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
         n.out = le.op->build(main, init, ctx);
         if (!is_sequence_model_class(le.class_name))  // a nested model counts its own layers
           *ctx.weight_floats += le.op->weight_floats() - before;
+        ctx.reserve_weights(0, "the layers up to '" + io::printable(le.name) + "'");
         if (*ctx.weight_floats > ctx.max_weight_floats)
-          fail(Code::io, file, ": model_config: the layers up to '", io::printable(le.name), "' hold more than ",
-               ctx.max_weight_floats, " weights (1 GiB), the most recur loads");
+          check_limit(Limit::weight_bytes, 4.0 * double(*ctx.weight_floats),
+                      file + ": model_config: the layers up to '" + io::printable(le.name) + "'");
         if (!le.op->graph_issue.empty() && g->unsupported.empty())
           g->unsupported = "layer " + le.class_name + " '" + le.name + "': " + le.op->graph_issue;
       } catch (const json::exception& je) {
@@ -458,6 +459,10 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
       }
     } catch (const Error& err) {
       if (err.code() == Code::io) throw;
+      // Over a limit: the whole model is refused, since running it would need the same memory.
+      if (err.code() == Code::limit && std::string(err.what()).find(file) == std::string::npos)
+        fail(Code::limit, file, ": layer ", le.class_name, " '", io::printable(le.name), "': ", err.what());
+      if (err.code() == Code::limit) throw;
       failed[static_cast<std::size_t>(id)] = 1;
       if (le.why.empty()) le.why = err.what();
       if (!g->required[static_cast<std::size_t>(id)]) continue;  // only a mask needs it: Keras's rules stand in
@@ -682,6 +687,15 @@ void Graph::analyse_streaming(const std::vector<bool>& stepped_inputs) {
   }
   stepped_outputs.clear();
   for (const Ref& r : outputs) stepped_outputs.push_back(stepped[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
+}
+
+void BuildContext::reserve_weights(double floats, const std::string& what) const {
+  const double total = static_cast<double>(*weight_floats) + floats;
+  if (total > static_cast<double>(file_weight_floats))
+    fail(Error::Code::io, file, ": model_config: ", what, " needs ", static_cast<std::uint64_t>(floats),
+         " weights, more (with the layers before it) than the file's weights can hold");
+  if (total > static_cast<double>(max_weight_floats))
+    check_limit(Limit::weight_bytes, 4.0 * total, file + ": model_config: " + what + " with the layers before it");
 }
 
 }  // namespace recur::graph

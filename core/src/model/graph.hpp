@@ -15,6 +15,7 @@
 
 #include "io/hdf5_file.hpp"
 #include "recur/dialect.hpp"
+#include "recur/limits.hpp"
 #include "recur/layer.hpp"
 #include "recur/state.hpp"
 
@@ -67,7 +68,13 @@ struct BuildContext {
   // Weights created so far across the whole model (nested models included), checked against the
   // most recur loads after every layer, before the next allocates.
   std::shared_ptr<std::uint64_t> weight_floats = std::make_shared<std::uint64_t>(0);
-  std::uint64_t max_weight_floats = std::uint64_t(1) << 28;
+  std::uint64_t max_weight_floats = limit(Limit::weight_bytes) / 4;
+  // The most weights the file's weights can hold (its bytes over the narrowest float), so that a
+  // small file cannot make the layers allocate up to the weight limit before loading fails.
+  std::uint64_t file_weight_floats = UINT64_MAX;
+  // Called before a layer allocates `floats` weights: Error(io) past what the file holds,
+  // Error(limit) past the weight_bytes limit, counting the layers built before it.
+  void reserve_weights(double floats, const std::string& what) const;
 };
 
 // One call site's view of its inputs: the main tensors and, for recurrent layers, the initial

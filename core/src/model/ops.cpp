@@ -10,6 +10,7 @@
 #include "model/graph.hpp"
 #include "recur/activations.hpp"
 #include "recur/error.hpp"
+#include "recur/limits.hpp"
 #include "recur/keras_json.hpp"
 #include "recur/weights.hpp"
 
@@ -19,7 +20,6 @@ namespace {
 using Code = Error::Code;
 using Mask = std::shared_ptr<const std::vector<std::uint8_t>>;
 
-constexpr double kMaxTensorFloats = double(1) * (std::uint64_t(1) << 31);  // 8 GiB of floats per tensor
 
 int int_of(const json& cfg, const char* key, int fallback) {
   if (!cfg.contains(key) || cfg[key].is_null()) return fallback;
@@ -69,7 +69,7 @@ std::vector<Index> alloc_shape(std::vector<Index> shape, const char* what) {
     if (d < 0) fail(Code::shape, what, ": negative dimension in ", shape_string(shape));
     n *= static_cast<double>(d);
   }
-  if (n > kMaxTensorFloats) fail(Code::shape, what, ": a tensor of shape ", shape_string(shape), " is too large");
+  check_limit(Limit::tensor_bytes, 4 * n, std::string(what) + ": a tensor of shape " + shape_string(shape));
   return shape;
 }
 
@@ -176,11 +176,14 @@ class MaskingOp : public Op {
 
 class EmbeddingOp : public Op {
  public:
-  EmbeddingOp(const json& cfg) {
+  EmbeddingOp(const json& cfg, const BuildContext& ctx) {
     input_dim_ = int_of(cfg, "input_dim", 0);
     output_dim_ = int_of(cfg, "output_dim", 0);
-    if (input_dim_ <= 0 || output_dim_ <= 0 || static_cast<double>(input_dim_) * output_dim_ > double(1 << 28))
-      fail(Code::invalid_argument, "Embedding: input_dim and output_dim must be positive and fit 1 GiB");
+    if (input_dim_ <= 0 || output_dim_ <= 0)
+      fail(Code::invalid_argument, "Embedding: input_dim and output_dim must be positive, got ", input_dim_, " and ",
+           output_dim_);
+    ctx.reserve_weights(double(input_dim_) * output_dim_,
+                "Embedding: input_dim=" + std::to_string(input_dim_) + " and output_dim=" + std::to_string(output_dim_));
     mask_zero_ = bool_of(cfg, "mask_zero", false);
     table_.assign(static_cast<std::size_t>(input_dim_) * output_dim_, 0.0f);
     per_step = true;
@@ -240,11 +243,12 @@ class DenseOp : public Op {
     act_ = activation_of(cfg, d);
     per_step = true;
   }
-  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext& ctx) override {
     check_rank(in, 1, 2, "Dense");
     const Index f = known_last(in[0], "Dense");
     if (in_ == 0) {
-      if (static_cast<double>(f) * units_ > double(1 << 28)) fail(Code::invalid_argument, "Dense: the kernel must fit 1 GiB");
+      ctx.reserve_weights((double(f) + 1) * units_,
+                  "Dense: " + std::to_string(f) + " inputs and units=" + std::to_string(units_));
       in_ = f;
       kernel_ = RowMatrix::Zero(in_, units_);
       bias_ = RowVector::Zero(units_);
@@ -712,7 +716,7 @@ class LayerNormOp : public Op {
     rms_ = bool_of(cfg, "rms_scaling", false);
     if (rms_) fail(Code::unsupported, "LayerNormalization: rms_scaling=True");
   }
-  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext& ctx) override {
     check_rank(in, 1, 2, "LayerNormalization");
     const int rank = static_cast<int>(in[0].dims.size());
     std::vector<int> ax;
@@ -729,6 +733,7 @@ class LayerNormOp : public Op {
     }
     if (group_ && g != group_) fail(Code::shape, "LayerNormalization: built for ", group_, " values, called on ", spec_string(in[0]));
     if (!group_) {
+      ctx.reserve_weights(2.0 * g, "LayerNormalization: " + std::to_string(g) + " normalized values");
       group_ = g;
       nax_ = static_cast<int>(ax.size());
       for (int a : ax) wshape_.push_back(in[0].dims[static_cast<std::size_t>(a)]);
@@ -794,7 +799,7 @@ class BatchNormOp : public Op {
     scale_ = bool_of(cfg, "scale", true);
     if (bool_of(cfg, "renorm", false)) fail(Code::unsupported, "BatchNormalization: renorm=True");
   }
-  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext& ctx) override {
     check_rank(in, 1, 2, "BatchNormalization");
     const int rank = static_cast<int>(in[0].dims.size());
     const int ax = axis_ < 0 ? axis_ + rank : axis_;
@@ -803,6 +808,7 @@ class BatchNormOp : public Op {
     const Index c = in[0].dims[static_cast<std::size_t>(ax)];
     if (channels_ && c != channels_) fail(Code::shape, "BatchNormalization: built for ", channels_, " channels");
     if (!channels_) {
+      ctx.reserve_weights(4.0 * c, "BatchNormalization: " + std::to_string(c) + " channels");
       channels_ = c;
       gamma_.assign(static_cast<std::size_t>(c), 1.0f);
       beta_.assign(static_cast<std::size_t>(c), 0.0f);
@@ -937,14 +943,16 @@ class Conv1DOp : public Op {
     const Index out = T + pad >= span ? (T + pad - span) / s_ + 1 : 0;
     return {out, pad};
   }
-  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext& ctx) override {
     check_rank(in, 1, 3, "Conv1D");
     if (in[0].dims.size() != 3) fail(Code::shape, "Conv1D: expected (batch, steps, channels), got ", spec_string(in[0]));
     const Index c = known_last(in[0], "Conv1D");
     if (c % groups_) fail(Code::shape, "Conv1D: ", c, " input channels are not a multiple of groups=", groups_);
     if (cin_ && c != cin_) fail(Code::shape, "Conv1D: built for ", cin_, " channels, called on ", spec_string(in[0]));
     if (!cin_) {
-      if (static_cast<double>(k_) * c * filters_ > double(1 << 28)) fail(Code::invalid_argument, "Conv1D: the kernel must fit 1 GiB");
+      ctx.reserve_weights((double(k_) * double(c / groups_) + 1) * filters_,
+                  "Conv1D: kernel_size=" + std::to_string(k_) + ", " + std::to_string(c) + " channels and filters=" +
+                      std::to_string(filters_));
       cin_ = c;
       kernel_.assign(static_cast<std::size_t>(k_) * static_cast<std::size_t>(c / groups_) * static_cast<std::size_t>(filters_), 0.0f);
       bias_.assign(static_cast<std::size_t>(filters_), 0.0f);
@@ -1064,6 +1072,7 @@ class RecurrentOp : public Op {
   }
 
   void make_layers(int F, const Spec& in, const BuildContext& ctx) {
+    double made = 0;
     auto make = [&](json e, bool zero_output) {
       json& cfg = e["config"];
       // Bidirectional sets it on its halves; Keras 2's CuDNN layers have no such argument.
@@ -1084,7 +1093,17 @@ class RecurrentOp : public Op {
         if (d.is_object() && d.contains("config") && d["config"].is_object() && d["config"].value("name", json()) == json("float64"))
           d["config"]["name"] = "float32";
       }
-      return std::make_shared<Layer>(parse_layer_json(e.dump(), F, ctx.dialect.dialect, ctx.keras_version));
+      LayerConfig c = parse_layer_json(e.dump(), F, ctx.dialect.dialect, ctx.keras_version);
+      double floats = 0;
+      for (const WeightSpec& w : weight_specs(c)) {
+        double n = 1;
+        for (Index d : w.shape) n *= static_cast<double>(d);
+        floats += n;
+      }
+      // Both halves of a Bidirectional count: the backward one after the forward one is built.
+      ctx.reserve_weights(made + floats, class_name.empty() ? cls : class_name);
+      made += floats;
+      return std::make_shared<Layer>(std::move(c));
     };
     // All or nothing: a layer whose build failed is built again from its recorded input shape
     // (Graph::build), and must not find one half made and the other missing.
@@ -1791,7 +1810,7 @@ std::shared_ptr<Op> make_op(const json& entry, const BuildContext& ctx, const st
     if (cls == c) op = std::make_shared<IdentityOp>();
   if (op) {
   } else if (cls == "Masking") op = std::make_shared<MaskingOp>(cfg);
-  else if (cls == "Embedding") op = std::make_shared<EmbeddingOp>(cfg);
+  else if (cls == "Embedding") op = std::make_shared<EmbeddingOp>(cfg, ctx);
   else if (cls == "Dense") op = std::make_shared<DenseOp>(cfg, d);
   else if (cls == "Activation") op = std::make_shared<ActivationOp>(cfg, d);
   else if (cls == "Add") op = std::make_shared<MergeOp>(MergeOp::add);

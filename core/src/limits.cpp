@@ -1,0 +1,68 @@
+#include "recur/limits.hpp"
+
+#include <atomic>
+#include <cstdio>
+
+#include "recur/error.hpp"
+
+namespace recur {
+namespace {
+
+constexpr std::uint64_t kMiB = std::uint64_t(1) << 20;
+constexpr std::uint64_t kGiB = std::uint64_t(1) << 30;
+
+constexpr std::uint64_t kDefaults[kNumLimits] = {
+    65536,       // units
+    1u << 20,    // batch
+    256 * kMiB,  // state_bytes
+    kGiB,        // weight_bytes
+    4 * kGiB,    // file_bytes
+    kGiB,        // tensor_bytes
+};
+constexpr const char* kNames[kNumLimits] = {"units", "batch", "state_bytes", "weight_bytes", "file_bytes",
+                                            "tensor_bytes"};
+constexpr const char* kEnumNames[kNumLimits] = {"RECUR_LIMIT_UNITS",        "RECUR_LIMIT_BATCH",
+                                                "RECUR_LIMIT_STATE_BYTES",  "RECUR_LIMIT_WEIGHT_BYTES",
+                                                "RECUR_LIMIT_FILE_BYTES",   "RECUR_LIMIT_TENSOR_BYTES"};
+
+std::atomic<std::uint64_t> g_limits[kNumLimits] = {{kDefaults[0]}, {kDefaults[1]}, {kDefaults[2]},
+                                                   {kDefaults[3]}, {kDefaults[4]}, {kDefaults[5]}};
+
+std::string amount_string(double amount, Limit which) {
+  char buf[64];
+  const bool bytes = which != Limit::units && which != Limit::batch;
+  if (bytes && amount >= double(kMiB))
+    std::snprintf(buf, sizeof buf, "%.0f bytes (%.1f MiB)", amount, amount / double(kMiB));
+  else
+    std::snprintf(buf, sizeof buf, bytes ? "%.0f bytes" : "%.0f", amount);
+  return buf;
+}
+
+}  // namespace
+
+std::uint64_t limit(Limit which) { return g_limits[static_cast<int>(which)].load(std::memory_order_relaxed); }
+
+std::uint64_t default_limit(Limit which) { return kDefaults[static_cast<int>(which)]; }
+
+void set_limit(Limit which, std::uint64_t value) {
+  g_limits[static_cast<int>(which)].store(value ? value : default_limit(which), std::memory_order_relaxed);
+}
+
+const char* limit_name(Limit which) { return kNames[static_cast<int>(which)]; }
+
+Limit limit_from_int(int which) {
+  if (which < 0 || which >= kNumLimits)
+    fail(Error::Code::invalid_argument, "limit: expected a recur_limit from 0 to ", kNumLimits - 1, ", got ", which);
+  return static_cast<Limit>(which);
+}
+
+void check_limit(Limit which, double amount, const std::string& what) {
+  const std::uint64_t cap = limit(which);
+  if (!(amount <= static_cast<double>(cap)))
+    fail(Error::Code::limit, what, which == Limit::units || which == Limit::batch ? ": " : ": needs ",
+         amount_string(amount, which), which == Limit::units || which == Limit::batch ? " is over the " : ", over the ",
+         limit_name(which), " limit of ", amount_string(static_cast<double>(cap), which), " (recur_set_limit(",
+         kEnumNames[static_cast<int>(which)], ", ...) raises it)");
+}
+
+}  // namespace recur

@@ -1,0 +1,193 @@
+// Thread stress through the C ABI, meant to run under ThreadSanitizer as well as in the normal
+// build: many states stepping one shared layer, many streams through one shared model, models
+// opened and destroyed concurrently, errors on every thread at once, and limits read while they
+// change. Results are compared with single-threaded runs bit for bit. RECUR_STRESS_STEPS scales
+// the work (default 10000 steps per stream on the layer).
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "c_api_test_util.hpp"
+
+namespace {
+
+const std::string kModels = RECUR_TEST_MODELS_DIR;
+constexpr int kThreads = 16;
+
+int stress_steps() {
+  const char* env = std::getenv("RECUR_STRESS_STEPS");
+  const int n = env ? std::atoi(env) : 0;
+  return n > 0 ? n : 10000;
+}
+
+template <typename F>
+void on_threads(int n, F&& body) {
+  std::vector<std::thread> threads;
+  for (int k = 0; k < n; ++k) threads.emplace_back([&body, k] { body(k); });
+  for (auto& t : threads) t.join();
+}
+
+// Steps one stream of `layer` `steps` times with inputs that depend on `seed`; returns its state.
+std::vector<float> stream_layer(const recur_layer* layer, int seed, int steps, std::string& error) {
+  constexpr int32_t kBatch = 2, kInput = 4, kUnits = 8;
+  recur_state* s = nullptr;
+  if (recur_state_create(&s, layer, kBatch) != RECUR_OK) {
+    error = recur_last_error();
+    return {};
+  }
+  std::vector<float> x(kBatch * kInput), out(kBatch * kUnits), h(2 * kBatch * kUnits);
+  for (int t = 0; t < steps && error.empty(); ++t) {
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.5f * std::sin(0.01f * static_cast<float>(t * 7 + seed * 13 + static_cast<int>(i)));
+    if (recur_layer_forward_state(layer, s, x.data(), x.size(), 1, nullptr, 0, out.data(), out.size()) != RECUR_OK)
+      error = recur_last_error();
+    // Every few hundred steps the stream starts over, as a game's NPC respawns.
+    if (t % 997 == 996 && recur_state_reset(s) != RECUR_OK) error = recur_last_error();
+  }
+  if (error.empty() && recur_state_get(s, h.data(), h.size()) != RECUR_OK) error = recur_last_error();
+  recur_state_destroy(s);
+  return h;
+}
+
+TEST(CApiStress, SixteenThreadsStepOneLayer) {
+  recur_layer_options o = rt::options(RECUR_LAYER_LSTM, 8, 4);
+  rt::Layer layer = rt::make(o);
+  const int steps = stress_steps();
+  std::vector<std::vector<float>> got(kThreads);
+  std::vector<std::string> errors(kThreads);
+  on_threads(kThreads, [&](int k) { got[static_cast<size_t>(k)] = stream_layer(layer.get(), k % 4, steps, errors[static_cast<size_t>(k)]); });
+  for (int k = 0; k < kThreads; ++k) {
+    ASSERT_EQ(errors[static_cast<size_t>(k)], "") << "thread " << k;
+    std::string e;
+    if (k < 4) {
+      const std::vector<float> want = stream_layer(layer.get(), k, steps, e);
+      ASSERT_EQ(e, "");
+      for (int j = k; j < kThreads; j += 4) EXPECT_EQ(got[static_cast<size_t>(j)], want) << "thread " << j;
+    }
+  }
+}
+
+std::vector<char> read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::vector<char>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+// Streams token ids through the whole model, one step per call.
+std::vector<float> stream_model(const recur_model* m, int seed, int steps, std::string& error) {
+  recur_model_state* s = nullptr;
+  if (recur_model_state_create(&s, m, 1) != RECUR_OK) {
+    error = recur_last_error();
+    return {};
+  }
+  size_t in_len = 0, out_len = 0;
+  if (recur_model_state_lengths(s, 1, &in_len, &out_len) != RECUR_OK) error = recur_last_error();
+  std::vector<float> x(in_len), y(out_len), all;
+  for (int t = 0; t < steps && error.empty(); ++t) {
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((t * 3 + seed * 5 + static_cast<int>(i)) % 20);
+    if (recur_model_state_step(s, 1, x.data(), x.size(), nullptr, 0, y.data(), y.size()) != RECUR_OK)
+      error = recur_last_error();
+    all.insert(all.end(), y.begin(), y.end());
+  }
+  recur_model_state_destroy(s);
+  return all;
+}
+
+TEST(CApiStress, ManyStreamsThroughOneModel) {
+  recur_model* m = nullptr;
+  ASSERT_RECUR_OK(recur_model_open(&m, (kModels + "/keras3/tokens.keras").c_str()));
+  const char* why = nullptr;
+  ASSERT_RECUR_OK(recur_model_streamable(m, &why));
+  const int steps = std::max(50, stress_steps() / 20);
+  std::vector<std::vector<float>> got(kThreads);
+  std::vector<std::string> errors(kThreads);
+  on_threads(kThreads, [&](int k) { got[static_cast<size_t>(k)] = stream_model(m, k % 4, steps, errors[static_cast<size_t>(k)]); });
+  for (int k = 0; k < 4; ++k) {
+    std::string e;
+    const std::vector<float> want = stream_model(m, k, steps, e);
+    ASSERT_EQ(e, "");
+    for (int j = k; j < kThreads; j += 4) {
+      ASSERT_EQ(errors[static_cast<size_t>(j)], "") << "thread " << j;
+      EXPECT_EQ(got[static_cast<size_t>(j)], want) << "thread " << j;
+    }
+  }
+  recur_model_destroy(m);
+}
+
+TEST(CApiStress, ModelsOpenedRunAndDestroyedConcurrently) {
+  const std::vector<char> keras = read_bytes(kModels + "/keras3/tokens.keras");
+  const std::vector<char> h5 = read_bytes(kModels + "/keras3/tokens.h5");
+  ASSERT_FALSE(keras.empty());
+  ASSERT_FALSE(h5.empty());
+  const int rounds = std::max(5, stress_steps() / 500);
+  std::atomic<int> failures{0};
+  std::vector<std::string> first_error(kThreads);
+  on_threads(kThreads, [&](int k) {
+    for (int r = 0; r < rounds; ++r) {
+      recur_model* m = nullptr;
+      const std::vector<char>& bytes = (k + r) % 2 ? keras : h5;
+      recur_status st = (k + r) % 3 == 0 ? recur_model_open(&m, (kModels + ((k + r) % 2 ? "/keras3/tokens.keras" : "/keras3/tokens.h5")).c_str())
+                                          : recur_model_open_memory(&m, bytes.data(), bytes.size(), "tokens");
+      if (st == RECUR_OK) {
+        const int32_t steps = 6;
+        size_t in_len = 0, out_len = 0;
+        st = recur_model_inputs_length(m, 1, &steps, 1, &in_len);
+        if (st == RECUR_OK) st = recur_model_outputs_length(m, 1, &steps, 1, &out_len);
+        std::vector<float> x(in_len, 3.0f), y(out_len);
+        if (st == RECUR_OK)
+          st = recur_model_run_inputs(m, 1, &steps, 1, x.data(), x.size(), nullptr, 0, y.data(), y.size());
+        recur_model_destroy(m);
+      }
+      if (st != RECUR_OK && failures.fetch_add(1) == 0) first_error[static_cast<size_t>(k)] = recur_last_error();
+    }
+  });
+  EXPECT_EQ(failures.load(), 0) << [&] {
+    std::string all;
+    for (const auto& e : first_error) all += e;
+    return all;
+  }();
+}
+
+TEST(CApiStress, ErrorsAndLimitsOnEveryThreadAtOnce) {
+  const int rounds = std::max(100, stress_steps() / 10);
+  std::atomic<int> wrong{0};
+  std::atomic<bool> stop{false};
+  // One thread keeps changing a limit that the others read and hit.
+  std::thread changer([&] {
+    for (uint64_t i = 0; !stop.load(); ++i) recur_set_limit(RECUR_LIMIT_BATCH, i % 2 ? 1000 : 0);
+  });
+  on_threads(kThreads, [&](int k) {
+    rt::Layer layer;
+    {
+      recur_layer_options o = rt::options(RECUR_LAYER_GRU, 4, 3);
+      recur_layer* l = nullptr;
+      if (recur_layer_create(&l, &o) != RECUR_OK) {
+        wrong.fetch_add(1);
+        return;
+      }
+      layer.reset(l);
+    }
+    for (int r = 0; r < rounds; ++r) {
+      // A distinct error per thread and round: the message must be this thread's own.
+      const int32_t batch = -(k * 100000 + r + 1);
+      recur_state* s = nullptr;
+      if (recur_state_create(&s, layer.get(), batch) != RECUR_ERR_INVALID_ARGUMENT ||
+          std::string(recur_last_error()).find(std::to_string(batch)) == std::string::npos)
+        wrong.fetch_add(1);
+      // Over the batch limit whichever value it has at the moment.
+      if (recur_state_create(&s, layer.get(), (1 << 20) + 1) != RECUR_ERR_LIMIT) wrong.fetch_add(1);
+      uint64_t v = 0;
+      if (recur_get_limit(RECUR_LIMIT_BATCH, &v) != RECUR_OK || (v != 1000 && v != (1u << 20))) wrong.fetch_add(1);
+    }
+  });
+  stop.store(true);
+  changer.join();
+  recur_set_limit(RECUR_LIMIT_BATCH, 0);
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+}  // namespace
