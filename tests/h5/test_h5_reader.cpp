@@ -504,7 +504,7 @@ void populate(Writer& w, bool latest) {
     w.ints(std::string("/data/") + name, t);
   // Deep nesting.
   std::string deep;
-  for (int i = 0; i < 40; ++i) {
+  for (int i = 0; i < 24; ++i) {
     deep += "/g";
     w.group(deep);
   }
@@ -551,9 +551,11 @@ const Written& written(const std::string& name) {
 
 // ----- hostile inputs -----
 
-// Asks the reader for everything `m` names (and whatever the file's own groups name), expecting
-// values or Error(io) and nothing else. Returns how many calls succeeded.
+// Asks the reader for what `m` names (about 60 of its objects, spread over the file) and whatever
+// the file's own groups name, expecting values or Error(io) and nothing else. Returns how many
+// calls succeeded.
 int exercise(const std::vector<char>& bytes, const Manifest& m) {
+  const std::size_t stride = std::max<std::size_t>(1, (m.groups.size() + m.attrs.size() + m.datasets.size()) / 60);
   int ok = 0;
   const auto guarded = [&](auto&& fn) {
     try {
@@ -569,16 +571,16 @@ int exercise(const std::vector<char>& bytes, const Manifest& m) {
   std::unique_ptr<H5File> h;
   guarded([&] { h = std::make_unique<H5File>(H5File::open_image(bytes, "hostile.h5")); });
   if (!h) return ok;
-  for (const auto& g : m.groups) guarded([&] { h->children(g); });
-  for (const auto& [o, a] : m.attrs) guarded([&] {
-    if (h->has_attribute(o, a)) h->attribute_strings(o, a);
+  for (std::size_t i = 0; i < m.groups.size(); i += stride) guarded([&] { h->children(m.groups[i]); });
+  for (std::size_t i = 0; i < m.attrs.size(); i += stride) guarded([&] {
+    if (h->has_attribute(m.attrs[i].first, m.attrs[i].second)) h->attribute_strings(m.attrs[i].first, m.attrs[i].second);
   });
-  for (const auto& d : m.datasets) guarded([&] {
+  for (std::size_t i = 0; i < m.datasets.size(); i += stride) guarded([&] {
     std::vector<std::int64_t> shape;
-    h->read_floats(d, shape);
+    h->read_floats(m.datasets[i], shape);
   });
   // The file's own tree, as far as it reads.
-  int budget = 300;
+  int budget = 100;
   std::function<void(const std::string&, int)> walk = [&](const std::string& g, int depth) {
     std::vector<std::string> names;
     guarded([&] { names = h->children(g); });
@@ -685,7 +687,7 @@ TEST(H5Reader, WrittenFileFormats) {
   EXPECT_FALSE(h.has_attribute("/attrs", "name100"));
   EXPECT_FALSE(h.exists("/dense/nope"));
   EXPECT_FALSE(h.exists("/dense/m000/below_a_dataset"));
-  EXPECT_TRUE(h.is_dataset("/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/leaf"));
+  EXPECT_TRUE(h.is_dataset("/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/g/leaf"));
 
   // Messages name the file and the object, and keep the phrases callers look for.
   const auto message = [&](const std::function<void()>& fn) -> std::string {
@@ -740,8 +742,8 @@ TEST(H5Reader, TruncatedFilesFailCleanly) {
   int tried = 0;
   for (const auto& [name, bytes] : hostile_sources()) {
     const Manifest m = compare_file(name, bytes);
-    for (int k = 0; k < 60; ++k) {
-      const std::size_t cut = bytes.size() * static_cast<std::size_t>(k) / 60 + static_cast<std::size_t>(k % 7);
+    for (int k = 0; k < 40; ++k) {
+      const std::size_t cut = bytes.size() * static_cast<std::size_t>(k) / 40 + static_cast<std::size_t>(k % 7);
       if (cut >= bytes.size()) continue;
       SCOPED_TRACE(name + " cut at " + std::to_string(cut));
       std::vector<char> b(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(cut));
@@ -761,7 +763,7 @@ TEST(H5Reader, CorruptBytesFailCleanly) {
   int tried = 0, opened = 0;
   for (const auto& [name, bytes] : hostile_sources()) {
     const Manifest m = compare_file(name, bytes);
-    for (int k = 0; k < 120; ++k) {
+    for (int k = 0; k < 50; ++k) {
       std::vector<char> b = bytes;
       const std::size_t at = rng() % b.size();
       const int how = k % 4;

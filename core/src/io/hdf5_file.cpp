@@ -15,6 +15,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sys/stat.h>
 
@@ -734,6 +735,9 @@ struct H5File::Parser {
     return out;
   }
 
+  // The members of the group whose object header is at `addr`, read once per file.
+  std::shared_ptr<const std::vector<Link>> group_links(std::uint64_t addr, const std::vector<Msg>& h);
+
   // The object header address of `path` (false when a member on the way is missing).
   bool resolve(const std::string& path, std::uint64_t& addr) {
     addr = f.root_;
@@ -748,9 +752,9 @@ struct H5File::Parser {
       if (++steps > 4096) bad("the path is too deep");
       const std::vector<Msg> h = header(addr);
       if (!is_group(h)) return false;
-      const std::vector<Link> ls = links(h);
+      const auto ls = group_links(addr, h);
       const Link* hit = nullptr;
-      for (const Link& l : ls)
+      for (const Link& l : *ls)
         if (l.name == comp) {
           hit = &l;
           break;
@@ -1180,10 +1184,29 @@ struct H5File::Parser {
   }
 };
 
+struct H5File::Cache {
+  std::mutex mu;
+  std::map<std::uint64_t, std::shared_ptr<const std::vector<Parser::Link>>> links;
+};
+
+std::shared_ptr<const std::vector<H5File::Parser::Link>> H5File::Parser::group_links(std::uint64_t addr,
+                                                                                   const std::vector<Msg>& h) {
+  Cache& c = *f.cache_;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    const auto it = c.links.find(addr);
+    if (it != c.links.end()) return it->second;
+  }
+  auto ls = std::make_shared<const std::vector<Link>>(links(h));
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.links.emplace(addr, ls);
+  return ls;
+}
+
 // ===== opening =====
 
 H5File::H5File(std::vector<char> bytes, std::string name, bool in_memory)
-    : name_(std::move(name)), bytes_(std::move(bytes)), in_memory_(in_memory) {
+    : name_(std::move(name)), bytes_(std::move(bytes)), in_memory_(in_memory), cache_(std::make_shared<Cache>()) {
   const auto* d = reinterpret_cast<const std::uint8_t*>(bytes_.data());
   const std::uint64_t n = bytes_.size();
   const auto refuse = [&](const std::string& why) { fail(Code::io, name_, ": ", why); };
@@ -1247,7 +1270,8 @@ H5File::H5File(H5File&& other) noexcept
       base_(other.base_),
       root_(other.root_),
       offset_size_(other.offset_size_),
-      length_size_(other.length_size_) {}
+      length_size_(other.length_size_),
+      cache_(std::move(other.cache_)) {}
 
 H5File::~H5File() = default;
 
@@ -1302,11 +1326,11 @@ std::vector<std::string> H5File::children(const std::string& group) const {
   if (!p.resolve(group, addr)) fail_at(group, "expected a group");
   const auto h = p.header(addr);
   if (!Parser::is_group(h)) fail_at(group, "expected a group");
-  const auto links = p.links(h);
-  if (links.size() > 100000) fail_at(group, "too many members (" + std::to_string(links.size()) + ")");
+  const auto links = p.group_links(addr, h);
+  if (links->size() > 100000) fail_at(group, "too many members (" + std::to_string(links->size()) + ")");
   std::vector<std::string> names;
-  names.reserve(links.size());
-  for (const auto& l : links) names.push_back(l.name);
+  names.reserve(links->size());
+  for (const auto& l : *links) names.push_back(l.name);
   std::sort(names.begin(), names.end());
   return names;
 }

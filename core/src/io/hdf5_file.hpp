@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,7 @@ class H5File {
 
  private:
   struct Parser;  // the format reader (hdf5_file.cpp), one per call
+  struct Cache;   // the groups' members, read once (hdf5_file.cpp)
   H5File(std::vector<char> bytes, std::string name, bool in_memory);
   [[noreturn]] void fail_at(const std::string& path, const std::string& problem) const;
 
@@ -55,6 +57,7 @@ class H5File {
   std::uint64_t root_ = 0;   // the root group's object header
   int offset_size_ = 8;      // bytes in a file address
   int length_size_ = 8;      // bytes in a file length
+  std::shared_ptr<Cache> cache_;
 };
 
 // Makes a byte string printable for messages (non-UTF-8 and control bytes become \xNN).
