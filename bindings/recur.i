@@ -97,7 +97,14 @@ typedef int recur_rc;
 %constant int ERR_STATE = RECUR_ERR_STATE;
 %constant int ERR_OUT_OF_MEMORY = RECUR_ERR_OUT_OF_MEMORY;
 %constant int ERR_IO = RECUR_ERR_IO;
+%constant int ERR_LIMIT = RECUR_ERR_LIMIT;
 %constant int ERR_INTERNAL = RECUR_ERR_INTERNAL;
+%constant int LIMIT_UNITS = RECUR_LIMIT_UNITS;
+%constant int LIMIT_BATCH = RECUR_LIMIT_BATCH;
+%constant int LIMIT_STATE_BYTES = RECUR_LIMIT_STATE_BYTES;
+%constant int LIMIT_WEIGHT_BYTES = RECUR_LIMIT_WEIGHT_BYTES;
+%constant int LIMIT_FILE_BYTES = RECUR_LIMIT_FILE_BYTES;
+%constant int LIMIT_TENSOR_BYTES = RECUR_LIMIT_TENSOR_BYTES;
 
 %inline %{
 /* The loaded library's version, "MAJOR.MINOR.PATCH". */
@@ -110,6 +117,12 @@ recur_rc recur_binding_device_check(const char *device) { return recur_device_ch
 /* The CPU kernel set this process runs: "avx512", "avx2" or "baseline" (RECUR_CPU_KERNELS, read
  * at load, can ask for a lower one). */
 const char *recur_binding_cpu_kernels(void) { return recur_cpu_kernels(); }
+
+/* Process-wide resource limits (since 0.5): a recur_limit's current value, its built-in default,
+ * and setting it (0 restores the default). Going over one fails with ERR_LIMIT naming it. */
+recur_rc recur_binding_get_limit(int32_t limit, uint64_t *value) { return recur_get_limit(limit, value); }
+recur_rc recur_binding_default_limit(int32_t limit, uint64_t *value) { return recur_default_limit(limit, value); }
+recur_rc recur_binding_set_limit(int32_t limit, uint64_t limit_value) { return recur_set_limit(limit, limit_value); }
 %}
 
 /* ------------------------------------------------------------------------------------------ */

@@ -12,6 +12,11 @@
 //                [--keras-backend B] (--output out.npz | --output-dir DIR)
 //   recur devices
 //
+// info, run, verify and stream take --limit NAME=VALUE (repeatable, also before the subcommand)
+// to raise or lower one of the library's resource limits: units, batch, state_bytes,
+// weight_bytes, file_bytes or tensor_bytes, VALUE an integer with an optional K, M or G suffix
+// (x1024, x1024^2, x1024^3); 0 restores the default. `info` prints the limits in effect.
+//
 // A model takes one --input per model input, in the model's input order, or NAME=path for input
 // NAME; masks go to the inputs with a timesteps axis the same way (inputs without one get none,
 // sequence inputs without a --mask an all-valid one). `run` writes every model output: an .npz
@@ -51,7 +56,10 @@ struct Failure {
   std::string message;
 };
 
+void limit_failure(const std::string& message);
+
 void check(recur_status s) {
+  if (s == RECUR_ERR_LIMIT) limit_failure(recur_last_error());
   if (s != RECUR_OK) throw Failure{recur_last_error()};
 }
 
@@ -207,6 +215,101 @@ std::vector<StatefulLayer> stateful_layers(const recur_model* m) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// --limit NAME=VALUE: the library's resource limits
+
+struct LimitName {
+  const char* name;
+  recur_limit which;
+  bool bytes;
+};
+constexpr LimitName kLimits[] = {{"units", RECUR_LIMIT_UNITS, false},
+                                 {"batch", RECUR_LIMIT_BATCH, false},
+                                 {"state_bytes", RECUR_LIMIT_STATE_BYTES, true},
+                                 {"weight_bytes", RECUR_LIMIT_WEIGHT_BYTES, true},
+                                 {"file_bytes", RECUR_LIMIT_FILE_BYTES, true},
+                                 {"tensor_bytes", RECUR_LIMIT_TENSOR_BYTES, true}};
+constexpr const char* kLimitChoices = "units, batch, state_bytes, weight_bytes, file_bytes, tensor_bytes";
+
+// NAME=VALUE -> the limit and its value; the reason it is wrong otherwise.
+std::string parse_limit(const std::string& arg, recur_limit* which, uint64_t* value) {
+  const auto eq = arg.find('=');
+  if (eq == std::string::npos)
+    return "expected NAME=VALUE with NAME one of " + std::string(kLimitChoices) + ", got '" + arg + "'";
+  const std::string name = arg.substr(0, eq), v = arg.substr(eq + 1);
+  const LimitName* found = nullptr;
+  for (const LimitName& l : kLimits)
+    if (name == l.name) found = &l;
+  if (!found) return "unknown limit '" + name + "': expected one of " + kLimitChoices;
+  std::size_t digits = 0;
+  while (digits < v.size() && v[digits] >= '0' && v[digits] <= '9') ++digits;
+  uint64_t mult = 1;
+  const std::string suffix = v.substr(digits);
+  if (suffix == "K" || suffix == "k") mult = uint64_t(1) << 10;
+  else if (suffix == "M" || suffix == "m") mult = uint64_t(1) << 20;
+  else if (suffix == "G" || suffix == "g") mult = uint64_t(1) << 30;
+  else if (!suffix.empty()) digits = 0;
+  if (digits == 0)
+    return std::string(found->name) + "=" + v + ": expected a whole number with an optional K, M or G suffix (x1024)";
+  uint64_t n = 0;
+  for (std::size_t i = 0; i < digits; ++i) {
+    const uint64_t d = static_cast<uint64_t>(v[i] - '0');
+    if (n > (std::numeric_limits<uint64_t>::max() - d) / 10) return std::string(found->name) + "=" + v + ": too large";
+    n = n * 10 + d;
+  }
+  if (n > std::numeric_limits<uint64_t>::max() / mult) return std::string(found->name) + "=" + v + ": too large";
+  *which = found->which;
+  *value = n * mult;
+  return "";
+}
+
+// The library's message, and the option that raises the limit it names.
+void limit_failure(const std::string& message) {
+  for (const LimitName& l : kLimits)
+    if (message.find(std::string(" ") + l.name + " limit of ") != std::string::npos)
+      throw Failure{message + "; here: --limit " + l.name + "=VALUE"};
+  throw Failure{message};
+}
+
+void apply_limits(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    recur_limit which{};
+    uint64_t value = 0;
+    const std::string why = parse_limit(a, &which, &value);
+    if (!why.empty()) usage_error("--limit: " + why);
+    check(recur_set_limit(which, value));
+  }
+}
+
+// "65536" for a count; "256M" for bytes that are a whole number of K, M or G (what --limit takes).
+std::string limit_string(uint64_t v, bool bytes) {
+  if (bytes && v)
+    for (const auto& [shift, unit] : {std::pair<int, const char*>{30, "G"}, {20, "M"}, {10, "K"}})
+      if (v % (uint64_t(1) << shift) == 0) return std::to_string(v >> shift) + unit;
+  return std::to_string(v);
+}
+
+// The limits in effect, as NAME VALUE pairs.
+std::string limits_line() {
+  std::string line;
+  for (const LimitName& l : kLimits) {
+    uint64_t v = 0;
+    check(recur_get_limit(l.which, &v));
+    line += (line.empty() ? "" : ", ") + std::string(l.name) + " " + limit_string(v, l.bytes);
+  }
+  return line;
+}
+
+nlohmann::ordered_json limits_json() {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const LimitName& l : kLimits) {
+    uint64_t v = 0;
+    check(recur_get_limit(l.which, &v));
+    j[l.name] = v;
+  }
+  return j;
+}
+
+// ---------------------------------------------------------------------------------------------
 // info
 
 int cmd_info(const std::string& file, bool as_json, const std::string& device) {
@@ -263,6 +366,7 @@ int cmd_info(const std::string& file, bool as_json, const std::string& device) {
     j["not_streamable"] = str(why);
     j["device"] = device_json(where);
     j["cpu_kernels"] = recur_cpu_kernels();
+    j["limits"] = limits_json();
     j["layers"] = nlohmann::ordered_json::array();
     for (const Row& r : rows)
       j["layers"].push_back({{"name", r.name},
@@ -313,6 +417,7 @@ int cmd_info(const std::string& file, bool as_json, const std::string& device) {
   std::cout << "streams:       " << (str(why).empty() ? "yes" : "no: " + str(why)) << "\n";
   std::cout << "device:        " << device_line(where) << "\n";
   std::cout << "cpu kernels:   " << recur_cpu_kernels() << "\n";
+  std::cout << "limits:        " << limits_line() << "\n";
   std::cout << "layers:        " << info.num_layers << "\n";
   std::size_t w = 4, wc = 5;
   for (const Row& r : rows) {
@@ -935,6 +1040,23 @@ int main(int argc, char** argv) {
   bool version = false;
   app.add_flag("--version", version, "print the library version and exit");
   app.require_subcommand(0, 1);
+  // --limit before the subcommand, or after it on the subcommands that open models.
+  std::vector<std::string> global_limits, sub_limits;
+  const auto limit_check = CLI::Validator(
+      [](std::string& arg) {
+        recur_limit which{};
+        uint64_t value = 0;
+        return parse_limit(arg, &which, &value);
+      },
+      "NAME=VALUE");
+  const std::string limit_help = std::string("raise or lower a resource limit (repeatable): NAME one of ") +
+                                 kLimitChoices +
+                                 "; VALUE a whole number with an optional K, M or G suffix (x1024); 0 restores the "
+                                 "default";
+  auto add_limit = [&](CLI::App* sub, std::vector<std::string>& into) {
+    sub->add_option("--limit", into, limit_help)->check(limit_check)->allow_extra_args(false);
+  };
+  add_limit(&app, global_limits);
 
   const char* const device_help = "where to run: cpu, cuda, cuda:N or auto (a GPU when one can run, else the CPU)";
   std::string info_file, info_device = "cpu";
@@ -943,6 +1065,7 @@ int main(int argc, char** argv) {
   info->add_option("FILE", info_file, "the model file")->required();
   info->add_flag("--json", info_json, "print JSON");
   info->add_option("--device", info_device, device_help)->capture_default_str();
+  add_limit(info, sub_limits);
 
   RunArgs ra, va, sa;
   const char* const threads_help =
@@ -951,7 +1074,8 @@ int main(int argc, char** argv) {
   const char* const backend_help =
       "Keras 3 backend semantics: tensorflow (the default, also torch's) or jax (also numpy's); they differ at "
       "masked steps before the first valid one";
-  auto common = [device_help, threads_help, backend_help](CLI::App* sub, RunArgs& a, bool layers) {
+  auto common = [&](CLI::App* sub, RunArgs& a, bool layers) {
+    add_limit(sub, sub_limits);
     sub->add_option("FILE", a.file, "the model file (.keras or .h5)")->required();
     // One value per occurrence: --input a.npy --input b.npy (FILE may follow).
     sub->add_option("--input,-i", a.inputs,
@@ -1014,6 +1138,8 @@ int main(int argc, char** argv) {
       std::cout << "recur " << recur_version_string() << "\n";
       return 0;
     }
+    apply_limits(global_limits);
+    apply_limits(sub_limits);
     if (*info) return cmd_info(info_file, info_json, info_device);
     if (*run) return cmd_run(ra);
     if (*verify) return cmd_verify(va);

@@ -23,6 +23,7 @@
                      int32_t *input_size, int32_t *output_size, int32_t *recurrent, int32_t *num_threads,
                      int32_t *rank, int32_t *token_ids, int32_t *stateful, int32_t *sequence };
 %apply long long *OUTPUT { int64_t *dim0, int64_t *dim1 };
+%apply unsigned long long *OUTPUT { uint64_t *value };
 
 /* ---- arrays: raw pointers (the public wrappers pin managed arrays with `fixed`) ------------ */
 /* const long long *: the state handles of forward_states, a pinned long[]. const int32_t *: the

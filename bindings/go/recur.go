@@ -43,6 +43,7 @@ const (
 	ErrState           = -5 // closed object, or the object cannot do this
 	ErrOutOfMemory     = -6
 	ErrIO              = -7 // file access
+	ErrLimit           = -8 // over a resource limit (see Limit); the message names the limit
 	ErrInternal        = -100
 )
 
@@ -98,6 +99,56 @@ func Version() string { return recurswig.Recur_binding_version() }
 // the library loads from the CPU's features (the environment variable RECUR_CPU_KERNELS, read at
 // load, can ask for a lower set).
 func CPUKernels() string { return recurswig.Recur_binding_cpu_kernels() }
+
+// Limit is one of the process-wide resource limits. Every size that comes from a model file, a
+// JSON config or an argument is checked against them before recur allocates for it; going over
+// one fails with an *Error of Status ErrLimit whose message names the limit.
+type Limit int
+
+const (
+	LimitUnits       Limit = 0 // units of one recurrent layer (default 65536)
+	LimitBatch       Limit = 1 // batch of a stateful layer, a State or a ModelState (default 1048576)
+	LimitStateBytes  Limit = 2 // bytes of the states one stateful layer or one state holds (default 256 MiB)
+	LimitWeightBytes Limit = 3 // bytes of the weights of one layer, and of all of one model's (default 1 GiB)
+	LimitFileBytes   Limit = 4 // bytes of a model file or image, or of one .keras member (default 4 GiB)
+	LimitTensorBytes Limit = 5 // bytes of one tensor a model allocates as it is built, runs or streams (default 1 GiB)
+)
+
+var limitNames = [...]string{"units", "batch", "state_bytes", "weight_bytes", "file_bytes", "tensor_bytes"}
+
+// String is the limit's name as recur's messages and the CLI's --limit spell it ("units",
+// "weight_bytes", ...).
+func (l Limit) String() string {
+	if l >= 0 && int(l) < len(limitNames) {
+		return limitNames[l]
+	}
+	return "Limit(" + strconv.Itoa(int(l)) + ")"
+}
+
+// GetLimit is the current value of a limit: a count for LimitUnits and LimitBatch, bytes for the
+// others. An unknown limit is an ErrInvalidArgument.
+func GetLimit(l Limit) (uint64, error) {
+	var v uint64
+	if err := recurswig.Recur_binding_get_limit(clampInt32(int(l)), &v); err != nil {
+		return 0, err
+	}
+	return v, nil
+}
+
+// DefaultLimit is the built-in default of a limit.
+func DefaultLimit(l Limit) (uint64, error) {
+	var v uint64
+	if err := recurswig.Recur_binding_default_limit(clampInt32(int(l)), &v); err != nil {
+		return 0, err
+	}
+	return v, nil
+}
+
+// SetLimit sets a limit for the whole process; 0 restores its default. Objects that exist keep
+// what they hold; every check after the call sees the new value. Safe from any goroutine.
+func SetLimit(l Limit, value uint64) error {
+	return recurswig.Recur_binding_set_limit(clampInt32(int(l)), value)
+}
 
 func closedError(what string) error {
 	return &Error{Status: ErrState, Msg: what + " is closed"}

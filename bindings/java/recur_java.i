@@ -47,6 +47,7 @@ static void recur_java_raise(JNIEnv *jenv, int status) {
     case RECUR_ERR_STATE: cls = "recur/StateException"; break;
     case RECUR_ERR_OUT_OF_MEMORY: cls = "recur/OutOfMemoryException"; break;
     case RECUR_ERR_IO: cls = "recur/IoException"; break;
+    case RECUR_ERR_LIMIT: cls = "recur/LimitException"; break;
     case RECUR_ERR_INTERNAL: cls = "recur/InternalException"; break;
     default: cls = "recur/RecurException"; break;
   }
@@ -244,6 +245,17 @@ RECUR_JAVA_BUFFER(const uint8_t, 1, 0)
   if ($input && (*jenv)->GetArrayLength(jenv, $input) >= 1) { jlong v = (jlong)*$1; (*jenv)->SetLongArrayRegion(jenv, $input, 0, 1, &v); }
 }
 %apply int64_t *OUT_LONG { int64_t *dim0, int64_t *dim1 }
+/* Limits: a uint64_t as a Java long (Recur.getLimit/setLimit check the sign). */
+%typemap(jni) uint64_t *OUT_LONG "jlongArray"
+%typemap(jtype) uint64_t *OUT_LONG "long[]"
+%typemap(jstype) uint64_t *OUT_LONG "long[]"
+%typemap(javain) uint64_t *OUT_LONG "$javainput"
+%typemap(in) uint64_t *OUT_LONG (uint64_t tmp = 0) { $1 = &tmp; }
+%typemap(argout) uint64_t *OUT_LONG {
+  if ($input && (*jenv)->GetArrayLength(jenv, $input) >= 1) { jlong v = (jlong)*$1; (*jenv)->SetLongArrayRegion(jenv, $input, 0, 1, &v); }
+}
+%apply uint64_t *OUT_LONG { uint64_t *value }
+%apply long long { uint64_t limit_value }
 %apply size_t *OUT_LONG { size_t *out_len, size_t *len, size_t *inputs_len, size_t *outputs_len }
 
 /* String out-parameters (owned by the library): a one-element String[]. */
@@ -293,6 +305,9 @@ RECUR_JAVA_SELF(RecurModelState, "ModelState")
 %rename(ModelInfoRaw) recur_model_info;
 %rename(bindingVersion) recur_binding_version;
 %rename(cpuKernels) recur_binding_cpu_kernels;
+%rename(getLimitRaw) recur_binding_get_limit;
+%rename(defaultLimitRaw) recur_binding_default_limit;
+%rename(setLimitRaw) recur_binding_set_limit;
 %rename("%(lowercamelcase)s", %$isfunction) "";
 %rename("%(lowercamelcase)s", %$isvariable) "";
 
@@ -390,6 +405,9 @@ RECUR_JAVA_SELF(RecurModelState, "ModelState")
 %javamethodmodifiers recur_binding_c_step_ns "";
 %javamethodmodifiers recur_binding_device_count "";
 %javamethodmodifiers recur_binding_device_check "";
+%javamethodmodifiers recur_binding_get_limit "";
+%javamethodmodifiers recur_binding_default_limit "";
+%javamethodmodifiers recur_binding_set_limit "";
 %javamethodmodifiers forward_states "";
 %javamethodmodifiers forward_device "";
 %javamethodmodifiers set_device "";
@@ -479,6 +497,36 @@ RECUR_JAVA_SELF(RecurModelState, "ModelState")
   public static void checkDevice(String device) {
     if (device == null) throw new NullPointerException("device");
     checkDeviceRaw(device);
+  }
+
+  /**
+   * The current value of a process-wide resource limit: a count for {@link Limit#UNITS} and
+   * {@link Limit#BATCH}, bytes for the others. A value set through the C ABI above
+   * {@link Long#MAX_VALUE} reads as {@link Long#MAX_VALUE}.
+   */
+  public static long getLimit(Limit limit) {
+    long[] v = new long[1];
+    getLimitRaw(java.util.Objects.requireNonNull(limit, "limit").code(), v);
+    return v[0] < 0 ? Long.MAX_VALUE : v[0];
+  }
+
+  /** The built-in default of a limit (see {@link Limit} for each one's). */
+  public static long defaultLimit(Limit limit) {
+    long[] v = new long[1];
+    defaultLimitRaw(java.util.Objects.requireNonNull(limit, "limit").code(), v);
+    return v[0];
+  }
+
+  /**
+   * Sets a limit for the whole process; 0 restores its default. Objects that exist keep what they
+   * hold; every check after the call sees the new value. Going over a limit throws
+   * {@link LimitException}, whose message names the limit.
+   * @throws IllegalArgumentException value &lt; 0
+   */
+  public static void setLimit(Limit limit, long value) {
+    java.util.Objects.requireNonNull(limit, "limit");
+    if (value < 0) throw new IllegalArgumentException("limit value must be >= 0 (0 restores the default), got " + value);
+    setLimitRaw(limit.code(), value);
   }
 %}
 

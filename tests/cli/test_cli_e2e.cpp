@@ -653,6 +653,94 @@ TEST_F(Cli, UsageErrors) {
   EXPECT_EQ(r.out.rfind("recur ", 0), 0u);
 }
 
+// ------------------------------------------------------------------------------------- limits
+
+const std::string kDefaultLimits =
+    "limits:        units 65536, batch 1048576, state_bytes 256M, weight_bytes 1G, file_bytes 4G, tensor_bytes 1G\n";
+
+TEST_F(Cli, InfoPrintsTheLimits) {
+  const Result r = run("info " + m("keras2", "tokens.h5"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("\n" + kDefaultLimits), std::string::npos) << r.out;
+  // Before or after the subcommand; K, M and G are powers of 1024; the last one given wins.
+  const Result raised = run("--limit units=128K info " + m("keras2", "tokens.h5") +
+                            " --limit weight_bytes=1K --limit weight_bytes=2G --limit state_bytes=1000");
+  ASSERT_EQ(raised.rc, 0) << raised.err;
+  EXPECT_NE(raised.out.find("limits:        units 131072, batch 1048576, state_bytes 1000, weight_bytes 2G, "
+                            "file_bytes 4G, tensor_bytes 1G\n"),
+            std::string::npos)
+      << raised.out;
+  EXPECT_NE(raised.out.find("layers:        5"), std::string::npos) << raised.out;
+  const Result j = run("info --json " + m("keras3", "bigru.keras") + " --limit file_bytes=8G --limit batch=1m");
+  ASSERT_EQ(j.rc, 0) << j.err;
+  const auto limits = nlohmann::json::parse(j.out)["limits"];
+  EXPECT_EQ(limits["units"], 65536u) << j.out;
+  EXPECT_EQ(limits["batch"], 1048576u) << j.out;
+  EXPECT_EQ(limits["file_bytes"], 8ull << 30) << j.out;
+  EXPECT_EQ(limits["tensor_bytes"], 1ull << 30) << j.out;
+}
+
+TEST_F(Cli, LimitRefusesAModel) {
+  for (const std::string& model : {m("keras2", "tokens.h5"), m("keras3", "tokens.keras")}) {
+    SCOPED_TRACE(model);
+    const Result r = run("info " + model + " --limit weight_bytes=1K");
+    EXPECT_EQ(r.rc, 2) << r.out << r.err;
+    EXPECT_EQ(r.err.rfind("recur: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find("weight_bytes limit of 1024 bytes"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("; here: --limit weight_bytes=VALUE"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  // run and verify too; a refused run writes nothing.
+  Result r = run("run " + m("keras2", "bigru.keras") + " --input " + m("keras2", "bigru_x.npy") + " --output " +
+                 tmp("o.npz") + " --limit units=2");
+  EXPECT_EQ(r.rc, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("units limit of 2"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::ifstream(tmp("o.npz")).good());
+  r = run("--limit file_bytes=1K verify " + m("keras3", "bigru.keras") + " --input " + m("keras3", "bigru_x.npy") +
+          " --expected " + m("keras3", "bigru_y.npy"));
+  EXPECT_EQ(r.rc, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("file_bytes limit"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, RaisedLimitsStillWork) {
+  const std::string v = "verify " + m("keras3", "bigru.keras") + " --input " + m("keras3", "bigru_x.npy") +
+                        " --expected " + m("keras3", "bigru_y.npy");
+  for (const std::string limits : {" --limit weight_bytes=4G --limit units=1M --limit tensor_bytes=16G",
+                                   " --limit weight_bytes=64K --limit file_bytes=1M", " --limit units=0"}) {
+    SCOPED_TRACE(limits);
+    const Result r = run(v + limits);
+    EXPECT_EQ(r.rc, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("OK"), std::string::npos) << r.out;
+  }
+  const Result r = run("run " + m("keras2", "tokens.keras") + " --layer gru --input " + m("keras2", "layer_gru_x.npy") +
+                       " --output " + tmp("o.npz") + " --limit batch=64 --limit state_bytes=1M");
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+}
+
+TEST_F(Cli, BadLimitsAreUsageErrors) {
+  const std::string info = "info " + m("keras2", "tokens.h5");
+  for (const std::string bad : {"units=bad", "units=", "units=1.5K", "units=-1", "units=2T", "units=K",
+                                "units=99999999999999999999", "units=17179869184G"}) {
+    SCOPED_TRACE(bad);
+    const Result r = run(info + " --limit " + bad);
+    EXPECT_EQ(r.rc, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("--limit"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  for (const std::string bad : {"bogus=1", "units", "=5", "Units=5"}) {
+    SCOPED_TRACE(bad);
+    const Result r = run(info + " --limit " + bad);
+    EXPECT_EQ(r.rc, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("--limit"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("units, batch, state_bytes, weight_bytes, file_bytes, tensor_bytes"), std::string::npos)
+        << r.err;
+  }
+  const Result r = run("--limit units=bad devices");
+  EXPECT_EQ(r.rc, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--limit"), std::string::npos) << r.err;
+}
+
 TEST_F(Cli, UnwritableOutput) {
   const Result r = run("run " + m("keras2", "bigru.keras") + " --input " + m("keras2", "bigru_x.npy") + " --output " +
                        tmp("no/such/dir/o.npz"));
@@ -1027,6 +1115,18 @@ TEST_F(Graph, FixedLengthTokenIdsAreSequences) {
   r = run("stream " + model + " -i " + x + " --chunk 2 -o " + tmp("s.npz"));
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_LE(max_abs(recur_cli::read_npz(tmp("s.npz"))[0].second, recur_cli::read_npy(m("keras3", "tokens_y.npy"))), 1e-5);
+}
+
+TEST_F(Graph, StreamTakesLimits) {
+  const GraphCase g = graph_case("keras3", "multi_io");
+  const std::string model = graph("keras3", "multi_io", "keras");
+  const std::string in = inputs(g, 0);
+  Result r = run("stream " + model + in + " --chunk 2 -o " + tmp("s.npz") + " --limit tensor_bytes=2G --limit units=1K");
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  r = run("stream " + model + in + " --chunk 2 -o " + tmp("t.npz") + " --limit weight_bytes=16");
+  EXPECT_EQ(r.rc, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("weight_bytes limit of 16 bytes"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::ifstream(tmp("t.npz")).good());
 }
 
 TEST_F(Graph, StreamErrors) {

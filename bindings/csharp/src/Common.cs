@@ -29,7 +29,42 @@ public static class Status {
   public const int State = -5;
   public const int OutOfMemory = -6;
   public const int IO = -7;
+  /// <summary>Over a resource limit (<see cref="Limits"/>); the message names the limit.</summary>
+  public const int Limit = -8;
   public const int Internal = -100;
+}
+
+/// <summary>The process-wide resource limits (recur_limit): counts for Units and Batch, bytes
+/// for the others. See <see cref="Limits"/>.</summary>
+public enum Limit {
+  /// <summary>Units of one recurrent layer (default 65536).</summary>
+  Units = 0,
+  /// <summary>Batch of a stateful layer, a State or a ModelState (default 1048576).</summary>
+  Batch = 1,
+  /// <summary>Bytes of the states one stateful layer or one state holds (default 256 MiB).</summary>
+  StateBytes = 2,
+  /// <summary>Bytes of the weights of one layer, and of all the layers of one model (default 1 GiB).</summary>
+  WeightBytes = 3,
+  /// <summary>Bytes of a model file or image, and of one member of a .keras archive (default 4 GiB).</summary>
+  FileBytes = 4,
+  /// <summary>Bytes of one tensor a model allocates while it is built, runs or streams (default 1 GiB).</summary>
+  TensorBytes = 5
+}
+
+/// <summary>Process-wide resource limits. Every size that comes from a model file, a JSON config
+/// or an argument is checked against them before recur allocates for it; going over one throws
+/// RecurException with <see cref="Status.Limit"/> and a message that names the limit. Safe to
+/// call from any thread; objects that exist keep what they hold.</summary>
+public static class Limits {
+  /// <summary>The current value of <paramref name="limit"/>. An unknown value throws
+  /// RecurException (Status.InvalidArgument).</summary>
+  public static ulong Get(Limit limit) { ulong v; recur.recur_binding_get_limit((int)limit, out v); return v; }
+
+  /// <summary>The built-in default of <paramref name="limit"/>.</summary>
+  public static ulong Default(Limit limit) { ulong v; recur.recur_binding_default_limit((int)limit, out v); return v; }
+
+  /// <summary>Sets <paramref name="limit"/> for the whole process; 0 restores its default.</summary>
+  public static void Set(Limit limit, ulong value) { recur.recur_binding_set_limit((int)limit, value); }
 }
 
 /// <summary>recur_layer_type values for LayerOptions.Type.</summary>

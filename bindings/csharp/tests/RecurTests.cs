@@ -626,6 +626,65 @@ static partial class Program {
     Check(Library.CpuKernels == k, "the same set on every call");
   }
 
+  static void ResourceLimits() {
+    const ulong MiB = 1UL << 20, GiB = 1UL << 30;
+    var defaults = new Dictionary<Limit, ulong> {
+      { Limit.Units, 65536 }, { Limit.Batch, 1048576 }, { Limit.StateBytes, 256 * MiB },
+      { Limit.WeightBytes, GiB }, { Limit.FileBytes, 4 * GiB }, { Limit.TensorBytes, GiB }
+    };
+    Check(Enum.GetValues(typeof(Limit)).Length == 6, "six limits");
+    foreach (var kv in defaults) {
+      Check(Limits.Default(kv.Key) == kv.Value, kv.Key + " default " + Limits.Default(kv.Key));
+      Check(Limits.Get(kv.Key) == kv.Value, kv.Key + " starts at its default, got " + Limits.Get(kv.Key));
+      try {
+        Limits.Set(kv.Key, 12345);
+        Check(Limits.Get(kv.Key) == 12345, kv.Key + " reads back what was set");
+        Check(Limits.Default(kv.Key) == kv.Value, kv.Key + " default stays");
+        Limits.Set(kv.Key, ulong.MaxValue);
+        Check(Limits.Get(kv.Key) == ulong.MaxValue, kv.Key + " takes all 64 bits");
+      } finally {
+        Limits.Set(kv.Key, 0);
+      }
+      Check(Limits.Get(kv.Key) == kv.Value, "0 restores " + kv.Key);
+    }
+    foreach (var bad in new[] { (Limit)(-1), (Limit)6, (Limit)99 }) {
+      Fails(Status.InvalidArgument, () => Limits.Get(bad), "Get(" + (int)bad + ")", "limit");
+      Fails(Status.InvalidArgument, () => Limits.Default(bad), "Default(" + (int)bad + ")", "limit");
+      Fails(Status.InvalidArgument, () => Limits.Set(bad, 5), "Set(" + (int)bad + ")", "limit");
+    }
+    Check(Library.StatusString(Status.Limit) == "over a resource limit", "status string of Status.Limit");
+
+    // Refusals: a layer over the units limit, a state over the batch limit, a model over the
+    // weight limit; each is made again once the limit is restored.
+    using (var big = new LayerOptions(LayerType.Gru, 16, 4)) {
+      Limits.Set(Limit.Units, 8);
+      try {
+        var e = Fails(Status.Limit, () => Layer.Create(big), "16 units over a units limit of 8", "units limit of 8");
+        Check(e.StatusName == "over a resource limit", "StatusName " + e.StatusName);
+      } finally {
+        Limits.Set(Limit.Units, 0);
+      }
+      using (var l = Layer.Create(big)) Check(l.Info.Units == 16, "made once the limit is restored");
+    }
+    using (var l = MakeGru(4, 3)) {
+      Limits.Set(Limit.Batch, 2);
+      try {
+        Fails(Status.Limit, () => new State(l, 3), "state batch 3 over a batch limit of 2", "batch limit of 2");
+        using (var s = new State(l, 2)) {}
+      } finally {
+        Limits.Set(Limit.Batch, 0);
+      }
+    }
+    var path = Path.Combine(modelDir, "sentiment_keras3.keras");
+    Limits.Set(Limit.WeightBytes, 1024);
+    try {
+      Fails(Status.Limit, () => Model.Open(path), "model over a weight limit of 1 KiB", "weight_bytes limit");
+    } finally {
+      Limits.Set(Limit.WeightBytes, 0);
+    }
+    using (var m = Model.Open(path)) Check(m.Info.Runnable, "the model opens with the default limit");
+  }
+
   static void LayerNumThreads() {
     using (var l = MakeGru(5, 3)) {
       Check(l.NumThreads == 1, "1 by default, got " + l.NumThreads);
@@ -722,6 +781,7 @@ static partial class Program {
     Run("ForwardStatesEqualsForwardState", ForwardStatesEqualsForwardState);
     Run("ModelDevices", ModelDevices);
     Run("CpuKernels", CpuKernels);
+    Run("ResourceLimits", ResourceLimits);
     Run("LayerNumThreads", LayerNumThreads);
     Run("ThreadsGiveBitwiseTheSameNumbers", ThreadsGiveBitwiseTheSameNumbers);
     Run("ModelNumThreads", ModelNumThreads);

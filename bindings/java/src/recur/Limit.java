@@ -1,0 +1,33 @@
+package recur;
+
+/**
+ * The process-wide resource limits (recur_limit). Every size that comes from a model file, a JSON
+ * config or an argument is checked against them before recur allocates for it; going over one
+ * throws {@link LimitException}. Read and change them with {@link Recur#getLimit},
+ * {@link Recur#setLimit} and {@link Recur#defaultLimit}.
+ */
+public enum Limit {
+  /** Units of one recurrent layer (default 65536). */
+  UNITS(Recur.LIMIT_UNITS),
+  /** Batch of a stateful layer, a {@link State} or a {@link ModelState} (default 1048576). */
+  BATCH(Recur.LIMIT_BATCH),
+  /** Bytes of the states one stateful layer or one state holds (default 256 MiB). */
+  STATE_BYTES(Recur.LIMIT_STATE_BYTES),
+  /** Bytes of the weights of one layer, and of all the layers of one model (default 1 GiB). */
+  WEIGHT_BYTES(Recur.LIMIT_WEIGHT_BYTES),
+  /** Bytes of a model file or image, and of one member of a .keras archive (default 4 GiB). */
+  FILE_BYTES(Recur.LIMIT_FILE_BYTES),
+  /** Bytes of one tensor a model allocates while it is built, runs or streams (default 1 GiB). */
+  TENSOR_BYTES(Recur.LIMIT_TENSOR_BYTES);
+
+  private final int code;
+
+  Limit(int code) {
+    this.code = code;
+  }
+
+  /** The recur_limit value. */
+  public int code() {
+    return code;
+  }
+}
