@@ -1133,6 +1133,7 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
+  int rc = 2;
   try {
     if (version) {
       std::cout << "recur " << recur_version_string() << "\n";
@@ -1140,13 +1141,12 @@ int main(int argc, char** argv) {
     }
     apply_limits(global_limits);
     apply_limits(sub_limits);
-    if (*info) return cmd_info(info_file, info_json, info_device);
-    if (*run) return cmd_run(ra);
-    if (*verify) return cmd_verify(va);
-    if (*stream) return cmd_stream(sa);
-    if (*devices) return cmd_devices();
-    std::cerr << app.help();
-    return 2;
+    if (*info) rc = cmd_info(info_file, info_json, info_device);
+    else if (*run) rc = cmd_run(ra);
+    else if (*verify) rc = cmd_verify(va);
+    else if (*stream) rc = cmd_stream(sa);
+    else if (*devices) rc = cmd_devices();
+    else std::cerr << app.help();
   } catch (const Failure& f) {
     std::cerr << "recur: " << f.message << "\n";
   } catch (const recur_cli::NpyError& e) {
@@ -1156,5 +1156,12 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::cerr << "recur: " << e.what() << "\n";
   }
-  return 2;
+  // Every handle a command makes is freed when it returns, on errors too: one left is a leak.
+  uint64_t layers = 0, states = 0, models = 0, streams = 0;
+  if (recur_live_handles(&layers, &states, &models, &streams) == RECUR_OK && layers + states + models + streams) {
+    std::cerr << "recur: internal error: handles left at exit (layers " << layers << ", states " << states
+              << ", models " << models << ", model states " << streams << ")\n";
+    return 70;
+  }
+  return rc;
 }

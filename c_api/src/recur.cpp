@@ -89,6 +89,10 @@ class Registry {
     std::shared_lock<std::shared_mutex> lock(mutex_);
     return live_.count(p) != 0;
   }
+  std::uint64_t size() const {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    return live_.size();
+  }
 
  private:
   mutable std::shared_mutex mutex_;
@@ -1227,6 +1231,18 @@ recur_status recur_default_limit(int32_t limit, uint64_t* value) {
 
 recur_status recur_set_limit(int32_t limit, uint64_t value) {
   return guarded([&] { recur::set_limit(recur::limit_from_int(limit), value); });
+}
+
+/* ---- live handles (0.5) ---- */
+
+recur_status recur_live_handles(uint64_t* layers_out, uint64_t* states_out, uint64_t* models_out,
+                                uint64_t* model_states_out) {
+  return guarded([&] {
+    if (layers_out) *layers_out = layers().size();
+    if (states_out) *states_out = states().size();
+    if (models_out) *models_out = models().size();
+    if (model_states_out) *model_states_out = model_states().size();
+  });
 }
 
 }  // extern "C"

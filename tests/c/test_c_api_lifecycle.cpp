@@ -654,3 +654,41 @@ TEST(CApiLifecycle, ManyHandlesCreatedAndDestroyed) {
   for (recur_state* s : states) recur_state_destroy(s);
   for (size_t i = 1; i < layers.size(); i += 2) recur_layer_destroy(layers[i]);
 }
+
+// Every handle kind is counted from create to destroy, and NULL skips a count. (Other tests in
+// this process may hold handles, so counts are compared with those read just before.)
+TEST(CApiLifecycle, LiveHandlesCountEachKind) {
+  uint64_t l0 = 0, s0 = 0, m0 = 0, ms0 = 0;
+  ASSERT_RECUR_OK(recur_live_handles(&l0, &s0, &m0, &ms0));
+  recur_layer_options o = options(RECUR_LAYER_GRU, 3, 2);
+  recur_layer* layer = nullptr;
+  ASSERT_RECUR_OK(recur_layer_create(&layer, &o));
+  recur_state* state = nullptr;
+  ASSERT_RECUR_OK(recur_state_create(&state, layer, 2));
+  recur_model* model = nullptr;
+  ASSERT_RECUR_OK(recur_model_open(&model, RECUR_TEST_MODELS_DIR "/keras3/tokens.keras"));
+  recur_model_state* stream = nullptr;
+  ASSERT_RECUR_OK(recur_model_state_create(&stream, model, 1));
+  uint64_t l = 0, s = 0, m = 0, ms = 0;
+  ASSERT_RECUR_OK(recur_live_handles(&l, &s, &m, &ms));
+  EXPECT_EQ(l, l0 + 1);
+  EXPECT_EQ(s, s0 + 1);
+  EXPECT_EQ(m, m0 + 1);
+  EXPECT_EQ(ms, ms0 + 1);
+  // A failed create adds nothing.
+  recur_layer* bad = nullptr;
+  o.units = 0;
+  EXPECT_EQ(recur_layer_create(&bad, &o), RECUR_ERR_INVALID_ARGUMENT);
+  ASSERT_RECUR_OK(recur_live_handles(&l, nullptr, nullptr, nullptr));
+  EXPECT_EQ(l, l0 + 1);
+  recur_model_state_destroy(stream);
+  recur_model_destroy(model);
+  recur_state_destroy(state);
+  recur_layer_destroy(layer);
+  ASSERT_RECUR_OK(recur_live_handles(&l, &s, &m, &ms));
+  EXPECT_EQ(l, l0);
+  EXPECT_EQ(s, s0);
+  EXPECT_EQ(m, m0);
+  EXPECT_EQ(ms, ms0);
+  ASSERT_RECUR_OK(recur_live_handles(nullptr, nullptr, nullptr, nullptr));
+}

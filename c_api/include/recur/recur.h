@@ -702,6 +702,18 @@ RECUR_API recur_status recur_default_limit(int32_t limit, uint64_t *value);
  * same moment may see either value. Errors: INVALID_ARGUMENT (unknown limit). */
 RECUR_API recur_status recur_set_limit(int32_t limit, uint64_t value);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Live handles (since 0.5)                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+/* How many handles of each kind exist in this process right now: layers (cells included), states,
+ * models and model states created and not yet destroyed. For leak checks: an application (or a
+ * binding's tests) that has closed everything it made should read zeros. Any pointer may be NULL
+ * to skip that count. Threads: any; a count is exact at the moment it is read, and handles other
+ * threads create or destroy meanwhile may or may not be in it. Never fails. */
+RECUR_API recur_status recur_live_handles(uint64_t *layers, uint64_t *states, uint64_t *models,
+                                          uint64_t *model_states);
+
 #ifdef __cplusplus
 }
 #endif
