@@ -1,10 +1,11 @@
-// C ABI call sequences: the input is a program of up to 64 calls on a few layers, states, cells
-// and models, in any order, with fuzzed arguments. Shapes, counts and batch sizes may be wrong;
-// buffer lengths never are: every length passed is the true size of the buffer allocated for the
-// call, so any read or write past one is recur's. Layers have at most 64 units, 64 features, 8 rows
-// and 16 timesteps, except for a few huge values that must fail cleanly (without allocating
-// what they ask for). Models are fixtures opened from memory afresh for each input, so that no
-// state carries over from one input to the next.
+// C ABI call sequences: the input is a program of up to 64 calls on a few layers, states, cells,
+// models and resource limits (reset to their defaults after each input), in any order, with
+// fuzzed arguments. Shapes, counts and batch sizes may be wrong; buffer lengths never are: every
+// length passed is the true size of the buffer allocated for the call, so any read or write past
+// one is recur's. Layers have at most 64 units, 64 features, 8 rows and 16 timesteps, except for
+// a few huge values that must fail cleanly (without allocating what they ask for). Models are
+// fixtures opened from memory afresh for each input (at most twice), so that no state carries
+// over from one input to the next.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cmath>
@@ -186,6 +187,7 @@ class Program {
  public:
   explicit Program(FuzzedDataProvider& p) : p_(p) {}
   ~Program() {
+    for (int32_t i = 0; i < 6; ++i) recur_set_limit(i, 0);  // the defaults again for the next input
     for (auto* s : model_states_) recur_model_state_destroy(s);
     for (auto* s : states_) recur_state_destroy(s);
     for (auto* l : layers_) recur_layer_destroy(l);
@@ -194,7 +196,7 @@ class Program {
 
   void run() {
     for (int step = 0; step < 64 && p_.remaining_bytes() > 0; ++step) {
-      switch (p_.ConsumeIntegralInRange(0, 19)) {
+      switch (p_.ConsumeIntegralInRange(0, 20)) {
         case 0: replace_layer(); break;
         case 1: forward(); break;
         case 2: state_create(); break;
@@ -213,13 +215,14 @@ class Program {
         case 15: model_states(); break;
         case 16: model_misc(); break;
         case 17: model_layer(); break;
+        case 19: forward(); break;
         case 18: {  // a slot emptied
           const int i = slot();
           recur_layer_destroy(layers_[i]);
           layers_[i] = nullptr;
           break;
         }
-        default: forward(); break;
+        default: set_limit(); break;
       }
     }
   }
@@ -227,6 +230,17 @@ class Program {
  private:
   int slot() { return p_.ConsumeIntegralInRange(0, kSlots - 1); }
   recur_layer* layer() { return layers_[slot()]; }
+
+  // A process-wide resource limit lowered (or an unknown one): later calls of this input must
+  // fail with RECUR_ERR_LIMIT where they go over it, and objects made before keep working.
+  void set_limit() {
+    static const uint64_t kValues[] = {0, 1, 2, 8, 64, 1024, 4096, 1 << 16, 1 << 20};
+    const int32_t which = p_.ConsumeIntegralInRange(-1, 6);
+    uint64_t v = 0;
+    recur_set_limit(which, p_.PickValueInArray(kValues));
+    recur_get_limit(which, &v);
+    recur_default_limit(which, &v);
+  }
 
   void replace_layer() {
     const int i = slot();
@@ -490,12 +504,16 @@ class Program {
 
   void open_model() {
     static const Models models;
+    if (++opens_ > 2) return;  // an open takes milliseconds: a program of opens would time out
     for (auto* s : model_states_) recur_model_state_destroy(s);  // they outlive the model anyway
     model_states_.clear();
     recur_model_destroy(model_);
     model_ = nullptr;
     const std::string& image = models.images[p_.ConsumeIntegralInRange<std::size_t>(0, models.images.size() - 1)];
-    if (recur_model_open_memory(&model_, image.data(), image.size(), "fixture.keras") != RECUR_OK) std::abort();
+    // A fixture always opens, unless this program lowered a limit below what it needs.
+    const recur_status st = recur_model_open_memory(&model_, image.data(), image.size(), "fixture.keras");
+    if (st != RECUR_OK && st != RECUR_ERR_LIMIT) std::abort();
+    if (st != RECUR_OK) return;
     int32_t n = 0;
     recur_model_num_inputs(model_, &n);
     inputs_ = n;
@@ -649,6 +667,7 @@ class Program {
   std::vector<recur_state*> states_;
   recur_model* model_ = nullptr;
   int32_t inputs_ = 0;
+  int opens_ = 0;
   std::vector<recur_model_state*> model_states_;
 };
 
