@@ -123,6 +123,12 @@ const char *recur_binding_cpu_kernels(void) { return recur_cpu_kernels(); }
 recur_rc recur_binding_get_limit(int32_t limit, uint64_t *value) { return recur_get_limit(limit, value); }
 recur_rc recur_binding_default_limit(int32_t limit, uint64_t *value) { return recur_default_limit(limit, value); }
 recur_rc recur_binding_set_limit(int32_t limit, uint64_t limit_value) { return recur_set_limit(limit, limit_value); }
+
+/* Live handles (since 0.5): the layers (cells included), states, models and model states created
+ * and not yet destroyed in this process, for leak checks. Never fails. */
+recur_rc recur_binding_live_handles(uint64_t *layers, uint64_t *states, uint64_t *models, uint64_t *model_states) {
+  return recur_live_handles(layers, states, models, model_states);
+}
 %}
 
 /* ------------------------------------------------------------------------------------------ */

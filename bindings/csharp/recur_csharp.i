@@ -23,7 +23,8 @@
                      int32_t *input_size, int32_t *output_size, int32_t *recurrent, int32_t *num_threads,
                      int32_t *rank, int32_t *token_ids, int32_t *stateful, int32_t *sequence };
 %apply long long *OUTPUT { int64_t *dim0, int64_t *dim1 };
-%apply unsigned long long *OUTPUT { uint64_t *value };
+%apply unsigned long long *OUTPUT { uint64_t *value, uint64_t *layers, uint64_t *states, uint64_t *models,
+                                   uint64_t *model_states };
 
 /* ---- arrays: raw pointers (the public wrappers pin managed arrays with `fixed`) ------------ */
 /* const long long *: the state handles of forward_states, a pinned long[]. const int32_t *: the

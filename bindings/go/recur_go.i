@@ -214,7 +214,8 @@ RECUR_GO_OUT(int32_t, int32, int32_t *count, int32_t *ndims, int32_t *num_states
              int32_t *sequence)
 RECUR_GO_OUT(int64_t, int64, int64_t *dim0, int64_t *dim1)
 RECUR_GO_OUT(size_t, uint64, size_t *out_len, size_t *len, size_t *inputs_len, size_t *outputs_len)
-RECUR_GO_OUT(uint64_t, uint64, uint64_t *value)
+RECUR_GO_OUT(uint64_t, uint64, uint64_t *value, uint64_t *layers, uint64_t *states, uint64_t *models,
+             uint64_t *model_states)
 
 /* const char ** (names owned by the library): copied into a Go string in the same call. */
 %typemap(gotype) const char **OUTSTR "*string"

@@ -254,7 +254,7 @@ RECUR_JAVA_BUFFER(const uint8_t, 1, 0)
 %typemap(argout) uint64_t *OUT_LONG {
   if ($input && (*jenv)->GetArrayLength(jenv, $input) >= 1) { jlong v = (jlong)*$1; (*jenv)->SetLongArrayRegion(jenv, $input, 0, 1, &v); }
 }
-%apply uint64_t *OUT_LONG { uint64_t *value }
+%apply uint64_t *OUT_LONG { uint64_t *value, uint64_t *layers, uint64_t *states, uint64_t *models, uint64_t *model_states }
 %apply long long { uint64_t limit_value }
 %apply size_t *OUT_LONG { size_t *out_len, size_t *len, size_t *inputs_len, size_t *outputs_len }
 
@@ -308,6 +308,7 @@ RECUR_JAVA_SELF(RecurModelState, "ModelState")
 %rename(getLimitRaw) recur_binding_get_limit;
 %rename(defaultLimitRaw) recur_binding_default_limit;
 %rename(setLimitRaw) recur_binding_set_limit;
+%rename(liveHandlesRaw) recur_binding_live_handles;
 %rename("%(lowercamelcase)s", %$isfunction) "";
 %rename("%(lowercamelcase)s", %$isvariable) "";
 
@@ -408,6 +409,7 @@ RECUR_JAVA_SELF(RecurModelState, "ModelState")
 %javamethodmodifiers recur_binding_get_limit "";
 %javamethodmodifiers recur_binding_default_limit "";
 %javamethodmodifiers recur_binding_set_limit "";
+%javamethodmodifiers recur_binding_live_handles "";
 %javamethodmodifiers forward_states "";
 %javamethodmodifiers forward_device "";
 %javamethodmodifiers set_device "";
@@ -527,6 +529,18 @@ RECUR_JAVA_SELF(RecurModelState, "ModelState")
     java.util.Objects.requireNonNull(limit, "limit");
     if (value < 0) throw new IllegalArgumentException("limit value must be >= 0 (0 restores the default), got " + value);
     setLimitRaw(limit.code(), value);
+  }
+
+  /**
+   * How many native handles of each kind are alive in this process now (recur_live_handles):
+   * layers (cells included), states, models and model states created and not yet freed. For leak
+   * checks: a program that has closed everything it made reads zeros. Objects that were never
+   * closed count until their finalizer has run. Safe from any thread.
+   */
+  public static LiveHandles liveHandles() {
+    long[] layers = new long[1], states = new long[1], models = new long[1], modelStates = new long[1];
+    liveHandlesRaw(layers, states, models, modelStates);
+    return new LiveHandles(layers[0], states[0], models[0], modelStates[0]);
   }
 %}
 

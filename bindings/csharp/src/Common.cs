@@ -111,6 +111,40 @@ public sealed class DeviceInfo {
   }
 }
 
+/// <summary>How many native handles of each kind were alive at one moment
+/// (<see cref="Library.LiveHandles"/>): layers (cells included), states, models and model states
+/// created and not yet freed.</summary>
+public struct LiveHandles : IEquatable<LiveHandles> {
+  readonly ulong layers, states, models, modelStates;
+
+  public LiveHandles(ulong layers, ulong states, ulong models, ulong modelStates) {
+    this.layers = layers;
+    this.states = states;
+    this.models = models;
+    this.modelStates = modelStates;
+  }
+
+  public ulong Layers { get { return layers; } }
+  public ulong States { get { return states; } }
+  public ulong Models { get { return models; } }
+  public ulong ModelStates { get { return modelStates; } }
+  /// <summary>All four counts together: 0 when nothing is alive.</summary>
+  public ulong Total { get { return layers + states + models + modelStates; } }
+
+  public bool Equals(LiveHandles o) {
+    return layers == o.layers && states == o.states && models == o.models && modelStates == o.modelStates;
+  }
+  public override bool Equals(object o) { return o is LiveHandles && Equals((LiveHandles)o); }
+  public override int GetHashCode() { return (int)(((layers * 31 + states) * 31 + models) * 31 + modelStates); }
+  public static bool operator ==(LiveHandles a, LiveHandles b) { return a.Equals(b); }
+  public static bool operator !=(LiveHandles a, LiveHandles b) { return !a.Equals(b); }
+
+  /// <summary>"layers 1, states 0, models 2, model states 0".</summary>
+  public override string ToString() {
+    return "layers " + layers + ", states " + states + ", models " + models + ", model states " + modelStates;
+  }
+}
+
 /// <summary>Library-wide functions.</summary>
 public static class Library {
   /// <summary>RECUR_DEFAULT: "the Keras default" for int options.</summary>
@@ -141,6 +175,18 @@ public static class Library {
   /// library loads from the CPU's features (the environment variable RECUR_CPU_KERNELS, read at
   /// load, can ask for a lower set).</summary>
   public static string CpuKernels { get { return recur.recur_binding_cpu_kernels(); } }
+
+  /// <summary>How many native handles of each kind are alive in this process now
+  /// (recur_live_handles), for leak checks: a program that has disposed of everything it made
+  /// reads zeros. Objects that were never disposed of count until their finalizer has run
+  /// (GC.Collect(); GC.WaitForPendingFinalizers()). Safe from any thread.</summary>
+  public static global::Recur.LiveHandles LiveHandles {
+    get {
+      ulong layers, states, models, modelStates;
+      recur.recur_binding_live_handles(out layers, out states, out models, out modelStates);
+      return new global::Recur.LiveHandles(layers, states, models, modelStates);
+    }
+  }
 
   /// <summary>Nanoseconds per streaming step (T=1) measured by a loop in C through the C ABI, for
   /// comparing the binding's per-call overhead. input/output as in Layer.ForwardState.</summary>

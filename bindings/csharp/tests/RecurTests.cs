@@ -761,6 +761,8 @@ static partial class Program {
     graphDir = args[2];
     cliModelDir = args[3];
     Console.WriteLine("recur " + Library.Version + ", C# binding on " + Environment.Version);
+    // First, while no other test has left garbage that the collector could free meanwhile.
+    RunLeakTests();
     Run("Version", Version);
     Run("OptionsAndInfo", OptionsAndInfo);
     Run("WeightsRoundTrip", WeightsRoundTrip);
@@ -796,6 +798,7 @@ static partial class Program {
           Check(worst <= fc.Tolerance, "max abs error " + worst + " > " + fc.Tolerance);
         });
       }
+    Run("NoLiveHandlesAtExit", NoLiveHandlesAtExit);
     Console.WriteLine("{0} passed, {1} failed", passed, failed);
     return failed == 0 ? 0 : 1;
   }
