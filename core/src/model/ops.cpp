@@ -20,6 +20,13 @@ namespace {
 using Code = Error::Code;
 using Mask = std::shared_ptr<const std::vector<std::uint8_t>>;
 
+// build() runs again whenever shapes are inferred (output_dims, stream lengths), on any thread,
+// while other threads run the same ops: after the first build, it must only write what changes.
+template <typename T>
+void set_once(T& field, const T& value) {
+  if (field != value) field = value;
+}
+
 
 int int_of(const json& cfg, const char* key, int fallback) {
   if (!cfg.contains(key) || cfg[key].is_null()) return fallback;
@@ -367,7 +374,7 @@ class MergeOp : public Op {
   enum Kind { add, subtract, multiply, average, maximum, minimum };
   explicit MergeOp(Kind k) : kind_(k) { per_step = true; }
   std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext& ctx) override {
-    keras3_ = ctx.dialect.dialect == Dialect::keras3;
+    set_once(keras3_, ctx.dialect.dialect == Dialect::keras3);
     if (in.size() < 1 || (kind_ == subtract && in.size() != 2))
       fail(Code::invalid_argument, class_name, ": expected ", kind_ == subtract ? "exactly 2" : "at least 1", " inputs, got ", in.size());
     std::vector<std::vector<Index>> shapes;
@@ -474,7 +481,7 @@ class ConcatenateOp : public Op {
       }
       out.dims[ax] = out.dims[ax] < 0 || in[k].dims[ax] < 0 ? -1 : out.dims[ax] + in[k].dims[ax];
     }
-    per_step = ax == rank - 1 && rank == 3;
+    set_once(per_step, ax == rank - 1 && rank == 3);
     return {out};
   }
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
@@ -740,7 +747,7 @@ class LayerNormOp : public Op {
       gamma_.assign(static_cast<std::size_t>(g), 1.0f);
       beta_.assign(static_cast<std::size_t>(g), 0.0f);
     }
-    per_step = nax_ == 1 && rank == 3;
+    set_once(per_step, nax_ == 1 && rank == 3);
     return in;
   }
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
@@ -815,7 +822,7 @@ class BatchNormOp : public Op {
       mean_.assign(static_cast<std::size_t>(c), 0.0f);
       var_.assign(static_cast<std::size_t>(c), 1.0f);
     }
-    per_step = ax == rank - 1 && rank == 3;
+    set_once(per_step, ax == rank - 1 && rank == 3);
     return in;
   }
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
@@ -961,7 +968,7 @@ class Conv1DOp : public Op {
     s.dims[1] = in[0].dims[1] < 0 ? -1 : geometry(in[0].dims[1]).first;
     if (in[0].dims[1] >= 0 && s.dims[1] <= 0) fail(Code::shape, "Conv1D: ", in[0].dims[1], " steps are fewer than the kernel spans");
     s.dims[2] = filters_;
-    per_step = k_ == 1 && s_ == 1;
+    set_once(per_step, k_ == 1 && s_ == 1);
     return {s};
   }
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
@@ -1033,7 +1040,8 @@ class RecurrentOp : public Op {
     else if (F != fwd_->config().input_size)
       fail(Code::shape, class_name, ": built for ", fwd_->config().input_size, " features, called on ", spec_string(in[0]));
     const LayerConfig& c = fwd_->config();
-    if (c.time_major) graph_issue = "time_major layers inside a model (Keras feeds them batch-major tensors)";
+    if (c.time_major && graph_issue.empty())
+      graph_issue = "time_major layers inside a model (Keras feeds them batch-major tensors)";
     const int ns = fwd_->num_states();
     const std::size_t want = static_cast<std::size_t>(bidirectional_ ? 2 * ns : ns);
     if (!init.empty()) {
@@ -1611,12 +1619,12 @@ class KerasOp : public Op {
     s.dims = out_shape(all);
     if (s.dims.empty() || (!in.empty() && in[0].dims.size() >= 2 && s.dims[0] != in[0].dims[0] && s.dims[0] >= 0))
       fail(Code::unsupported, kind_, ": an op that reduces the batch axis");
-    per_step = !reduction() || [&] {
+    set_once(per_step, !reduction() || [&] {
       const auto ax = axes(all.empty() ? 0 : all[0].size());
       for (int a : ax)
         if (a <= 1) return false;
       return true;
-    }();
+    }());
     return {s};
   }
 
