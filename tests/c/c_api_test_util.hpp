@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +16,12 @@
 #include "recur/recur.h"
 
 namespace rt {
+
+// A file's bytes ({} when it cannot be read), e.g. a model for recur_model_open_memory.
+inline std::vector<char> file_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::vector<char>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
 
 struct LayerDeleter {
   void operator()(recur_layer* l) const { recur_layer_destroy(l); }

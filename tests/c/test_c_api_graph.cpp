@@ -94,11 +94,6 @@ void expect_near(const std::vector<float>& got, const std::vector<float>& want, 
   for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], tol * std::max(1.0f, std::fabs(want[i]))) << i;
 }
 
-std::vector<char> bytes_of(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::vector<char>(std::istreambuf_iterator<char>(f), {});
-}
-
 }  // namespace
 
 TEST(CApiGraph, InputsAndOutputsInKerasOrder) {
@@ -188,7 +183,7 @@ TEST(CApiGraph, RunInputsMatchesKerasAndChecksEveryLength) {
 TEST(CApiGraph, OpenFromMemoryEqualsOpenFromFile) {
   for (const char* ext : {"keras", "h5"}) {
     SCOPED_TRACE(ext);
-    const std::vector<char> bytes = bytes_of(graph_file("seq2seq_initial_state", ext));
+    const std::vector<char> bytes = rt::file_bytes(graph_file("seq2seq_initial_state", ext));
     ASSERT_FALSE(bytes.empty());
     recur_model* raw = nullptr;
     ASSERT_RECUR_OK(recur_model_open_memory(&raw, bytes.data(), bytes.size(), "seq2seq"));
@@ -202,11 +197,11 @@ TEST(CApiGraph, OpenFromMemoryEqualsOpenFromFile) {
   EXPECT_CREATE_ERR(raw, recur_model_open_memory(&raw, junk, 0, "x"), RECUR_ERR_INVALID_ARGUMENT, "len");
   EXPECT_CREATE_ERR(raw, recur_model_open_memory(&raw, junk, sizeof junk, "asset.bin"), RECUR_ERR_IO, "asset.bin");
   // Truncated images fail cleanly, naming what stood for the file.
-  const std::vector<char> bytes = bytes_of(graph_file("multi_io", "keras"));
+  const std::vector<char> bytes = rt::file_bytes(graph_file("multi_io", "keras"));
   for (std::size_t cut : {std::size_t(10), bytes.size() / 3, bytes.size() - 5}) {
     EXPECT_CREATE_ERR(raw, recur_model_open_memory(&raw, bytes.data(), cut, "cut.keras"), RECUR_ERR_IO, "cut.keras");
   }
-  const std::vector<char> h5 = bytes_of(graph_file("multi_io", "h5"));
+  const std::vector<char> h5 = rt::file_bytes(graph_file("multi_io", "h5"));
   for (std::size_t cut : {std::size_t(100), h5.size() / 2}) {
     EXPECT_CREATE_ERR(raw, recur_model_open_memory(&raw, h5.data(), cut, "cut.h5"), RECUR_ERR_IO, "cut.h5");
   }

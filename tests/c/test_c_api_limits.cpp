@@ -25,12 +25,6 @@ class ScopedLimit {
   int32_t which_;
 };
 
-std::vector<char> read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  EXPECT_TRUE(f.good()) << path;
-  return std::vector<char>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
 void expect_limit(recur_status st, const char* limit_name) {
   EXPECT_EQ(st, RECUR_ERR_LIMIT) << recur_last_error();
   const std::string msg = recur_last_error();
@@ -125,7 +119,7 @@ TEST(CApiLimits, BatchAndStateBytes) {
 
 TEST(CApiLimits, ModelFileWeightAndTensorBytes) {
   const std::string path = kModels + "/keras3/tokens.keras";
-  const std::vector<char> bytes = read_bytes(path);
+  const std::vector<char> bytes = rt::file_bytes(path);
   ASSERT_FALSE(bytes.empty());
   recur_model* m = nullptr;
   {

@@ -72,11 +72,6 @@ TEST(CApiStress, SixteenThreadsStepOneLayer) {
   }
 }
 
-std::vector<char> read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::vector<char>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
 // Streams token ids through the whole model, one step per call.
 std::vector<float> stream_model(const recur_model* m, int seed, int steps, std::string& error) {
   recur_model_state* s = nullptr;
@@ -119,8 +114,8 @@ TEST(CApiStress, ManyStreamsThroughOneModel) {
 }
 
 TEST(CApiStress, ModelsOpenedRunAndDestroyedConcurrently) {
-  const std::vector<char> keras = read_bytes(kModels + "/keras3/tokens.keras");
-  const std::vector<char> h5 = read_bytes(kModels + "/keras3/tokens.h5");
+  const std::vector<char> keras = rt::file_bytes(kModels + "/keras3/tokens.keras");
+  const std::vector<char> h5 = rt::file_bytes(kModels + "/keras3/tokens.h5");
   ASSERT_FALSE(keras.empty());
   ASSERT_FALSE(h5.empty());
   const int rounds = std::max(5, stress_steps() / 500);

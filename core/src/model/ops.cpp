@@ -1102,12 +1102,9 @@ class RecurrentOp : public Op {
           d["config"]["name"] = "float32";
       }
       LayerConfig c = parse_layer_json(e.dump(), F, ctx.dialect.dialect, ctx.keras_version);
+      // parse_layer_json validated the sizes against the limits, so the products cannot overflow.
       double floats = 0;
-      for (const WeightSpec& w : weight_specs(c)) {
-        double n = 1;
-        for (Index d : w.shape) n *= static_cast<double>(d);
-        floats += n;
-      }
+      for (const WeightSpec& w : weight_specs(c)) floats += static_cast<double>(product(w.shape));
       // Both halves of a Bidirectional count: the backward one after the forward one is built.
       ctx.reserve_weights(made + floats, class_name.empty() ? cls : class_name);
       made += floats;
