@@ -28,9 +28,11 @@ constexpr const char* kEnumNames[kNumLimits] = {"RECUR_LIMIT_UNITS",        "REC
 std::atomic<std::uint64_t> g_limits[kNumLimits] = {{kDefaults[0]}, {kDefaults[1]}, {kDefaults[2]},
                                                    {kDefaults[3]}, {kDefaults[4]}, {kDefaults[5]}};
 
+bool counts_bytes(Limit which) { return which != Limit::units && which != Limit::batch; }
+
 std::string amount_string(double amount, Limit which) {
   char buf[64];
-  const bool bytes = which != Limit::units && which != Limit::batch;
+  const bool bytes = counts_bytes(which);
   if (bytes && amount >= double(kMiB))
     std::snprintf(buf, sizeof buf, "%.0f bytes (%.1f MiB)", amount, amount / double(kMiB));
   else
@@ -58,11 +60,12 @@ Limit limit_from_int(int which) {
 
 void check_limit(Limit which, double amount, const std::string& what) {
   const std::uint64_t cap = limit(which);
-  if (!(amount <= static_cast<double>(cap)))
-    fail(Error::Code::limit, what, which == Limit::units || which == Limit::batch ? ": " : ": needs ",
-         amount_string(amount, which), which == Limit::units || which == Limit::batch ? " is over the " : ", over the ",
-         limit_name(which), " limit of ", amount_string(static_cast<double>(cap), which), " (recur_set_limit(",
-         kEnumNames[static_cast<int>(which)], ", ...) raises it)");
+  if (amount <= static_cast<double>(cap)) return;
+  const bool bytes = counts_bytes(which);
+  fail(Error::Code::limit, what, bytes ? ": needs " : ": ", amount_string(amount, which),
+       bytes ? ", over the " : " is over the ", limit_name(which), " limit of ",
+       amount_string(static_cast<double>(cap), which), " (recur_set_limit(", kEnumNames[static_cast<int>(which)],
+       ", ...) raises it)");
 }
 
 }  // namespace recur
