@@ -449,9 +449,6 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
         if (!is_sequence_model_class(le.class_name))  // a nested model counts its own layers
           *ctx.weight_floats += le.op->weight_floats() - before;
         ctx.reserve_weights(0, "the layers up to '" + io::printable(le.name) + "'");
-        if (*ctx.weight_floats > ctx.max_weight_floats)
-          check_limit(Limit::weight_bytes, 4.0 * double(*ctx.weight_floats),
-                      file + ": model_config: the layers up to '" + io::printable(le.name) + "'");
         if (!le.op->graph_issue.empty() && g->unsupported.empty())
           g->unsupported = "layer " + le.class_name + " '" + le.name + "': " + le.op->graph_issue;
       } catch (const json::exception& je) {
@@ -691,9 +688,13 @@ void Graph::analyse_streaming(const std::vector<bool>& stepped_inputs) {
 
 void BuildContext::reserve_weights(double floats, const std::string& what) const {
   const double total = static_cast<double>(*weight_floats) + floats;
-  if (total > static_cast<double>(file_weight_floats))
+  if (total > static_cast<double>(file_weight_floats)) {
+    if (floats == 0)
+      fail(Error::Code::io, file, ": model_config: ", what, " hold ", *weight_floats,
+           " weights, more than the file's weights can hold");
     fail(Error::Code::io, file, ": model_config: ", what, " needs ", static_cast<std::uint64_t>(floats),
          " weights, more (with the layers before it) than the file's weights can hold");
+  }
   if (total > static_cast<double>(max_weight_floats))
     check_limit(Limit::weight_bytes, 4.0 * total, file + ": model_config: " + what + " with the layers before it");
 }
