@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <regex>
 #include <set>
 
 #include "recur/error.hpp"
@@ -17,11 +16,42 @@ using Code = Error::Code;
 constexpr std::size_t kMaxLayers = 10000;
 constexpr std::size_t kMaxNodes = 100000;
 
+// Keras's to_snake_case: drop non-word characters, then "_" before each capitalised word that
+// follows any character and between a lower-case and an upper-case letter, then lower-case.
+// Written out (ASCII classes, as the regex it replaces) because compiling std::regex per call
+// cost more than the rest of opening a model.
 std::string snake_case(const std::string& name) {
-  std::string s = std::regex_replace(name, std::regex("\\W+"), "");
-  s = std::regex_replace(s, std::regex("(.)([A-Z][a-z]+)"), "$1_$2");
-  s = std::regex_replace(s, std::regex("([a-z])([A-Z])"), "$1_$2");
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto upper = [](char c) { return c >= 'A' && c <= 'Z'; };
+  auto lower = [](char c) { return c >= 'a' && c <= 'z'; };
+  std::string w;
+  for (char c : name)
+    if (lower(c) || upper(c) || (c >= '0' && c <= '9') || c == '_') w += c;
+  std::string a;  // (.)([A-Z][a-z]+) -> \1_\2, matches taken left to right without overlap
+  for (std::size_t i = 0; i < w.size();) {
+    if (i + 2 < w.size() && upper(w[i + 1]) && lower(w[i + 2])) {
+      std::size_t j = i + 3;
+      while (j < w.size() && lower(w[j])) ++j;
+      a += w[i];
+      a += '_';
+      a.append(w, i + 1, j - i - 1);
+      i = j;
+    } else {
+      a += w[i++];
+    }
+  }
+  std::string s;  // ([a-z])([A-Z]) -> \1_\2
+  for (std::size_t i = 0; i < a.size();) {
+    if (i + 1 < a.size() && lower(a[i]) && upper(a[i + 1])) {
+      s += a[i];
+      s += '_';
+      s += a[i + 1];
+      i += 2;
+    } else {
+      s += a[i++];
+    }
+  }
+  for (auto& c : s)
+    if (upper(c)) c = static_cast<char>(c - 'A' + 'a');
   return s;
 }
 
