@@ -17,7 +17,8 @@ import (
 // None of these tests calls t.Parallel, so no other test's objects move the counts they compare.
 
 // TestMain runs the tests, then the garbage collector and the finalizers until every count reads
-// zero (or 30 s have passed): a test run that leaves a native handle behind fails.
+// zero (or 30 s have passed): a test run that leaves a native handle behind fails. Built with
+// -asan, it then has LeakSanitizer look for native memory nobody points at.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
@@ -26,6 +27,14 @@ func TestMain(m *testing.M) {
 			code = 1
 		} else {
 			fmt.Println("no native handles alive after the tests")
+		}
+	}
+	if code == 0 {
+		if ran, leaked := nativeLeakCheck(); leaked {
+			fmt.Println("LEAK: LeakSanitizer found native memory leaked (above)")
+			code = 1
+		} else if ran {
+			fmt.Println("LeakSanitizer: no native memory leaked")
 		}
 	}
 	os.Exit(code)
