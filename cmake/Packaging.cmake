@@ -23,6 +23,8 @@ set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
 set(CPACK_DEBIAN_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# Stripped binaries, as Debian ships them (its -dbgsym packages are not made here).
+set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
 # librecur.so.0 is in the package being built, not installed: dpkg-shlibdeps looks for it here.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${PROJECT_BINARY_DIR}/c_api)
@@ -33,6 +35,12 @@ set(CPACK_COMPONENTS_ALL ${RECUR_COMPONENTS})
 list(FILTER CPACK_COMPONENTS_ALL EXCLUDE REGEX "^Unspecified$")
 
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME librecur0)
+# A shlibs file, so that dpkg-shlibdeps maps librecur.so.0 to librecur0 for packages built against
+# it. Written here rather than with CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS, which applies to every
+# package and warns about the bindings' plugins (no soname). cpack adds the ldconfig calls.
+file(WRITE ${PROJECT_BINARY_DIR}/cpack/runtime/shlibs
+  "librecur ${PROJECT_VERSION_MAJOR} librecur0 (>= ${PROJECT_VERSION})\n")
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${PROJECT_BINARY_DIR}/cpack/runtime/shlibs)
 set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "Keras recurrent layers with Keras's numbers - shared library
  recur runs Keras GRU, LSTM and SimpleRNN layers (and CuDNNGRU/CuDNNLSTM and the cells) and whole
  Keras models (.keras and .h5 files) with the numbers Keras computes, behind a small C ABI.

@@ -129,7 +129,7 @@ if have "$cs_dir/Recur.dll" && command -v mcs >/dev/null && command -v mono >/de
     step "NuGet: pack, install from a local folder source, build and run a consumer"
     cmake --build "$build" --target recur_nupkg >"$work/nupkg.log" || { cat "$work/nupkg.log"; exit 1; }
     nupkg=$build/bindings/csharp/Recur.$version.nupkg
-    python3 -m zipfile -l "$nupkg" | awk 'NR > 1 {print "    " $1}'
+    if command -v python3 >/dev/null; then python3 -m zipfile -l "$nupkg" | awk 'NR > 1 {print "    " $1}'; fi
     mkdir -p "$work/feed" && cp "$nupkg" "$work/feed/"
     HOME=$work nuget install Recur -Version "$version" -Source "$work/feed" -OutputDirectory "$work/packages" \
       -NonInteractive >"$work/nuget.log" || { cat "$work/nuget.log"; exit 1; }
