@@ -107,9 +107,17 @@ if have "$jar" && command -v javac >/dev/null; then
   for want in "<groupId>dev.recur</groupId>" "<artifactId>recur</artifactId>" "<version>$version</version>"; do
     grep -q "$want" "$pom" || { echo "FAILED: $pom lacks $want" >&2; exit 1; }
   done
-  # Maven itself is not used: an offline `mvn` needs its build plugins (compiler, resources, jar)
-  # in the local repository, and Debian's maven package does not ship them. The artifact is checked
-  # as a plain jar on the class path, from its Maven path, with the JNI library from the jar.
+  # Maven reads the pom as a project model (validate runs no plugin, so it works offline). A
+  # Maven build consuming the artifact is not run: offline it would need the build plugins
+  # (compiler, resources, jar) in a local repository, and Debian's maven package has none. The
+  # artifact is checked as a plain jar on the class path, from its Maven path, with the JNI
+  # library from the jar.
+  if command -v mvn >/dev/null; then
+    mvn -o -B -Dmaven.repo.local="$work/m2" -f "$pom" validate >"$work/mvn.log" 2>&1 || { cat "$work/mvn.log"; exit 1; }
+    echo "    mvn -o validate: the pom is a valid Maven project model"
+  else
+    echo "    mvn not found: the pom is not validated by Maven (Debian: apt-get install maven)"
+  fi
   rm -rf "$work/java" && mkdir -p "$work/java"
   javac -d "$work/java" -cp "$mvn_dir/recur-$version.jar" "$src/examples/java/SentimentExample.java"
   expect_finished env -u LD_LIBRARY_PATH java -cp "$work/java:$mvn_dir/recur-$version.jar" SentimentExample "$models"
