@@ -5,9 +5,10 @@
 # 1. Install and consume: `cmake --install` into a scratch prefix, then move the whole tree
 #    elsewhere (recur.pc and the CMake package must follow it), and build and run consumers
 #    against it as integrators would: find_package(recur) (C++ example, embedded-model example),
-#    pkg-config (the same two, by hand), the jar (javac + java, from share/java and from the Maven
-#    layout), the C# assembly (mcs + mono), the NuGet package (nuget install from a local
-#    folder, then mcs + mono), and the Go module (go build through `#cgo pkg-config: recur`).
+#    pkg-config (the same two, by hand), the jar (javac + java from share/java; a Maven build
+#    that depends on dev.recur:recur from the installed Maven layout), the C# assembly (mcs +
+#    mono), the NuGet package (nuget install from a local folder, then mcs + mono), and the Go
+#    module (go build through `#cgo pkg-config: recur`).
 #    Every consumer runs the bundled model on its sample inputs and exits non-zero when it
 #    differs from Keras's predictions (examples/models/sentiment_keras3_keras.txt) by over 1e-5.
 # 2. The .deb packages: cpack builds them, then they are installed for real with dpkg -i, used
@@ -107,20 +108,29 @@ if have "$jar" && command -v javac >/dev/null; then
   for want in "<groupId>dev.recur</groupId>" "<artifactId>recur</artifactId>" "<version>$version</version>"; do
     grep -q "$want" "$pom" || { echo "FAILED: $pom lacks $want" >&2; exit 1; }
   done
-  # Maven reads the pom as a project model (validate runs no plugin, so it works offline). A
-  # Maven build consuming the artifact is not run: offline it would need the build plugins
-  # (compiler, resources, jar) in a local repository, and Debian's maven package has none. The
-  # artifact is checked as a plain jar on the class path, from its Maven path, with the JNI
-  # library from the jar.
-  if command -v mvn >/dev/null; then
-    mvn -o -B -Dmaven.repo.local="$work/m2" -f "$pom" validate >"$work/mvn.log" 2>&1 || { cat "$work/mvn.log"; exit 1; }
-    echo "    mvn -o validate: the pom is a valid Maven project model"
+  # A Maven build that depends on dev.recur:recur, resolved from the installed repository, with
+  # Debian's packaged Maven plugins (tests/packaging/maven_consumer); Maven then runs nothing
+  # else, so the example runs with java on the class path Maven resolved.
+  if command -v mvn >/dev/null && [[ -d /usr/share/maven-repo/org/apache/maven/plugins/maven-compiler-plugin ]]; then
+    mkdir -p "$work/maven"
+    cp "$src/tests/packaging/maven_consumer/pom.xml" "$src/tests/packaging/maven_consumer/settings.xml" "$work/maven/"
+    mvn -o -B -f "$work/maven/pom.xml" -s "$work/maven/settings.xml" -Daether.offline.protocols=file \
+      -Dmaven.repo.local="$work/m2" -Drecur.repo="file://$prefix/$datadir_rel/maven-repo" -Drecur.version="$version" \
+      -Drecur.sources="$src/examples/java" compile >"$work/mvn.log" 2>&1 || { cat "$work/mvn.log"; exit 1; }
+    if grep -q "The POM for dev.recur:recur.* is invalid" "$work/mvn.log"; then
+      grep "The POM for" "$work/mvn.log"; echo "FAILED: Maven finds the installed pom invalid" >&2; exit 1
+    fi
+    resolved=$work/m2/dev/recur/recur/$version/recur-$version.jar
+    echo "    mvn -o compile: resolved $(basename "$resolved") from the installed repository"
+    expect_finished env -u LD_LIBRARY_PATH java -cp "$work/maven/target/classes:$resolved" SentimentExample "$models"
   else
-    echo "    mvn not found: the pom is not validated by Maven (Debian: apt-get install maven)"
+    # Without Maven: the artifact as a plain jar on the class path, from its Maven path.
+    echo "    mvn or Debian's Maven plugins not found: no Maven build, javac + java on the jar's Maven" \
+         "path instead (Debian: apt-get install maven libmaven-compiler-plugin-java libmaven-resources-plugin-java)"
+    rm -rf "$work/java" && mkdir -p "$work/java"
+    javac -d "$work/java" -cp "$mvn_dir/recur-$version.jar" "$src/examples/java/SentimentExample.java"
+    expect_finished env -u LD_LIBRARY_PATH java -cp "$work/java:$mvn_dir/recur-$version.jar" SentimentExample "$models"
   fi
-  rm -rf "$work/java" && mkdir -p "$work/java"
-  javac -d "$work/java" -cp "$mvn_dir/recur-$version.jar" "$src/examples/java/SentimentExample.java"
-  expect_finished env -u LD_LIBRARY_PATH java -cp "$work/java:$mvn_dir/recur-$version.jar" SentimentExample "$models"
 else
   step "Java: skipped (no jar installed or no javac: the build found no JDK)"
 fi
