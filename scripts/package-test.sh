@@ -13,12 +13,12 @@
 #    differs from Keras's predictions (examples/models/sentiment_keras3_keras.txt) by over 1e-5.
 # 2. The .deb packages: cpack builds them, then they are installed for real with dpkg -i, used
 #    (recur verify against Keras's .npy, the C++ example through pkg-config, Java, C#), and
-#    removed with dpkg -r. A real install rather than `dpkg -x` into a folder: it is the only way
-#    to check what a user gets, i.e. that the Depends between the packages and on Debian's are
-#    satisfiable, that files land where the loader, pkg-config, java.library.path and mono look
-#    without any environment, and that the packages remove cleanly. It changes the system, so it
-#    runs only as root (CI runs as root on a throwaway machine), and not when a recur package
-#    is already installed (it would replace and then remove someone's install).
+#    purged with dpkg --purge. A real install rather than `dpkg -x` into a folder: it is the only
+#    way to check what a user gets, i.e. that the Depends between the packages and on Debian's
+#    are satisfiable, that files land where the loader, pkg-config, java.library.path and mono
+#    look without any environment, and that the packages remove cleanly. It changes the system,
+#    so it runs only as root (CI runs as root on a throwaway machine), and not when a recur
+#    package is already installed (it would replace and then remove someone's install).
 #
 # Usage: scripts/package-test.sh [BUILD_DIR]     RECUR_SKIP_DEB=1 skips part 2.
 set -euo pipefail
@@ -190,7 +190,7 @@ fi
 installed=$(dpkg-query -W -f='${Package} ${Status}\n' 'librecur*' 'recur-tools' 'golang-recur-dev' 2>/dev/null \
   | awk '$NF == "installed" {print $1}' || true)
 if [[ -n $installed ]]; then
-  step ".deb packages: skipped (already installed here: $installed; dpkg -r them to run this)"; exit 0
+  step ".deb packages: skipped (already installed here: $installed; dpkg --purge them to run this)"; exit 0
 fi
 
 step "cpack -G DEB"
@@ -206,7 +206,7 @@ for want in librecur0 librecur-dev recur-tools; do
 done
 
 step "dpkg -i"
-remove() { dpkg -r "${names[@]}" >/dev/null || echo "warning: dpkg -r ${names[*]} failed" >&2; rm -rf "$work"; }
+remove() { dpkg --purge "${names[@]}" >/dev/null || echo "warning: dpkg --purge ${names[*]} failed" >&2; rm -rf "$work"; }
 trap remove EXIT
 dpkg -i "${debs[@]}" >"$work/dpkg.log" || { cat "$work/dpkg.log"; exit 1; }
 
@@ -228,9 +228,11 @@ if [[ " ${names[*]} " == *" librecur-cil "* ]]; then
   expect_finished env -u LD_LIBRARY_PATH MONO_PATH=/usr/lib/cli/recur mono "$work/deb-use/RecurExample.exe" "$models"
 fi
 
-step "dpkg -r"
+step "dpkg --purge"
 trap 'rm -rf "$work"' EXIT
-dpkg -r "${names[@]}" >"$work/dpkg-r.log" || { cat "$work/dpkg-r.log"; exit 1; }
-left=$(dpkg-query -W -f='${Package} ${Status}\n' "${names[@]}" 2>/dev/null | awk '$NF == "installed"' || true)
-[[ -z $left ]] || { echo "FAILED: still installed: $left" >&2; exit 1; }
+dpkg --purge "${names[@]}" >"$work/dpkg-r.log" || { cat "$work/dpkg-r.log"; exit 1; }
+# Purged, not only removed: nothing of them stays in dpkg's database (a removed library with a
+# postrm would stay as "config-files").
+left=$(dpkg-query -W -f='${Package} ${Status}\n' "${names[@]}" 2>/dev/null | awk '$NF != "not-installed"' || true)
+[[ -z $left ]] || { echo "FAILED: still known to dpkg: $left" >&2; exit 1; }
 step "packages: done"
