@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages recur builds and tests with, skipping those already present.
+# dpkg-dev and file give cpack's .deb packages their library dependencies (dpkg-shlibdeps); nuget packs
+# and installs the C# NuGet package in scripts/package-test.sh, and maven with Debian's compiler and
+# resources plugins builds a Maven project against the installed artifact there.
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libeigen3-dev nlohmann-json3-dev libgtest-dev libgmock-dev
           binutils libhdf5-dev libzip-dev libcli11-dev clang libclang-rt-14-dev valgrind
-          swig default-jdk-headless junit5 mono-mcs mono-runtime nunit-console libnunit-cil-dev golang-go)
+          swig default-jdk-headless junit5 mono-mcs mono-runtime nunit-console libnunit-cil-dev golang-go
+          dpkg-dev file nuget maven libmaven-compiler-plugin-java libmaven-resources-plugin-java)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

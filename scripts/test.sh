@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Every test: install what is missing, build (with the GPU plugin when the CUDA toolkit and cuDNN
-# are present), run the whole suite with ctest, then build again with AddressSanitizer +
-# UndefinedBehaviorSanitizer and run the suite there too, then the thread tests under
-# ThreadSanitizer and (with clang) each fuzz target for 20 s. GPU tests skip, saying why, without
-# a GPU.
+# are present), run the whole suite with ctest, then the packaging tests on that build
+# (scripts/package-test.sh: installs and their consumers, the .deb packages), then build again
+# with AddressSanitizer + UndefinedBehaviorSanitizer and run the suite there too, then the thread
+# tests under ThreadSanitizer and (with clang) each fuzz target for 20 s. GPU tests skip, saying
+# why, without a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -12,6 +13,13 @@ jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DRECUR_BUILD_TESTS=ON
 cmake --build build -j"$jobs"
 (cd build && ctest --output-on-failure -j"$jobs")
+
+if [[ "${RECUR_SKIP_PACKAGES:-0}" != 1 ]]; then
+  # On the build above (nothing rebuilt): install into a scratch prefix and build and run the
+  # C++, C, Java, C#, NuGet and Go consumers against it, then build the .deb packages, install
+  # them with dpkg -i, use them and remove them (as root only). About a minute on 2 cores.
+  scripts/package-test.sh build
+fi
 
 if [[ "${RECUR_SKIP_SANITIZERS:-0}" != 1 ]]; then
   # The CUDA plugin is left out here: its host code is the same source as the GPU emulator's,

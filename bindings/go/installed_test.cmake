@@ -12,13 +12,8 @@ foreach(dir c_api bindings/go)
   endif()
 endforeach()
 
-# recur.pc was configured for the build's CMAKE_INSTALL_PREFIX; point it at the scratch prefix, as
-# a build configured with -DCMAKE_INSTALL_PREFIX=${PREFIX} would have written it.
-set(pc ${PREFIX}/${LIBDIR}/pkgconfig/recur.pc)
-file(READ ${pc} text)
-string(REGEX REPLACE "(^|\n)prefix=[^\n]*" "\\1prefix=${PREFIX}" text "${text}")
-file(WRITE ${pc} "${text}")
-
+# recur.pc is used as installed: it names its prefix relative to its own folder, so the scratch
+# prefix needs no rewriting (a build configured for /usr/local installed into ${PREFIX}).
 set(module ${PREFIX}/${DATADIR}/recur/go/recur)
 set(example ${PREFIX}/example)
 file(MAKE_DIRECTORY ${example})

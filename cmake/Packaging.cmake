@@ -1,0 +1,98 @@
+# Packages (cpack): one Debian package per install component, named and split as Debian splits a
+# library. Run from a configured and built folder:  (cd build && cpack -G DEB)
+#   librecur0        runtime   librecur.so.0 (and the CUDA plugin when it is built)
+#   librecur0-cuda   cuda      librecur_cuda.so, the GPU plugin (when the CUDA toolkit and cuDNN were found)
+#   librecur-dev     dev       headers, the librecur.so link, recur.pc, the CMake package
+#   recur-tools      cli       the `recur` command-line tool
+#   librecur-java    java      recur.jar (share/java, and the Maven layout in share/maven-repo), librecur_java.so
+#   librecur-cil     csharp    Recur.dll and librecur_csharp.so for mono (lib/cli/recur)
+#   golang-recur-dev go        the Go module's source (share/recur/go/recur), built by cgo through recur.pc
+# Shared-library dependencies come from dpkg-shlibdeps; those between the packages from the
+# components' DEPENDS below, at this exact version (one build, one ABI).
+set(CPACK_PACKAGE_NAME recur)
+set(CPACK_PACKAGE_VENDOR "recur developers")
+set(CPACK_PACKAGE_CONTACT "recur developers")
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Keras recurrent layers and models with Keras's numbers, behind a C ABI")
+set(CPACK_PACKAGE_INSTALL_DIRECTORY recur)
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_GENERATOR DEB)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
+set(CPACK_DEBIAN_PACKAGE_SECTION libs)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# Stripped binaries, as Debian ships them (its -dbgsym packages are not made here).
+set(CPACK_STRIP_FILES ON)
+set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
+# librecur.so.0 is in the package being built, not installed: dpkg-shlibdeps looks for it here.
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${PROJECT_BINARY_DIR}/c_api)
+# Only the components that have install rules in this build become packages (a binding whose
+# toolchain was not found installs nothing).
+get_cmake_property(RECUR_COMPONENTS COMPONENTS)
+set(CPACK_COMPONENTS_ALL ${RECUR_COMPONENTS})
+list(FILTER CPACK_COMPONENTS_ALL EXCLUDE REGEX "^Unspecified$")
+
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME librecur0)
+# A shlibs file, so that dpkg-shlibdeps maps librecur.so.0 to librecur0 for packages built against
+# it. Written here rather than with CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS, which applies to every
+# package and warns about the bindings' plugins (no soname). cpack adds the ldconfig calls.
+file(WRITE ${PROJECT_BINARY_DIR}/cpack/runtime/shlibs
+  "librecur ${PROJECT_VERSION_MAJOR} librecur0 (>= ${PROJECT_VERSION})\n")
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${PROJECT_BINARY_DIR}/cpack/runtime/shlibs)
+set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "Keras recurrent layers with Keras's numbers - shared library
+ recur runs Keras GRU, LSTM and SimpleRNN layers (and CuDNNGRU/CuDNNLSTM and the cells) and whole
+ Keras models (.keras and .h5 files) with the numbers Keras computes, behind a small C ABI.
+ .
+ This package holds the shared library librecur.so.0.")
+
+set(CPACK_DEBIAN_CUDA_PACKAGE_NAME librecur0-cuda)
+# No shlibdeps: CUDA's cuBLAS and cuDNN come from NVIDIA's installers, not from Debian packages
+# that dpkg-shlibdeps could name; librecur reports a missing one when a "cuda" device is asked for.
+set(CPACK_DEBIAN_CUDA_PACKAGE_SHLIBDEPS OFF)
+set(CPACK_DEBIAN_CUDA_DESCRIPTION "Keras recurrent layers with Keras's numbers - NVIDIA GPU plugin
+ librecur_cuda.so, loaded by librecur.so.0 when a cuda device is asked for. It needs the NVIDIA
+ driver, cuBLAS and cuDNN 9, which this package does not depend on (NVIDIA ships them).")
+
+set(CPACK_DEBIAN_DEV_PACKAGE_NAME librecur-dev)
+set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
+set(CPACK_DEBIAN_DEV_DESCRIPTION "Keras recurrent layers with Keras's numbers - development files
+ The C header recur/recur.h, the C++ header recur/recur.hpp, the librecur.so link, the pkg-config
+ file recur.pc and the CMake package (find_package(recur), target recur::recur).")
+
+set(CPACK_DEBIAN_CLI_PACKAGE_NAME recur-tools)
+set(CPACK_DEBIAN_CLI_PACKAGE_SECTION science)
+set(CPACK_DEBIAN_CLI_DESCRIPTION "Keras recurrent layers with Keras's numbers - command-line tool
+ recur info / run / verify: describes a Keras model file, runs it on .npy/.npz inputs and
+ compares the outputs with Keras's.")
+
+set(CPACK_DEBIAN_JAVA_PACKAGE_NAME librecur-java)
+set(CPACK_DEBIAN_JAVA_PACKAGE_SECTION java)
+set(CPACK_DEBIAN_JAVA_PACKAGE_DEPENDS "default-jre-headless | java11-runtime-headless")
+set(CPACK_DEBIAN_JAVA_DESCRIPTION "Keras recurrent layers with Keras's numbers - Java binding
+ /usr/share/java/recur.jar (package recur, Maven coordinates dev.recur:recur) and its JNI library
+ librecur_java.so.")
+
+set(CPACK_DEBIAN_CSHARP_PACKAGE_NAME librecur-cil)
+set(CPACK_DEBIAN_CSHARP_PACKAGE_SECTION cli-mono)
+set(CPACK_DEBIAN_CSHARP_PACKAGE_DEPENDS "mono-runtime")
+set(CPACK_DEBIAN_CSHARP_DESCRIPTION "Keras recurrent layers with Keras's numbers - C# binding
+ Recur.dll (namespace Recur) for mono, with its native glue librecur_csharp.so, in /usr/lib/cli/recur.")
+
+set(CPACK_DEBIAN_GO_PACKAGE_NAME golang-recur-dev)
+set(CPACK_DEBIAN_GO_PACKAGE_SECTION golang)
+set(CPACK_DEBIAN_GO_PACKAGE_ARCHITECTURE all)
+set(CPACK_DEBIAN_GO_PACKAGE_DEPENDS "golang-go, pkg-config")
+set(CPACK_DEBIAN_GO_DESCRIPTION "Keras recurrent layers with Keras's numbers - Go module source
+ The module recur.dev/recur (SWIG wrapper included) in /usr/share/recur/go/recur, for a go.mod
+ replace directive; cgo builds it against librecur-dev through pkg-config.")
+
+include(CPack)
+cpack_add_component(runtime DISPLAY_NAME "Shared library")
+cpack_add_component(cuda DISPLAY_NAME "GPU plugin" DEPENDS runtime)
+cpack_add_component(dev DISPLAY_NAME "Development files" DEPENDS runtime)
+cpack_add_component(cli DISPLAY_NAME "Command-line tool" DEPENDS runtime)
+cpack_add_component(java DISPLAY_NAME "Java binding" DEPENDS runtime)
+cpack_add_component(csharp DISPLAY_NAME "C# binding" DEPENDS runtime)
+cpack_add_component(go DISPLAY_NAME "Go module source" DEPENDS dev)
