@@ -15,6 +15,9 @@
 # are) and writes crash-/leak-/oom-/timeout- reproducers to build-fuzz/findings/<target>/, with
 # libFuzzer's output in build-fuzz/logs/<target>.log. A hang is an input running over 1 s; an
 # out-of-memory is one allocation over RECUR_FUZZ_MALLOC_LIMIT_MB (1024) or a process over 2 GiB.
+# libFuzzer's alarm counts wall-clock time, so on a busy machine a quick input can be caught: a
+# timeout whose input then runs within 1 s three times is moved to findings/<target>/spurious/,
+# counted as spurious, and fuzzing goes on for the time left.
 # Environment: FUZZ_BUILD_DIR (build-fuzz), JOBS (build jobs; nproc), CC/CXX (clang/clang++).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -69,7 +72,10 @@ dict_of() {
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-declare -A execs rate found newest
+declare -A execs rate found newest spurious
+list_findings() {
+  find "$1" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'oom-*' -o -name 'timeout-*' \) | sort
+}
 total_found=0
 for t in "${targets[@]}"; do
   corpus=$build/corpus/$t findings=$build/findings/$t log=$build/logs/$t.log
@@ -78,41 +84,75 @@ for t in "${targets[@]}"; do
   [[ -d "$src/tests/fuzz/regressions/$t" ]] && seeds+=("$src/tests/fuzz/regressions/$t")
   args=(-timeout=1 -rss_limit_mb=2048 -malloc_limit_mb="${RECUR_FUZZ_MALLOC_LIMIT_MB:-1024}" -print_final_stats=1
         -artifact_prefix="$findings/")
-  if [[ -n "$runs" ]]; then args+=(-runs="$runs"); else args+=(-max_total_time="$time_s"); fi
+  [[ -n "$runs" ]] && args+=(-runs="$runs")
   d=$(dict_of "$t")
   [[ -n "$d" ]] && args+=(-dict="$src/tests/fuzz/dict/$d.dict")
-  before=$(find "$findings" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'oom-*' -o -name 'timeout-*' \) | wc -l)
   echo "== $t: ${runs:+$runs runs}${runs:-$time_s s} (log: $log)"
+  : >"$log"
   start=$(date +%s)
-  if [[ -n "$jobs" ]]; then
-    # Parallel jobs write fuzz-<n>.log into the current folder; their stats are summed below.
-    (cd "$build/logs" && rm -f fuzz-*.log &&
-      "$build/tests/fuzz/$t" "${args[@]}" -jobs="$jobs" -workers="$jobs" "$corpus" "${seeds[@]}" >"$log" 2>&1 &&
-      cat fuzz-*.log >>"$log") || cat "$build"/logs/fuzz-*.log >>"$log" 2>/dev/null || true
-  else
-    "$build/tests/fuzz/$t" "${args[@]}" "$corpus" "${seeds[@]}" >"$log" 2>&1 || true
-  fi
+  found[$t]=0 spurious[$t]=0
+  while :; do
+    round_args=("${args[@]}")
+    if [[ -z "$runs" ]]; then
+      left=$((start + time_s - $(date +%s)))
+      ((left > 0)) || break
+      round_args+=(-max_total_time="$left")
+    fi
+    before=$(list_findings "$findings")
+    round=$build/logs/$t.round.log
+    if [[ -n "$jobs" ]]; then
+      # Parallel jobs write fuzz-<n>.log into the current folder; their stats are summed below.
+      (cd "$build/logs" && rm -f fuzz-*.log &&
+        "$build/tests/fuzz/$t" "${round_args[@]}" -jobs="$jobs" -workers="$jobs" "$corpus" "${seeds[@]}" >"$round" 2>&1 &&
+        cat fuzz-*.log >>"$round") || cat "$build"/logs/fuzz-*.log >>"$round" 2>/dev/null || true
+    else
+      "$build/tests/fuzz/$t" "${round_args[@]}" "$corpus" "${seeds[@]}" >"$round" 2>&1 || true
+    fi
+    cat "$round" >>"$log"
+    new=$(comm -13 <(echo "$before") <(list_findings "$findings") | grep . || true)
+    # A timeout whose input then runs in time, three times over, was the machine being busy (the
+    # alarm counts wall-clock time): set aside as spurious, and the campaign goes on for the time left.
+    if [[ -n "$new" && -z "$runs" ]] && ! grep -qv '/timeout-' <<<"$new"; then
+      all_fast=1
+      while read -r f; do
+        for _ in 1 2 3; do
+          "$build/tests/fuzz/$t" -timeout=1 -rss_limit_mb=2048 "$f" >/dev/null 2>&1 || { all_fast=0; break; }
+        done
+      done <<<"$new"
+      if ((all_fast)); then
+        mkdir -p "$findings/spurious"
+        while read -r f; do
+          mv "$f" "$findings/spurious/"
+          echo "spurious timeout: $(basename "$f") reran three times within 1 s" | tee -a "$log"
+          spurious[$t]=$((spurious[$t] + 1))
+        done <<<"$new"
+        continue
+      fi
+    fi
+    if [[ -n "$new" ]]; then
+      found[$t]=$((found[$t] + $(wc -l <<<"$new")))
+    elif grep -qE '^==[0-9]+==ERROR|^SUMMARY: (Address|Undefined|Leak)|ERROR: libFuzzer' "$round"; then
+      # A run that stopped without a reproducer (e.g. libFuzzer's own deadly signal) is a finding too.
+      found[$t]=$((found[$t] + 1))
+    fi
+    break
+  done
+  rm -f "$build/logs/$t.round.log"
   secs=$(( $(date +%s) - start ))
   execs[$t]=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | awk '{s += $2} END {print s + 0}')
   rate[$t]=$(( execs[$t] / (secs > 0 ? secs : 1) ))
-  after=$(find "$findings" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'oom-*' -o -name 'timeout-*' \) | wc -l)
-  found[$t]=$((after - before))
-  # A run that stopped without a reproducer (e.g. libFuzzer's own deadly signal) is a finding too.
-  if ((found[$t] == 0)) && grep -qE '^==[0-9]+==ERROR|^SUMMARY: (Address|Undefined|Leak)|ERROR: libFuzzer' "$log"; then
-    found[$t]=1
-  fi
-  newest[$t]=$(ls -t "$findings" 2>/dev/null | head -1)
+  newest[$t]=$(list_findings "$findings" | xargs -r ls -t | head -1)
   total_found=$((total_found + found[$t]))
   if ((found[$t])); then
-    grep -m1 -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error|SUMMARY' "$log" | sed 's/^/   /' || true
+    grep -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error|SUMMARY' "$log" | tail -1 | sed 's/^/   /' || true
   fi
 done
 
 echo
-printf '%-24s %12s %10s %9s  %s\n' target executions exec/s findings "latest reproducer"
+printf '%-24s %12s %10s %9s %9s  %s\n' target executions exec/s findings spurious "latest reproducer"
 for t in "${targets[@]}"; do
-  printf '%-24s %12s %10s %9s  %s\n' "$t" "${execs[$t]}" "${rate[$t]}" "${found[$t]}" \
-    "$( ((found[$t])) && echo "build-fuzz/findings/$t/${newest[$t]}" || echo -)"
+  printf '%-24s %12s %10s %9s %9s  %s\n' "$t" "${execs[$t]}" "${rate[$t]}" "${found[$t]}" "${spurious[$t]}" \
+    "$( ((found[$t])) && echo "${newest[$t]}" || echo -)"
 done
 if ((total_found)); then
   echo
