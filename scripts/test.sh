@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Every test: install what is missing, build (with the GPU plugin when the CUDA toolkit and cuDNN
 # are present), run the whole suite with ctest, then the packaging tests on that build
-# (scripts/package-test.sh: installs and their consumers, the .deb packages), then build again
-# with AddressSanitizer + UndefinedBehaviorSanitizer and run the suite there too, then the thread
-# tests under ThreadSanitizer and (with clang) each fuzz target for 20 s. GPU tests skip, saying
-# why, without a GPU.
+# (scripts/package-test.sh: installs and their consumers, the .deb packages), then scripts/cross.sh:
+# the static library (with and without file support), ARM64 Linux (tests under qemu-aarch64) and
+# Windows x64 (tests under wine64). Then build again with AddressSanitizer +
+# UndefinedBehaviorSanitizer and run the suite there too, then the thread tests under
+# ThreadSanitizer and (with clang) each fuzz target for 20 s. GPU tests skip, saying why, without
+# a GPU. RECUR_SKIP_PACKAGES / RECUR_SKIP_STATIC / RECUR_SKIP_ARM64 / RECUR_SKIP_WINDOWS /
+# RECUR_SKIP_SANITIZERS / RECUR_SKIP_TSAN / RECUR_SKIP_FUZZ=1 leave a step out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+if [[ "${RECUR_SKIP_ARM64:-0}" == 1 && "${RECUR_SKIP_WINDOWS:-0}" == 1 ]]; then
+  scripts/install-deps.sh
+else
+  scripts/install-deps.sh --cross
+fi
 jobs=$(nproc)
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DRECUR_BUILD_TESTS=ON
@@ -20,6 +27,15 @@ if [[ "${RECUR_SKIP_PACKAGES:-0}" != 1 ]]; then
   # them with dpkg -i, use them and remove them (as root only). About a minute on 2 cores.
   scripts/package-test.sh build
 fi
+
+for step in static arm64 windows; do
+  skip=RECUR_SKIP_${step^^}
+  if [[ "${!skip:-0}" != 1 ]]; then
+    start=$SECONDS
+    scripts/cross.sh "$step"
+    echo "cross.sh $step: $((SECONDS - start)) s"
+  fi
+done
 
 if [[ "${RECUR_SKIP_SANITIZERS:-0}" != 1 ]]; then
   # The CUDA plugin is left out here: its host code is the same source as the GPU emulator's,

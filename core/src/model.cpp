@@ -177,6 +177,13 @@ namespace {
 
 std::unique_ptr<Model::Impl> open_image(const std::string& display, const std::shared_ptr<const std::vector<char>>& bytes,
                                         const std::string& path_on_disk) {
+#if !RECUR_WITH_FILES
+  // A build for targets without libzip/zlib (RECUR_WITH_FILES=OFF): layers come from their JSON.
+  (void)bytes;
+  (void)path_on_disk;
+  fail(Code::unsupported, display, ": recur was built without model-file support (RECUR_WITH_FILES=OFF); build the "
+       "layers from their JSON config and weights instead");
+#endif
   auto impl = std::make_unique<Model::Impl>();
   impl->path = display;
   const std::string& path = display;

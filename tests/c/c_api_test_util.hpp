@@ -15,6 +15,13 @@
 
 #include "recur/recur.h"
 
+// Tests that open model files skip, saying why, in a library built without file support.
+#define RECUR_SKIP_WITHOUT_FILES()                                                             \
+  do {                                                                                         \
+    if (!RECUR_TEST_WITH_FILES)                                                                \
+      GTEST_SKIP() << "recur was built without model-file support (RECUR_WITH_FILES=OFF)"; \
+  } while (0)
+
 namespace rt {
 
 // A file's bytes ({} when it cannot be read), e.g. a model for recur_model_open_memory.

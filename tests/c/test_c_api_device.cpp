@@ -539,6 +539,7 @@ TEST(CApiDevice, ForwardStatesErrors) {
 // ------------------------------------------------------------------------------------- models
 
 TEST(CApiDevice, ModelCpuAndAutoKeepResults) {
+  RECUR_SKIP_WITHOUT_FILES();
   Model m = open_model("keras3/bigru.keras");
   ASSERT_NE(m, nullptr);
   const int32_t B = 3, T = 6;
@@ -573,6 +574,7 @@ TEST(CApiDevice, ModelCpuAndAutoKeepResults) {
 }
 
 TEST(CApiDevice, ModelErrors) {
+  RECUR_SKIP_WITHOUT_FILES();
   Model m = open_model("keras3/bigru.keras");
   ASSERT_NE(m, nullptr);
   recur_model_info mi;
@@ -606,6 +608,7 @@ TEST(CApiDevice, ModelErrors) {
 }
 
 TEST(CApiDevice, FailedCudaLeavesTheModelUsableOnTheCpu) {
+  RECUR_SKIP_WITHOUT_FILES();
   SKIP_WITH_GPU();
   Model m = open_model("keras2/bigru.h5");
   ASSERT_NE(m, nullptr);
@@ -749,6 +752,7 @@ TEST(CApiDeviceGpu, ForwardDeviceMatchesForward) {
 }
 
 TEST(CApiDeviceGpu, ModelMatchesTheCpu) {
+  RECUR_SKIP_WITHOUT_FILES();
   SKIP_WITHOUT_GPU();
   for (const char* file : {"keras3/bigru.keras", "keras2/binone.h5"}) {
     SCOPED_TRACE(file);

@@ -97,6 +97,7 @@ void expect_near(const std::vector<float>& got, const std::vector<float>& want, 
 }  // namespace
 
 TEST(CApiGraph, InputsAndOutputsInKerasOrder) {
+  RECUR_SKIP_WITHOUT_FILES();  // every case opens a Keras model file
   Model m = open(graph_file("multi_io"));
   int32_t ni = 0, no = 0;
   ASSERT_RECUR_OK(recur_model_num_inputs(m.get(), &ni));
@@ -150,6 +151,7 @@ TEST(CApiGraph, InputsAndOutputsInKerasOrder) {
 }
 
 TEST(CApiGraph, RunInputsMatchesKerasAndChecksEveryLength) {
+  RECUR_SKIP_WITHOUT_FILES();  // every case opens a Keras model file
   Model m = open(graph_file("multi_io"));
   const Call c = calls_of("multi_io").at(0);
   expect_near(run(m.get(), c), flat(c.outputs));
@@ -181,6 +183,7 @@ TEST(CApiGraph, RunInputsMatchesKerasAndChecksEveryLength) {
 }
 
 TEST(CApiGraph, OpenFromMemoryEqualsOpenFromFile) {
+  RECUR_SKIP_WITHOUT_FILES();  // every case opens a Keras model file
   for (const char* ext : {"keras", "h5"}) {
     SCOPED_TRACE(ext);
     const std::vector<char> bytes = rt::file_bytes(graph_file("seq2seq_initial_state", ext));
@@ -208,6 +211,7 @@ TEST(CApiGraph, OpenFromMemoryEqualsOpenFromFile) {
 }
 
 TEST(CApiGraph, StatefulModelCarriesStatesBetweenRunsLikeKeras) {
+  RECUR_SKIP_WITHOUT_FILES();  // every case opens a Keras model file
   Model m = open(graph_file("stateful_functional_lstm_gru", "h5"));
   int32_t stateful = 0;
   ASSERT_RECUR_OK(recur_model_is_stateful(m.get(), &stateful));
@@ -270,6 +274,7 @@ TEST(CApiGraph, StatefulModelCarriesStatesBetweenRunsLikeKeras) {
 }
 
 TEST(CApiGraph, KerasBackendChoice) {
+  RECUR_SKIP_WITHOUT_FILES();  // every case opens a Keras model file
   Model m = open(graph_file("multi_io"));
   EXPECT_RECUR_ERR(recur_model_set_keras_backend(m.get(), "theano"), RECUR_ERR_INVALID_ARGUMENT, "jax");
   EXPECT_RECUR_ERR(recur_model_set_keras_backend(m.get(), "jax"), RECUR_ERR_UNSUPPORTED, "Keras 3");
@@ -302,6 +307,7 @@ TEST(CApiGraph, KerasBackendChoice) {
 }
 
 TEST(CApiGraph, StreamsGiveTheWholeRunsOutputs) {
+  RECUR_SKIP_WITHOUT_FILES();  // every case opens a Keras model file
   Model m = open(graph_file("merges_masked"));
   const char* why = nullptr;
   ASSERT_RECUR_OK(recur_model_streamable(m.get(), &why));
@@ -381,6 +387,7 @@ TEST(CApiGraph, StreamsGiveTheWholeRunsOutputs) {
 }
 
 TEST(CApiGraph, ModelsThatCannotStreamSayWhichLayer) {
+  RECUR_SKIP_WITHOUT_FILES();  // every case opens a Keras model file
   const struct {
     const char* file;
     const char* layer;

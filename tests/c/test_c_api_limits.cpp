@@ -118,6 +118,7 @@ TEST(CApiLimits, BatchAndStateBytes) {
 }
 
 TEST(CApiLimits, ModelFileWeightAndTensorBytes) {
+  RECUR_SKIP_WITHOUT_FILES();
   const std::string path = kModels + "/keras3/tokens.keras";
   const std::vector<char> bytes = rt::file_bytes(path);
   ASSERT_FALSE(bytes.empty());
@@ -152,6 +153,7 @@ TEST(CApiLimits, ModelFileWeightAndTensorBytes) {
 }
 
 TEST(CApiLimits, RecurrentModelStreamChecksItsStates) {
+  RECUR_SKIP_WITHOUT_FILES();
   recur_model* m = nullptr;
   ASSERT_RECUR_OK(recur_model_open(&m, (kModels + "/keras3/tokens.keras").c_str()));
   recur_model_state* s = nullptr;
@@ -201,6 +203,7 @@ TEST(CApiStatusClasses, LayerJson) {
 }
 
 TEST(CApiStatusClasses, DirectoryIsNotAModel) {
+  RECUR_SKIP_WITHOUT_FILES();
   recur_model* m = nullptr;
   EXPECT_EQ(recur_model_open(&m, kModels.c_str()), RECUR_ERR_IO);
   EXPECT_NE(std::string(recur_last_error()).find("is a directory"), std::string::npos) << recur_last_error();

@@ -46,12 +46,14 @@ TEST(CApiModelErrors, NullModelHandleEverywhere) {
 }
 
 TEST(CApiModelErrors, OpenArguments) {
+  RECUR_SKIP_WITHOUT_FILES();
   recur_model* m = nullptr;
   EXPECT_RECUR_ERR(recur_model_open(nullptr, "model.keras"), RECUR_ERR_INVALID_ARGUMENT, "out");
   EXPECT_CREATE_ERR(m, recur_model_open(&m, nullptr), RECUR_ERR_INVALID_ARGUMENT, "path");
 }
 
 TEST(CApiModelErrors, OpenMissingFile) {
+  RECUR_SKIP_WITHOUT_FILES();
   recur_model* m = nullptr;
   const std::string path = ::testing::TempDir() + "recur_c_api_no_such_model.keras";
   std::remove(path.c_str());
@@ -59,6 +61,7 @@ TEST(CApiModelErrors, OpenMissingFile) {
 }
 
 TEST(CApiModelErrors, OpenCorruptFiles) {
+  RECUR_SKIP_WITHOUT_FILES();
   const struct {
     const char* name;
     std::string contents;

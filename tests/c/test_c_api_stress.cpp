@@ -93,6 +93,7 @@ std::vector<float> stream_model(const recur_model* m, int seed, int steps, std::
 }
 
 TEST(CApiStress, ManyStreamsThroughOneModel) {
+  RECUR_SKIP_WITHOUT_FILES();
   recur_model* m = nullptr;
   ASSERT_RECUR_OK(recur_model_open(&m, (kModels + "/keras3/tokens.keras").c_str()));
   const char* why = nullptr;
@@ -114,6 +115,7 @@ TEST(CApiStress, ManyStreamsThroughOneModel) {
 }
 
 TEST(CApiStress, ModelsOpenedRunAndDestroyedConcurrently) {
+  RECUR_SKIP_WITHOUT_FILES();
   const std::vector<char> keras = rt::file_bytes(kModels + "/keras3/tokens.keras");
   const std::vector<char> h5 = rt::file_bytes(kModels + "/keras3/tokens.h5");
   ASSERT_FALSE(keras.empty());

@@ -540,6 +540,7 @@ bool is_h5(const std::string& file) { return file.size() >= 3 && file.compare(fi
 class KerasParityFile : public ::testing::TestWithParam<std::size_t> {};
 
 TEST_P(KerasParityFile, MatchesKeras) {
+  if (!RECUR_TEST_WITH_FILES) GTEST_SKIP() << "recur was built without model-file support (RECUR_WITH_FILES=OFF)";
   const FileCase& fc = file_cases()[GetParam()];
   const Fixture& f = fixtures()[fc.fixture];
   const std::string what = f.file + " / " + f.data.at("name").get<std::string>() + " via " + fc.file;
@@ -639,7 +640,10 @@ TEST(KerasParitySummary, AllFixturesWithinTolerance) {
               test_device() ? test_device() : "cpu", recur_cpu_kernels(), paths["cpu"], paths["cudnn"], paths["kernel"]);
 
   // The model-file path: one line per file kind (.keras, .h5).
+  if (!RECUR_TEST_WITH_FILES)
+    std::printf("parity via model files: skipped, recur was built without model-file support (RECUR_WITH_FILES=OFF)\n");
   for (const bool h5 : {false, true}) {
+    if (!RECUR_TEST_WITH_FILES) break;
     const char* kind = h5 ? ".h5" : ".keras";
     double file_worst = 0.0, file_rel = 0.0;
     std::string file_worst_case;

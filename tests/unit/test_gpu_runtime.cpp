@@ -14,7 +14,9 @@
 namespace recur {
 namespace {
 
-std::string fake(const char* name) { return std::string(RECUR_FAKE_PLUGIN_DIR) + "/librecur_fake_" + name + ".so"; }
+std::string fake(const char* name) {
+  return std::string(RECUR_FAKE_PLUGIN_DIR) + "/librecur_fake_" + name + RECUR_FAKE_PLUGIN_SUFFIX;
+}
 
 void expect_refused(const gpu::PluginLoad& p, const std::string& words) {
   EXPECT_NE(p.why.find(words), std::string::npos) << "message: " << p.why;

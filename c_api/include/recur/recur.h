@@ -362,7 +362,10 @@ typedef struct recur_model recur_model;
  * Errors: IO (missing, truncated, corrupt or hostile file: the message names the file, the object
  * path inside it and the problem), UNSUPPORTED (e.g. a Keras 1 file), INVALID_ARGUMENT. A corrupt
  * or hostile file gives RECUR_ERR_IO, never a crash or a hang: recur's HDF5 reader checks every
- * read against the file's size and bounds its work by it. */
+ * read against the file's size and bounds its work by it.
+ * A library built without file support (CMake option RECUR_WITH_FILES=OFF: no libzip or zlib)
+ * returns RECUR_ERR_UNSUPPORTED, with a message saying so, from recur_model_open and
+ * recur_model_open_memory; layers built from their JSON config and weights work as always. */
 RECUR_API recur_status recur_model_open(recur_model **out, const char *path);
 /* Frees a model. NULL is a no-op. Layers taken from it with recur_model_get_layer stay valid. */
 RECUR_API void recur_model_destroy(recur_model *model);
@@ -523,9 +526,9 @@ RECUR_API recur_status recur_model_set_num_threads(recur_model *model, int32_t n
 RECUR_API recur_status recur_model_get_num_threads(const recur_model *model, int32_t *num_threads);
 
 /* The CPU kernel set this process uses, chosen once when the library loads from the CPU's
- * features: "avx512" (x86-64 with AVX-512 F/BW/DQ/VL), "avx2" (x86-64 with AVX2 and FMA) or
- * "baseline" (any other CPU; the compiler's default instruction set). The environment variable
- * RECUR_CPU_KERNELS=baseline|avx2|avx512, read at load, asks for a set; a set the CPU cannot run
+ * features: "avx512" (x86-64 with AVX-512 F/BW/DQ/VL), "avx2" (x86-64 with AVX2 and FMA), "neon"
+ * (aarch64) or "baseline" (any other CPU; the compiler's default instruction set). The environment variable
+ * RECUR_CPU_KERNELS=baseline|avx2|avx512|neon, read at load, asks for a set; a set the CPU cannot run
  * (or an unknown name) falls back to the best the CPU can, and this function says which ran.
  * Static string, never NULL; thread-safe. Every kernel set gives Keras's numbers within the
  * parity suite's tolerances; they may differ from each other in the last bits. */
@@ -543,7 +546,7 @@ RECUR_API const char *recur_cpu_kernels(void);
  * bytes are copied during the call; the caller may free them afterwards. `name` (may be NULL)
  * stands for the file in messages. Errors as recur_model_open (IO: not a Keras file, truncated,
  * corrupt or hostile, never a crash or a hang; INVALID_ARGUMENT: data NULL with len > 0, or
- * len 0). */
+ * len 0; UNSUPPORTED: a library built without file support, see recur_model_open). */
 RECUR_API recur_status recur_model_open_memory(recur_model **out, const void *data, size_t len, const char *name);
 
 /* Largest rank of a model input or output (batch axis included). */

@@ -7,6 +7,9 @@
 
 #include "cpu/kernel_sets.hpp"
 
+#define RECUR_STR_(x) #x
+#define RECUR_STR(x) RECUR_STR_(x)
+
 namespace recur {
 namespace cpu {
 namespace {
@@ -38,7 +41,8 @@ struct Sets {
     if (avx2) runnable[count++] = &all[n];
     ++n;
 #endif
-    all[n] = make_set("baseline", baseline::fill_gemm, baseline::fill_gates);
+    all[n] = make_set(RECUR_STR(RECUR_BASELINE_KERNELS), RECUR_BASELINE_KERNELS::fill_gemm,
+                      RECUR_BASELINE_KERNELS::fill_gates);
     runnable[count++] = &all[n];
   }
 };
@@ -61,7 +65,7 @@ const KernelSet* initial() {
   if (asked && *asked) {
     if (const KernelSet* k = find(asked)) return k;
     // A set this CPU cannot run: the best one below it that it can.
-    const char* order[] = {"avx512", "avx2", "baseline"};
+    const char* order[] = {"avx512", "avx2", RECUR_STR(RECUR_BASELINE_KERNELS)};
     bool below = false;
     for (const char* name : order) {
       if (std::strcmp(name, asked) == 0) below = true;

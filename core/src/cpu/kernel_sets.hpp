@@ -12,7 +12,11 @@ namespace cpu {
   void fill_gemm(KernelSet& set);      \
   void fill_gates(KernelSet& set);     \
   }
-RECUR_DECLARE_KERNEL_SET(baseline)
+// The set built with the compiler's default flags: "baseline" (SSE2 on x86-64), "neon" on aarch64.
+#if !defined(RECUR_BASELINE_KERNELS)
+#define RECUR_BASELINE_KERNELS baseline
+#endif
+RECUR_DECLARE_KERNEL_SET(RECUR_BASELINE_KERNELS)
 #if defined(RECUR_HAVE_X86_KERNELS)
 RECUR_DECLARE_KERNEL_SET(avx2)
 RECUR_DECLARE_KERNEL_SET(avx512)

@@ -20,11 +20,12 @@ class HostExec {
   HostExec(int32_t /*device*/, void* /*stream*/) {}
 
   static void* alloc(int32_t /*device*/, std::size_t bytes) {
-    void* p = std::aligned_alloc(256, (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256);
+    // Aligned operator new rather than std::aligned_alloc, which Windows' C runtime lacks.
+    void* p = ::operator new(std::max<std::size_t>(bytes, 1), std::align_val_t(256), std::nothrow);
     if (!p) fail(RECUR_GPU_ERR_OUT_OF_MEMORY, "host allocation of " + std::to_string(bytes) + " bytes failed");
     return p;
   }
-  static void release(void* p) { std::free(p); }
+  static void release(void* p) { ::operator delete(p, std::align_val_t(256)); }
 
   // One growing block per thread, like the CUDA policy's.
   void* scratch(std::size_t bytes) {

@@ -1,6 +1,16 @@
 #include "gpu/runtime.hpp"
 
+#if defined(_WIN32)
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#include <windows.h>
+#else
 #include <dlfcn.h>
+#endif
 
 #include <cstdlib>
 #include <mutex>
@@ -14,6 +24,35 @@
 namespace recur::gpu {
 namespace {
 
+// The platform's loader: dlopen on ELF systems, LoadLibrary on Windows (where no CUDA plugin is
+// built yet, so a "cuda" device reports that recur_cuda.dll did not load).
+#if defined(_WIN32)
+constexpr const char* kPluginFile = "recur_cuda.dll";
+
+std::string directory_of_this_library() {
+  HMODULE self = nullptr;
+  if (!GetModuleHandleExA(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+                          reinterpret_cast<LPCSTR>(&expected_build_id), &self))
+    return {};
+  char buf[MAX_PATH];
+  const DWORD n = GetModuleFileNameA(self, buf, sizeof buf);
+  if (n == 0 || n >= sizeof buf) return {};
+  const std::string path(buf, n);
+  const auto slash = path.find_last_of("\\/");
+  return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+}
+
+void* open_library(const std::string& path, std::string& error) {
+  HMODULE h = LoadLibraryA(path.c_str());
+  if (!h) error = "LoadLibrary error " + std::to_string(GetLastError());
+  return reinterpret_cast<void*>(h);
+}
+
+recur_gpu_plugin_entry_fn find_entry(void* library) {
+  FARPROC f = GetProcAddress(reinterpret_cast<HMODULE>(library), RECUR_GPU_PLUGIN_ENTRY);
+  return reinterpret_cast<recur_gpu_plugin_entry_fn>(reinterpret_cast<void (*)()>(f));
+}
+#else
 constexpr const char* kPluginFile = "librecur_cuda.so";
 
 std::string directory_of_this_library() {
@@ -24,6 +63,21 @@ std::string directory_of_this_library() {
   return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
 }
 
+void* open_library(const std::string& path, std::string& error) {
+  // RTLD_LOCAL keeps CUDA's symbols out of the process's global namespace.
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* e = dlerror();
+    error = e ? e : "unknown dlopen error";
+  }
+  return handle;
+}
+
+recur_gpu_plugin_entry_fn find_entry(void* library) {
+  return reinterpret_cast<recur_gpu_plugin_entry_fn>(dlsym(library, RECUR_GPU_PLUGIN_ENTRY));
+}
+#endif
+
 std::string message_of(const char* buf) { return buf[0] ? std::string(buf) : std::string("no message"); }
 
 }  // namespace
@@ -33,17 +87,16 @@ const char* expected_build_id() { return "recur " RECUR_PROJECT_VERSION " abi " 
 PluginLoad load_plugin(const std::string& path) {
   PluginLoad out;
   out.path = path;
-  // RTLD_LOCAL keeps CUDA's symbols out of the process's global namespace; the handle is never
-  // closed because CUDA runtimes do not survive being unloaded.
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // The handle is never closed because CUDA runtimes do not survive being unloaded.
+  std::string error;
+  void* handle = open_library(path, error);
   if (!handle) {
-    const char* e = dlerror();
-    out.why = "the GPU plugin " + path + " did not load: " + (e ? e : "unknown dlopen error") +
+    out.why = "the GPU plugin " + path + " did not load: " + error +
               " (it needs the CUDA runtime and cuDNN 9; build recur with the CUDA toolkit, or point "
               "RECUR_CUDA_PLUGIN at a plugin)";
     return out;
   }
-  auto entry = reinterpret_cast<recur_gpu_plugin_entry_fn>(dlsym(handle, RECUR_GPU_PLUGIN_ENTRY));
+  const recur_gpu_plugin_entry_fn entry = find_entry(handle);
   if (!entry) {
     out.why = path + " is not a recur GPU plugin: it has no " RECUR_GPU_PLUGIN_ENTRY " symbol";
     return out;
