@@ -5,7 +5,8 @@
 #   scripts/cross.sh arm64    ARM64 Linux (cmake/toolchains/aarch64-linux-gnu.cmake), tests under
 #                             qemu-aarch64
 #   scripts/cross.sh windows  Windows x64 (cmake/toolchains/x86_64-w64-mingw32.cmake): recur.dll,
-#                             tests under wine64; libzip is cross-built from Debian's source first
+#                             tests under wine64, and the C# binding's native glue
+#                             librecur_csharp.dll; libzip is cross-built from Debian's source first
 # scripts/install-deps.sh --cross installs what they need. Each builds only the library and the
 # test programs it runs (no CLI, bindings, examples or GPU plugin).
 set -euo pipefail
@@ -104,6 +105,22 @@ case "${1:-}" in
     cmake --build "$dir" -j"$jobs" --target recur "${test_targets[@]}" recur_graph_parity
     (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 600 -E "$emulated_exclude")
     echo "recur.dll, stripped: $(stripped_size x86_64-w64-mingw32-strip "$dir/c_api/recur.dll") bytes"
+    # The C# binding's native side for Windows: SWIG's C glue as librecur_csharp.dll (the name
+    # Recur.dll's DllImport asks for), linked against recur.dll's import library. No Windows .NET
+    # runtime is here to load Recur.dll, so a C program loads the glue under wine and calls recur
+    # through it.
+    glue=$dir/csharp
+    rm -rf "$glue" && mkdir -p "$glue/generated"
+    swig -csharp -namespace Recur -dllimport librecur_csharp -Ibindings -Ic_api/include \
+         -outdir "$glue/generated" -o "$glue/recurCSHARP_wrap.c" bindings/recur.i
+    x86_64-w64-mingw32-gcc-posix -O2 -shared -fno-strict-aliasing -Ic_api/include -o "$glue/librecur_csharp.dll" \
+      "$glue/recurCSHARP_wrap.c" "$dir/c_api/librecur.dll.a" -static-libgcc \
+      -Wl,-Bstatic,--whole-archive -lwinpthread -Wl,--no-whole-archive,-Bdynamic
+    x86_64-w64-mingw32-gcc-posix -std=c99 -Wall -Wextra -Werror -O2 -Ic_api/include \
+      -o "$glue/csharp_glue_load.exe" tests/windows/csharp_glue_load.c "$dir/c_api/librecur.dll.a" -static-libgcc
+    cp "$dir/c_api/recur.dll" "$glue/"
+    (cd "$glue" && "$wine" ./csharp_glue_load.exe)
+    echo "librecur_csharp.dll: $(x86_64-w64-mingw32-objdump -p "$glue/librecur_csharp.dll" | grep -c 'CSharp_') exported entry points"
     ;;
   *)
     echo "usage: $0 static|arm64|windows" >&2
