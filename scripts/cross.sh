@@ -104,7 +104,7 @@ case "${1:-}" in
     "$wine" wineboot --init >/dev/null 2>&1 || true  # the prefix, before ctest starts several wines at once
     cmake --build "$dir" -j"$jobs" --target recur "${test_targets[@]}" recur_graph_parity
     (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 600 -E "$emulated_exclude")
-    echo "recur.dll, stripped: $(stripped_size x86_64-w64-mingw32-strip "$dir/c_api/recur.dll") bytes"
+    echo "recur.dll, stripped: $(stripped_size x86_64-w64-mingw32-strip "$dir/bin/recur.dll") bytes"
     # The C# binding's native side for Windows: SWIG's C glue as librecur_csharp.dll (the name
     # Recur.dll's DllImport asks for), linked against recur.dll's import library. No Windows .NET
     # runtime is here to load Recur.dll, so a C program loads the glue under wine and calls recur
@@ -118,7 +118,7 @@ case "${1:-}" in
       -Wl,-Bstatic,--whole-archive -lwinpthread -Wl,--no-whole-archive,-Bdynamic
     x86_64-w64-mingw32-gcc-posix -std=c99 -Wall -Wextra -Werror -O2 -Ic_api/include \
       -o "$glue/csharp_glue_load.exe" tests/windows/csharp_glue_load.c "$dir/c_api/librecur.dll.a" -static-libgcc
-    cp "$dir/c_api/recur.dll" "$glue/"
+    cp "$dir/bin/recur.dll" "$glue/"
     (cd "$glue" && "$wine" ./csharp_glue_load.exe)
     echo "librecur_csharp.dll: $(x86_64-w64-mingw32-objdump -p "$glue/librecur_csharp.dll" | grep -c 'CSharp_') exported entry points"
     ;;
