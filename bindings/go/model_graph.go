@@ -593,8 +593,8 @@ func (l *Layer) SetKerasBackend(backend string) error {
 // states may step one model from any number of goroutines (the binding serializes each state). A
 // state stays valid after its model is closed. Close it when done.
 type ModelState struct {
-	mu        sync.Mutex
-	h         recurswig.SwigcptrModelState
+	mu         sync.Mutex
+	h          recurswig.SwigcptrModelState
 	batch      int
 	numInputs  int // copied at creation (the state outlives its model)
 	numOutputs int
