@@ -384,7 +384,11 @@ std::optional<LayerKind> layer_kind_of_class(std::string_view cls) {
 
 LayerConfig parse_layer_json(std::string_view text, int input_size, std::optional<Dialect> dialect,
                              std::optional<std::string_view> keras_version) {
-  const json root = parse_text(text, "json");
+  return parse_layer_entry(parse_text(text, "json"), input_size, dialect, keras_version);
+}
+
+LayerConfig parse_layer_entry(const json& root, int input_size, std::optional<Dialect> dialect,
+                             std::optional<std::string_view> keras_version) {
   if (!root.is_object()) fail(Code::parse, "json: expected an object {\"class_name\": ..., \"config\": {...}}");
   if (!root.contains("class_name") || !root["class_name"].is_string())
     fail(Code::parse, "json: missing the string field \"class_name\"");

@@ -1101,8 +1101,8 @@ class RecurrentOp : public Op {
         if (d.is_object() && d.contains("config") && d["config"].is_object() && d["config"].value("name", json()) == json("float64"))
           d["config"]["name"] = "float32";
       }
-      LayerConfig c = parse_layer_json(e.dump(), F, ctx.dialect.dialect, ctx.keras_version);
-      // parse_layer_json validated the sizes against the limits, so the products cannot overflow.
+      LayerConfig c = parse_layer_entry(e, F, ctx.dialect.dialect, ctx.keras_version);
+      // parse_layer_entry validated the sizes against the limits, so the products cannot overflow.
       double floats = 0;
       for (const WeightSpec& w : weight_specs(c)) floats += static_cast<double>(product(w.shape));
       // Both halves of a Bidirectional count: the backward one after the forward one is built.
