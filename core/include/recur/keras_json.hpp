@@ -2,7 +2,6 @@
 // regularizer and constraint settings inside them.
 #pragma once
 
-#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,10 +17,6 @@ namespace recur {
 // Without `dialect` the dialect is detected from the fields (Keras 3 when nothing tells).
 // Throws Error(parse) for malformed JSON and Error(invalid_argument/unsupported) naming the field.
 LayerConfig parse_layer_json(std::string_view json, int input_size, std::optional<Dialect> dialect,
-                             std::optional<std::string_view> keras_version = std::nullopt);
-// parse_layer_json for a layer entry already parsed (a model file's): writing it out to parse it again
-// was a tenth of opening a model.
-LayerConfig parse_layer_entry(const nlohmann::json& entry, int input_size, std::optional<Dialect> dialect,
                              std::optional<std::string_view> keras_version = std::nullopt);
 
 // The layer kind of a Keras class name parse_layer_json accepts ("GRU", "LSTMV1", "SimpleRNN",

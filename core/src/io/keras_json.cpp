@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "io/keras_entry.hpp"
 #include "recur/error.hpp"
 
 namespace recur {
@@ -388,7 +389,7 @@ LayerConfig parse_layer_json(std::string_view text, int input_size, std::optiona
 }
 
 LayerConfig parse_layer_entry(const json& root, int input_size, std::optional<Dialect> dialect,
-                             std::optional<std::string_view> keras_version) {
+                              std::optional<std::string_view> keras_version) {
   if (!root.is_object()) fail(Code::parse, "json: expected an object {\"class_name\": ..., \"config\": {...}}");
   if (!root.contains("class_name") || !root["class_name"].is_string())
     fail(Code::parse, "json: missing the string field \"class_name\"");

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "io/hdf5_file.hpp"
+#include "io/keras_entry.hpp"
 #include "model/graph.hpp"
 #include "recur/activations.hpp"
 #include "recur/error.hpp"
