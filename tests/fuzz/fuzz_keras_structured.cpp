@@ -57,11 +57,13 @@ json pick_string(FuzzedDataProvider& p, const std::vector<std::string>& names) {
 
 // The seed config edited as JSON: a few scalars replaced, entries dropped or repeated. Each seed is
 // parsed once (parsing it for every input was a fifth of the target's time) and copied.
-std::string mutate_json(FuzzedDataProvider& p, std::size_t base, const std::string& text) {
-  static std::vector<json> parsed;
-  if (parsed.empty())
-    for (const auto& b : recur_fuzz::base_models()) parsed.push_back(json::parse(b.config, nullptr, false));
-  if (base >= parsed.size() || parsed[base].is_discarded()) return text;
+std::string mutate_json(FuzzedDataProvider& p, std::size_t base) {
+  static const std::vector<json> parsed = [] {
+    std::vector<json> out;
+    for (const auto& b : recur_fuzz::base_models()) out.push_back(json::parse(b.config, nullptr, false));
+    return out;
+  }();
+  if (parsed[base].is_discarded()) return recur_fuzz::base_models()[base].config;
   json j = parsed[base];
   std::vector<std::string> names;  // layer names: edits that wire the graph to existing layers
   const int edits = p.ConsumeIntegralInRange(1, 8);
@@ -134,7 +136,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string config = base.config, metadata = base.metadata, weights = base.weights;
 
   switch (p.ConsumeIntegralInRange(0, 3)) {
-    case 0: config = mutate_json(p, which, config); break;
+    case 0: config = mutate_json(p, which); break;
     case 1: edit_bytes(p, config); break;
     case 2: break;  // the seed's config: the other parts change
     default: config = p.ConsumeRandomLengthString(1 << 16); break;
