@@ -1,11 +1,14 @@
 // C ABI call sequences: the input is a program of up to 64 calls on a few layers, states, cells,
-// models and resource limits (reset to their defaults after each input), in any order, with
-// fuzzed arguments. Shapes, counts and batch sizes may be wrong; buffer lengths never are: every
-// length passed is the true size of the buffer allocated for the call, so any read or write past
-// one is recur's. Layers have at most 64 units, 64 features, 8 rows and 16 timesteps, except for
-// a few huge values that must fail cleanly (without allocating what they ask for). Models are
-// fixtures opened from memory afresh for each input (at most twice), so that no state carries
-// over from one input to the next.
+// models and resource limits (reset to the program's baseline after each input), in any order,
+// with fuzzed arguments. Shapes, counts and batch sizes may be wrong; buffer lengths never are:
+// every length passed is the true size of the buffer allocated for the call, so any read or write
+// past one is recur's. Layers have at most 64 units, 64 features, 8 rows and 16 timesteps (mostly
+// 8 or fewer: the same paths, a fraction of the time), except for a few huge values that must
+// fail cleanly. A program runs under lowered weight and state limits (kBaseline), so that a huge
+// size fails with RECUR_ERR_LIMIT instead of asking for what the defaults allow: a layer with
+// 65536 features and an Orthogonal kernel fits the default 1 GiB of weights, and initialising it
+// takes seconds. Models are fixtures opened from memory afresh for each input (at most twice), so
+// that no state carries over from one input to the next.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cmath>
@@ -23,16 +26,41 @@ namespace {
 constexpr int kSlots = 3;
 constexpr std::size_t kMaxBuffer = std::size_t(1) << 16;  // floats of one buffer
 
+// Limits a program runs under (the rest keep their defaults): far above what a fixture or a
+// 64-unit layer needs, far below a huge size.
+struct Baseline {
+  int32_t limit;
+  uint64_t value;
+};
+constexpr Baseline kBaseline[] = {{RECUR_LIMIT_WEIGHT_BYTES, 4u << 20}, {RECUR_LIMIT_STATE_BYTES, 4u << 20},
+                                  {RECUR_LIMIT_TENSOR_BYTES, 16u << 20}};
+
+void set_baseline() {
+  for (int32_t i = 0; i < 6; ++i) recur_set_limit(i, 0);
+  for (const Baseline& b : kBaseline)
+    if (recur_set_limit(b.limit, b.value) != RECUR_OK) std::abort();
+}
+
+// A limit raised above the baseline (0 restores the default) goes back down to it.
+void cap_at_baseline(int32_t limit) {
+  for (const Baseline& b : kBaseline) {
+    uint64_t v = 0;
+    if (b.limit == limit && recur_get_limit(limit, &v) == RECUR_OK && v > b.value) recur_set_limit(limit, b.value);
+  }
+}
+
 const char* pick_cstr(FuzzedDataProvider& p, std::initializer_list<const char*> options) {
   const std::size_t i = p.ConsumeIntegralInRange<std::size_t>(0, options.size() - 1);
   return options.begin()[i];
 }
 
-// A small count, sometimes one that is wrong in an interesting way.
+// A small count, sometimes one that is wrong in an interesting way. Half the time it is at most 8
+// (a layer's weights initialise in time cubic in its sizes).
 int32_t small(FuzzedDataProvider& p, int32_t lo, int32_t hi) {
   static const int32_t kOdd[] = {0, -1, -2, 65536, 1 << 20, std::numeric_limits<int32_t>::max(),
                                  std::numeric_limits<int32_t>::min()};
   if (p.ConsumeIntegralInRange(0, 31) == 0) return p.PickValueInArray(kOdd);
+  if (hi > 8 && lo <= 8 && p.ConsumeBool()) hi = 8;
   return p.ConsumeIntegralInRange(lo, hi);
 }
 
@@ -145,6 +173,12 @@ recur_layer* create_layer(FuzzedDataProvider& p) {
     if (layer) std::abort();  // documented: *out is NULL on error
     return nullptr;
   }
+  // Documented: a layer whose weights would go over RECUR_LIMIT_WEIGHT_BYTES is refused.
+  std::size_t floats = 0;
+  uint64_t limit = 0;
+  if (recur_layer_weights_length(layer, &floats) != RECUR_OK || recur_get_limit(RECUR_LIMIT_WEIGHT_BYTES, &limit) != RECUR_OK ||
+      floats * sizeof(float) > limit)
+    std::abort();
   return layer;
 }
 
@@ -185,9 +219,8 @@ struct Models {
 
 class Program {
  public:
-  explicit Program(FuzzedDataProvider& p) : p_(p) {}
+  explicit Program(FuzzedDataProvider& p) : p_(p) { set_baseline(); }
   ~Program() {
-    for (int32_t i = 0; i < 6; ++i) recur_set_limit(i, 0);  // the defaults again for the next input
     for (auto* s : model_states_) recur_model_state_destroy(s);
     for (auto* s : states_) recur_state_destroy(s);
     for (auto* l : layers_) recur_layer_destroy(l);
@@ -236,10 +269,14 @@ class Program {
   void set_limit() {
     static const uint64_t kValues[] = {0, 1, 2, 8, 64, 1024, 4096, 1 << 16, 1 << 20};
     const int32_t which = p_.ConsumeIntegralInRange(-1, 6);
-    uint64_t v = 0;
-    recur_set_limit(which, p_.PickValueInArray(kValues));
-    recur_get_limit(which, &v);
-    recur_default_limit(which, &v);
+    const uint64_t value = p_.PickValueInArray(kValues);
+    uint64_t got = 0, fallback = 0;
+    const bool known = recur_set_limit(which, value) == RECUR_OK;
+    if (known != (recur_get_limit(which, &got) == RECUR_OK) ||
+        known != (recur_default_limit(which, &fallback) == RECUR_OK))
+      std::abort();  // a limit is known to all three calls or to none
+    if (known && got != (value ? value : fallback)) std::abort();  // documented: 0 restores the default
+    cap_at_baseline(which);
   }
 
   void replace_layer() {

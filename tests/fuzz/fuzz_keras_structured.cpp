@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <utility>
@@ -55,28 +56,62 @@ json pick_string(FuzzedDataProvider& p, const std::vector<std::string>& names) {
   return p.ConsumeRandomLengthString(16);
 }
 
+// How to put one edit of a document back. Undone in reverse order, each finds the document as its
+// edit left it, so its pointer is valid; and each keeps the values it took out by moving them (a
+// node, an array's storage), so that the pointers of the edits before it stay valid too.
+struct Undo {
+  enum Kind { kAssign, kArrayInsert, kNodeInsert, kEraseKey } kind;
+  json* at;
+  json old;                        // kAssign: the value before; kArrayInsert: the removed entry
+  std::size_t index = 0;           // kArrayInsert
+  json::object_t::node_type node;  // kNodeInsert: the removed entry of an object
+  std::string key;                 // kEraseKey: the key the edit added
+
+  Undo(Kind k, json* where, json value = nullptr, std::size_t i = 0) : kind(k), at(where), old(std::move(value)), index(i) {}
+
+  void apply() {
+    switch (kind) {
+      case kAssign: *at = std::move(old); break;
+      case kArrayInsert: {
+        auto& a = at->get_ref<json::array_t&>();  // json::insert would copy the entry
+        a.insert(a.begin() + static_cast<std::ptrdiff_t>(index), std::move(old));
+        break;
+      }
+      case kNodeInsert: at->get_ref<json::object_t&>().insert(std::move(node)); break;
+      case kEraseKey: at->erase(key); break;
+    }
+  }
+};
+
 // The seed config edited as JSON: a few scalars replaced, entries dropped or repeated. Each seed is
-// parsed once (parsing it for every input was a fifth of the target's time) and copied.
+// parsed once, edited in place and put back after the dump: copying the document for each input
+// took a fifth of the target's time. The lists of its values are taken again only after an edit
+// that moves them.
 std::string mutate_json(FuzzedDataProvider& p, std::size_t base) {
-  static const std::vector<json> parsed = [] {
+  static std::vector<json> parsed = [] {
     std::vector<json> out;
     for (const auto& b : recur_fuzz::base_models()) out.push_back(json::parse(b.config, nullptr, false));
     return out;
   }();
-  if (parsed[base].is_discarded()) return recur_fuzz::base_models()[base].config;
-  json j = parsed[base];
+  json& j = parsed[base];
+  if (j.is_discarded()) return recur_fuzz::base_models()[base].config;
+  std::vector<Undo> undo;
+  std::vector<json*> scalars, containers;
+  collect(j, scalars, containers);
   std::vector<std::string> names;  // layer names: edits that wire the graph to existing layers
+  for (json* s : scalars)
+    if (s->is_string() && names.size() < 64) names.push_back(s->get<std::string>());
+  auto pick = [&p](const std::vector<json*>& from) {
+    return from.empty() ? nullptr : from[p.ConsumeIntegralInRange<std::size_t>(0, from.size() - 1)];
+  };
   const int edits = p.ConsumeIntegralInRange(1, 8);
   for (int e = 0; e < edits && p.remaining_bytes() > 0; ++e) {
-    std::vector<json*> scalars, containers;
-    collect(j, scalars, containers);
-    if (names.empty())
-      for (json* s : scalars)
-        if (s->is_string() && names.size() < 64) names.push_back(s->get<std::string>());
+    const std::size_t before = undo.size();
     switch (p.ConsumeIntegralInRange(0, 5)) {
       case 0:
       case 1: {  // a scalar becomes another number / string / null / bool
-        json* s = scalars.empty() ? &j : scalars[p.ConsumeIntegralInRange<std::size_t>(0, scalars.size() - 1)];
+        json* s = scalars.empty() ? &j : pick(scalars);
+        undo.emplace_back(Undo::kAssign, s, std::move(*s));
         switch (p.ConsumeIntegralInRange(0, 4)) {
           case 0: *s = pick_number(p); break;
           case 1: *s = pick_string(p, names); break;
@@ -84,38 +119,66 @@ std::string mutate_json(FuzzedDataProvider& p, std::size_t base) {
           case 3: *s = p.ConsumeBool(); break;
           default: *s = json::array({pick_number(p), pick_number(p)}); break;
         }
+        if (s != &j) continue;  // nothing moved
         break;
       }
       case 2: {  // an entry of an object or an array disappears
-        json* c = containers.empty() ? nullptr : containers[p.ConsumeIntegralInRange<std::size_t>(0, containers.size() - 1)];
+        json* c = pick(containers);
         if (!c || c->empty()) break;
         const std::size_t k = p.ConsumeIntegralInRange<std::size_t>(0, c->size() - 1);
-        if (c->is_array()) c->erase(k);
-        else c->erase(std::next(c->begin(), static_cast<std::ptrdiff_t>(k)).key());
+        if (c->is_array()) {
+          undo.emplace_back(Undo::kArrayInsert, c, std::move((*c)[k]), k);
+          c->erase(k);
+        } else {
+          auto& o = c->get_ref<json::object_t&>();
+          Undo u(Undo::kNodeInsert, c);
+          u.node = o.extract(std::next(o.begin(), static_cast<std::ptrdiff_t>(k)));
+          undo.push_back(std::move(u));
+        }
         break;
       }
       case 3: {  // an array entry is repeated (a layer listed twice, an extra inbound node)
-        json* c = containers.empty() ? nullptr : containers[p.ConsumeIntegralInRange<std::size_t>(0, containers.size() - 1)];
+        json* c = pick(containers);
         if (!c || !c->is_array() || c->empty()) break;
-        const json copy = (*c)[p.ConsumeIntegralInRange<std::size_t>(0, c->size() - 1)];
-        c->push_back(copy);
+        json copy = (*c)[p.ConsumeIntegralInRange<std::size_t>(0, c->size() - 1)];
+        // The edit goes to a copy of the array: growing it in place could move its entries.
+        undo.emplace_back(Undo::kAssign, c, std::move(*c));
+        *c = undo.back().old;
+        c->push_back(std::move(copy));
         break;
       }
       case 4: {  // a container is swapped for another one of the document (a subtree moves)
         if (containers.size() < 2) break;
-        json* a = containers[p.ConsumeIntegralInRange<std::size_t>(0, containers.size() - 1)];
-        const json copy = *containers[p.ConsumeIntegralInRange<std::size_t>(0, containers.size() - 1)];
-        if (copy.dump(-1, ' ', false, json::error_handler_t::replace).size() < 100000) *a = copy;
+        json* a = pick(containers);
+        json copy = *pick(containers);
+        if (copy.dump(-1, ' ', false, json::error_handler_t::replace).size() >= 100000) break;
+        undo.emplace_back(Undo::kAssign, a, std::move(*a));
+        *a = std::move(copy);
         break;
       }
       default: {  // a new key in an object
-        json* c = containers.empty() ? nullptr : containers[p.ConsumeIntegralInRange<std::size_t>(0, containers.size() - 1)];
-        if (c && c->is_object()) (*c)[pick_string(p, names).get<std::string>()] = pick_number(p);
+        json* c = pick(containers);
+        if (!c || !c->is_object()) break;
+        const std::string key = pick_string(p, names).get<std::string>();
+        if (auto it = c->find(key); it != c->end()) {
+          undo.emplace_back(Undo::kAssign, &*it, std::move(*it));
+        } else {
+          Undo u(Undo::kEraseKey, c);
+          u.key = key;
+          undo.push_back(std::move(u));
+        }
+        (*c)[key] = pick_number(p);
         break;
       }
     }
+    if (undo.size() == before) continue;
+    scalars.clear();
+    containers.clear();
+    collect(j, scalars, containers);
   }
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  for (auto it = undo.rbegin(); it != undo.rend(); ++it) it->apply();
+  return text;
 }
 
 // A few bytes overwritten at fuzzed offsets.
