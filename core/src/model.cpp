@@ -195,15 +195,16 @@ std::unique_ptr<Model::Impl> open_image(const std::string& display, const std::s
     impl->dialect = DialectInfo::parse(v[0] == '2' ? Dialect::keras2 : Dialect::keras3, v);
   };
   // `weights_bytes`: the size of the file holding the weights, which bounds how many there can be.
-  auto build = [&](const json& model_config, std::uint64_t weights_bytes) {
+  auto build = [&](json model_config, std::uint64_t weights_bytes) {
     graph::BuildContext ctx;
+    ctx.document = std::make_shared<const json>(std::move(model_config));
     ctx.file_weight_floats = weights_bytes / 2 + (std::uint64_t(1) << 20);
     ctx.file = path;
     ctx.dialect = impl->dialect;
     ctx.keras_version = impl->keras_version;
     impl->shared = std::make_shared<ModelShared>();
     impl->shared->path = path;
-    impl->shared->graph = Graph::build(model_config, ctx, "", nullptr);
+    impl->shared->graph = Graph::build(*ctx.document, ctx, "", nullptr);
     check_limit(Limit::weight_bytes, 4.0 * double(impl->shared->graph->weight_floats()),
                 path + ": model_config: the weights of all layers");
   };
@@ -270,7 +271,7 @@ void Model::Impl::finish() {
     ModelLayerInfo info;
     info.name = le.name;
     info.class_name = le.class_name;
-    info.config_json = le.entry.dump();
+    info.config_json = le.entry->dump();
     info.recurrent = le.class_name == "GRU" || le.class_name == "LSTM" || le.class_name == "CuDNNGRU" ||
                      le.class_name == "CuDNNLSTM" || le.class_name == "SimpleRNN" || le.class_name == "Bidirectional";
     info.supported = le.why.empty();

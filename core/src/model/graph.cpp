@@ -230,7 +230,7 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
     le.name = e["config"].contains("name") && e["config"]["name"].is_string() ? e["config"]["name"].get<std::string>()
               : e.contains("name") && e["name"].is_string()                   ? e["name"].get<std::string>()
                                                                               : "layer_" + std::to_string(i);
-    le.entry = e;
+    le.entry = &e;
     le.is_op = is_op_entry(e);
     if (by_name.count(le.name)) fail(Code::io, file, ": model_config: two layers are named '", io::printable(le.name), "'");
     by_name[le.name] = static_cast<int>(i);
@@ -312,7 +312,7 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
         g->nodes[static_cast<std::size_t>(id)].is_input = true;
         continue;
       }
-      const json& e = le.entry;
+      const json& e = *le.entry;
       if (!e.contains("inbound_nodes") || !e["inbound_nodes"].is_array())
         fail(Code::io, where, ": no inbound_nodes");
       const bool recurrent = le.class_name == "GRU" || le.class_name == "LSTM" || le.class_name == "SimpleRNN" ||
@@ -362,7 +362,7 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
         fail(Code::io, where, ": input_layers names '", io::printable(r.layer), "', which is not an InputLayer");
       g->nodes[static_cast<std::size_t>(ref.node)].input_index = static_cast<int>(g->input_nodes.size());
       g->nodes[static_cast<std::size_t>(ref.node)].out = {
-          input_spec_of(g->layers[static_cast<std::size_t>(g->nodes[static_cast<std::size_t>(ref.node)].layer)].entry,
+          input_spec_of(*g->layers[static_cast<std::size_t>(g->nodes[static_cast<std::size_t>(ref.node)].layer)].entry,
                         g->input_nodes.size())};
       g->input_nodes.push_back(ref.node);
       g->input_names.push_back(r.layer);
@@ -471,7 +471,7 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
     }
     try {
       try {
-        if (!le.op && le.why.empty()) le.op = make_op(le.entry, ctx, le.object_path);
+        if (!le.op && le.why.empty()) le.op = make_op(*le.entry, ctx, le.object_path);
         if (!le.why.empty()) fail(Code::unsupported, le.why);
         n.op = le.op;
         const std::uint64_t before = le.op->weight_floats();
@@ -506,10 +506,10 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
   for (LayerEntry& le : g->layers) {
     if (le.is_op || le.class_name == "InputLayer" || (le.op && !le.nodes.empty() && !g->nodes[static_cast<std::size_t>(le.nodes[0])].out.empty()))
       continue;
-    const json* shape = recorded_shape(le.entry);
+    const json* shape = recorded_shape(*le.entry);
     if (!shape) continue;
     try {
-      if (!le.op) le.op = make_op(le.entry, ctx, le.object_path);
+      if (!le.op) le.op = make_op(*le.entry, ctx, le.object_path);
       le.op->build({spec_of_shape(*shape, false, file)}, {}, ctx);
     } catch (const std::exception& e) {
       if (le.why.empty()) le.why = e.what();

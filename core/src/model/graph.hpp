@@ -62,6 +62,9 @@ struct RunContext {
 // What build() knows about the model being read.
 struct BuildContext {
   std::string file;  // for messages
+  // The parsed model config. Layer entries and ops point into it instead of copying their part
+  // (copies were a fifth of opening a model); whatever holds such a pointer holds this too.
+  std::shared_ptr<const json> document;
   DialectInfo dialect;
   std::string keras_version;
   int batch_size = 0;  // the batch of the Input feeding the call site, when fixed (stateful layers)
@@ -140,7 +143,7 @@ struct Node {
 // A Keras layer entry of the model config.
 struct LayerEntry {
   std::string name, class_name;
-  json entry;
+  const json* entry = nullptr;  // in BuildContext::document
   std::shared_ptr<Op> op;
   std::vector<int> nodes;     // its call sites in this graph
   std::string object_path;    // .keras object path

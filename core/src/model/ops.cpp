@@ -1030,7 +1030,8 @@ bool is_recurrent_class(const std::string& cls) {
 
 class RecurrentOp : public Op {
  public:
-  RecurrentOp(const json& entry, bool bidirectional) : entry_(entry), bidirectional_(bidirectional) {}
+  RecurrentOp(const json& entry, const BuildContext& ctx, bool bidirectional)
+      : entry_(entry), document_(ctx.document), bidirectional_(bidirectional) {}
 
   std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>& init, const BuildContext& ctx) override {
     check_rank(in, 1, 3, class_name.c_str());
@@ -1306,7 +1307,8 @@ class RecurrentOp : public Op {
   }
   bool stateful() const override { return fwd_ && fwd_->config().stateful; }
 
-  json entry_;
+  const json& entry_;
+  std::shared_ptr<const json> document_;  // holds entry_
   bool bidirectional_;
   std::shared_ptr<Layer> fwd_, bwd_;
   std::string merge_ = "concat";
@@ -1434,7 +1436,8 @@ class TimeDistributedOp : public Op {
 // A Sequential or functional model used as a layer.
 class ModelOp : public Op {
  public:
-  ModelOp(const json& entry, const std::string& object_path) : entry_(entry), object_path_(object_path) {}
+  ModelOp(const json& entry, const BuildContext& ctx, const std::string& object_path)
+      : entry_(entry), document_(ctx.document), object_path_(object_path) {}
   std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext& ctx) override {
     if (!graph_) {
       graph_ = Graph::build(entry_, ctx, object_path_, &in);
@@ -1470,7 +1473,8 @@ class ModelOp : public Op {
   }
 
  private:
-  json entry_;
+  const json& entry_;
+  std::shared_ptr<const json> document_;  // holds entry_
   std::string object_path_;
   std::unique_ptr<Graph> graph_;
 };
@@ -1835,10 +1839,10 @@ std::shared_ptr<Op> make_op(const json& entry, const BuildContext& ctx, const st
   else if (cls == "GlobalAveragePooling1D" || cls == "GlobalAvgPool1D") op = std::make_shared<GlobalPool1DOp>(cfg, false);
   else if (cls == "GlobalMaxPooling1D" || cls == "GlobalMaxPool1D") op = std::make_shared<GlobalPool1DOp>(cfg, true);
   else if (cls == "Conv1D" || cls == "Convolution1D") op = std::make_shared<Conv1DOp>(cfg, d);
-  else if (is_recurrent_class(cls)) op = std::make_shared<RecurrentOp>(entry, false);
-  else if (cls == "Bidirectional") op = std::make_shared<RecurrentOp>(entry, true);
+  else if (is_recurrent_class(cls)) op = std::make_shared<RecurrentOp>(entry, ctx, false);
+  else if (cls == "Bidirectional") op = std::make_shared<RecurrentOp>(entry, ctx, true);
   else if (cls == "TimeDistributed") op = std::make_shared<TimeDistributedOp>(entry, ctx, object_path);
-  else if (is_sequence_model_class(cls)) op = std::make_shared<ModelOp>(entry, object_path);
+  else if (is_sequence_model_class(cls)) op = std::make_shared<ModelOp>(entry, ctx, object_path);
   else fail(Code::unsupported, "unsupported layer ", cls);
   op->class_name = cls;
   op->name = cfg.value("name", std::string());
