@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "gpu/gpu_layer.hpp"
 #include "recur/constraints.hpp"
 #include "recur/error.hpp"
 #include "recur/initializers.hpp"
+#include "recur/limits.hpp"
 #include "recur/regularizers.hpp"
 
 namespace recur {
@@ -556,6 +558,11 @@ std::vector<RowMatrix> Layer::cached_masks(std::vector<RowMatrix>& cache, bool& 
                                            float rate, int count, Index cols, const char* what) {
   if (batch <= 0) fail(Error::Code::invalid_argument, "batch: expected a positive batch size, got ", batch);
   if (rate <= 0.0f) return {};
+  // The batch is all the caller gives: bounded like a state's, or a small call could ask for GiBs.
+  check_limit(Limit::batch, static_cast<double>(batch), std::string("batch (") + what + " mask)");
+  check_limit(Limit::state_bytes, 4.0 * count * static_cast<double>(batch) * static_cast<double>(cols),
+              std::string(what) + " masks: " + std::to_string(count) + " of (" + std::to_string(batch) + ", " +
+                  std::to_string(cols) + ")");
   std::lock_guard<std::mutex> lock(mutex_);
   if (cached) {
     if (cache.front().rows() != batch)

@@ -223,7 +223,9 @@ TEST(CApiGraph, StatefulModelCarriesStatesBetweenRunsLikeKeras) {
   for (const auto& c : doc.at("cases")) {
     if (c.at("name") != "stateful_functional_lstm_gru") continue;
     for (const auto& call : c.at("calls")) {
-      if (call.value("reset_states_before", false)) ASSERT_RECUR_OK(recur_model_reset_states(m.get()));
+      if (call.value("reset_states_before", false)) {
+        ASSERT_RECUR_OK(recur_model_reset_states(m.get()));
+      }
       expect_near(run(m.get(), calls.at(i)), flat(calls.at(i).outputs));
       ++i;
     }

@@ -117,6 +117,32 @@ TEST(CApiLimits, BatchAndStateBytes) {
   rt::Layer stateful = rt::make_json(fits, 0, RECUR_DIALECT_KERAS2);
 }
 
+// A cell's dropout masks are sized by the batch the caller names, with no buffer of the caller's
+// behind it (out may be NULL): the batch and state_bytes limits bound them.
+TEST(CApiLimits, CellDropoutMasks) {
+  recur_layer_options o = rt::options(RECUR_LAYER_LSTM_CELL, 64, 64);
+  o.dropout = 0.5f;
+  o.recurrent_dropout = 0.5f;
+  rt::Layer cell = rt::make(o);
+  int32_t count = -1;
+  expect_limit(recur_cell_get_dropout_mask(cell.get(), (1 << 20) + 1, 1, nullptr, 0, &count), "batch");
+  expect_limit(recur_cell_get_recurrent_dropout_mask(cell.get(), (1 << 20) + 1, 1, nullptr, 0, &count), "batch");
+  // 2^20 rows pass the batch limit; 4 masks of (2^20, 64) are 1 GiB, over the 256 MiB default.
+  expect_limit(recur_cell_get_recurrent_dropout_mask(cell.get(), 1 << 20, 1, nullptr, 0, &count), "state_bytes");
+  {
+    ScopedLimit lower(RECUR_LIMIT_STATE_BYTES, 4 * 8 * 64 * 4 - 1);
+    expect_limit(recur_cell_get_recurrent_dropout_mask(cell.get(), 8, 1, nullptr, 0, &count), "state_bytes");
+  }
+  EXPECT_EQ(count, -1);  // nothing written on error
+  // Within the limits, and no refused call left a mask of its batch cached.
+  ASSERT_EQ(recur_cell_get_recurrent_dropout_mask(cell.get(), 8, 1, nullptr, 0, &count), RECUR_OK)
+      << recur_last_error();
+  EXPECT_EQ(count, 4);
+  std::vector<float> masks(4 * 8 * 64);
+  ASSERT_EQ(recur_cell_get_recurrent_dropout_mask(cell.get(), 8, 1, masks.data(), masks.size(), &count), RECUR_OK)
+      << recur_last_error();
+}
+
 TEST(CApiLimits, ModelFileWeightAndTensorBytes) {
   RECUR_SKIP_WITHOUT_FILES();
   const std::string path = kModels + "/keras3/tokens.keras";

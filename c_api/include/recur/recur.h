@@ -301,7 +301,10 @@ RECUR_API recur_status recur_cell_call(recur_layer *cell, const float *input, si
 /* The cell's cached input dropout masks for a batch (Keras get_dropout_mask_for_cell): *count
  * masks of (batch, input_size), concatenated, values 0 or 1/(1-rate). Created on first use and
  * kept until recur_cell_reset_dropout_mask. *count is 0 when dropout is 0. Keras 2 caches ones
- * when training is 0. Pass out=NULL, out_len=0 to query *count only. */
+ * when training is 0. Pass out=NULL, out_len=0 to query *count only. Errors: INVALID_ARGUMENT
+ * (batch <= 0, count NULL), STATE (not a cell), SHAPE (out_len wrong, or a cached mask of another
+ * batch), LIMIT (batch over RECUR_LIMIT_BATCH, or the masks over RECUR_LIMIT_STATE_BYTES; since
+ * 0.5). */
 RECUR_API recur_status recur_cell_get_dropout_mask(recur_layer *cell, int32_t batch, int32_t training, float *out,
                                                    size_t out_len, int32_t *count);
 /* The same for recurrent dropout: *count masks of (batch, units). */
@@ -684,8 +687,9 @@ typedef enum recur_limit {
   RECUR_LIMIT_UNITS = 0,        /* units of one recurrent layer (default 65536) */
   RECUR_LIMIT_BATCH = 1,        /* batch of a stateful layer, a recur_state or a recur_model_state
                                    (default 1048576) */
-  RECUR_LIMIT_STATE_BYTES = 2,  /* bytes of the states one stateful layer or one state holds; a model
-                                   state checks each recurrent layer's (default 256 MiB) */
+  RECUR_LIMIT_STATE_BYTES = 2,  /* bytes of the states one stateful layer or one state holds, or of
+                                   the dropout masks one cell caches; a model state checks each
+                                   recurrent layer's (default 256 MiB) */
   RECUR_LIMIT_WEIGHT_BYTES = 3, /* bytes of the weights of one layer, and of all the layers of one
                                    model (default 1 GiB) */
   RECUR_LIMIT_FILE_BYTES = 4,   /* bytes of a model file or image, and of one member of a .keras

@@ -12,7 +12,7 @@ namespace recur {
 enum class Limit : int {
   units = 0,         // units of one recurrent layer
   batch = 1,         // batch of a stateful layer, a state or a model state
-  state_bytes = 2,   // the states one stateful layer, state or model state holds
+  state_bytes = 2,   // the states one stateful layer, state or model state holds; a cell's dropout masks
   weight_bytes = 3,  // the weights of one layer, or of all the layers of one model
   file_bytes = 4,    // a model file, or one member of a .keras archive
   tensor_bytes = 5,  // one tensor a model allocates while it runs
