@@ -94,13 +94,19 @@ void Layer::materialize() const {
   if (initialized_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(init_mutex_);
   if (initialized_.load(std::memory_order_relaxed)) return;
+  if (init_error_) throw *init_error_;
   // Every initializer runs in Keras's order, so a seeded layer draws the same numbers whichever
   // weights were set; the results for set weights are dropped.
   Layer& self = const_cast<Layer&>(*this);
-  for (std::size_t i = 0; i < weights_.size(); ++i) {
-    Tensor value(specs_[i].shape);
-    self.initialize_weight(i, value);
-    if (!given_[i]) self.store_weight(i, value.data());
+  try {
+    for (std::size_t i = 0; i < weights_.size(); ++i) {
+      Tensor value(specs_[i].shape);
+      self.initialize_weight(i, value);
+      if (!given_[i]) self.store_weight(i, value.data());
+    }
+  } catch (const Error& e) {
+    init_error_ = e;
+    throw;
   }
   self.refresh_cell();
   initialized_.store(true, std::memory_order_release);

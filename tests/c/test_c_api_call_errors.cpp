@@ -1,7 +1,9 @@
 // Error paths of every C ABI function that takes a layer or a state: NULL and destroyed handles,
 // NULL pointers, wrong lengths and counts, calls the object cannot do. After each failure the
 // objects and the caller's buffers must be unchanged.
+#include <cmath>
 #include <functional>
+#include <vector>
 
 #include "c_api_test_util.hpp"
 
@@ -792,4 +794,26 @@ TEST(CApiCallErrors, ApplyConstraintsFailureChangesNothing) {
   EXPECT_RECUR_ERR(recur_layer_apply_constraints(l.get()), RECUR_ERR_INVALID_ARGUMENT, "bias_constraint");
   EXPECT_RECUR_ERR(recur_layer_apply_constraints(l.get()), RECUR_ERR_INVALID_ARGUMENT, "axis");
   EXPECT_EQ(rt::all_weights(l.get()), before);
+}
+
+// An initializer that fails at the first use (Keras: when the layer builds) fails every later use
+// with the same error, and giving every weight makes the layer usable.
+TEST(CApiCallErrors, FailedInitializerFailsEveryUseUntilWeightsAreGiven) {
+  recur_layer_options o = rt::options(RECUR_LAYER_LSTM, 61, 63);
+  o.kernel_initializer = "orthogonal";
+  o.recurrent_initializer = "orthogonal";
+  o.bias_initializer = "orthogonal";  // a bias is rank 1
+  rt::Layer l = rt::make(o);
+  std::vector<float> x(2 * 63, 0.5f), out(61);
+  for (int attempt = 0; attempt < 2; ++attempt)
+    EXPECT_RECUR_ERR(recur_layer_forward(l.get(), x.data(), x.size(), 1, 2, nullptr, 0, nullptr, 0, 0, 0, out.data(),
+                                         out.size(), nullptr, 0),
+                     RECUR_ERR_INVALID_ARGUMENT, "orthogonal initializer needs a rank-2 shape");
+  std::size_t n = 0;
+  ASSERT_RECUR_OK(recur_layer_weights_length(l.get(), &n));
+  const std::vector<float> w(n, 0.01f);
+  ASSERT_RECUR_OK(recur_layer_set_weights(l.get(), w.data(), w.size()));
+  ASSERT_RECUR_OK(recur_layer_forward(l.get(), x.data(), x.size(), 1, 2, nullptr, 0, nullptr, 0, 0, 0, out.data(),
+                                      out.size(), nullptr, 0));
+  EXPECT_TRUE(std::isfinite(out[0]));
 }

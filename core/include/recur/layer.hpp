@@ -17,6 +17,7 @@
 #include "recur/cell.hpp"
 #include "recur/config.hpp"
 #include "recur/device.hpp"
+#include "recur/error.hpp"
 #include "recur/random.hpp"
 #include "recur/state.hpp"
 #include "recur/weights.hpp"
@@ -179,6 +180,9 @@ class Layer {
   std::vector<bool> given_;  // weights set since creation, while not initialised
   mutable std::atomic<bool> initialized_{false};
   mutable std::mutex init_mutex_;
+  // Why the initializers failed: raised again by every later use instead of running them again
+  // (an Orthogonal kernel before a bias initializer that fails would redo its QR on every call).
+  mutable std::optional<Error> init_error_;
 
   mutable std::mutex mutex_;  // guards everything below
   Rng rng_;
