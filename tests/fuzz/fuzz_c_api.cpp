@@ -1,10 +1,10 @@
 // C ABI call sequences: the input is a program of up to 64 calls on a few layers, states, cells,
-// models and resource limits (reset to the program's baseline after each input), in any order,
+// models and resource limits (each input starts from the baseline limits), in any order,
 // with fuzzed arguments. Shapes, counts and batch sizes may be wrong; buffer lengths never are:
 // every length passed is the true size of the buffer allocated for the call, so any read or write
 // past one is recur's. Layers have at most 64 units, 64 features, 8 rows and 16 timesteps (mostly
 // 8 or fewer: the same code paths in a fraction of the time), except for a few huge values that must
-// fail cleanly. A program runs under lowered weight and state limits (kBaseline), so that a huge
+// fail cleanly. A program runs under lowered weight, state and tensor limits (kBaseline), so a huge
 // size fails with RECUR_ERR_LIMIT instead of asking for what the defaults allow: a layer with
 // 65536 features and an Orthogonal kernel fits the default 1 GiB of weights, and initialising it
 // takes seconds. Models are fixtures opened from memory afresh for each input (at most twice), so
@@ -274,7 +274,7 @@ class Program {
     const uint64_t value = p_.PickValueInArray(kValues);
     uint64_t got = 0, fallback = 0;
     const bool known = recur_set_limit(which, value) == RECUR_OK;
-    lowered_ = lowered_ || known;
+    limit_set_ = limit_set_ || known;
     if (known != (recur_get_limit(which, &got) == RECUR_OK) ||
         known != (recur_default_limit(which, &fallback) == RECUR_OK))
       std::abort();  // a limit is known to all three calls or to none
@@ -552,7 +552,7 @@ class Program {
     const std::string& image = models.images[p_.ConsumeIntegralInRange<std::size_t>(0, models.images.size() - 1)];
     // A fixture always opens (the baseline limits included), unless this program set a limit.
     const recur_status st = recur_model_open_memory(&model_, image.data(), image.size(), "fixture.keras");
-    if (st != RECUR_OK && !(st == RECUR_ERR_LIMIT && lowered_)) std::abort();
+    if (st != RECUR_OK && !(st == RECUR_ERR_LIMIT && limit_set_)) std::abort();
     if (st != RECUR_OK) return;
     int32_t n = 0;
     recur_model_num_inputs(model_, &n);
@@ -708,7 +708,7 @@ class Program {
   recur_model* model_ = nullptr;
   int32_t inputs_ = 0;
   int opens_ = 0;
-  bool lowered_ = false;  // set_limit ran
+  bool limit_set_ = false;  // this program set a limit of its own
   std::vector<recur_model_state*> model_states_;
 };
 
