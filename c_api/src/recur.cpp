@@ -944,6 +944,8 @@ const char* recur_cpu_kernels(void) { return recur::cpu::cpu_kernels().name; }
 
 /* ---- models as graphs (0.4) ---- */
 
+}  // extern "C": the helpers below return C++ types
+
 namespace {
 
 recur::ModelStream& stream_of(const recur_model_state* s, const char* fn) {
@@ -971,6 +973,8 @@ void fill_dims(const std::vector<recur::Index>& d, int32_t* rank, int64_t* dims)
 }
 
 }  // namespace
+
+extern "C" {
 
 recur_status recur_model_open_memory(recur_model** out, const void* data, size_t len, const char* name) {
   if (out) *out = nullptr;

@@ -2,6 +2,7 @@
 // and inference-time arithmetic, in both dialects.
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -66,8 +67,11 @@ ActivationFn activation_of(const json& cfg, const DialectInfo& d) {
 }
 
 Index product(const std::vector<Index>& d, std::size_t from = 0, std::size_t to = std::size_t(-1)) {
+  const std::size_t end = std::min(to, d.size());
   Index p = 1;
-  for (std::size_t i = from; i < std::min(to, d.size()); ++i) p *= d[i];
+  // Iterators, not indices: GCC 12 warned (-Waggressive-loop-optimizations) on the indexed loop.
+  if (from < end)
+    for (auto it = d.begin() + static_cast<std::ptrdiff_t>(from); it != d.begin() + static_cast<std::ptrdiff_t>(end); ++it) p *= *it;
   return p;
 }
 
@@ -1404,7 +1408,7 @@ class TimeDistributedOp : public Op {
     s.dims[1] = in[0].dims[1];
     return {s};
   }
-  std::vector<Value> forward(const CallInputs& in, RunContext& ctx, int site) const override {
+  std::vector<Value> forward(const CallInputs& in, RunContext& /*ctx*/, int site) const override {
     const Value& x = *in.main[0];
     Value flat;
     flat.shape = x.shape;
