@@ -187,12 +187,18 @@ std::unique_ptr<Model::Impl> open_image(const std::string& display, const std::s
   auto impl = std::make_unique<Model::Impl>();
   impl->path = display;
   const std::string& path = display;
+  // `where`: what holds the keras_version ("metadata.json", or the HDF5 group with the attribute).
   auto set_version = [&](const std::string& v, const std::string& where) {
     impl->keras_version = v;
     if (v.empty() || (v[0] != '2' && v[0] != '3'))
       fail(Code::unsupported, path, ": ", where, ": keras_version '", io::printable(v),
            "' (recur reads files from Keras 2 and Keras 3)");
-    impl->dialect = DialectInfo::parse(v[0] == '2' ? Dialect::keras2 : Dialect::keras3, v);
+    try {
+      impl->dialect = DialectInfo::parse(v[0] == '2' ? Dialect::keras2 : Dialect::keras3, v);
+    } catch (const Error& e) {
+      // A malformed version is a corrupt file, and the message names it.
+      fail(Code::io, path, ": ", where, ": ", io::printable(e.what()));
+    }
   };
   // `weights_bytes`: the size of the file holding the weights, which bounds how many there can be.
   auto build = [&](json model_config, std::uint64_t weights_bytes) {
@@ -230,10 +236,14 @@ std::unique_ptr<Model::Impl> open_image(const std::string& display, const std::s
       if (!h5.has_attribute("", "model_config"))
         fail(Code::io, path, ": /: no 'model_config' attribute (a weights-only file from save_weights has no "
                              "architecture; build the layers from their JSON instead)");
-      std::string version;
-      if (h5.has_attribute("", "keras_version")) version = h5.attribute_string("", "keras_version");
-      else if (h5.has_attribute("model_weights", "keras_version")) version = h5.attribute_string("model_weights", "keras_version");
-      set_version(version, "/ keras_version");
+      std::string version, holder = "/";
+      if (h5.has_attribute("", "keras_version")) {
+        version = h5.attribute_string("", "keras_version");
+      } else if (h5.has_attribute("model_weights", "keras_version")) {
+        version = h5.attribute_string("model_weights", "keras_version");
+        holder = "/model_weights";
+      }
+      set_version(version, holder);
       build(parse_json(h5.attribute_string("", "model_config"), path + ": /model_config"), file_size);
       impl->graph().load_legacy(h5, h5.is_group("model_weights") ? "model_weights" : "", path);
     } else if (std::memcmp(sig, "PK\x03\x04", 4) == 0) {

@@ -609,6 +609,10 @@ TEST(ModelFilesMalformed, Metadata) {
       {"array", R"(["keras_version", "3.0.0"])", RECUR_ERR_IO, {"metadata.json", "keras_version"}},
       {"empty", "", RECUR_ERR_IO, {"metadata.json"}},
       {"non_utf8_version", "{\"keras_version\": \"9\xff\xfe\"}", RECUR_ERR_IO, {"metadata.json"}},
+      // A version that is not one: the file is corrupt, and the message names it.
+      {"malformed_version", R"({"keras_version": "3.x"})", RECUR_ERR_IO,
+       {"malformed_version.keras: metadata.json: keras_version: '3.x' is not a version"}},
+      {"truncated_version", R"({"keras_version": "2."})", RECUR_ERR_IO, {"truncated_version.keras", "'2.'"}},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -690,6 +694,8 @@ TEST(ModelFilesMalformed, LegacyH5Structure) {
                  RECUR_ERR_UNSUPPORTED, {"keras_version"});
     expect_fails(edited_h5(s, src, "v122.h5", [](H5Edit& e) { e.set_str_attr("/", "keras_version", "1.2.2"); }),
                  RECUR_ERR_UNSUPPORTED, {"1.2.2"});
+    expect_fails(edited_h5(s, src, "v3colon.h5", [](H5Edit& e) { e.set_str_attr("/", "keras_version", "3:15.1"); }),
+                 RECUR_ERR_IO, {"v3colon.h5: /: keras_version: '3:15.1' is not a version"});
     expect_fails(edited_h5(s, src, "cfg_bad.h5", [](H5Edit& e) { e.set_str_attr("/", "model_config", "{\"class"); }),
                  RECUR_ERR_IO, {"/model_config", "malformed JSON"});
     expect_fails(edited_h5(s, src, "cfg_custom.h5",
