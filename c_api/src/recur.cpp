@@ -146,7 +146,7 @@ recur_status guarded(F&& body) noexcept {
   } catch (const std::bad_alloc&) {
     return set_error(RECUR_ERR_OUT_OF_MEMORY, "out of memory");
   } catch (const std::exception& e) {
-    return set_error(RECUR_ERR_INTERNAL, std::string("internal error: ") + e.what());
+    return set_error(RECUR_ERR_INTERNAL, recur::detail::bounded_message(std::string("internal error: ") + e.what()));
   } catch (...) {
     return set_error(RECUR_ERR_INTERNAL, "internal error: unknown exception");
   }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "io/printable.hpp"
 #include "recur/error.hpp"
 
 namespace recur {
@@ -180,7 +181,7 @@ ActivationFn parse_activation(std::string_view name, const DialectInfo& dialect,
     if (!known.empty()) known += ", ";
     known += e.name;
   }
-  fail(Error::Code::invalid_argument, field, ": unknown activation '", name, "'; ", dialect.name(),
+  fail(Error::Code::invalid_argument, field, ": unknown activation '", io::printable(std::string(name)), "'; ", dialect.name(),
        " accepts: ", known);
 }
 

@@ -508,6 +508,45 @@ TEST(CApiErrors, JsonWrongValueTypes) {
   expect_json_error(k2_gru(R"(, "dtype": 32)"), RECUR_ERR_INVALID_ARGUMENT, "dtype");
 }
 
+// A message names the field and quotes the value, but a value of megabytes is quoted in part, and
+// control bytes (a newline in a field name) are escaped: messages end up in logs.
+TEST(CApiErrors, JsonMessagesQuoteHugeValuesInPart) {
+  const std::string big(1 << 20, 'x');
+  std::string list = "[0";
+  for (int i = 1; i < 100000; ++i) list += "," + std::to_string(i);
+  list += "]";
+  const struct {
+    std::string json;
+    recur_status code;
+    const char* needle;
+  } cases[] = {
+      {R"({"class_name": "GRU", "config": {"units": )" + list + "}}", RECUR_ERR_INVALID_ARGUMENT, "units"},
+      {R"({"class_name": ")" + big + R"(", "config": {"units": 4}})", RECUR_ERR_UNSUPPORTED, "class_name"},
+      {k2_gru(R"(, ")" + big + R"(": 1)"), RECUR_ERR_INVALID_ARGUMENT, "has no argument"},
+      {k2_gru(R"(, "activation": ")" + big + R"(")"), RECUR_ERR_INVALID_ARGUMENT, "unknown activation"},
+      {k2_gru(R"(, "activation": {"class_name": ")" + big + R"("})"), RECUR_ERR_INVALID_ARGUMENT, "activation"},
+      {k2_gru(R"(, "kernel_initializer": ")" + big + R"(")"), RECUR_ERR_INVALID_ARGUMENT, "kernel_initializer"},
+      {k2_gru(R"(, "kernel_constraint": {"class_name": ")" + big + R"("})"), RECUR_ERR_INVALID_ARGUMENT,
+       "kernel_constraint"},
+      {k2_gru(R"(, "kernel_regularizer": {"class_name": "L2", "config": {")" + big + R"(": 1}})"),
+       RECUR_ERR_INVALID_ARGUMENT, "kernel_regularizer"},
+      {k2_gru(R"(, "dtype": ")" + big + R"(")"), RECUR_ERR_UNSUPPORTED, "dtype"},
+      {k2_gru(R"(, "reset_after": [")" + big + R"("])"), RECUR_ERR_INVALID_ARGUMENT, "reset_after"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.json.substr(0, 80));
+    EXPECT_CREATE_ERR(created, recur_layer_create_from_json(&created, c.json.c_str(), 3, RECUR_DIALECT_AUTO, nullptr),
+                      c.code, c.needle);
+    const std::string m = recur_last_error();
+    EXPECT_LE(m.size(), 1024u) << m.substr(0, 200);
+    EXPECT_NE(m.find("..."), std::string::npos) << m.substr(0, 200);
+  }
+  EXPECT_CREATE_ERR(created,
+                    recur_layer_create_from_json(&created, k2_gru(R"(, "a\u0001\nb": 1)").c_str(), 3,
+                                                 RECUR_DIALECT_AUTO, nullptr),
+                    RECUR_ERR_INVALID_ARGUMENT, "has no argument 'a\\x01\\x0Ab'");
+}
+
 TEST(CApiErrors, JsonKeras3RejectsKeras2Arguments) {
   // time_major in a Keras 3 config.
   expect_json_error(R"({"class_name": "GRU", "config": {"units": 4, "time_major": false}})", RECUR_ERR_UNSUPPORTED,

@@ -73,7 +73,10 @@ RECUR_API const char *recur_version_string(void);
 /* A short static description of a status code, e.g. "invalid argument". Never NULL. */
 RECUR_API const char *recur_status_string(recur_status status);
 /* The message of the last failed call on this thread ("" if none has failed); successful calls
- * leave it as it is. Valid until the next recur_* call on this thread. Never NULL. */
+ * leave it as it is. Valid until the next recur_* call on this thread. Never NULL. A message is
+ * one line of printable UTF-8 (control and invalid bytes it quotes from an input appear as \xNN)
+ * of at most about 2 KiB, however large the input it quotes: a longer value is cut, and "..."
+ * follows. */
 RECUR_API const char *recur_last_error(void);
 
 /* ------------------------------------------------------------------------------------------ */

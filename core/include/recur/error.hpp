@@ -1,6 +1,7 @@
 // Errors raised inside the core. The C ABI maps each Error::Code to a recur_status.
 #pragma once
 
+#include <cstddef>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -28,6 +29,12 @@ class Error : public std::runtime_error {
 };
 
 namespace detail {
+// Messages quote names and values from the caller's input. However large or hostile that is, a
+// message is printable (control and non-UTF-8 bytes become \xNN) and at most kMaxMessageBytes
+// long (a longer one is cut there, and "..." follows).
+constexpr std::size_t kMaxMessageBytes = 2048;
+std::string bounded_message(const std::string& message);
+
 inline void append(std::ostringstream&) {}
 template <typename T, typename... Rest>
 void append(std::ostringstream& os, const T& value, const Rest&... rest) {
@@ -41,7 +48,7 @@ template <typename... Parts>
 [[noreturn]] void fail(Error::Code code, const Parts&... parts) {
   std::ostringstream os;
   detail::append(os, parts...);
-  throw Error(code, os.str());
+  throw Error(code, detail::bounded_message(os.str()));
 }
 
 }  // namespace recur

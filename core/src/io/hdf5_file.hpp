@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "printable.hpp"
+
 namespace recur::io {
 
 class H5File {
@@ -59,8 +61,5 @@ class H5File {
   int length_size_ = 8;      // bytes in a file length
   std::shared_ptr<Cache> cache_;
 };
-
-// Makes a byte string printable for messages (non-UTF-8 and control bytes become \xNN).
-std::string printable(const std::string& s);
 
 }  // namespace recur::io

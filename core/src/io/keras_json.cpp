@@ -5,6 +5,7 @@
 #include <set>
 
 #include "io/keras_entry.hpp"
+#include "io/printable.hpp"
 #include "recur/error.hpp"
 
 namespace recur {
@@ -55,23 +56,23 @@ void object_parts(const json& j, const char* field, std::string& name, json& cfg
     return;
   }
   if (!j.is_object() || !j.contains("class_name") || !j["class_name"].is_string())
-    fail(Code::invalid_argument, field, ": expected a name or an object with \"class_name\", got ", j.dump());
+    fail(Code::invalid_argument, field, ": expected a name or an object with \"class_name\", got ", io::excerpt(j));
   name = j["class_name"].get<std::string>();
   cfg = j.value("config", json::object());
   if (cfg.is_null()) cfg = json::object();
-  if (!cfg.is_object()) fail(Code::invalid_argument, field, ": \"config\" must be an object, got ", cfg.dump());
+  if (!cfg.is_object()) fail(Code::invalid_argument, field, ": \"config\" must be an object, got ", io::excerpt(cfg));
 }
 
 double number(const json& cfg, const char* key, double fallback, const char* field) {
   if (!cfg.contains(key) || cfg[key].is_null()) return fallback;
-  if (!cfg[key].is_number()) fail(Code::invalid_argument, field, ".", key, ": expected a number, got ", cfg[key].dump());
+  if (!cfg[key].is_number()) fail(Code::invalid_argument, field, ".", key, ": expected a number, got ", io::excerpt(cfg[key]));
   return cfg[key].get<double>();
 }
 
 std::optional<std::uint64_t> seed_of(const json& cfg, const char* field) {
   if (!cfg.contains("seed") || cfg["seed"].is_null()) return std::nullopt;
   if (!cfg["seed"].is_number_integer() || cfg["seed"].get<long long>() < 0)
-    fail(Code::invalid_argument, field, ".seed: expected a non-negative integer or null, got ", cfg["seed"].dump());
+    fail(Code::invalid_argument, field, ".seed: expected a non-negative integer or null, got ", io::excerpt(cfg["seed"]));
   return cfg["seed"].get<std::uint64_t>();
 }
 
@@ -79,7 +80,7 @@ void check_keys(const json& cfg, std::initializer_list<const char*> allowed, con
   for (auto it = cfg.begin(); it != cfg.end(); ++it) {
     bool ok = false;
     for (const char* a : allowed) ok = ok || it.key() == a;
-    if (!ok) fail(Code::invalid_argument, field, ": '", name, "' has no argument '", it.key(), "'");
+    if (!ok) fail(Code::invalid_argument, field, ": '", io::printable(name), "' has no argument '", io::printable(it.key()), "'");
   }
 }
 
@@ -102,9 +103,9 @@ InitializerSpec initializer_from(const json& j, const DialectInfo&, const char* 
   using M = InitializerSpec::Mode;
   auto axes = [&](const char* key, std::vector<int>& out_axes) {
     if (!cfg.contains(key) || cfg[key].is_null()) return;
-    if (!cfg[key].is_array()) fail(Code::invalid_argument, field, ".", key, ": expected a list of axes, got ", cfg[key].dump());
+    if (!cfg[key].is_array()) fail(Code::invalid_argument, field, ".", key, ": expected a list of axes, got ", io::excerpt(cfg[key]));
     for (const auto& a : cfg[key]) {
-      if (!a.is_number_integer()) fail(Code::invalid_argument, field, ".", key, ": expected integers, got ", cfg[key].dump());
+      if (!a.is_number_integer()) fail(Code::invalid_argument, field, ".", key, ": expected integers, got ", io::excerpt(cfg[key]));
       out_axes.push_back(a.get<int>());
     }
   };
@@ -180,7 +181,7 @@ InitializerSpec initializer_from(const json& j, const DialectInfo&, const char* 
     s.kind = K::identity;
     s.gain = number(cfg, "gain", 1.0, field);
   } else {
-    fail(Code::invalid_argument, field, ": unknown initializer '", raw,
+    fail(Code::invalid_argument, field, ": unknown initializer '", io::printable(raw),
          "' (known: zeros, ones, constant, random_uniform, random_normal, truncated_normal, glorot_uniform, "
          "glorot_normal, he_uniform, he_normal, lecun_uniform, lecun_normal, variance_scaling, orthogonal, identity)");
   }
@@ -246,11 +247,11 @@ ConstraintSpec constraint_from(const json& j, const DialectInfo&, const char* fi
       s.axis.push_back(a.get<int>());
     } else if (a.is_array()) {
       for (const auto& v : a) {
-        if (!v.is_number_integer()) fail(Code::invalid_argument, field, ".axis: expected integers, got ", a.dump());
+        if (!v.is_number_integer()) fail(Code::invalid_argument, field, ".axis: expected integers, got ", io::excerpt(a));
         s.axis.push_back(v.get<int>());
       }
     } else {
-      fail(Code::invalid_argument, field, ".axis: expected an integer or a list, got ", a.dump());
+      fail(Code::invalid_argument, field, ".axis: expected an integer or a list, got ", io::excerpt(a));
     }
   };
   if (n == "max_norm" || n == "maxnorm") {
@@ -273,7 +274,7 @@ ConstraintSpec constraint_from(const json& j, const DialectInfo&, const char* fi
     s.rate = static_cast<float>(number(cfg, "rate", 1.0, field));
     axis();
   } else {
-    fail(Code::invalid_argument, field, ": unknown constraint '", raw,
+    fail(Code::invalid_argument, field, ": unknown constraint '", io::printable(raw),
          "' (known: max_norm, non_neg, unit_norm, min_max_norm)");
   }
   return s;
@@ -288,7 +289,7 @@ json text_to_json(std::string_view text, const char* field) {
 
 bool get_bool(const json& cfg, const char* key, bool fallback) {
   if (!cfg.contains(key) || cfg[key].is_null()) return fallback;
-  if (!cfg[key].is_boolean()) fail(Code::invalid_argument, key, ": expected true or false, got ", cfg[key].dump());
+  if (!cfg[key].is_boolean()) fail(Code::invalid_argument, key, ": expected true or false, got ", io::excerpt(cfg[key]));
   return cfg[key].get<bool>();
 }
 
@@ -307,7 +308,7 @@ int get_int(const json& cfg, const char* key, int fallback) {
     if (d >= -2147483648.0 && d <= 2147483647.0 && d == static_cast<double>(static_cast<int>(d)))
       return static_cast<int>(d);
   }
-  fail(Code::invalid_argument, key, ": expected an integer, got ", v.dump());
+  fail(Code::invalid_argument, key, ": expected an integer, got ", io::excerpt(v));
 }
 
 float rate(const json& cfg, const char* key) {
@@ -338,10 +339,10 @@ void check_dtype(const json& cfg) {
     const json inner = d.value("config", json::object());
     name = inner.is_object() ? inner.value("name", std::string("float32")) : std::string("float32");
   } else {
-    fail(Code::invalid_argument, "dtype: expected a string or a DTypePolicy object, got ", d.dump());
+    fail(Code::invalid_argument, "dtype: expected a string or a DTypePolicy object, got ", io::excerpt(d));
   }
   if (name != "float32")
-    fail(Code::unsupported, "dtype: recur computes in float32; the layer's dtype policy is '", name, "'");
+    fail(Code::unsupported, "dtype: recur computes in float32; the layer's dtype policy is '", io::printable(name), "'");
 }
 
 // The first and last axes of a serialized input shape: [batch, T, F].
@@ -400,7 +401,7 @@ LayerConfig parse_layer_entry(const json& root, int input_size, std::optional<Di
 
   const std::optional<LayerKind> known = layer_kind_of_class(cls);
   if (!known)
-    fail(Code::unsupported, "class_name: '", cls,
+    fail(Code::unsupported, "class_name: '", io::printable(cls),
          "' is not a layer recur runs (GRU, LSTM, CuDNNGRU, CuDNNLSTM, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell)");
   const LayerKind kind = *known;
 
@@ -442,9 +443,9 @@ LayerConfig parse_layer_entry(const json& root, int input_size, std::optional<Di
   for (auto it = cfg.begin(); it != cfg.end(); ++it) {
     if (allowed.count(it.key())) continue;
     if (k3 && (it.key() == "time_major" || it.key() == "batch_input_shape" || it.key() == "enable_caching_device"))
-      fail(Code::unsupported, it.key(), ": Keras 3 does not accept this Keras 2 argument (it raises \"Unrecognized ",
-           "keyword arguments passed to ", cls, ": {'", it.key(), "': ...}\"); load the config as Keras 2");
-    fail(Code::invalid_argument, "config: ", cls, " (", info.name(), ") has no argument '", it.key(), "'");
+      fail(Code::unsupported, io::printable(it.key()), ": Keras 3 does not accept this Keras 2 argument (it raises \"Unrecognized ",
+           "keyword arguments passed to ", cls, ": {'", io::printable(it.key()), "': ...}\"); load the config as Keras 2");
+    fail(Code::invalid_argument, "config: ", cls, " (", info.name(), ") has no argument '", io::printable(it.key()), "'");
   }
 
   check_dtype(cfg);
@@ -457,7 +458,7 @@ LayerConfig parse_layer_entry(const json& root, int input_size, std::optional<Di
       if (!cfg.contains(key)) continue;
       const json& a = cfg[key];
       if (!a.is_null() && !a.is_string())
-        fail(Code::invalid_argument, key, ": expected an activation name, got ", a.dump(),
+        fail(Code::invalid_argument, key, ": expected an activation name, got ", io::excerpt(a),
              " (custom activations cannot be loaded)");
       const std::string name = a.is_null() ? "linear" : a.get<std::string>();
       (std::string(key) == "activation" ? c.activation : c.recurrent_activation) = parse_activation(name, info, key);

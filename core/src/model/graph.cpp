@@ -6,6 +6,7 @@
 #include <functional>
 #include <set>
 
+#include "io/printable.hpp"
 #include "recur/error.hpp"
 
 namespace recur::graph {
@@ -68,13 +69,13 @@ bool is_k3_tensor(const json& v) {
 
 int small_int(const json& v, const std::string& where) {
   if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > 1000000)
-    fail(Code::io, where, ": expected a small non-negative integer, got ", v.dump());
+    fail(Code::io, where, ": expected a small non-negative integer, got ", io::excerpt(v));
   return v.get<int>();
 }
 
 TensorRef ref_of_history(const json& h, const std::string& where) {
   if (!h.is_array() || h.size() < 3 || !h[0].is_string())
-    fail(Code::io, where, ": a tensor reference must be [layer name, node index, tensor index], got ", h.dump());
+    fail(Code::io, where, ": a tensor reference must be [layer name, node index, tensor index], got ", io::excerpt(h));
   return {h[0].get<std::string>(), small_int(h[1], where), small_int(h[2], where)};
 }
 
@@ -100,7 +101,7 @@ CallSpec parse_call(const json& node, bool recurrent, const std::string& where) 
   CallSpec c;
   if (node.is_array()) {  // Keras 2: [[name, node, tensor, kwargs], ...]; extra tensors are initial states
     for (const auto& t : node) {
-      if (!t.is_array()) fail(Code::io, where, ": an inbound node entry must be a list, got ", t.dump());
+      if (!t.is_array()) fail(Code::io, where, ": an inbound node entry must be a list, got ", io::excerpt(t));
       TensorRef r = ref_of_history(t, where);
       (recurrent && !c.main.empty() ? c.init : c.main).push_back(r);
       if (t.size() > 3 && t[3].is_object()) {
@@ -135,7 +136,7 @@ CallSpec parse_call(const json& node, bool recurrent, const std::string& where) 
       }
     }
   } else {
-    fail(Code::io, where, ": an inbound node must be a list or an object, got ", node.dump());
+    fail(Code::io, where, ": an inbound node must be a list or an object, got ", io::excerpt(node));
   }
   return c;
 }
@@ -156,21 +157,21 @@ std::vector<TensorRef> endpoint_refs(const json& v, const std::string& where) {
       out.insert(out.end(), sub.begin(), sub.end());
     }
   } else {
-    fail(Code::io, where, ": expected tensor references, got ", v.dump());
+    fail(Code::io, where, ": expected tensor references, got ", io::excerpt(v));
   }
   return out;
 }
 
 Spec spec_of_shape(const json& shape, bool ids, const std::string& where) {
   if (!shape.is_array() || shape.empty() || shape.size() > RECUR_MAX_RANK_CORE)
-    fail(Code::io, where, ": expected a batch shape list of 1..", RECUR_MAX_RANK_CORE, " axes, got ", shape.dump());
+    fail(Code::io, where, ": expected a batch shape list of 1..", RECUR_MAX_RANK_CORE, " axes, got ", io::excerpt(shape));
   Spec s;
   s.ids = ids;
   for (const auto& d : shape) {
     if (d.is_null()) s.dims.push_back(-1);
     else if (d.is_number_integer() && d.get<std::int64_t>() >= 0 && d.get<std::int64_t>() <= (std::int64_t(1) << 31))
       s.dims.push_back(d.get<Index>());
-    else fail(Code::io, where, ": a dimension must be null or a non-negative integer, got ", d.dump());
+    else fail(Code::io, where, ": a dimension must be null or a non-negative integer, got ", io::excerpt(d));
   }
   return s;
 }
@@ -224,7 +225,7 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
         !e["config"].is_object())
       fail(Code::io, file, ": model_config: layer ", i, " is not {\"class_name\": ..., \"config\": {...}}");
     if (e["config"].contains("name") && !e["config"]["name"].is_string())
-      fail(Code::io, file, ": model_config: layer ", i, ": 'name' must be a string, got ", e["config"]["name"].dump());
+      fail(Code::io, file, ": model_config: layer ", i, ": 'name' must be a string, got ", io::excerpt(e["config"]["name"]));
     LayerEntry le;
     le.class_name = e["class_name"].get<std::string>();
     le.name = e["config"].contains("name") && e["config"]["name"].is_string() ? e["config"]["name"].get<std::string>()

@@ -9,6 +9,7 @@
 
 #include "io/hdf5_file.hpp"
 #include "io/keras_entry.hpp"
+#include "io/printable.hpp"
 #include "model/graph.hpp"
 #include "recur/activations.hpp"
 #include "recur/error.hpp"
@@ -34,7 +35,7 @@ int int_of(const json& cfg, const char* key, int fallback) {
   if (!cfg.contains(key) || cfg[key].is_null()) return fallback;
   const json& v = cfg[key];
   const json& x = v.is_array() && v.size() == 1 ? v[0] : v;  // Keras writes kernel_size=(3,) as [3]
-  if (!x.is_number_integer()) fail(Code::invalid_argument, key, ": expected an integer, got ", v.dump());
+  if (!x.is_number_integer()) fail(Code::invalid_argument, key, ": expected an integer, got ", io::excerpt(v));
   const std::int64_t i = x.is_number_unsigned() ? static_cast<std::int64_t>(std::min<std::uint64_t>(x.get<std::uint64_t>(), 1u << 31))
                                                 : x.get<std::int64_t>();
   if (i < -(std::int64_t(1) << 30) || i > (std::int64_t(1) << 30)) fail(Code::invalid_argument, key, ": ", i, " is out of range");
@@ -43,26 +44,26 @@ int int_of(const json& cfg, const char* key, int fallback) {
 
 std::string str_of(const json& cfg, const char* key, const std::string& fallback) {
   if (!cfg.contains(key) || cfg[key].is_null()) return fallback;
-  if (!cfg[key].is_string()) fail(Code::invalid_argument, key, ": expected a string, got ", cfg[key].dump());
+  if (!cfg[key].is_string()) fail(Code::invalid_argument, key, ": expected a string, got ", io::excerpt(cfg[key]));
   return cfg[key].get<std::string>();
 }
 
 bool bool_of(const json& cfg, const char* key, bool fallback) {
   if (!cfg.contains(key) || cfg[key].is_null()) return fallback;
-  if (!cfg[key].is_boolean()) fail(Code::invalid_argument, key, ": expected true or false, got ", cfg[key].dump());
+  if (!cfg[key].is_boolean()) fail(Code::invalid_argument, key, ": expected true or false, got ", io::excerpt(cfg[key]));
   return cfg[key].get<bool>();
 }
 
 double num_of(const json& cfg, const char* key, double fallback) {
   if (!cfg.contains(key) || cfg[key].is_null()) return fallback;
-  if (!cfg[key].is_number()) fail(Code::invalid_argument, key, ": expected a number, got ", cfg[key].dump());
+  if (!cfg[key].is_number()) fail(Code::invalid_argument, key, ": expected a number, got ", io::excerpt(cfg[key]));
   return cfg[key].get<double>();
 }
 
 ActivationFn activation_of(const json& cfg, const DialectInfo& d) {
   if (!cfg.contains("activation") || cfg["activation"].is_null()) return parse_activation("linear", d, "activation");
   if (!cfg["activation"].is_string())
-    fail(Code::unsupported, "activation: a custom activation object cannot be loaded: ", cfg["activation"].dump());
+    fail(Code::unsupported, "activation: a custom activation object cannot be loaded: ", io::excerpt(cfg["activation"]));
   return parse_activation(cfg["activation"].get<std::string>(), d, "activation");
 }
 
@@ -631,7 +632,7 @@ class ReshapeOp : public Op {
     int unknown = 0;
     for (const auto& d : cfg["target_shape"]) {
       if (!d.is_number_integer() || d.get<std::int64_t>() < -1 || d.get<std::int64_t>() > (1 << 30))
-        fail(Code::invalid_argument, "target_shape: expected positive integers or one -1, got ", cfg["target_shape"].dump());
+        fail(Code::invalid_argument, "target_shape: expected positive integers or one -1, got ", io::excerpt(cfg["target_shape"]));
       target_.push_back(d.get<Index>());
       unknown += d.get<Index>() == -1;
     }
@@ -687,7 +688,7 @@ class PermuteOp : public Op {
     std::vector<int> sorted = perm_;
     std::sort(sorted.begin(), sorted.end());
     for (std::size_t i = 0; i < sorted.size(); ++i)
-      if (sorted[i] != static_cast<int>(i)) fail(Code::invalid_argument, "dims: ", cfg["dims"].dump(), " is not a permutation");
+      if (sorted[i] != static_cast<int>(i)) fail(Code::invalid_argument, "dims: ", io::excerpt(cfg["dims"]), " is not a permutation");
   }
   std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
     check_rank(in, 1, 1, "Permute");
@@ -710,11 +711,11 @@ std::vector<int> axes_of(const json& cfg, int fallback) {
   if (!cfg.contains("axis") || cfg["axis"].is_null()) axes.push_back(fallback);
   else if (cfg["axis"].is_array())
     for (const auto& a : cfg["axis"]) {
-      if (!a.is_number_integer()) fail(Code::invalid_argument, "axis: expected integers, got ", cfg["axis"].dump());
+      if (!a.is_number_integer()) fail(Code::invalid_argument, "axis: expected integers, got ", io::excerpt(cfg["axis"]));
       axes.push_back(a.get<int>());
     }
   else if (cfg["axis"].is_number_integer()) axes.push_back(cfg["axis"].get<int>());
-  else fail(Code::invalid_argument, "axis: expected an integer or a list, got ", cfg["axis"].dump());
+  else fail(Code::invalid_argument, "axis: expected an integer or a list, got ", io::excerpt(cfg["axis"]));
   return axes;
 }
 
@@ -736,7 +737,7 @@ class LayerNormOp : public Op {
     std::sort(ax.begin(), ax.end());
     for (std::size_t i = 0; i < ax.size(); ++i)
       if (ax[i] != rank - static_cast<int>(ax.size()) + static_cast<int>(i) || ax[i] <= 0)
-        fail(Code::unsupported, "LayerNormalization: recur normalizes over the trailing axes, not axis ", json(axes_).dump(),
+        fail(Code::unsupported, "LayerNormalization: recur normalizes over the trailing axes, not axis ", io::excerpt(json(axes_)),
              " of ", spec_string(in[0]));
     Index g = 1;
     for (int a : ax) {
@@ -804,7 +805,7 @@ class BatchNormOp : public Op {
  public:
   BatchNormOp(const json& cfg) {
     const auto axes = axes_of(cfg, -1);
-    if (axes.size() != 1) fail(Code::unsupported, "BatchNormalization: one axis, got ", cfg["axis"].dump());
+    if (axes.size() != 1) fail(Code::unsupported, "BatchNormalization: one axis, got ", io::excerpt(cfg["axis"]));
     axis_ = axes[0];
     eps_ = static_cast<float>(num_of(cfg, "epsilon", 1e-3));
     center_ = bool_of(cfg, "center", true);
@@ -1516,7 +1517,7 @@ class KerasOp : public Op {
         } else if (a.is_number() || a.is_boolean()) {
           args_.push_back({false, a.is_boolean() ? (a.get<bool>() ? 1.0f : 0.0f) : static_cast<float>(a.get<double>())});
         } else {
-          fail(Code::unsupported, "Keras op ", cls, ": an argument recur cannot read: ", a.dump());
+          fail(Code::unsupported, "Keras op ", cls, ": an argument recur cannot read: ", io::excerpt(a));
         }
       }
     static const char* known[] = {"NotEqual", "Equal", "Greater", "GreaterEqual", "Less", "LessEqual", "Add", "Subtract",
@@ -1546,7 +1547,7 @@ class KerasOp : public Op {
     } else {
       const json a = cfg_["axis"].is_array() ? cfg_["axis"] : json::array({cfg_["axis"]});
       for (const auto& v : a) {
-        if (!v.is_number_integer()) fail(Code::invalid_argument, "axis: expected integers, got ", cfg_["axis"].dump());
+        if (!v.is_number_integer()) fail(Code::invalid_argument, "axis: expected integers, got ", io::excerpt(cfg_["axis"]));
         int x = v.get<int>();
         if (x < 0) x += static_cast<int>(rank);
         if (x < 0 || x >= static_cast<int>(rank)) fail(Code::shape, kind_, ": axis ", v.get<int>(), " of a rank-", rank, " tensor");
