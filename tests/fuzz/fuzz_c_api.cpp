@@ -171,7 +171,7 @@ recur_layer* create_layer(FuzzedDataProvider& p) {
   o.trainable = flag(p);
   recur_layer* layer = nullptr;
   if (recur_layer_create(&layer, &o) != RECUR_OK) {
-    recur_fuzz::touch(recur_last_error());
+    recur_fuzz::check_message(true);
     if (layer) std::abort();  // documented: *out is NULL on error
     return nullptr;
   }
@@ -259,6 +259,7 @@ class Program {
         }
         default: set_limit(); break;
       }
+      recur_fuzz::check_message(false);  // the last failure's message, whichever call it was
     }
   }
 

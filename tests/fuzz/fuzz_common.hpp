@@ -173,6 +173,25 @@ inline std::string zip_store(const std::vector<std::pair<std::string, std::strin
 // Touches a string the library returned (ASan reports a dangling or unterminated one).
 inline std::size_t touch(const char* s) { return s ? std::strlen(s) : 0; }
 
+// recur_last_error() as recur.h promises it, whatever the input quoted: one line of printable
+// UTF-8 of at most about 2 KiB (2048 bytes, then "..."); after a failed call, not empty.
+inline void check_message(bool after_failure) {
+  const char* m = recur_last_error();
+  const std::size_t n = touch(m);
+  bool ok = n <= 2048 + 3 && (n > 0 || !after_failure);
+  for (std::size_t i = 0; ok && i < n;) {
+    const auto c = static_cast<unsigned char>(m[i]);
+    const std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    ok = len > 0 && i + len <= n && (len > 1 || (c >= 0x20 && c != 0x7F));
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(m[i + k]) >> 6) == 0x2;
+    i += len;
+  }
+  if (!ok) {
+    std::fprintf(stderr, "fuzz: recur_last_error() is empty, too long (%zu bytes) or not printable: %.200s\n", n, m);
+    std::abort();
+  }
+}
+
 // Largest buffer (floats) a fuzz input may have a model read or write in one call.
 constexpr std::size_t kMaxRunFloats = std::size_t(1) << 18;
 
@@ -270,7 +289,7 @@ inline void open_and_exercise(const void* data, std::size_t size, const char* na
     exercise_model(m);
     recur_model_destroy(m);
   } else {
-    touch(recur_last_error());
+    check_message(true);
   }
 }
 

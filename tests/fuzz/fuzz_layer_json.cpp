@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_common.hpp"
 #include "recur/recur.h"
 
 namespace {
@@ -38,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   recur_layer* layer = nullptr;
   if (recur_layer_create_from_json(&layer, json.c_str(), input_size, dialect, version) != RECUR_OK) {
-    (void)std::strlen(recur_last_error());
+    recur_fuzz::check_message(true);
     return 0;
   }
   recur_layer_info info;
