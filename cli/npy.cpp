@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -20,7 +21,36 @@ namespace {
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr std::size_t kMagicLen = 6;
 
-[[noreturn]] void fail(const std::string& name, const std::string& what) { throw NpyError(name + ": " + what); }
+// Text from a file, fit to quote in a message: control and invalid UTF-8 bytes become \xNN, and
+// it is cut after max_bytes ("..." follows), so a megabyte dtype string makes a short message.
+std::string quote(const std::string& s, std::size_t max_bytes = 200) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool keep = len > 0 && i + len <= s.size() && (len > 1 || (c >= 0x20 && c != 0x7F));
+    for (std::size_t k = 1; keep && k < len; ++k) keep = (static_cast<unsigned char>(s[i + k]) >> 6) == 0x2;
+    if (out.size() + (keep ? len : 4) > max_bytes) {
+      out += "...";
+      break;
+    }
+    if (keep) {
+      out.append(s, i, len);
+      i += len;
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", c);
+      out += buf;
+      ++i;
+    }
+  }
+  return out;
+}
+
+// Every message is quoted as a whole too: names of .npz members come from the file.
+[[noreturn]] void fail(const std::string& name, const std::string& what) {
+  throw NpyError(quote(name + ": " + what, 2048));
+}
 
 bool host_little_endian() {
   const std::uint16_t one = 1;
@@ -73,13 +103,7 @@ class DictParser {
 
  private:
   [[noreturn]] void bad(const std::string& what) {
-    fail(name_, "bad .npy header dict (" + what + " at offset " + std::to_string(i_) + "): " + printable(t_));
-  }
-  static std::string printable(const std::string& s) {
-    std::string out;
-    for (char c : s.substr(0, 200)) out += std::isprint(static_cast<unsigned char>(c)) ? c : '?';
-    if (s.size() > 200) out += "...";
-    return out;
+    fail(name_, "bad .npy header dict (" + what + " at offset " + std::to_string(i_) + "): " + quote(t_));
   }
   char peek() const { return i_ < t_.size() ? t_[i_] : '\0'; }
   void ws() {
@@ -124,7 +148,7 @@ class DictParser {
           ++i_;
           break;
         }
-        if (!std::isdigit(static_cast<unsigned char>(peek()))) bad("expected a non-negative integer in '" + key + "'");
+        if (!std::isdigit(static_cast<unsigned char>(peek()))) bad("expected a non-negative integer in '" + quote(key) + "'");
         std::uint64_t n = 0;
         while (std::isdigit(static_cast<unsigned char>(peek()))) {
           n = n * 10 + static_cast<std::uint64_t>(peek() - '0');
@@ -144,7 +168,7 @@ class DictParser {
     } else if (c == '[') {
       bad("structured dtypes (a list descr) are not supported");
     } else {
-      bad("unsupported value for '" + key + "'");
+      bad("unsupported value for '" + quote(key) + "'");
     }
     return v;
   }
@@ -161,11 +185,11 @@ struct Dtype {
 };
 
 Dtype parse_dtype(const std::string& descr, const std::string& name) {
-  if (descr.size() < 2) fail(name, "unsupported dtype '" + descr + "'");
+  if (descr.size() < 2) fail(name, "unsupported dtype '" + quote(descr) + "'");
   const char order = descr[0];
   const std::string rest = descr.substr(1);
   if (order != '<' && order != '>' && order != '|' && order != '=')
-    fail(name, "unsupported dtype '" + descr + "' (expected a byte-order character)");
+    fail(name, "unsupported dtype '" + quote(descr) + "' (expected a byte-order character)");
   const char k = rest[0];
   int size = 0;
   try {
@@ -175,20 +199,20 @@ Dtype parse_dtype(const std::string& descr, const std::string& name) {
   } catch (...) {
     size = 0;
   }
-  if (k == 'c') fail(name, "unsupported dtype '" + descr + "' (complex numbers)");
-  if (k == 'O') fail(name, "unsupported dtype '" + descr + "' (object arrays)");
+  if (k == 'c') fail(name, "unsupported dtype '" + quote(descr) + "' (complex numbers)");
+  if (k == 'O') fail(name, "unsupported dtype '" + quote(descr) + "' (object arrays)");
   if (k == 'U' || k == 'S' || k == 'a' || k == 'V')
-    fail(name, "unsupported dtype '" + descr + "' (strings or raw bytes)");
-  if (k == 'M' || k == 'm') fail(name, "unsupported dtype '" + descr + "' (dates and times)");
+    fail(name, "unsupported dtype '" + quote(descr) + "' (strings or raw bytes)");
+  if (k == 'M' || k == 'm') fail(name, "unsupported dtype '" + quote(descr) + "' (dates and times)");
   Dtype d{Kind::f, size};
   if (k == 'f' && (size == 2 || size == 4 || size == 8)) d.kind = Kind::f;
   else if (k == 'i' && (size == 1 || size == 2 || size == 4 || size == 8)) d.kind = Kind::i;
   else if (k == 'u' && (size == 1 || size == 2 || size == 4 || size == 8)) d.kind = Kind::u;
   else if (k == 'b' && size == 1) d.kind = Kind::b;
-  else fail(name, "unsupported dtype '" + descr + "'");
+  else fail(name, "unsupported dtype '" + quote(descr) + "'");
   if (size > 1) {
     const bool little = order == '<' || (order == '=' && host_little_endian());
-    if (!little) fail(name, "big-endian dtype '" + descr + "' is not supported (save with '<' byte order)");
+    if (!little) fail(name, "big-endian dtype '" + quote(descr) + "' is not supported (save with '<' byte order)");
   }
   return d;
 }
@@ -296,11 +320,11 @@ Array parse_npy(const std::string& bytes, const std::string& name) {
   std::set<std::string> seen;
   const Value *descr = nullptr, *fortran = nullptr, *shape = nullptr;
   for (const auto& kv : items) {
-    if (!seen.insert(kv.first).second) fail(name, "bad .npy header dict (duplicate key '" + kv.first + "')");
+    if (!seen.insert(kv.first).second) fail(name, "bad .npy header dict (duplicate key '" + quote(kv.first) + "')");
     if (kv.first == "descr") descr = &kv.second;
     else if (kv.first == "fortran_order") fortran = &kv.second;
     else if (kv.first == "shape") shape = &kv.second;
-    else fail(name, "bad .npy header dict (unexpected key '" + kv.first + "')");
+    else fail(name, "bad .npy header dict (unexpected key '" + quote(kv.first) + "')");
   }
   if (!descr || !fortran || !shape)
     fail(name, "bad .npy header dict (it needs the keys 'descr', 'fortran_order' and 'shape')");
@@ -399,14 +423,14 @@ NamedArrays read_npz(const std::string& path) {
     const std::string member = zs.name;
     if (!member.empty() && member.back() == '/') continue;  // a directory entry
     if (member.size() < 5 || member.compare(member.size() - 4, 4, ".npy") != 0)
-      fail(path, "member '" + member + "' is not a .npy file");
+      fail(path, "member '" + quote(member) + "' is not a .npy file");
     if (zs.size > kMaxNpzMember)
-      fail(path + ":" + member, "declares " + std::to_string(zs.size) + " bytes, more than the limit of " +
+      fail(path + ":" + quote(member), "declares " + std::to_string(zs.size) + " bytes, more than the limit of " +
                                     std::to_string(kMaxNpzMember));
     const std::string name = member.substr(0, member.size() - 4);
-    if (!names.insert(name).second) fail(path, "duplicate member '" + member + "'");
+    if (!names.insert(name).second) fail(path, "duplicate member '" + quote(member) + "'");
     zip_file_t* zf = zip_fopen_index(za, static_cast<zip_uint64_t>(i), 0);
-    if (!zf) fail(path + ":" + member, std::string("cannot open the member: ") + zip_strerror(za));
+    if (!zf) fail(path + ":" + quote(member), std::string("cannot open the member: ") + zip_strerror(za));
     // Grow the buffer as data really arrives: the declared size is only an upper bound, so a tiny
     // archive cannot make the tool allocate kMaxNpzMember bytes up front.
     std::string bytes;
@@ -422,8 +446,8 @@ NamedArrays read_npz(const std::string& path) {
     std::string zerr = zip_error_strerror(zip_file_get_error(zf));
     zip_fclose(zf);
     if (got != zs.size)
-      fail(path + ":" + member, "read " + std::to_string(got) + " of " + std::to_string(zs.size) + " bytes (" + zerr + ")");
-    out.emplace_back(name, parse_npy(bytes, path + ":" + member));
+      fail(path + ":" + quote(member), "read " + std::to_string(got) + " of " + std::to_string(zs.size) + " bytes (" + zerr + ")");
+    out.emplace_back(name, parse_npy(bytes, path + ":" + quote(member)));
   }
   return out;
 }
@@ -434,7 +458,7 @@ void write_npz(const std::string& path, const NamedArrays& arrays) {
   std::set<std::string> names;
   for (const auto& kv : arrays) {
     if (kv.first.empty() || !names.insert(kv.first).second)
-      throw NpyError(path + ": empty or duplicate member name '" + kv.first + "'");
+      throw NpyError(path + ": empty or duplicate member name '" + quote(kv.first) + "'");
     buffers.push_back(encode_npy(kv.second));
   }
   int err = 0;

@@ -205,6 +205,21 @@ TEST(NpyErrors, BadDict) {
   }
 }
 
+// A message quotes what the file holds in part, with control bytes escaped: the CLI prints it.
+TEST(NpyErrors, MessagesQuoteHugeOrBinaryTextInPart) {
+  const std::string descr = parse_error(make_npy(dict("<" + std::string(60000, 'f'), "(1,)"), raw<float>({1})));
+  EXPECT_NE(descr.find("x.npy: unsupported dtype '<fff"), std::string::npos) << descr.substr(0, 100);
+  EXPECT_NE(descr.find("...'"), std::string::npos) << descr.substr(0, 300);
+  EXPECT_LT(descr.size(), 400u);
+  const std::string key = parse_error(
+      make_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'k\x01" + std::string(60000, 'k') + "': 1}",
+               raw<float>({1})));
+  EXPECT_NE(key.find("bad .npy header dict"), std::string::npos) << key.substr(0, 100);
+  EXPECT_NE(key.find("'k\\x01kkk"), std::string::npos) << key.substr(0, 300);
+  EXPECT_LE(key.size(), 2048u + 3);
+  for (char c : key) EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20) << "a control byte in: " << key.substr(0, 300);
+}
+
 TEST(NpyErrors, NonAsciiInVersion1Header) {
   EXPECT_NE(parse_error(make_npy("{'descr': '<f4\xc3\xa9', 'fortran_order': False, 'shape': (1,)}", raw<float>({1})))
                 .find("non-ASCII"),
@@ -396,6 +411,12 @@ TEST_F(TempDir, NpzMemberNotNpy) {
     bytes.replace(p, 7, "abc.txt");
   write("n2.npz", bytes);
   EXPECT_NE(error_of([&] { recur_cli::read_npz(path("n2.npz")); }).find("member 'abc.txt' is not a .npy file"),
+            std::string::npos);
+  // A member name with a control byte is quoted with it escaped.
+  for (std::size_t p = bytes.find("abc.txt"); p != std::string::npos; p = bytes.find("abc.txt", p + 1))
+    bytes.replace(p, 7, "a\nc.txt");
+  write("n3.npz", bytes);
+  EXPECT_NE(error_of([&] { recur_cli::read_npz(path("n3.npz")); }).find("member 'a\\x0Ac.txt' is not a .npy file"),
             std::string::npos);
 }
 

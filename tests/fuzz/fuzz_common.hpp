@@ -173,10 +173,9 @@ inline std::string zip_store(const std::vector<std::pair<std::string, std::strin
 // Touches a string the library returned (ASan reports a dangling or unterminated one).
 inline std::size_t touch(const char* s) { return s ? std::strlen(s) : 0; }
 
-// recur_last_error() as recur.h promises it, whatever the input quoted: one line of printable
-// UTF-8 of at most about 2 KiB (2048 bytes, then "..."); after a failed call, not empty.
-inline void check_message(bool after_failure) {
-  const char* m = recur_last_error();
+// An error message as recur.h promises recur_last_error(), whatever the input quoted: one line of
+// printable UTF-8 of at most about 2 KiB (2048 bytes, then "..."); after a failure, not empty.
+inline void check_message_text(const char* m, bool after_failure) {
   const std::size_t n = touch(m);
   bool ok = n <= 2048 + 3 && (n > 0 || !after_failure);
   for (std::size_t i = 0; ok && i < n;) {
@@ -187,10 +186,12 @@ inline void check_message(bool after_failure) {
     i += len;
   }
   if (!ok) {
-    std::fprintf(stderr, "fuzz: recur_last_error() is empty, too long (%zu bytes) or not printable: %.200s\n", n, m);
+    std::fprintf(stderr, "fuzz: an error message is empty, too long (%zu bytes) or not printable: %.200s\n", n, m);
     std::abort();
   }
 }
+
+inline void check_message(bool after_failure) { check_message_text(recur_last_error(), after_failure); }
 
 // Largest buffer (floats) a fuzz input may have a model read or write in one call.
 constexpr std::size_t kMaxRunFloats = std::size_t(1) << 18;
