@@ -1,5 +1,6 @@
 #include "recur/random.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -51,9 +52,17 @@ double Rng::normal() {
 }
 
 std::uint64_t Rng::entropy() {
-  std::random_device rd;
-  const std::uint64_t a = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-  return a ^ static_cast<std::uint64_t>(std::chrono::high_resolution_clock::now().time_since_epoch().count());
+  // One random_device per process: making one per layer (it opens the system's entropy source) was
+  // a tenth of opening a model. Each call takes the next step of a splitmix64 sequence from that
+  // random start, mixed with the clock so that processes forked after the start still differ.
+  static const std::uint64_t start = [] {
+    std::random_device rd;
+    return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  }();
+  static std::atomic<std::uint64_t> calls{0};
+  std::uint64_t x = start + calls.fetch_add(1, std::memory_order_relaxed) * 0x9E3779B97F4A7C15ull;
+  return splitmix64(x) ^
+         static_cast<std::uint64_t>(std::chrono::high_resolution_clock::now().time_since_epoch().count());
 }
 
 }  // namespace recur

@@ -5,6 +5,8 @@
 
 #include <Eigen/Dense>
 #include <cmath>
+#include <set>
+#include <thread>
 #include <vector>
 
 #include "recur/config.hpp"
@@ -413,4 +415,24 @@ TEST(Initializers, WeightShapesPerKind) {
       EXPECT_THROW(nb.weight(2), recur::Error);
     }
   }
+}
+
+// Seeds for unseeded layers: distinct on every call, from any thread.
+TEST(Initializers, EntropySeedsAreDistinctAcrossCallsAndThreads) {
+  constexpr int kThreads = 4, kCalls = 5000;
+  std::vector<std::vector<std::uint64_t>> seeds(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&seeds, t] {
+      for (int i = 0; i < kCalls; ++i) seeds[static_cast<std::size_t>(t)].push_back(recur::Rng::entropy());
+    });
+  for (auto& th : threads) th.join();
+  std::set<std::uint64_t> all;
+  for (const auto& s : seeds) all.insert(s.begin(), s.end());
+  EXPECT_EQ(all.size(), static_cast<std::size_t>(kThreads * kCalls));
+  // Two unseeded layers start from different weights.
+  LayerConfig c = config_of(LayerKind::gru, Dialect::keras3, 4, 3);
+  c.seed.reset();
+  recur::Layer a(c), b(c);
+  EXPECT_NE(a.weight(0).value, b.weight(0).value);
 }
