@@ -291,6 +291,7 @@ inline void open_and_exercise(const void* data, std::size_t size, const char* na
     recur_model_destroy(m);
   } else {
     check_message(true);
+    if (m) std::abort();  // documented: *out is NULL on error
   }
 }
 

@@ -3,6 +3,7 @@
 // tiny batch (1-2 rows, 1-3 timesteps; a cell one step) and is destroyed.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -40,6 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   recur_layer* layer = nullptr;
   if (recur_layer_create_from_json(&layer, json.c_str(), input_size, dialect, version) != RECUR_OK) {
     recur_fuzz::check_message(true);
+    if (layer) std::abort();  // documented: *out is NULL on error
     return 0;
   }
   recur_layer_info info;
