@@ -15,6 +15,8 @@
 #include <sstream>
 #include <sys/stat.h>
 
+#include "io/printable.hpp"
+
 namespace recur_cli {
 namespace {
 
@@ -23,29 +25,7 @@ constexpr std::size_t kMagicLen = 6;
 
 // Text from a file, fit to quote in a message: control and invalid UTF-8 bytes become \xNN, and
 // it is cut after max_bytes ("..." follows), so a megabyte dtype string makes a short message.
-std::string quote(const std::string& s, std::size_t max_bytes = 200) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    bool keep = len > 0 && i + len <= s.size() && (len > 1 || (c >= 0x20 && c != 0x7F));
-    for (std::size_t k = 1; keep && k < len; ++k) keep = (static_cast<unsigned char>(s[i + k]) >> 6) == 0x2;
-    if (out.size() + (keep ? len : 4) > max_bytes) {
-      out += "...";
-      break;
-    }
-    if (keep) {
-      out.append(s, i, len);
-      i += len;
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02X", c);
-      out += buf;
-      ++i;
-    }
-  }
-  return out;
-}
+std::string quote(const std::string& s, std::size_t max_bytes = 200) { return recur::io::printable(s, max_bytes); }
 
 // Every message is quoted as a whole too: names of .npz members come from the file.
 [[noreturn]] void fail(const std::string& name, const std::string& what) {

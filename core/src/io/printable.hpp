@@ -1,17 +1,43 @@
 // Quoting what an input holds in a message: safe to print and of bounded length, however large or
 // hostile the input (a layer entry whose "units" is a list of a million numbers must not become a
-// message of megabytes).
+// message of megabytes). `printable` is inline: the CLI's .npy reader quotes file contents with it
+// too, without linking the library's internals.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
 #include <cstddef>
+#include <cstdio>
 #include <string>
 
 namespace recur::io {
 
 // A byte string made printable (non-UTF-8 and control bytes become \xNN); one longer than max_bytes
 // is cut to at most max_bytes, and "..." follows.
-std::string printable(const std::string& s, std::size_t max_bytes = 400);
+inline std::string printable(const std::string& s, std::size_t max_bytes = 400) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool valid = len > 0 && i + static_cast<std::size_t>(len) <= s.size();
+    for (int k = 1; valid && k < len; ++k) valid = (static_cast<unsigned char>(s[i + k]) >> 6) == 0x2;
+    const bool keep = valid && (c >= 0x20 || len > 1) && c != 0x7F;
+    if (out.size() + (keep ? static_cast<std::size_t>(len) : 4) > max_bytes) {
+      out += "...";  // never splits a character or an escape
+      break;
+    }
+    if (keep) {
+      out.append(s, i, static_cast<std::size_t>(len));
+      i += static_cast<std::size_t>(len);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", c);
+      out += buf;
+      ++i;
+    }
+  }
+  return out;
+}
 
 // A JSON value as it would be written, made printable and cut the same way.
 std::string excerpt(const nlohmann::json& v);
