@@ -685,7 +685,10 @@ RECUR_API recur_status recur_model_state_step(recur_model_state *state, int32_t 
  * unbounded memory: going over one fails with RECUR_ERR_LIMIT and a message that names the limit,
  * the amount asked for, and how to raise it. The defaults are generous for real models. Creating
  * a layer or opening a model runs no initializer whose result the file's weights replace, so its
- * time grows with the bytes of the input, not with the sizes it declares. */
+ * time grows with the bytes of the input, not with the sizes it declares. Running a model does the
+ * work its config declares (a RepeatVector of n steps runs the layers after it for n steps), and
+ * every tensor that work builds is checked against RECUR_LIMIT_TENSOR_BYTES: an application that
+ * runs untrusted models lowers that limit to bound their time and memory. */
 typedef enum recur_limit {
   RECUR_LIMIT_UNITS = 0,        /* units of one recurrent layer (default 65536) */
   RECUR_LIMIT_BATCH = 1,        /* batch of a stateful layer, a recur_state or a recur_model_state
