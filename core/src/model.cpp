@@ -145,8 +145,10 @@ struct ModelShared {
     std::size_t total = 0;
     for (const Value& v : vals) total += v.data.size();
     if (total != out_len) fail(Code::shape, "outputs: expected ", total, " floats, got ", out_len);
+    // copy_n, not memcpy: a tensor with a zero-size axis (an InputLayer may declare one) holds an
+    // empty vector, whose data() may be NULL, and memcpy from NULL is undefined even for 0 bytes.
     for (const Value& v : vals) {
-      std::memcpy(out, v.data.data(), v.data.size() * sizeof(float));
+      std::copy_n(v.data.data(), v.data.size(), out);
       out += v.data.size();
     }
   }

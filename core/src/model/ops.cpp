@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -223,8 +222,7 @@ class EmbeddingOp : public Op {
       if (!(id >= 0.0f) || id != std::floor(id) || id >= static_cast<float>(input_dim_))
         fail(Code::invalid_argument, "input: token id ", id, " at position ", r, " is not an integer in [0, ", input_dim_,
              ") for Embedding '", name, "'");
-      std::memcpy(y.data.data() + r * output_dim_, table_.data() + static_cast<Index>(id) * output_dim_,
-                  static_cast<std::size_t>(output_dim_) * sizeof(float));
+      std::copy_n(table_.data() + static_cast<Index>(id) * output_dim_, output_dim_, y.data.data() + r * output_dim_);
       if (m) (*m)[static_cast<std::size_t>(r)] = id != 0.0f;
     }
     y.mask = m ? Mask(m) : x.mask;
@@ -290,10 +288,10 @@ class DenseOp : public Op {
   std::uint64_t weight_floats() const override { return static_cast<std::uint64_t>(kernel_.size() + bias_.size()); }
   void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
     auto k = take_weight(w, {in_, units_}, where);
-    std::memcpy(kernel_.data(), k.data(), k.size() * sizeof(float));
+    std::copy_n(k.data(), k.size(), kernel_.data());
     if (use_bias_) {
       auto b = take_weight(w, {units_}, where);
-      std::memcpy(bias_.data(), b.data(), b.size() * sizeof(float));
+      std::copy_n(b.data(), b.size(), bias_.data());
     }
   }
   void load_keras(const io::H5File& h5, const std::string& object, const std::string& file) override {
@@ -510,8 +508,7 @@ class ConcatenateOp : public Op {
     for (const Value* v : in.main) {
       const Index chunk = v->shape[ax] * inner;
       for (Index o = 0; o < outer; ++o)
-        std::memcpy(y.data.data() + o * shape[ax] * inner + off, v->data.data() + o * chunk,
-                    static_cast<std::size_t>(chunk) * sizeof(float));
+        std::copy_n(v->data.data() + o * chunk, chunk, y.data.data() + o * shape[ax] * inner + off);
       off += chunk;
     }
     // Keras: each mask broadcast to its input's shape (no mask: all valid), concatenated along the
@@ -561,7 +558,7 @@ class RepeatVectorOp : public Op {
     Value y = make_value({B, n_, F}, "RepeatVector");
     for (Index b = 0; b < B; ++b)
       for (Index t = 0; t < n_; ++t)
-        std::memcpy(y.data.data() + (b * n_ + t) * F, x.data.data() + b * F, static_cast<std::size_t>(F) * sizeof(float));
+        std::copy_n(x.data.data() + b * F, F, y.data.data() + (b * n_ + t) * F);
     return {std::move(y)};
   }
 
@@ -1180,8 +1177,7 @@ class RecurrentOp : public Op {
             if (v.shape != std::vector<Index>{B, uu})
               fail(Code::shape, "layer '", name, "': initial_state[", k, "] is ", shape_string(v.shape), ", expected ",
                    shape_string({B, uu}));
-            std::memcpy(target.tensor(static_cast<int>(k % static_cast<std::size_t>(ns))).data(), v.data.data(),
-                        v.data.size() * sizeof(float));
+            std::copy_n(v.data.data(), v.data.size(), target.tensor(static_cast<int>(k % static_cast<std::size_t>(ns))).data());
           }
         }
         State& s = st[static_cast<std::size_t>(half)];
@@ -1220,7 +1216,7 @@ class RecurrentOp : public Op {
       if (!fwd_->config().return_state) return y;
       for (int i = 0; i < ns; ++i) {
         Value s = make_value({B, u}, "state");
-        std::memcpy(s.data.data(), final_state.data() + i * B * u, static_cast<std::size_t>(B * u) * sizeof(float));
+        std::copy_n(final_state.data() + i * B * u, B * u, s.data.data());
         states.push_back(std::move(s));
       }
       return y;
@@ -1236,8 +1232,7 @@ class RecurrentOp : public Op {
         Value flipped = yb;
         for (Index b = 0; b < B; ++b)
           for (Index t = 0; t < T; ++t)
-            std::memcpy(flipped.data.data() + (b * T + t) * ub, yb.data.data() + (b * T + (T - 1 - t)) * ub,
-                        static_cast<std::size_t>(ub) * sizeof(float));
+            std::copy_n(yb.data.data() + (b * T + (T - 1 - t)) * ub, ub, flipped.data.data() + (b * T + t) * ub);
         yb = std::move(flipped);
       }
       if (merge_ == "none") {
@@ -1249,8 +1244,8 @@ class RecurrentOp : public Op {
         shape.back() = uf + ub;
         Value m = make_value(shape, "Bidirectional");
         for (Index i = 0; i < r; ++i) {
-          std::memcpy(m.data.data() + i * (uf + ub), y.data.data() + i * uf, static_cast<std::size_t>(uf) * sizeof(float));
-          std::memcpy(m.data.data() + i * (uf + ub) + uf, yb.data.data() + i * ub, static_cast<std::size_t>(ub) * sizeof(float));
+          std::copy_n(y.data.data() + i * uf, uf, m.data.data() + i * (uf + ub));
+          std::copy_n(yb.data.data() + i * ub, ub, m.data.data() + i * (uf + ub) + uf);
         }
         m.mask = y.mask;
         out.push_back(std::move(m));
@@ -1361,8 +1356,8 @@ void RecurrentOp::load(std::vector<StoredWeight>& all, bool legacy, const std::s
         RowMatrix r = Eigen::Map<RowMatrix>(mine[1].data.data(), u, G * u);
         k = to_native ? cudnn_kernel_to_native(k, G, u) : native_kernel_to_cudnn(k, G, u);
         r = transpose_gate_blocks(r, G, u);
-        std::memcpy(mine[0].data.data(), k.data(), mine[0].data.size() * sizeof(float));
-        std::memcpy(mine[1].data.data(), r.data(), mine[1].data.size() * sizeof(float));
+        std::copy_n(k.data(), mine[0].data.size(), mine[0].data.data());
+        std::copy_n(r.data(), mine[1].data.size(), mine[1].data.data());
         std::vector<float>& b = mine[2].data;
         if (c.is_gru()) {
           mine[2].shape = to_native ? std::vector<std::int64_t>{2, G * u} : std::vector<std::int64_t>{2 * G * u};
