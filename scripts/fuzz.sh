@@ -95,6 +95,7 @@ for t in "${targets[@]}"; do
   [[ -n "$d" ]] && args+=(-dict="$src/tests/fuzz/dict/$d.dict")
   echo "== $t: ${runs:+$runs runs}${runs:-$time_s s} (log: $log)"
   : >"$log"
+  if [[ -n "$jobs" ]]; then : >"$build/logs/$t.jobs.log"; fi
   start=$(date +%s)
   found[$t]=0 spurious[$t]=0
   while :; do
@@ -107,10 +108,13 @@ for t in "${targets[@]}"; do
     before=$(list_findings "$findings")
     round=$build/logs/$t.round.log
     if [[ -n "$jobs" ]]; then
-      # Parallel jobs write fuzz-<n>.log into the current folder; their stats are summed below.
+      # Parallel jobs write fuzz-<n>.log into the current folder. The -jobs process copies each job's
+      # log into its own output when the job ends, so only the job logs are kept for the stats
+      # (counting both had doubled the executions); its own output goes to <target>.jobs.log.
       (cd "$build/logs" && rm -f fuzz-*.log &&
-        "$build/tests/fuzz/$t" "${round_args[@]}" -jobs="$jobs" -workers="$jobs" "$corpus" "${seeds[@]}" >"$round" 2>&1 &&
-        cat fuzz-*.log >>"$round") || cat "$build"/logs/fuzz-*.log >>"$round" 2>/dev/null || true
+        "$build/tests/fuzz/$t" "${round_args[@]}" -jobs="$jobs" -workers="$jobs" "$corpus" "${seeds[@]}" \
+          >>"$build/logs/$t.jobs.log" 2>&1) || true
+      cat "$build"/logs/fuzz-*.log >"$round" 2>/dev/null || true
     else
       "$build/tests/fuzz/$t" "${round_args[@]}" "$corpus" "${seeds[@]}" >"$round" 2>&1 || true
     fi
