@@ -211,6 +211,17 @@ TEST(CApiStatusClasses, LayerJson) {
       {R"({"class_name":"Dense","config":{"units":4}})", RECUR_ERR_UNSUPPORTED, "class_name"},
       {R"({"class_name":"GRU","config":{"units":4,"stateful":true,"batch_input_shape":[100000000,3,8]}})",
        RECUR_ERR_LIMIT, "batch limit"},
+      // Integers beyond int's range are refused, never wrapped (2^32 + 2 must not pass as 2).
+      {R"({"class_name":"GRU","config":{"units":4,"stateful":true,"batch_input_shape":[4294967298,3,8]}})",
+       RECUR_ERR_INVALID_ARGUMENT, "out of range"},
+      {R"({"class_name":"GRU","config":{"units":4,"stateful":true,"batch_size":4294967298}})",
+       RECUR_ERR_INVALID_ARGUMENT, "batch_size: 4294967298 is out of range"},
+      {R"({"class_name":"GRU","config":{"units":4,"batch_input_shape":[null,3,4294967304]}})",
+       RECUR_ERR_INVALID_ARGUMENT, "out of range"},
+      {R"({"class_name":"GRU","config":{"units":18446744073709551615}})", RECUR_ERR_INVALID_ARGUMENT,
+       "units: 18446744073709551615 is out of range"},
+      {R"({"class_name":"GRU","config":{"units":4,"kernel_constraint":{"class_name":"MaxNorm","config":{"axis":4294967296}}}})",
+       RECUR_ERR_INVALID_ARGUMENT, "kernel_constraint.axis"},
   };
   for (const Case& c : cases) {
     recur_layer* l = nullptr;

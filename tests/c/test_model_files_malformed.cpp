@@ -1308,6 +1308,79 @@ TEST(ModelFilesMalformed, HostileGraphs) {
   }
 }
 
+std::string k3_op(const std::string& cls, const std::string& name, const std::string& cfg, const std::string& args) {
+  return R"({"module": "keras.src.ops.numpy", "class_name": ")" + cls + R"(", "config": {"name": ")" + name + "\"" +
+         (cfg.empty() ? "" : ", " + cfg) + R"(}, "name": ")" + name + R"(", "inbound_nodes": [{"args": [)" + args +
+         R"(], "kwargs": {}}]})";
+}
+
+// The axes of Keras ops (keras.ops.concatenate, expand_dims, sum) are integers checked against the
+// rank before use: a float axis once reached a float-to-int conversion (undefined), and an axis out
+// of range indexed past a shape.
+TEST(ModelFilesMalformed, KerasOpAxesAreChecked) {
+  Scratch s;
+  const std::string src = model_file("keras3", "tokens.keras");
+  const std::string two_inputs =
+      R"({"class_name": "InputLayer", "config": {"name": "x", "batch_shape": [null, 4, 3]}, "inbound_nodes": []}, )"
+      R"({"class_name": "InputLayer", "config": {"name": "y", "batch_shape": [null, 4, 2]}, "inbound_nodes": []}, )";
+  const std::string xy = "[" + k3_ref("x") + ", " + k3_ref("y") + "]";
+  auto concat = [&](const std::string& axis) {
+    return graph_config(two_inputs + k3_op("Concatenate", "c", R"("axis": )" + axis, xy), R"([["x", 0, 0], ["y", 0, 0]])",
+                        R"([["c", 0, 0]])");
+  };
+  auto unary = [&](const char* cls, const std::string& cfg) {
+    return graph_config(two_inputs + k3_op(cls, "c", cfg, k3_ref("x")), R"([["x", 0, 0], ["y", 0, 0]])", R"([["c", 0, 0]])");
+  };
+  const struct {
+    const char* name;
+    std::string config;
+    const char* needle;
+  } cases[] = {
+      {"concat_float_axis", concat("-1.0856e308"), "axis: expected an integer"},
+      {"concat_past_rank", concat("3"), "out of range"},
+      {"concat_before_rank", concat("-4"), "out of range"},
+      {"concat_wrapping_axis", concat("4294967298"), "out of range"},  // 2^32 + 2 must not pass as 2
+      {"concat_batch_axis", concat("0"), "batch axis"},
+      {"concat_other_axis_differs", concat("1"), "differ outside axis"},
+      {"expand_dims_float_axis", unary("ExpandDims", R"("axis": 2.5)"), "axis: expected an integer"},
+      {"sum_wrapping_axis", unary("Sum", R"("axis": [4294967297])"), "axis: expected integers"},
+      {"sum_float_axis", unary("Sum", R"("axis": 1e300)"), "axis: expected integers"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string p = edited_keras(s, src, std::string(c.name) + ".keras",
+                                       [&](Members& m) { member(m, "config.json") = c.config; });
+    recur_model* m = nullptr;
+    ASSERT_RECUR_OK(recur_model_open(&m, p.c_str()));
+    recur_model_info info;
+    info.version = RECUR_MODEL_INFO_VERSION;
+    ASSERT_RECUR_OK(recur_model_get_info(m, &info));
+    EXPECT_EQ(info.runnable, 0);
+    EXPECT_NE(std::string(info.unsupported).find(c.needle), std::string::npos) << info.unsupported;
+    recur_model_destroy(m);
+  }
+
+  // In range, the same op runs: [x, y] joined along the features.
+  const std::string p = edited_keras(s, src, "concat_features.keras", [&](Members& m) { member(m, "config.json") = concat("-1"); });
+  recur_model* m = nullptr;
+  ASSERT_RECUR_OK(recur_model_open(&m, p.c_str()));
+  const int32_t ts[2] = {4, 4};
+  size_t in_len = 0, out_len = 0;
+  ASSERT_RECUR_OK(recur_model_inputs_length(m, 1, ts, 2, &in_len));
+  ASSERT_RECUR_OK(recur_model_outputs_length(m, 1, ts, 2, &out_len));
+  ASSERT_EQ(in_len, 20u);
+  ASSERT_EQ(out_len, 20u);
+  std::vector<float> in(in_len), out(out_len, -7.0f), want;
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i);
+  for (size_t t = 0; t < 4; ++t) {
+    want.insert(want.end(), in.begin() + 3 * t, in.begin() + 3 * t + 3);
+    want.insert(want.end(), in.begin() + 12 + 2 * t, in.begin() + 12 + 2 * t + 2);
+  }
+  ASSERT_RECUR_OK(recur_model_run_inputs(m, 1, ts, 2, in.data(), in.size(), nullptr, 0, out.data(), out.size()));
+  EXPECT_EQ(out, want);
+  recur_model_destroy(m);
+}
+
 // An InputLayer may declare a zero-size axis: its tensors are empty and flow through the graph as
 // such (a fuzzed model made an output of one, and copying it read from a NULL pointer).
 TEST(ModelFilesMalformed, ZeroSizeAxesRunAsEmptyTensors) {

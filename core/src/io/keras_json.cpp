@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "io/json_int.hpp"
 #include "io/keras_entry.hpp"
 #include "io/printable.hpp"
 #include "recur/error.hpp"
@@ -105,8 +106,10 @@ InitializerSpec initializer_from(const json& j, const DialectInfo&, const char* 
     if (!cfg.contains(key) || cfg[key].is_null()) return;
     if (!cfg[key].is_array()) fail(Code::invalid_argument, field, ".", key, ": expected a list of axes, got ", io::excerpt(cfg[key]));
     for (const auto& a : cfg[key]) {
-      if (!a.is_number_integer()) fail(Code::invalid_argument, field, ".", key, ": expected integers, got ", io::excerpt(cfg[key]));
-      out_axes.push_back(a.get<int>());
+      int x = 0;
+      if (!io::int_in(a, io::kIntMin, io::kIntMax, x))
+        fail(Code::invalid_argument, field, ".", key, ": expected integers, got ", io::excerpt(cfg[key]));
+      out_axes.push_back(x);
     }
   };
   auto fan_axes = [&]() {
@@ -243,12 +246,14 @@ ConstraintSpec constraint_from(const json& j, const DialectInfo&, const char* fi
     if (!cfg.contains("axis") || cfg["axis"].is_null()) return;
     const json& a = cfg["axis"];
     s.axis.clear();
+    int x = 0;
     if (a.is_number_integer()) {
-      s.axis.push_back(a.get<int>());
+      if (!io::int_in(a, io::kIntMin, io::kIntMax, x)) fail(Code::invalid_argument, field, ".axis: ", io::excerpt(a), " is out of range");
+      s.axis.push_back(x);
     } else if (a.is_array()) {
       for (const auto& v : a) {
-        if (!v.is_number_integer()) fail(Code::invalid_argument, field, ".axis: expected integers, got ", io::excerpt(a));
-        s.axis.push_back(v.get<int>());
+        if (!io::int_in(v, io::kIntMin, io::kIntMax, x)) fail(Code::invalid_argument, field, ".axis: expected integers, got ", io::excerpt(a));
+        s.axis.push_back(x);
       }
     } else {
       fail(Code::invalid_argument, field, ".axis: expected an integer or a list, got ", io::excerpt(a));
@@ -297,9 +302,9 @@ int get_int(const json& cfg, const char* key, int fallback) {
   if (!cfg.contains(key) || cfg[key].is_null()) return fallback;
   const json& v = cfg[key];
   if (v.is_number_integer()) {
-    const long long x = v.get<long long>();
-    if (x < -(1LL << 31) || x > (1LL << 31) - 1) fail(Code::invalid_argument, key, ": ", x, " is out of range");
-    return static_cast<int>(x);
+    int x = 0;
+    if (!io::int_in(v, io::kIntMin, io::kIntMax, x)) fail(Code::invalid_argument, key, ": ", io::excerpt(v), " is out of range");
+    return x;
   }
   // Keras writes integral floats in some configs (e.g. units=8.0 after arithmetic).
   // (Range first: converting an out-of-range double to an integer is undefined behaviour.)
@@ -348,10 +353,16 @@ void check_dtype(const json& cfg) {
 // The first and last axes of a serialized input shape: [batch, T, F].
 bool shape_dims(const json& shape, int& batch, int& features, int& axis1) {
   if (!shape.is_array() || shape.size() < 2) return false;
-  const json& last = shape.back();
-  features = last.is_number_integer() ? last.get<int>() : 0;
-  batch = shape[0].is_number_integer() ? shape[0].get<int>() : 0;
-  axis1 = shape[1].is_number_integer() ? shape[1].get<int>() : 0;
+  // An integer dimension; anything else (null) is unknown.
+  auto dim = [&](const json& d) {
+    int x = 0;
+    if (d.is_number_integer() && !io::int_in(d, io::kIntMin, io::kIntMax, x))
+      fail(Code::invalid_argument, "input shape: dimension ", io::excerpt(d), " is out of range in ", io::excerpt(shape));
+    return x;
+  };
+  features = dim(shape.back());
+  batch = dim(shape[0]);
+  axis1 = dim(shape[1]);
   return true;
 }
 
@@ -512,7 +523,7 @@ LayerConfig parse_layer_entry(const json& root, int input_size, std::optional<Di
   }
   if (cell && have_shape) axis1 = 0;
   if (have_shape && !cell && c.time_major) batch = axis1;  // (T, B, F)
-  if (cfg.contains("batch_size") && cfg["batch_size"].is_number_integer()) batch = cfg["batch_size"].get<int>();
+  if (cfg.contains("batch_size") && cfg["batch_size"].is_number_integer()) batch = get_int(cfg, "batch_size", 0);
   c.input_size = input_size > 0 ? input_size : features;
   if (input_size > 0 && features > 0 && features != input_size)
     fail(Code::shape, "input_size: ", input_size, " was given, but the config records input size ", features);

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "io/hdf5_file.hpp"
+#include "io/json_int.hpp"
 #include "io/keras_entry.hpp"
 #include "io/printable.hpp"
 #include "model/graph.hpp"
@@ -679,8 +680,9 @@ class PermuteOp : public Op {
     if (!cfg.contains("dims") || !cfg["dims"].is_array()) fail(Code::invalid_argument, "dims: expected a list of axes");
     perm_.push_back(0);
     for (const auto& d : cfg["dims"]) {
-      if (!d.is_number_integer() || d.get<int>() < 1 || d.get<int>() > 8) fail(Code::invalid_argument, "dims: expected axes 1..rank-1");
-      perm_.push_back(d.get<int>());
+      int a = 0;
+      if (!io::int_in(d, 1, 8, a)) fail(Code::invalid_argument, "dims: expected axes 1..rank-1, got ", io::excerpt(cfg["dims"]));
+      perm_.push_back(a);
     }
     std::vector<int> sorted = perm_;
     std::sort(sorted.begin(), sorted.end());
@@ -708,10 +710,11 @@ std::vector<int> axes_of(const json& cfg, int fallback) {
   if (!cfg.contains("axis") || cfg["axis"].is_null()) axes.push_back(fallback);
   else if (cfg["axis"].is_array())
     for (const auto& a : cfg["axis"]) {
-      if (!a.is_number_integer()) fail(Code::invalid_argument, "axis: expected integers, got ", io::excerpt(cfg["axis"]));
-      axes.push_back(a.get<int>());
+      int x = 0;
+      if (!io::int_in(a, io::kIntMin, io::kIntMax, x)) fail(Code::invalid_argument, "axis: expected integers, got ", io::excerpt(cfg["axis"]));
+      axes.push_back(x);
     }
-  else if (cfg["axis"].is_number_integer()) axes.push_back(cfg["axis"].get<int>());
+  else if (int x = 0; io::int_in(cfg["axis"], io::kIntMin, io::kIntMax, x)) axes.push_back(x);
   else fail(Code::invalid_argument, "axis: expected an integer or a list, got ", io::excerpt(cfg["axis"]));
   return axes;
 }
@@ -1542,14 +1545,25 @@ class KerasOp : public Op {
     } else {
       const json a = cfg_["axis"].is_array() ? cfg_["axis"] : json::array({cfg_["axis"]});
       for (const auto& v : a) {
-        if (!v.is_number_integer()) fail(Code::invalid_argument, "axis: expected integers, got ", io::excerpt(cfg_["axis"]));
-        int x = v.get<int>();
+        int x = 0;
+        if (!io::int_in(v, io::kIntMin, io::kIntMax, x)) fail(Code::invalid_argument, "axis: expected integers, got ", io::excerpt(cfg_["axis"]));
+        const int given = x;
         if (x < 0) x += static_cast<int>(rank);
-        if (x < 0 || x >= static_cast<int>(rank)) fail(Code::shape, kind_, ": axis ", v.get<int>(), " of a rank-", rank, " tensor");
+        if (x < 0 || x >= static_cast<int>(rank)) fail(Code::shape, kind_, ": axis ", given, " of a rank-", rank, " tensor");
         ax.push_back(x);
       }
     }
     return ax;
+  }
+
+  // keras.ops.concatenate's axis (default 0), normalized; the batch axis is not one recur can join.
+  std::size_t concat_axis(std::size_t rank) const {
+    const int given = int_of(cfg_, "axis", 0);
+    const int a = given < 0 ? given + static_cast<int>(rank) : given;
+    if (a < 0 || a >= static_cast<int>(rank))
+      fail(Code::invalid_argument, "Concatenate: axis ", given, " is out of range for a rank-", rank, " tensor");
+    if (a == 0) fail(Code::unsupported, "Concatenate: joining along the batch axis");
+    return static_cast<std::size_t>(a);
   }
 
   std::vector<Index> out_shape(const std::vector<std::vector<Index>>& in) const {
@@ -1571,7 +1585,7 @@ class KerasOp : public Op {
       return out;
     }
     if (kind_ == "ExpandDims") {
-      int a = cfg_.value("axis", -1);
+      int a = int_of(cfg_, "axis", -1);
       const int r = static_cast<int>(x.size()) + 1;
       if (a < 0) a += r;
       if (a < 0 || a >= r) fail(Code::shape, "ExpandDims: axis out of range");
@@ -1593,14 +1607,14 @@ class KerasOp : public Op {
       return out;
     }
     if (kind_ == "Concatenate") {
-      int a = cfg_.value("axis", 0);
-      if (a < 0) a += static_cast<int>(x.size());
+      const std::size_t a = concat_axis(x.size());
       std::vector<Index> out = x;
       for (std::size_t k = 1; k < in.size(); ++k) {
         if (in[k].size() != x.size()) fail(Code::shape, "Concatenate: inputs of different ranks");
-        out[static_cast<std::size_t>(a)] = out[static_cast<std::size_t>(a)] < 0 || in[k][static_cast<std::size_t>(a)] < 0
-                                               ? -1
-                                               : out[static_cast<std::size_t>(a)] + in[k][static_cast<std::size_t>(a)];
+        for (std::size_t i = 0; i < x.size(); ++i)
+          if (i != a && in[k][i] >= 0 && out[i] >= 0 && in[k][i] != out[i])
+            fail(Code::shape, "Concatenate: shapes ", shape_string(x), " and ", shape_string(in[k]), " differ outside axis ", a);
+        out[a] = out[a] < 0 || in[k][a] < 0 ? -1 : out[a] + in[k][a];
       }
       return out;
     }
@@ -1735,8 +1749,7 @@ class KerasOp : public Op {
       return {std::move(y)};
     }
     if (kind_ == "Concatenate") {
-      int a = cfg_.value("axis", 0);
-      if (a < 0) a += static_cast<int>(x.shape.size());
+      const std::size_t a = concat_axis(x.shape.size());  // out_shape checked the shapes
       const Index outer = product(y.shape, 0, static_cast<std::size_t>(a)), inner = product(y.shape, static_cast<std::size_t>(a) + 1);
       Index off = 0;
       for (const Value* v : args) {
