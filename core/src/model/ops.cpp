@@ -36,10 +36,9 @@ int int_of(const json& cfg, const char* key, int fallback) {
   const json& v = cfg[key];
   const json& x = v.is_array() && v.size() == 1 ? v[0] : v;  // Keras writes kernel_size=(3,) as [3]
   if (!x.is_number_integer()) fail(Code::invalid_argument, key, ": expected an integer, got ", io::excerpt(v));
-  const std::int64_t i = x.is_number_unsigned() ? static_cast<std::int64_t>(std::min<std::uint64_t>(x.get<std::uint64_t>(), 1u << 31))
-                                                : x.get<std::int64_t>();
-  if (i < -(std::int64_t(1) << 30) || i > (std::int64_t(1) << 30)) fail(Code::invalid_argument, key, ": ", i, " is out of range");
-  return static_cast<int>(i);
+  int i = 0;
+  if (!io::int_in(x, -(std::int64_t(1) << 30), std::int64_t(1) << 30, i)) fail(Code::invalid_argument, key, ": ", io::excerpt(x), " is out of range");
+  return i;
 }
 
 std::string str_of(const json& cfg, const char* key, const std::string& fallback) {
