@@ -1343,8 +1343,10 @@ TEST(ModelFilesMalformed, KerasOpAxesAreChecked) {
       {"concat_batch_axis", concat("0"), "batch axis"},
       {"concat_other_axis_differs", concat("1"), "differ outside axis"},
       {"expand_dims_float_axis", unary("ExpandDims", R"("axis": 2.5)"), "axis: expected an integer"},
-      {"sum_wrapping_axis", unary("Sum", R"("axis": [4294967297])"), "axis: expected integers"},
-      {"sum_float_axis", unary("Sum", R"("axis": 1e300)"), "axis: expected integers"},
+      {"sum_wrapping_axis", unary("Sum", R"("axis": [4294967297])"), "axis: expected an integer or a list of integers"},
+      {"sum_float_axis", unary("Sum", R"("axis": 1e300)"), "axis: expected an integer or a list of integers"},
+      {"mean_repeated_axis", unary("Mean", R"("axis": [1, -2])"), "repeats axis 1"},
+      {"squeeze_repeated_axis", unary("Squeeze", R"("axis": [2, 2])"), "repeats axis 2"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -1378,6 +1380,20 @@ TEST(ModelFilesMalformed, KerasOpAxesAreChecked) {
   }
   ASSERT_RECUR_OK(recur_model_run_inputs(m, 1, ts, 2, in.data(), in.size(), nullptr, 0, out.data(), out.size()));
   EXPECT_EQ(out, want);
+  recur_model_destroy(m);
+
+  // A Mean over two distinct axes divides by both sizes once: (1, 4, 3) -> (1,), the mean of all 12.
+  const std::string pm = edited_keras(s, src, "mean_two_axes.keras", [&](Members& mm) {
+    member(mm, "config.json") =
+        graph_config(two_inputs + k3_op("Mean", "c", R"("axis": [1, 2])", k3_ref("x")), R"([["x", 0, 0], ["y", 0, 0]])", R"([["c", 0, 0]])");
+  });
+  m = nullptr;
+  ASSERT_RECUR_OK(recur_model_open(&m, pm.c_str()));
+  ASSERT_RECUR_OK(recur_model_outputs_length(m, 1, ts, 2, &out_len));
+  ASSERT_EQ(out_len, 1u);
+  float mean = -7.0f;
+  ASSERT_RECUR_OK(recur_model_run_inputs(m, 1, ts, 2, in.data(), in.size(), nullptr, 0, &mean, 1));
+  EXPECT_FLOAT_EQ(mean, 5.5f);  // the mean of 0..11
   recur_model_destroy(m);
 }
 

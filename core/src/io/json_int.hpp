@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 namespace recur::io {
 
@@ -28,5 +29,15 @@ inline bool int_in(const nlohmann::json& v, std::int64_t lo, std::int64_t hi, in
 
 constexpr std::int64_t kIntMin = std::numeric_limits<int>::min();
 constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+
+// Keras's "an integer or a list of integers" (an axis argument), each within int's range; false
+// for anything else, out then holds no promise.
+inline bool int_or_ints(const nlohmann::json& v, std::vector<int>& out) {
+  out.clear();
+  if (!v.is_array()) return int_in(v, kIntMin, kIntMax, out.emplace_back());
+  for (const auto& e : v)
+    if (!int_in(e, kIntMin, kIntMax, out.emplace_back())) return false;
+  return true;
+}
 
 }  // namespace recur::io

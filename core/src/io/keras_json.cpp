@@ -244,20 +244,8 @@ ConstraintSpec constraint_from(const json& j, const DialectInfo&, const char* fi
   const std::string n = lower(snake(raw));
   auto axis = [&]() {
     if (!cfg.contains("axis") || cfg["axis"].is_null()) return;
-    const json& a = cfg["axis"];
-    s.axis.clear();
-    int x = 0;
-    if (a.is_number_integer()) {
-      if (!io::int_in(a, io::kIntMin, io::kIntMax, x)) fail(Code::invalid_argument, field, ".axis: ", io::excerpt(a), " is out of range");
-      s.axis.push_back(x);
-    } else if (a.is_array()) {
-      for (const auto& v : a) {
-        if (!io::int_in(v, io::kIntMin, io::kIntMax, x)) fail(Code::invalid_argument, field, ".axis: expected integers, got ", io::excerpt(a));
-        s.axis.push_back(x);
-      }
-    } else {
-      fail(Code::invalid_argument, field, ".axis: expected an integer or a list, got ", io::excerpt(a));
-    }
+    if (!io::int_or_ints(cfg["axis"], s.axis))
+      fail(Code::invalid_argument, field, ".axis: expected an integer or a list of integers, got ", io::excerpt(cfg["axis"]));
   };
   if (n == "max_norm" || n == "maxnorm") {
     check_keys(cfg, {"max_value", "axis"}, field, raw);

@@ -464,6 +464,35 @@ class MergeOp : public Op {
   bool keras3_ = false;
 };
 
+// The shape of `parts` joined along `axis` (the Concatenate layer and keras.ops.concatenate):
+// every other dimension agrees (a negative one, not known until run time, agrees with any) and
+// the joined one sums, unknown when any part's is.
+std::vector<Index> joined_shape(const std::vector<const std::vector<Index>*>& parts, std::size_t axis, const std::string& who) {
+  if (parts.empty()) fail(Code::invalid_argument, who, ": expected at least 1 input");
+  std::vector<Index> out = *parts[0];
+  for (std::size_t k = 1; k < parts.size(); ++k) {
+    const std::vector<Index>& p = *parts[k];
+    if (p.size() != out.size())
+      fail(Code::shape, who, ": inputs of different ranks: ", shape_string(*parts[0]), " and ", shape_string(p));
+    for (std::size_t i = 0; i < out.size(); ++i)
+      if (i != axis && p[i] >= 0 && out[i] >= 0 && p[i] != out[i])
+        fail(Code::shape, who, ": shapes ", shape_string(*parts[0]), " and ", shape_string(p), " differ outside axis ", axis);
+    out[axis] = out[axis] < 0 || p[axis] < 0 ? -1 : out[axis] + p[axis];
+  }
+  return out;
+}
+
+// Copies `parts` into y, joined along `axis`; y is shaped by joined_shape.
+void join_values(const std::vector<const Value*>& parts, std::size_t axis, Value& y) {
+  const Index outer = product(y.shape, 0, axis), inner = product(y.shape, axis + 1);
+  Index off = 0;
+  for (const Value* v : parts) {
+    const Index chunk = v->shape[axis] * inner;
+    for (Index o = 0; o < outer; ++o) std::copy_n(v->data.data() + o * chunk, chunk, y.data.data() + o * y.shape[axis] * inner + off);
+    off += chunk;
+  }
+}
+
 class ConcatenateOp : public Op {
  public:
   explicit ConcatenateOp(const json& cfg) : axis_(int_of(cfg, "axis", -1)) {}
@@ -472,45 +501,21 @@ class ConcatenateOp : public Op {
     const int rank = static_cast<int>(in[0].dims.size());
     const int ax = axis_ < 0 ? axis_ + rank : axis_;
     if (ax <= 0 || ax >= rank) fail(Code::invalid_argument, "axis: ", axis_, " is not a non-batch axis of ", spec_string(in[0]));
-    Spec out = in[0];
-    out.ids = false;
-    for (std::size_t k = 1; k < in.size(); ++k) {
-      if (static_cast<int>(in[k].dims.size()) != rank)
-        fail(Code::shape, "Concatenate: inputs of different ranks: ", spec_string(in[0]), " and ", spec_string(in[k]));
-      for (int i = 1; i < rank; ++i) {
-        if (i == ax) continue;
-        if (in[k].dims[i] >= 0 && out.dims[i] >= 0 && in[k].dims[i] != out.dims[i])
-          fail(Code::shape, "Concatenate: shapes ", spec_string(in[0]), " and ", spec_string(in[k]),
-               " differ outside axis ", axis_);
-      }
-      out.dims[ax] = out.dims[ax] < 0 || in[k].dims[ax] < 0 ? -1 : out.dims[ax] + in[k].dims[ax];
-    }
+    std::vector<const std::vector<Index>*> parts;
+    for (const Spec& p : in) parts.push_back(&p.dims);
+    Spec out;
+    out.dims = joined_shape(parts, static_cast<std::size_t>(ax), "Concatenate");
     set_once(per_step, ax == rank - 1 && rank == 3);
     return {out};
   }
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
-    const std::vector<Index>& s0 = in.main[0]->shape;
-    const int rank = static_cast<int>(s0.size());
-    const int ax = axis_ < 0 ? axis_ + rank : axis_;
-    std::vector<Index> shape = s0;
-    shape[ax] = 0;
-    for (const Value* v : in.main) {
-      if (static_cast<int>(v->shape.size()) != rank) fail(Code::shape, "Concatenate '", name, "': inputs of different ranks");
-      for (int i = 0; i < rank; ++i)
-        if (i != ax && v->shape[i] != s0[i])
-          fail(Code::shape, "Concatenate '", name, "': shapes ", shape_string(s0), " and ", shape_string(v->shape),
-               " differ outside the concatenation axis");
-      shape[ax] += v->shape[ax];
-    }
-    Value y = make_value(shape, "Concatenate");
-    const Index outer = product(shape, 0, static_cast<std::size_t>(ax)), inner = product(shape, static_cast<std::size_t>(ax) + 1);
-    Index off = 0;
-    for (const Value* v : in.main) {
-      const Index chunk = v->shape[ax] * inner;
-      for (Index o = 0; o < outer; ++o)
-        std::copy_n(v->data.data() + o * chunk, chunk, y.data.data() + o * shape[ax] * inner + off);
-      off += chunk;
-    }
+    const int rank = static_cast<int>(in.main[0]->shape.size());
+    const std::size_t ax = static_cast<std::size_t>(axis_ < 0 ? axis_ + rank : axis_);  // build checked it
+    std::vector<const std::vector<Index>*> parts;
+    for (const Value* v : in.main) parts.push_back(&v->shape);
+    Value y = make_value(joined_shape(parts, ax, "Concatenate '" + name + "'"), "Concatenate");
+    join_values(in.main, ax, y);
+    const std::vector<Index>& shape = y.shape;
     // Keras: each mask broadcast to its input's shape (no mask: all valid), concatenated along the
     // axis, then all() over the last axis.
     bool any = false;
@@ -705,16 +710,10 @@ class PermuteOp : public Op {
 // ---- normalization ---------------------------------------------------------------------------
 
 std::vector<int> axes_of(const json& cfg, int fallback) {
+  if (!cfg.contains("axis") || cfg["axis"].is_null()) return {fallback};
   std::vector<int> axes;
-  if (!cfg.contains("axis") || cfg["axis"].is_null()) axes.push_back(fallback);
-  else if (cfg["axis"].is_array())
-    for (const auto& a : cfg["axis"]) {
-      int x = 0;
-      if (!io::int_in(a, io::kIntMin, io::kIntMax, x)) fail(Code::invalid_argument, "axis: expected integers, got ", io::excerpt(cfg["axis"]));
-      axes.push_back(x);
-    }
-  else if (int x = 0; io::int_in(cfg["axis"], io::kIntMin, io::kIntMax, x)) axes.push_back(x);
-  else fail(Code::invalid_argument, "axis: expected an integer or a list, got ", io::excerpt(cfg["axis"]));
+  if (!io::int_or_ints(cfg["axis"], axes))
+    fail(Code::invalid_argument, "axis: expected an integer or a list of integers, got ", io::excerpt(cfg["axis"]));
   return axes;
 }
 
@@ -1536,21 +1535,20 @@ class KerasOp : public Op {
   }
   bool reduction() const { return kind_ == "Any" || kind_ == "All" || kind_ == "Sum" || kind_ == "Mean" || kind_ == "Max" || kind_ == "Min"; }
 
-  // The reduced axes (normalized), or all non-batch... Keras's axis=None reduces every axis.
+  // The listed axes, normalized; Keras's axis=None reduces every axis. A repeated axis is an
+  // error in Keras (and would count twice in a Mean's divisor here).
   std::vector<int> axes(std::size_t rank) const {
     std::vector<int> ax;
     if (!cfg_.contains("axis") || cfg_["axis"].is_null()) {
       for (std::size_t i = 0; i < rank; ++i) ax.push_back(static_cast<int>(i));
-    } else {
-      const json a = cfg_["axis"].is_array() ? cfg_["axis"] : json::array({cfg_["axis"]});
-      for (const auto& v : a) {
-        int x = 0;
-        if (!io::int_in(v, io::kIntMin, io::kIntMax, x)) fail(Code::invalid_argument, "axis: expected integers, got ", io::excerpt(cfg_["axis"]));
-        const int given = x;
-        if (x < 0) x += static_cast<int>(rank);
-        if (x < 0 || x >= static_cast<int>(rank)) fail(Code::shape, kind_, ": axis ", given, " of a rank-", rank, " tensor");
-        ax.push_back(x);
-      }
+      return ax;
+    }
+    for (const int given : axes_of(cfg_, 0)) {
+      const int x = given < 0 ? given + static_cast<int>(rank) : given;
+      if (x < 0 || x >= static_cast<int>(rank)) fail(Code::shape, kind_, ": axis ", given, " of a rank-", rank, " tensor");
+      if (std::find(ax.begin(), ax.end(), x) != ax.end())
+        fail(Code::invalid_argument, kind_, ": axis ", io::excerpt(cfg_["axis"]), " repeats axis ", x);
+      ax.push_back(x);
     }
     return ax;
   }
@@ -1606,16 +1604,9 @@ class KerasOp : public Op {
       return out;
     }
     if (kind_ == "Concatenate") {
-      const std::size_t a = concat_axis(x.size());
-      std::vector<Index> out = x;
-      for (std::size_t k = 1; k < in.size(); ++k) {
-        if (in[k].size() != x.size()) fail(Code::shape, "Concatenate: inputs of different ranks");
-        for (std::size_t i = 0; i < x.size(); ++i)
-          if (i != a && in[k][i] >= 0 && out[i] >= 0 && in[k][i] != out[i])
-            fail(Code::shape, "Concatenate: shapes ", shape_string(x), " and ", shape_string(in[k]), " differ outside axis ", a);
-        out[a] = out[a] < 0 || in[k][a] < 0 ? -1 : out[a] + in[k][a];
-      }
-      return out;
+      std::vector<const std::vector<Index>*> parts;
+      for (const auto& p : in) parts.push_back(&p);
+      return joined_shape(parts, concat_axis(x.size()), "Concatenate");
     }
     return x;  // elementwise
   }
@@ -1748,15 +1739,7 @@ class KerasOp : public Op {
       return {std::move(y)};
     }
     if (kind_ == "Concatenate") {
-      const std::size_t a = concat_axis(x.shape.size());  // out_shape checked the shapes
-      const Index outer = product(y.shape, 0, static_cast<std::size_t>(a)), inner = product(y.shape, static_cast<std::size_t>(a) + 1);
-      Index off = 0;
-      for (const Value* v : args) {
-        const Index chunk = v->shape[static_cast<std::size_t>(a)] * inner;
-        for (Index o = 0; o < outer; ++o)
-          std::copy_n(v->data.data() + o * chunk, chunk, y.data.data() + o * y.shape[static_cast<std::size_t>(a)] * inner + off);
-        off += chunk;
-      }
+      join_values(args, concat_axis(x.shape.size()), y);  // out_shape checked the shapes
       return {std::move(y)};
     }
     for (std::size_t k = 0; k < y.data.size(); ++k) {
