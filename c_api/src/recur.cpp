@@ -749,7 +749,7 @@ recur_status recur_model_get_info(const recur_model* model, recur_model_info* in
                   RECUR_MODEL_INFO_VERSION, "), got ", info->version);
     info->dialect = m.dialect().dialect == recur::Dialect::keras2 ? RECUR_DIALECT_KERAS2 : RECUR_DIALECT_KERAS3;
     info->keras_version = m.keras_version().c_str();
-    info->num_layers = static_cast<int32_t>(m.layers().size());
+    info->num_layers = static_cast<int32_t>(m.num_layers());
     info->runnable = m.unsupported().empty();
     info->unsupported = m.unsupported().c_str();
     info->input_size = m.input_size();
@@ -906,9 +906,9 @@ recur_status recur_model_get_device(const recur_model* model, int32_t layer_inde
   return guarded([&] {
     const recur::Model& m = model_of(model, "recur_model_get_device");
     require_device_info(info, "recur_model_get_device");
-    if (layer_index < -1 || (layer_index >= 0 && static_cast<std::size_t>(layer_index) >= m.layers().size()))
+    if (layer_index < -1 || (layer_index >= 0 && static_cast<std::size_t>(layer_index) >= m.num_layers()))
       recur::fail(Error::Code::invalid_argument, "recur_model_get_device: layer_index ", layer_index,
-                  " is out of range (-1 for the model, or a layer index below ", m.layers().size(), ")");
+                  " is out of range (-1 for the model, or a layer index below ", m.num_layers(), ")");
     fill_device_info(model->placements.keep(layer_index < 0 ? m.placement() : m.layer_placement(layer_index)), info);
   });
 }

@@ -160,6 +160,10 @@ struct Model::Impl {
   std::string keras_version;
   std::shared_ptr<ModelShared> shared;
   std::vector<ModelLayerInfo> infos;
+  // Each info's config entry, dumped into config_json on the first layers() call: most callers
+  // never read it, and dumping every entry was about 7% of opening a model.
+  std::vector<const json*> entries;
+  std::once_flag configs_dumped;
   Placement placement;
   int num_threads = 1;
 
@@ -283,7 +287,7 @@ void Model::Impl::finish() {
     ModelLayerInfo info;
     info.name = le.name;
     info.class_name = le.class_name;
-    info.config_json = le.entry->dump();
+    entries.push_back(le.entry);
     info.recurrent = le.class_name == "GRU" || le.class_name == "LSTM" || le.class_name == "CuDNNGRU" ||
                      le.class_name == "CuDNNLSTM" || le.class_name == "SimpleRNN" || le.class_name == "Bidirectional";
     info.supported = le.why.empty();
@@ -376,7 +380,14 @@ Model::~Model() = default;
 
 const DialectInfo& Model::dialect() const { return impl_->dialect; }
 const std::string& Model::keras_version() const { return impl_->keras_version; }
-const std::vector<ModelLayerInfo>& Model::layers() const { return impl_->infos; }
+const std::vector<ModelLayerInfo>& Model::layers() const {
+  std::call_once(impl_->configs_dumped, [this] {
+    for (std::size_t i = 0; i < impl_->infos.size(); ++i) impl_->infos[i].config_json = impl_->entries[i]->dump();
+  });
+  return impl_->infos;
+}
+
+std::size_t Model::num_layers() const { return impl_->infos.size(); }
 const std::string& Model::unsupported() const { return impl_->graph().unsupported; }
 const std::vector<ModelTensorInfo>& Model::inputs() const { return impl_->shared->inputs; }
 const std::vector<ModelTensorInfo>& Model::outputs() const { return impl_->shared->outputs; }

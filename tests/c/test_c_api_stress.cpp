@@ -114,6 +114,41 @@ TEST(CApiStress, ManyStreamsThroughOneModel) {
   recur_model_destroy(m);
 }
 
+// A model's layer configs are prepared on the first recur_model_layer call; when that first call
+// comes from many threads at once, all see the same, complete strings.
+TEST(CApiStress, LayerConfigsFirstReadFromEveryThreadAtOnce) {
+  RECUR_SKIP_WITHOUT_FILES();
+  recur_model* m = nullptr;
+  ASSERT_RECUR_OK(recur_model_open(&m, (kModels + "/keras3/tokens.keras").c_str()));
+  recur_model_info info;
+  info.version = RECUR_MODEL_INFO_VERSION;
+  ASSERT_RECUR_OK(recur_model_get_info(m, &info));
+  ASSERT_GT(info.num_layers, 1);
+  const int n = info.num_layers;
+  std::vector<std::vector<const char*>> seen(kThreads, std::vector<const char*>(static_cast<size_t>(n), nullptr));
+  std::atomic<int> failures{0};
+  on_threads(kThreads, [&](int k) {
+    for (int j = 0; j < n; ++j) {
+      const int i = (j + k) % n;  // threads start on different layers
+      if (recur_model_layer(m, i, nullptr, nullptr, &seen[static_cast<size_t>(k)][static_cast<size_t>(i)], nullptr, nullptr,
+                            nullptr) != RECUR_OK)
+        failures.fetch_add(1);
+    }
+  });
+  ASSERT_EQ(failures.load(), 0);
+  for (int i = 0; i < n; ++i) {
+    const char* name = nullptr;
+    const char* config = nullptr;
+    ASSERT_RECUR_OK(recur_model_layer(m, i, &name, nullptr, &config, nullptr, nullptr, nullptr));
+    ASSERT_NE(config, nullptr);
+    // The layer's own entry of the model config: a JSON object that names the layer.
+    EXPECT_EQ(config[0], '{') << config;
+    EXPECT_NE(std::string(config).find(std::string("\"name\":\"") + name + "\""), std::string::npos) << config;
+    for (int k = 0; k < kThreads; ++k) EXPECT_EQ(seen[static_cast<size_t>(k)][static_cast<size_t>(i)], config) << "thread " << k;
+  }
+  recur_model_destroy(m);
+}
+
 TEST(CApiStress, ModelsOpenedRunAndDestroyedConcurrently) {
   RECUR_SKIP_WITHOUT_FILES();
   const std::vector<char> keras = rt::file_bytes(kModels + "/keras3/tokens.keras");

@@ -49,6 +49,7 @@ class Model {
   const DialectInfo& dialect() const;
   const std::string& keras_version() const;
   const std::vector<ModelLayerInfo>& layers() const;
+  std::size_t num_layers() const;  // layers().size(), without preparing the infos' config_json
 
   // A new layer with the config and weights of the recurrent layer `name` ("name/forward" and
   // "name/backward" address the halves of a Bidirectional). Throws Error(invalid_argument).
