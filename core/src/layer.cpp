@@ -355,6 +355,12 @@ void Layer::call(const LayerCall& a) {
          " (Keras: \"If an RNN is stateful, the batch size of the input sequences must be the same as the batch "
          "size of the initial state\")");
 
+  if (config_.activity_regularizer.active()) {
+    check_regularization_cost(config_.activity_regularizer, config_.return_sequences ? B * T : B, u,
+                              "activity_regularizer on the output");
+    if (config_.return_state) check_regularization_cost(config_.activity_regularizer, B, u, "activity_regularizer on the states");
+  }
+
   std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
   const bool dropout_on = a.training && (config_.dropout > 0.0f || config_.recurrent_dropout > 0.0f);
   if (config_.stateful || dropout_on || config_.activity_regularizer.active()) lock.lock();
@@ -627,6 +633,7 @@ void Layer::cell_call(const float* input, std::size_t input_len, Index batch, co
   if (new_states && new_states_len != static_cast<std::size_t>(ns * B * u))
     fail(Error::Code::shape, "new_states: expected ", ns, " x (", B, ", ", u, ") = ", ns * B * u, " floats, got ",
          new_states_len);
+  check_regularization_cost(config_.activity_regularizer, B, u, "activity_regularizer on the output and states");
 
   std::vector<std::vector<float>> dropped;
   std::vector<const float*> inputs{input};
@@ -697,6 +704,7 @@ std::vector<Loss> Layer::losses() const {
   for (std::size_t i = 0; i < weights_.size(); ++i) {
     if (!regs[i]->active()) continue;
     if (keras.empty()) keras = keras_weights();
+    check_regularization_cost(*regs[i], keras[i].value.rows(), keras[i].value.cols(), std::string(specs_[i].name) + "_regularizer");
     const Tensor& w = keras[i];
     out.push_back({specs_[i].name, regularization_penalty(*regs[i], w.data(), w.value.rows(), w.value.cols())});
   }

@@ -1,8 +1,10 @@
 #include "recur/regularizers.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "recur/error.hpp"
+#include "recur/limits.hpp"
 
 namespace recur {
 
@@ -35,18 +37,33 @@ float regularization_penalty(const RegularizerSpec& spec, const float* data, Ind
         const double norm = x.row(i).norm();
         if (norm > 0) x.row(i) /= norm;
       }
-      const Eigen::MatrixXd gram = x * x.transpose();
-      const double size = static_cast<double>(x.rows());
+      const Index size = x.rows();
       if (size < 2) return 0.0f;
+      // The Gram matrix x x^T a band of rows at a time (at most 2 MiB), never whole: it would be
+      // size^2 doubles, for a weight or an output of size x cols floats.
+      const Index band = std::clamp<Index>((Index(1) << 18) / size, 1, size);
+      Eigen::MatrixXd gram;
       double off = 0.0;
-      for (Index i = 0; i < gram.rows(); ++i)
-        for (Index j = 0; j < gram.cols(); ++j)
-          if (i != j) off += std::fabs(gram(i, j));
-      const double pairs = size * (size - 1.0) / 2.0;
+      for (Index i0 = 0; i0 < size; i0 += band) {
+        const Index b = std::min(band, size - i0);
+        gram.noalias() = x.middleRows(i0, b) * x.transpose();
+        for (Index r = 0; r < b; ++r) gram(r, i0 + r) = 0.0;  // the diagonal does not count
+        off += gram.cwiseAbs().sum();
+      }
+      const double size_d = static_cast<double>(size);
+      const double pairs = size_d * (size_d - 1.0) / 2.0;
       return static_cast<float>(spec.factor * 0.5 * off / pairs);
     }
   }
   return 0.0f;
+}
+
+void check_regularization_cost(const RegularizerSpec& spec, Index rows, Index cols, const std::string& what) {
+  if (spec.kind != RegularizerSpec::Kind::orthogonal) return;
+  const double size = static_cast<double>(spec.rows_mode ? rows : cols);
+  check_limit(Limit::tensor_bytes, 4.0 * size * size,
+              what + ": the orthogonal regularizer's " + std::to_string(spec.rows_mode ? rows : cols) + " x " +
+                  std::to_string(spec.rows_mode ? rows : cols) + " product");
 }
 
 }  // namespace recur

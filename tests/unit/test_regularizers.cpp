@@ -4,6 +4,7 @@
 
 #include <Eigen/Dense>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "recur/error.hpp"
 #include "recur/keras_json.hpp"
 #include "recur/layer.hpp"
+#include "recur/limits.hpp"
 #include "recur/regularizers.hpp"
 
 namespace {
@@ -323,4 +325,109 @@ TEST(LayerLosses, NoRegularizersNoLosses) {
   recur::Layer l(c);
   call_layer(l, 2, 2);
   EXPECT_TRUE(l.losses().empty());
+}
+
+// The product of normalized rows is formed a band of rows at a time (512 rows or more take
+// several bands); the sum is the same as the whole matrix's.
+TEST(Regularizers, OrthogonalOverManyBandsMatchesTheFormula) {
+  const auto x = sample(1500 * 3, 1.0f, 41);
+  expect_rel(orthogonal_ref(x, 1500, 3, 0.1, true),
+             penalty(R"({"class_name": "OrthogonalRegularizer", "config": {"factor": 0.1, "mode": "rows"}})", kK3, x,
+                     1500, 3),
+             "1500 rows");
+  expect_rel(orthogonal_ref(x, 3, 1500, 0.2, false),
+             penalty(R"({"class_name": "OrthogonalRegularizer", "config": {"factor": 0.2, "mode": "columns"}})", kK3, x,
+                     3, 1500),
+             "1500 columns");
+  // Rows alternating along two orthogonal directions, g of each: every same-direction pair
+  // counts 1 and every other 0, so the penalty is factor * 2g(g-1)/2 / (2g(2g-1)/2). A diagonal
+  // counted, or a band's diagonal misplaced, changes it.
+  const Index g = 700;
+  std::vector<float> two(static_cast<std::size_t>(2 * g * 2), 0.0f);
+  for (Index i = 0; i < 2 * g; ++i) two[static_cast<std::size_t>(2 * i + i % 2)] = i % 4 < 2 ? 3.0f : -0.5f;
+  expect_rel(0.01 * (g - 1.0) / (2.0 * g - 1.0),
+             penalty(R"({"class_name": "OrthogonalRegularizer", "config": {}})", kK3, two, 2 * g, 2), "two directions");
+}
+
+namespace {
+
+// Sets a limit for one test and restores the default after it, failed or not.
+struct LimitFor {
+  recur::Limit which;
+  LimitFor(recur::Limit w, std::uint64_t value) : which(w) { recur::set_limit(w, value); }
+  ~LimitFor() { recur::set_limit(which, 0); }
+};
+
+void expect_limit(const std::function<void()>& f, const std::string& names) {
+  try {
+    f();
+    ADD_FAILURE() << "expected Error(limit) naming " << names;
+  } catch (const recur::Error& e) {
+    EXPECT_EQ(e.code(), recur::Error::Code::limit) << e.what();
+    EXPECT_NE(std::string(e.what()).find(names), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("tensor_bytes"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+
+// An orthogonal regularizer's work grows with the square of its size (a weight's rows, or a
+// call's batch x timesteps rows): a size whose product would be over RECUR_LIMIT_TENSOR_BYTES
+// is an Error(limit) before anything changes, and raising the limit lets it through.
+TEST(LayerLosses, OrthogonalRegularizerSizeIsLimited) {
+  const std::string orth = R"({"class_name": "OrthogonalRegularizer", "config": {"factor": 0.1, "mode": "rows"}})";
+  LayerConfig c = LayerConfig::defaults(LayerKind::gru, kK3);
+  c.units = 2;
+  c.input_size = 600;  // a 600 x 6 kernel: its 600 x 600 product is 1.4 MB as float32
+  c.seed = 5;
+  c.return_sequences = true;
+  c.kernel_regularizer = recur::parse_regularizer_text(orth, kK3, "kernel_regularizer");
+  c.activity_regularizer = recur::parse_regularizer_text(orth, kK3, "activity_regularizer");
+  recur::Layer l(c);
+  const CallResult small = call_layer(l, 2, 3);  // 6 output rows
+  const auto before = l.losses();
+  ASSERT_EQ(before.size(), 2u);
+  {
+    LimitFor cap(recur::Limit::tensor_bytes, 1u << 20);
+    expect_limit([&] { l.losses(); }, "kernel_regularizer");
+    // 30 x 20 = 600 output rows: refused before the call writes its output or its losses.
+    const Index B = 30, T = 20;
+    const auto input = sample(static_cast<int>(B * T * c.input_size), 1.0f, 7);
+    std::vector<float> out(l.output_size(B, T), -7.0f);
+    recur::LayerCall a;
+    a.input = input.data();
+    a.input_len = input.size();
+    a.batch = B;
+    a.timesteps = T;
+    a.output = out.data();
+    a.output_len = out.size();
+    expect_limit([&] { l.call(a); }, "activity_regularizer on the output");
+    EXPECT_EQ(out, std::vector<float>(out.size(), -7.0f));
+    // The weights alone are under a 2 MiB cap; the last call's activity penalty is unchanged.
+    LimitFor raised(recur::Limit::tensor_bytes, 2u << 20);
+    const auto after = l.losses();
+    ASSERT_EQ(after.size(), 2u);
+    EXPECT_EQ(after[0].value, before[0].value);
+    EXPECT_EQ(after[1].value, before[1].value);
+  }
+  // Under the default limit the large call runs, and its penalty follows the formula.
+  const CallResult big = call_layer(l, 30, 20);
+  expect_rel(orthogonal_ref(big.output, 600, 2, 0.1, true) / 30, l.losses()[0].value, "activity of 600 rows / B");
+  (void)small;
+
+  // A cell's output and states (batch rows) are checked the same way.
+  LayerConfig cc = LayerConfig::defaults(LayerKind::gru_cell, kK3);
+  cc.units = 2;
+  cc.input_size = 3;
+  cc.activity_regularizer = c.activity_regularizer;
+  recur::Layer cell(cc);
+  const Index B = 600;
+  const auto x = sample(static_cast<int>(B * cc.input_size));
+  const std::vector<float> h0(static_cast<std::size_t>(B * cc.units), 0.5f);
+  std::vector<float> out(h0.size(), -7.0f), states(h0.size(), -7.0f);
+  LimitFor cap(recur::Limit::tensor_bytes, 1u << 20);
+  expect_limit(
+      [&] { cell.cell_call(x.data(), x.size(), B, h0.data(), h0.size(), 1, false, out.data(), out.size(), states.data(), states.size()); },
+      "activity_regularizer");
+  EXPECT_EQ(out, std::vector<float>(out.size(), -7.0f));
 }

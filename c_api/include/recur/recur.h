@@ -701,7 +701,10 @@ typedef enum recur_limit {
   RECUR_LIMIT_FILE_BYTES = 4,   /* bytes of a model file or image, and of one member of a .keras
                                    archive (default 4 GiB) */
   RECUR_LIMIT_TENSOR_BYTES = 5  /* bytes of one tensor a model allocates while it is built, runs or
-                                   streams (default 1 GiB) */
+                                   streams, and of the (n x n) float32 product an orthogonal
+                                   regularizer forms over n rows or columns (weight penalties in
+                                   recur_layer_get_losses, activity penalties in a forward or
+                                   cell call: checked before anything changes) (default 1 GiB) */
 } recur_limit;
 
 /* The current value of a limit (a recur_limit). Errors: INVALID_ARGUMENT (unknown limit, value
