@@ -692,6 +692,10 @@ recur_status recur_layer_get_losses(const recur_layer* layer, float* out, size_t
   return guarded([&] {
     const recur::Layer& l = layer_of(layer, "recur_layer_get_losses");
     require(count, "recur_layer_get_losses", "count");
+    if (!out) {  // a count query: the names say how many, without computing the penalties
+      *count = static_cast<int32_t>(l.loss_names().size());
+      return;
+    }
     const std::vector<recur::Loss> losses = l.losses();
     if (out && out_len < losses.size())
       recur::fail(Error::Code::shape, "recur_layer_get_losses: out holds ", out_len, " floats but there are ",
@@ -709,14 +713,14 @@ recur_status recur_layer_loss_name(const recur_layer* layer, int32_t index, cons
   return guarded([&] {
     const recur::Layer& l = layer_of(layer, "recur_layer_loss_name");
     require(name, "recur_layer_loss_name", "name");
-    const std::vector<recur::Loss> losses = l.losses();
-    if (index < 0 || static_cast<std::size_t>(index) >= losses.size())
+    const std::vector<std::string> names = l.loss_names();  // the penalties are not needed
+    if (index < 0 || static_cast<std::size_t>(index) >= names.size())
       recur::fail(Error::Code::invalid_argument, "recur_layer_loss_name: index ", index, " is out of range (",
-                  losses.size(), " losses)");
+                  names.size(), " losses)");
     *name = nullptr;
     for (const char* known : kNames)
-      if (losses[static_cast<std::size_t>(index)].name == known) *name = known;
-    if (!*name) throw std::logic_error("unknown loss name " + losses[static_cast<std::size_t>(index)].name);
+      if (names[static_cast<std::size_t>(index)] == known) *name = known;
+    if (!*name) throw std::logic_error("unknown loss name " + names[static_cast<std::size_t>(index)]);
   });
 }
 

@@ -692,7 +692,15 @@ void Layer::cell_call(const float* input, std::size_t input_len, Index batch, co
 
 // ----- losses and constraints -----
 
-std::vector<Loss> Layer::losses() const {
+std::vector<Loss> Layer::losses() const { return collect_losses(true); }
+
+std::vector<std::string> Layer::loss_names() const {
+  std::vector<std::string> names;
+  for (Loss& l : collect_losses(false)) names.push_back(std::move(l.name));
+  return names;
+}
+
+std::vector<Loss> Layer::collect_losses(bool values) const {
   materialize();
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<Loss> out = activity_losses_;
@@ -700,11 +708,22 @@ std::vector<Loss> Layer::losses() const {
   if (config_.dialect.dialect == Dialect::keras3 && !config_.trainable) return out;
   const RegularizerSpec* regs[3] = {&config_.kernel_regularizer, &config_.recurrent_regularizer,
                                     &config_.bias_regularizer};
-  std::vector<Tensor> keras;
+  std::vector<std::size_t> penalized;
   for (std::size_t i = 0; i < weights_.size(); ++i) {
     if (!regs[i]->active()) continue;
-    if (keras.empty()) keras = keras_weights();
-    check_regularization_cost(*regs[i], keras[i].value.rows(), keras[i].value.cols(), std::string(specs_[i].name) + "_regularizer");
+    penalized.push_back(i);
+    // Checked on the shapes, before any weight is unpacked into the Keras layout.
+    const std::vector<Index>& shape = specs_[i].shape;
+    if (values)
+      check_regularization_cost(*regs[i], shape.size() == 2 ? shape[0] : 1, shape.size() == 2 ? shape[1] : shape[0],
+                                std::string(specs_[i].name) + "_regularizer");
+  }
+  if (!values || penalized.empty()) {
+    for (std::size_t i : penalized) out.push_back({specs_[i].name, 0.0f});
+    return out;
+  }
+  const std::vector<Tensor> keras = keras_weights();
+  for (std::size_t i : penalized) {
     const Tensor& w = keras[i];
     out.push_back({specs_[i].name, regularization_penalty(*regs[i], w.data(), w.value.rows(), w.value.cols())});
   }

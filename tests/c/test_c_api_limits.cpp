@@ -143,6 +143,37 @@ TEST(CApiLimits, CellDropoutMasks) {
       << recur_last_error();
 }
 
+// An OrthogonalRegularizer's penalty compares every pair of rows (or columns): a kernel of 65536
+// rows, small as a weight, asks for a 65536 x 65536 product. Its size is checked against
+// tensor_bytes before any work; the loss count and names need no penalty and stay available.
+TEST(CApiLimits, OrthogonalRegularizerProduct) {
+  const char* wide = R"({"class_name":"GRU","config":{"units":1,"kernel_regularizer":)"
+                     R"({"class_name":"OrthogonalRegularizer","config":{"factor":0.01,"mode":"rows"}}}})";
+  rt::Layer l = rt::make_json(wide, 65536, RECUR_DIALECT_KERAS3);
+  int32_t count = -1;
+  float value = -7.0f;
+  expect_limit(recur_layer_get_losses(l.get(), &value, 1, &count), "tensor_bytes");
+  EXPECT_NE(std::string(recur_last_error()).find("kernel_regularizer"), std::string::npos) << recur_last_error();
+  EXPECT_EQ(count, -1);
+  EXPECT_EQ(value, -7.0f);
+  ASSERT_EQ(recur_layer_get_losses(l.get(), nullptr, 0, &count), RECUR_OK) << recur_last_error();
+  EXPECT_EQ(count, 1);
+  const char* name = nullptr;
+  ASSERT_EQ(recur_layer_loss_name(l.get(), 0, &name), RECUR_OK) << recur_last_error();
+  EXPECT_STREQ(name, "kernel");
+
+  // 600 rows: a 1.4 MB product, refused under 1 MiB and computed under 2 MiB.
+  rt::Layer narrow = rt::make_json(wide, 600, RECUR_DIALECT_KERAS3);
+  {
+    ScopedLimit lower(RECUR_LIMIT_TENSOR_BYTES, 1 << 20);
+    expect_limit(recur_layer_get_losses(narrow.get(), &value, 1, &count), "tensor_bytes");
+  }
+  ScopedLimit fits(RECUR_LIMIT_TENSOR_BYTES, 2 << 20);
+  ASSERT_EQ(recur_layer_get_losses(narrow.get(), &value, 1, &count), RECUR_OK) << recur_last_error();
+  EXPECT_EQ(count, 1);
+  EXPECT_TRUE(value > 0.0f && value < 0.01f) << value;  // factor 0.01 times a mean |cosine| below 1
+}
+
 TEST(CApiLimits, ModelFileWeightAndTensorBytes) {
   RECUR_SKIP_WITHOUT_FILES();
   const std::string path = kModels + "/keras3/tokens.keras";

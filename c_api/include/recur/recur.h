@@ -346,10 +346,13 @@ RECUR_API recur_status recur_layer_set_weights(recur_layer *layer, const float *
 
 /* Keras layer.losses: the activity-regularizer penalties of the last call (one per output, states
  * included with return_state), then the kernel, recurrent_kernel and bias penalties. *count
- * receives their number; out may be NULL (count query) or hold out_len >= *count floats. */
+ * receives their number; out may be NULL (count query, which computes no penalty) or hold
+ * out_len >= *count floats. Errors: LIMIT (an OrthogonalRegularizer over more rows or columns
+ * than RECUR_LIMIT_TENSOR_BYTES allows; see recur_limit), SHAPE (out_len too small). */
 RECUR_API recur_status recur_layer_get_losses(const recur_layer *layer, float *out, size_t out_len, int32_t *count);
 /* Name of loss `index` in recur_layer_get_losses order: "activity:output", "activity:state_h",
- * "activity:state_c", "kernel", "recurrent_kernel" or "bias". Static string. */
+ * "activity:state_c", "kernel", "recurrent_kernel" or "bias". Static string. Computes no
+ * penalty. Errors: INVALID_ARGUMENT (index out of range). */
 RECUR_API recur_status recur_layer_loss_name(const recur_layer *layer, int32_t index, const char **name);
 /* Applies kernel/recurrent/bias constraints to the weights, as an optimizer does after an
  * update. No-op without constraints. */

@@ -113,6 +113,8 @@ class Layer {
 
   // --- losses and constraints ---
   std::vector<Loss> losses() const;
+  // The names of losses(), in its order, without computing the penalties.
+  std::vector<std::string> loss_names() const;
   void apply_constraints();
 
   // --- CPU threads ---
@@ -164,6 +166,8 @@ class Layer {
   std::vector<RowMatrix> cached_masks(std::vector<RowMatrix>& cache, bool& cached, Index batch, bool training,
                                       float rate, int count, Index cols, const char* what);
   void record_activity(const LayerCall& args, const RowMatrix* final_states);
+  // losses(), or with values = false only their names (the values left 0).
+  std::vector<Loss> collect_losses(bool values) const;
   int mask_count() const;
   // The parts of a sequence run every call shares: layout, direction, masking, outputs.
   SequenceJob sequence_job(Index batch, Index timesteps, const std::uint8_t* mask, float* output) const;
