@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "recur/cpu_kernels.hpp"
 #include "recur/error.hpp"
 #include "recur/limits.hpp"
 
@@ -94,9 +95,16 @@ void LayerConfig::validate() const {
   if (batch_size < 0) fail(Error::Code::invalid_argument, "batch_size: expected >= 0, got ", batch_size);
   // Checked before anything is allocated, so a hostile config cannot ask for unbounded memory.
   check_limit(Limit::units, units, std::string("units (") + cls + ")");
-  const double g = gates(), u = units, f = input_size;
-  check_limit(Limit::weight_bytes, 4.0 * (f * g * u + u * g * u + 2 * g * u),
-              std::string("weights: units=") + std::to_string(units) + " and input_size=" + std::to_string(input_size));
+  // Charged as the CPU kernels hold them: each gate's columns padded to whole panels. A layer of
+  // few units holds (and streams every step) up to 32 times its Keras size; charging Keras's size
+  // let a 786 KB layer under a 1 MiB limit hold 25 MB.
+  const cpu::KernelSet& kernels = cpu::cpu_kernels();
+  const double g = gates(), u = units, f = input_size, nr = kernels.nr, up = std::ceil(u / nr) * nr;
+  std::string what = "weights: units=" + std::to_string(units) + " and input_size=" + std::to_string(input_size);
+  if (up > u)
+    what += std::string(" (each gate held padded to ") + std::to_string(static_cast<long long>(up)) + " columns by the " +
+            kernels.name + " kernels)";
+  check_limit(Limit::weight_bytes, 4.0 * (f * g * up + u * g * up + 2 * g * up), what);
   if (stateful) {
     check_limit(Limit::batch, batch_size, "batch_size (stateful)");
     check_limit(Limit::state_bytes, 4.0 * (num_states() + 1) * double(batch_size) * u,

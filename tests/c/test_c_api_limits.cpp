@@ -90,6 +90,51 @@ TEST(CApiLimits, UnitsAndWeightBytes) {
                "units");
 }
 
+// The weight limit charges what the CPU kernels hold: each gate padded to whole panels (2 vectors
+// of columns). A 1-unit GRU of 65536 inputs is 786 KB in Keras's layout and 25 MB held by the
+// AVX-512 kernels; charged by Keras's size it got under a 1 MiB limit.
+TEST(CApiLimits, WeightBytesCountPaddedGates) {
+  const std::string set = recur_cpu_kernels();
+  const uint64_t nr = set == "avx512" ? 32 : set == "avx2" ? 16 : 8;
+  const uint64_t features = 1000, gates = 3;
+  const uint64_t keras = 4 * (features * gates + gates + 2 * gates);
+  const uint64_t held = 4 * (features * gates * nr + gates * nr + 2 * gates * nr);
+  recur_layer* l = nullptr;
+  recur_layer_options o = rt::options(RECUR_LAYER_GRU, 1, static_cast<int32_t>(features));
+  {
+    ScopedLimit lower(RECUR_LIMIT_WEIGHT_BYTES, held - 1);
+    ASSERT_GT(held - 1, keras);
+    expect_limit(recur_layer_create(&l, &o), "weight_bytes");
+    EXPECT_EQ(l, nullptr);
+    const std::string msg = recur_last_error();
+    EXPECT_NE(msg.find("units=1 and input_size=1000 (each gate held padded to " + std::to_string(nr) +
+                       " columns by the " + set + " kernels): needs " + std::to_string(held) + " bytes"),
+              std::string::npos)
+        << msg;
+  }
+  {
+    ScopedLimit exact(RECUR_LIMIT_WEIGHT_BYTES, held);
+    ASSERT_RECUR_OK(recur_layer_create(&l, &o));
+    size_t floats = 0;
+    ASSERT_RECUR_OK(recur_layer_weights_length(l, &floats));
+    EXPECT_EQ(4 * floats, keras);  // Keras's layout (reset_after: 2 x 3 biases) is what it reports
+    recur_layer_destroy(l);
+  }
+  // A width of whole panels is charged its Keras size: nothing is padded.
+  o = rt::options(RECUR_LAYER_GRU, static_cast<int32_t>(nr), 4);
+  {
+    ScopedLimit exact(RECUR_LIMIT_WEIGHT_BYTES, 4 * (4 * gates * nr + nr * gates * nr + 2 * gates * nr));
+    ASSERT_RECUR_OK(recur_layer_create(&l, &o));
+    recur_layer_destroy(l);
+  }
+  // And through JSON, as the fuzzer found it.
+  ScopedLimit mib(RECUR_LIMIT_WEIGHT_BYTES, 1u << 20);
+  expect_limit(recur_layer_create_from_json(&l, R"({"class_name":"GRU","config":{"units":1}})", 65536,
+                                            RECUR_DIALECT_KERAS3, nullptr),
+               "weight_bytes");
+  EXPECT_EQ(l, nullptr);
+}
+
 TEST(CApiLimits, BatchAndStateBytes) {
   recur_layer* l = nullptr;
   // A 100-byte config asking for a stateful batch of 10^8.
