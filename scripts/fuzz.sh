@@ -2,12 +2,14 @@
 # Fuzzing campaign (tests/fuzz/README.md): builds build-fuzz with clang and -DRECUR_FUZZ=ON, runs
 # each libFuzzer target (all, or those named) for a while, and prints what each ran and found.
 #
-#   scripts/fuzz.sh [--time SECONDS | --runs N] [--jobs N] [--build-only] [--ci] [target...]
+#   scripts/fuzz.sh [--time SECONDS | --runs N] [--jobs N] [--build-only | --no-build] [--ci] [target...]
 #
 #   --time S      seconds per target (default 300; --ci: 20)
 #   --runs N      inputs per target instead of a time
 #   --jobs N      N parallel fuzzing jobs per target (libFuzzer -jobs/-workers)
 #   --build-only  build the fuzzers and stop
+#   --no-build    run the fuzzers already in the build folder (built on another machine, say: a
+#                 many-core one without clang; it needs the build's shared libraries, e.g. libzip)
 #   --ci          every target 20 s; exit 1 on any finding
 #
 # Each target keeps a working corpus in build-fuzz/corpus/<target> (grown from the committed seeds
@@ -31,6 +33,7 @@ runs=""
 jobs=""
 ci=0
 build_only=0
+no_build=0
 targets=()
 while (($#)); do
   case "$1" in
@@ -39,7 +42,8 @@ while (($#)); do
     --jobs) jobs=$2; shift 2 ;;
     --ci) ci=1; time_s=20; shift ;;
     --build-only) build_only=1; shift ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --no-build) no_build=1; shift ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     fuzz_*) targets+=("$1"); shift ;;
     *) echo "fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -49,16 +53,21 @@ for t in "${targets[@]}"; do
   [[ " ${all_targets[*]} " == *" $t "* ]] || { echo "fuzz.sh: no target '$t' (${all_targets[*]})" >&2; exit 2; }
 done
 
-export CC=${CC:-clang} CXX=${CXX:-clang++}
-command -v "$CXX" >/dev/null || { echo "fuzz.sh: $CXX not found (Debian: apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
-fuzzer_rt=$("$CXX" -print-file-name=libclang_rt.fuzzer-x86_64.a)
-[[ -f "$fuzzer_rt" ]] || { echo "fuzz.sh: $CXX has no libFuzzer runtime (Debian: libclang-rt-14-dev)" >&2; exit 2; }
-
 build=${FUZZ_BUILD_DIR:-build-fuzz}
-mkdir -p "$build"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DRECUR_FUZZ=ON >"$build/configure.log" 2>&1 ||
-  { cat "$build/configure.log" >&2; exit 1; }
-cmake --build "$build" -j"${JOBS:-$(nproc)}" --target "${targets[@]}"
+if ((no_build)); then
+  for t in "${targets[@]}"; do
+    [[ -x "$build/tests/fuzz/$t" ]] || { echo "fuzz.sh: --no-build: $build/tests/fuzz/$t is not built" >&2; exit 2; }
+  done
+else
+  export CC=${CC:-clang} CXX=${CXX:-clang++}
+  command -v "$CXX" >/dev/null || { echo "fuzz.sh: $CXX not found (Debian: apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
+  fuzzer_rt=$("$CXX" -print-file-name=libclang_rt.fuzzer-x86_64.a)
+  [[ -f "$fuzzer_rt" ]] || { echo "fuzz.sh: $CXX has no libFuzzer runtime (Debian: libclang-rt-14-dev)" >&2; exit 2; }
+  mkdir -p "$build"
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DRECUR_FUZZ=ON >"$build/configure.log" 2>&1 ||
+    { cat "$build/configure.log" >&2; exit 1; }
+  cmake --build "$build" -j"${JOBS:-$(nproc)}" --target "${targets[@]}"
+fi
 ((build_only)) && exit 0
 build=$(cd "$build" && pwd)
 
