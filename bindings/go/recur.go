@@ -109,7 +109,7 @@ const (
 	LimitUnits       Limit = 0 // units of one recurrent layer (default 65536)
 	LimitBatch       Limit = 1 // batch of a stateful layer, a State or a ModelState (default 1048576)
 	LimitStateBytes  Limit = 2 // bytes of the states one stateful layer or one state holds (default 256 MiB)
-	LimitWeightBytes Limit = 3 // bytes of the weights of one layer, and of all of one model's (default 1 GiB)
+	LimitWeightBytes Limit = 3 // bytes of one layer's weights as held (gates padded to panels of 8-32 columns), and of all of one model's as stored (default 1 GiB)
 	LimitFileBytes   Limit = 4 // bytes of a model file or image, or of one .keras member (default 4 GiB)
 	LimitTensorBytes Limit = 5 // bytes of one tensor a model allocates as it is built, runs or streams (default 1 GiB)
 )

@@ -43,7 +43,8 @@ public enum Limit {
   Batch = 1,
   /// <summary>Bytes of the states one stateful layer or one state holds (default 256 MiB).</summary>
   StateBytes = 2,
-  /// <summary>Bytes of the weights of one layer, and of all the layers of one model (default 1 GiB).</summary>
+  /// <summary>Bytes of the weights of one layer as the CPU kernels hold them (each gate padded to
+  /// whole panels of 8, 16 or 32 columns), and of all the layers of one model as stored (default 1 GiB).</summary>
   WeightBytes = 3,
   /// <summary>Bytes of a model file or image, and of one member of a .keras archive (default 4 GiB).</summary>
   FileBytes = 4,

@@ -699,8 +699,11 @@ typedef enum recur_limit {
   RECUR_LIMIT_STATE_BYTES = 2,  /* bytes of the states one stateful layer or one state holds, or of
                                    the dropout masks one cell caches; a model state checks each
                                    recurrent layer's (default 256 MiB) */
-  RECUR_LIMIT_WEIGHT_BYTES = 3, /* bytes of the weights of one layer, and of all the layers of one
-                                   model (default 1 GiB) */
+  RECUR_LIMIT_WEIGHT_BYTES = 3, /* bytes of the weights of one layer as the CPU kernels hold them
+                                   (each gate padded to whole panels of 8, 16 or 32 columns by
+                                   kernel set, so a layer of few units counts up to 32 times its
+                                   Keras size), and of all the layers of one model as the file
+                                   stores them (default 1 GiB) */
   RECUR_LIMIT_FILE_BYTES = 4,   /* bytes of a model file or image, and of one member of a .keras
                                    archive (default 4 GiB) */
   RECUR_LIMIT_TENSOR_BYTES = 5  /* bytes of one tensor a model allocates while it is built, runs or

@@ -13,7 +13,10 @@ public enum Limit {
   BATCH(Recur.LIMIT_BATCH),
   /** Bytes of the states one stateful layer or one state holds (default 256 MiB). */
   STATE_BYTES(Recur.LIMIT_STATE_BYTES),
-  /** Bytes of the weights of one layer, and of all the layers of one model (default 1 GiB). */
+  /**
+   * Bytes of the weights of one layer as the CPU kernels hold them (each gate padded to whole
+   * panels of 8, 16 or 32 columns), and of all the layers of one model as stored (default 1 GiB).
+   */
   WEIGHT_BYTES(Recur.LIMIT_WEIGHT_BYTES),
   /** Bytes of a model file or image, and of one member of a .keras archive (default 4 GiB). */
   FILE_BYTES(Recur.LIMIT_FILE_BYTES),
