@@ -1331,6 +1331,10 @@ TEST(ModelFilesMalformed, KerasOpAxesAreChecked) {
   auto unary = [&](const char* cls, const std::string& cfg) {
     return graph_config(two_inputs + k3_op(cls, "c", cfg, k3_ref("x")), R"([["x", 0, 0], ["y", 0, 0]])", R"([["c", 0, 0]])");
   };
+  auto layer = [&](const char* cls, const std::string& cfg) {
+    return graph_config(two_inputs + k3_layer(cls, "c", cfg, k3_ref("x")), R"([["x", 0, 0], ["y", 0, 0]])",
+                        R"([["c", 0, 0]])");
+  };
   const struct {
     const char* name;
     std::string config;
@@ -1347,6 +1351,11 @@ TEST(ModelFilesMalformed, KerasOpAxesAreChecked) {
       {"sum_float_axis", unary("Sum", R"("axis": 1e300)"), "axis: expected an integer or a list of integers"},
       {"mean_repeated_axis", unary("Mean", R"("axis": [1, -2])"), "repeats axis 1"},
       {"squeeze_repeated_axis", unary("Squeeze", R"("axis": [2, 2])"), "repeats axis 2"},
+      // The LayerNormalization layer's axes too (Keras: "Duplicate axis", "Invalid axis").
+      {"layer_norm_repeated_axis", layer("LayerNormalization", R"("axis": [-1, 2], "center": false, "scale": false)"),
+       "LayerNormalization: axis [-1,2] repeats axis 2"},
+      {"layer_norm_past_rank", layer("LayerNormalization", R"("axis": 3, "center": false, "scale": false)"),
+       "LayerNormalization: axis 3 of a rank-3 tensor"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

@@ -717,6 +717,21 @@ std::vector<int> axes_of(const json& cfg, int fallback) {
   return axes;
 }
 
+// Axes as given (negative ones count from the end) for a tensor of `rank`. Keras refuses both an
+// axis past the rank (here a shape error: the rank comes from the inputs) and a repeated one.
+std::vector<int> normalized_axes(const std::vector<int>& given, std::size_t rank, const std::string& who,
+                                 const json& shown) {
+  std::vector<int> ax;
+  for (const int g : given) {
+    const int x = g < 0 ? g + static_cast<int>(rank) : g;
+    if (x < 0 || x >= static_cast<int>(rank)) fail(Code::shape, who, ": axis ", g, " of a rank-", rank, " tensor");
+    if (std::find(ax.begin(), ax.end(), x) != ax.end())
+      fail(Code::invalid_argument, who, ": axis ", io::excerpt(shown), " repeats axis ", x);
+    ax.push_back(x);
+  }
+  return ax;
+}
+
 class LayerNormOp : public Op {
  public:
   LayerNormOp(const json& cfg) {
@@ -730,8 +745,7 @@ class LayerNormOp : public Op {
   std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext& ctx) override {
     check_rank(in, 1, 2, "LayerNormalization");
     const int rank = static_cast<int>(in[0].dims.size());
-    std::vector<int> ax;
-    for (int a : axes_) ax.push_back(a < 0 ? a + rank : a);
+    std::vector<int> ax = normalized_axes(axes_, in[0].dims.size(), "LayerNormalization", json(axes_));
     std::sort(ax.begin(), ax.end());
     for (std::size_t i = 0; i < ax.size(); ++i)
       if (ax[i] != rank - static_cast<int>(ax.size()) + static_cast<int>(i) || ax[i] <= 0)
@@ -1543,14 +1557,7 @@ class KerasOp : public Op {
       for (std::size_t i = 0; i < rank; ++i) ax.push_back(static_cast<int>(i));
       return ax;
     }
-    for (const int given : axes_of(cfg_, 0)) {
-      const int x = given < 0 ? given + static_cast<int>(rank) : given;
-      if (x < 0 || x >= static_cast<int>(rank)) fail(Code::shape, kind_, ": axis ", given, " of a rank-", rank, " tensor");
-      if (std::find(ax.begin(), ax.end(), x) != ax.end())
-        fail(Code::invalid_argument, kind_, ": axis ", io::excerpt(cfg_["axis"]), " repeats axis ", x);
-      ax.push_back(x);
-    }
-    return ax;
+    return normalized_axes(axes_of(cfg_, 0), rank, kind_, cfg_["axis"]);
   }
 
   // keras.ops.concatenate's axis (default 0), normalized; the batch axis is not one recur can join.
