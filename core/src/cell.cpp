@@ -18,7 +18,7 @@ Cell::Cell(const LayerConfig& c)
       activation_(act_spec(c.activation)),
       recurrent_activation_(act_spec(c.recurrent_activation)),
       kernels_(&cpu::cpu_kernels()),
-      panels_per_gate_((c.units + kernels_->nr - 1) / kernels_->nr) {}
+      panels_per_gate_(kernels_->panels(c.units)) {}
 
 namespace {
 

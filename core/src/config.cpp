@@ -99,7 +99,7 @@ void LayerConfig::validate() const {
   // few units holds (and streams every step) up to 32 times its Keras size; charging Keras's size
   // let a 786 KB layer under a 1 MiB limit hold 25 MB.
   const cpu::KernelSet& kernels = cpu::cpu_kernels();
-  const double g = gates(), u = units, f = input_size, nr = kernels.nr, up = std::ceil(u / nr) * nr;
+  const double g = gates(), u = units, f = input_size, up = double(kernels.panels(units)) * kernels.nr;
   std::string what = "weights: units=" + std::to_string(units) + " and input_size=" + std::to_string(input_size);
   if (up > u)
     what += std::string(" (each gate held padded to ") + std::to_string(static_cast<long long>(up)) + " columns by the " +

@@ -47,6 +47,9 @@ struct GateArgs {
 struct KernelSet {
   const char* name;
   int nr;  // columns per packed panel
+  // Panels that n columns (one gate's units) take: the cell packs by it and the weight limit
+  // charges by it, so the two cannot disagree.
+  KIndex panels(KIndex n) const { return (n + nr - 1) / nr; }
   // Packs the k x n row-major matrix b (rows ldb apart) into ceil(n / nr) panels of k x nr floats
   // each, zero-padded past column n.
   void (*pack)(const float* b, KIndex ldb, KIndex k, KIndex n, float* dst);
