@@ -44,7 +44,7 @@ func (r *stepRig) goNs(n int) float64 {
 func (r *stepRig) rawNs(n int) float64 {
 	start := time.Now()
 	for i := 0; i < n; i++ {
-		if err := r.layer.h.Forward_state(r.state.h, r.in, len(r.in), 1, nil, 0, r.out, len(r.out)); err != nil {
+		if err := r.layer.native.h.Forward_state(r.state.native.h, r.in, len(r.in), 1, nil, 0, r.out, len(r.out)); err != nil {
 			panic(err)
 		}
 	}
@@ -52,7 +52,7 @@ func (r *stepRig) rawNs(n int) float64 {
 }
 
 func (r *stepRig) cNs(n int) float64 {
-	return recurswig.Recur_binding_c_step_ns(r.layer.h, r.state.h, r.in, len(r.in), r.out, len(r.out), n)
+	return recurswig.Recur_binding_c_step_ns(r.layer.native.h, r.state.native.h, r.in, len(r.in), r.out, len(r.out), n)
 }
 
 func minOf(f func(int) float64, n, reps int) float64 {

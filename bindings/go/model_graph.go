@@ -7,7 +7,6 @@ import (
 	"io"
 	"runtime"
 	"strconv"
-	"sync"
 
 	"recur.dev/recur/internal/recurswig"
 )
@@ -17,11 +16,11 @@ const maxRank = 8
 
 // newModel wraps a freshly opened model handle (it takes ownership; on error it frees it).
 func newModel(h recurswig.Model) (*Model, error) {
-	m := &Model{h: recurswig.SwigcptrModel(h.Swigcptr())}
+	m := &Model{native: native[recurswig.SwigcptrModel]{h: recurswig.SwigcptrModel(h.Swigcptr())}}
 	ni := recurswig.NewModelInfo()
-	if err := m.h.Get_info(ni); err != nil {
+	if err := m.native.h.Get_info(ni); err != nil {
 		recurswig.DeleteModelInfo(ni)
-		recurswig.DeleteModel(m.h)
+		recurswig.DeleteModel(m.native.h)
 		return nil, err
 	}
 	m.info = ModelInfo{
@@ -32,8 +31,8 @@ func newModel(h recurswig.Model) (*Model, error) {
 	}
 	recurswig.DeleteModelInfo(ni)
 	var stateful int32
-	if err := m.h.Is_stateful(&stateful); err != nil {
-		recurswig.DeleteModel(m.h)
+	if err := m.native.h.Is_stateful(&stateful); err != nil {
+		recurswig.DeleteModel(m.native.h)
 		return nil, err
 	}
 	m.stateful = stateful != 0
@@ -125,39 +124,26 @@ func steps32(m *Model, timesteps []int) ([]int32, error) {
 
 // NumInputs is the number of model inputs (Keras's model.inputs).
 func (m *Model) NumInputs() (int, error) {
-	h, err := m.read()
-	if err != nil {
-		return 0, err
-	}
 	var n int32
-	err = h.Num_inputs(&n)
-	m.readDone()
+	err := m.reading(func(h recurswig.SwigcptrModel) error { return h.Num_inputs(&n) })
 	return int(n), err
 }
 
 // NumOutputs is the number of model outputs (Keras's model.outputs).
 func (m *Model) NumOutputs() (int, error) {
-	h, err := m.read()
-	if err != nil {
-		return 0, err
-	}
 	var n int32
-	err = h.Num_outputs(&n)
-	m.readDone()
+	err := m.reading(func(h recurswig.SwigcptrModel) error { return h.Num_outputs(&n) })
 	return int(n), err
 }
 
 // Input describes input index (ErrInvalidArgument out of range).
 func (m *Model) Input(index int) (TensorInfo, error) {
-	h, err := m.read()
-	if err != nil {
-		return TensorInfo{}, err
-	}
 	t := TensorInfo{Index: index}
 	var rank, ids int32
 	d := make([]int64, maxRank)
-	err = h.Input(clampInt32(index), &t.Name, &rank, &ids, d, len(d))
-	m.readDone()
+	err := m.reading(func(h recurswig.SwigcptrModel) error {
+		return h.Input(clampInt32(index), &t.Name, &rank, &ids, d, len(d))
+	})
 	if err != nil {
 		return TensorInfo{}, err
 	}
@@ -172,38 +158,25 @@ func (m *Model) Input(index int) (TensorInfo, error) {
 // run's timesteps, masks address it, and ModelState.Step feeds it a few steps at a time (the others
 // are given whole on every step). ErrInvalidArgument for an index out of range.
 func (m *Model) IsSequence(index int) (bool, error) {
-	h, err := m.read()
-	if err != nil {
-		return false, err
-	}
 	var s int32
-	err = h.Input_sequence(clampInt32(index), &s)
-	m.readDone()
+	err := m.reading(func(h recurswig.SwigcptrModel) error { return h.Input_sequence(clampInt32(index), &s) })
 	return s != 0, err
 }
 
 // NumStatefulLayers is the number of stateful layers (Bidirectional halves count one each).
 func (m *Model) NumStatefulLayers() (int, error) {
-	h, err := m.read()
-	if err != nil {
-		return 0, err
-	}
 	var n int32
-	err = h.Num_stateful_layers(&n)
-	m.readDone()
+	err := m.reading(func(h recurswig.SwigcptrModel) error { return h.Num_stateful_layers(&n) })
 	return int(n), err
 }
 
 // StatefulLayer describes stateful layer index, in config order (ErrInvalidArgument out of range).
 func (m *Model) StatefulLayer(index int) (StatefulLayer, error) {
-	h, err := m.read()
-	if err != nil {
-		return StatefulLayer{}, err
-	}
 	l := StatefulLayer{Index: index}
 	var ns, batch, units int32
-	err = h.Stateful_layer(clampInt32(index), &l.Name, &ns, &batch, &units)
-	m.readDone()
+	err := m.reading(func(h recurswig.SwigcptrModel) error {
+		return h.Stateful_layer(clampInt32(index), &l.Name, &ns, &batch, &units)
+	})
 	if err != nil {
 		return StatefulLayer{}, err
 	}
@@ -215,29 +188,17 @@ func (m *Model) StatefulLayer(index int) (StatefulLayer, error) {
 // stateful).
 func (m *Model) StatefulLayers() ([]StatefulLayer, error) {
 	n, err := m.NumStatefulLayers()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]StatefulLayer, n)
-	for i := range out {
-		if out[i], err = m.StatefulLayer(i); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return each(n, err, m.StatefulLayer)
 }
 
 // Output describes output index (ErrInvalidArgument out of range).
 func (m *Model) Output(index int) (TensorInfo, error) {
-	h, err := m.read()
-	if err != nil {
-		return TensorInfo{}, err
-	}
 	t := TensorInfo{Index: index}
 	var rank int32
 	d := make([]int64, maxRank)
-	err = h.Output(clampInt32(index), &t.Name, &rank, d, len(d))
-	m.readDone()
+	err := m.reading(func(h recurswig.SwigcptrModel) error {
+		return h.Output(clampInt32(index), &t.Name, &rank, d, len(d))
+	})
 	if err != nil {
 		return TensorInfo{}, err
 	}
@@ -248,31 +209,13 @@ func (m *Model) Output(index int) (TensorInfo, error) {
 // Inputs describes every input, in Keras's model.inputs order.
 func (m *Model) Inputs() ([]TensorInfo, error) {
 	n, err := m.NumInputs()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]TensorInfo, n)
-	for i := range out {
-		if out[i], err = m.Input(i); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return each(n, err, m.Input)
 }
 
 // Outputs describes every output, in Keras's model.outputs order.
 func (m *Model) Outputs() ([]TensorInfo, error) {
 	n, err := m.NumOutputs()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]TensorInfo, n)
-	for i := range out {
-		if out[i], err = m.Output(i); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return each(n, err, m.Output)
 }
 
 // OutputDims is the shape of output index for batch rows and timesteps[i] steps of input i (nil
@@ -282,14 +225,11 @@ func (m *Model) OutputDims(index, batch int, timesteps []int) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := m.read()
-	if err != nil {
-		return nil, err
-	}
 	var rank int32
 	d := make([]int64, maxRank)
-	err = h.Output_dims(clampInt32(index), clampInt32(batch), ts, len(ts), &rank, d, len(d))
-	m.readDone()
+	err = m.reading(func(h recurswig.SwigcptrModel) error {
+		return h.Output_dims(clampInt32(index), clampInt32(batch), ts, len(ts), &rank, d, len(d))
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -299,16 +239,7 @@ func (m *Model) OutputDims(index, batch int, timesteps []int) ([]int, error) {
 // OutputShapes is OutputDims of every output.
 func (m *Model) OutputShapes(batch int, timesteps []int) ([][]int, error) {
 	n, err := m.NumOutputs()
-	if err != nil {
-		return nil, err
-	}
-	out := make([][]int, n)
-	for i := range out {
-		if out[i], err = m.OutputDims(i, batch, timesteps); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return each(n, err, func(i int) ([]int, error) { return m.OutputDims(i, batch, timesteps) })
 }
 
 // InputsLength is the number of floats RunFlat reads: every input for those shapes, concatenated.
@@ -326,17 +257,13 @@ func (m *Model) length(batch int, timesteps []int, inputs bool) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	h, err := m.read()
-	if err != nil {
-		return 0, err
-	}
 	var n uint64
-	if inputs {
-		err = h.Inputs_length(clampInt32(batch), ts, len(ts), &n)
-	} else {
-		err = h.Outputs_length(clampInt32(batch), ts, len(ts), &n)
-	}
-	m.readDone()
+	err = m.reading(func(h recurswig.SwigcptrModel) error {
+		if inputs {
+			return h.Inputs_length(clampInt32(batch), ts, len(ts), &n)
+		}
+		return h.Outputs_length(clampInt32(batch), ts, len(ts), &n)
+	})
 	return int(n), err
 }
 
@@ -395,6 +322,34 @@ func splitOutputs(flat []float32, dims [][]int) ([][]float32, error) {
 	return out, nil
 }
 
+// runSplit is RunInputs and Step around their flat forms: it checks and concatenates the inputs
+// and masks (one entry per model input), runs into one buffer of the output shapes dims gives,
+// and splits that into one slice per output.
+func runSplit(inputs [][]float32, masks [][]byte, numInputs int, dims func() ([][]int, error),
+	run func(x []float32, mk []byte, y []float32) error) ([][]float32, error) {
+	x, err := concatInputs(inputs, numInputs)
+	if err != nil {
+		return nil, err
+	}
+	mk, err := concatMasks(masks, numInputs)
+	if err != nil {
+		return nil, err
+	}
+	shapes, err := dims()
+	if err != nil {
+		return nil, err
+	}
+	total := 0
+	for _, d := range shapes {
+		total += product(d)
+	}
+	y := make([]float32, total)
+	if err := run(x, mk, y); err != nil {
+		return nil, err
+	}
+	return splitOutputs(y, shapes)
+}
+
 // RunInputs runs the graph (Keras's model.predict on one batch): one row-major slice per model
 // input (token ids as floats), timesteps[i] the steps of input i (ignored for inputs of a fixed
 // length; nil when every length is fixed), masks nil or one entry per input: the (B, T_i) mask of
@@ -406,27 +361,8 @@ func (m *Model) RunInputs(inputs [][]float32, batch int, timesteps []int, masks 
 	if err != nil {
 		return nil, err
 	}
-	x, err := concatInputs(inputs, n)
-	if err != nil {
-		return nil, err
-	}
-	mk, err := concatMasks(masks, n)
-	if err != nil {
-		return nil, err
-	}
-	dims, err := m.OutputShapes(batch, timesteps)
-	if err != nil {
-		return nil, err
-	}
-	total := 0
-	for _, d := range dims {
-		total += product(d)
-	}
-	y := make([]float32, total)
-	if err := m.RunFlat(x, batch, timesteps, mk, y); err != nil {
-		return nil, err
-	}
-	return splitOutputs(y, dims)
+	return runSplit(inputs, masks, n, func() ([][]int, error) { return m.OutputShapes(batch, timesteps) },
+		func(x []float32, mk []byte, y []float32) error { return m.RunFlat(x, batch, timesteps, mk, y) })
 }
 
 // RunFlat is the C ABI's form of RunInputs: every input concatenated, masks nil or concatenated,
@@ -438,37 +374,10 @@ func (m *Model) RunFlat(inputs []float32, batch int, timesteps []int, masks []by
 	if err != nil {
 		return err
 	}
-	if m.stateful {
-		h, err := m.write()
-		if err != nil {
-			return err
-		}
-		err = h.Run_inputs(clampInt32(batch), ts, len(ts), inputs, len(inputs), masks, len(masks), outputs, len(outputs))
-		m.writeDone()
-		return err
-	}
-	h, err := m.read()
-	if err != nil {
-		return err
-	}
-	err = h.Run_inputs(clampInt32(batch), ts, len(ts), inputs, len(inputs), masks, len(masks), outputs, len(outputs))
-	m.readDone()
-	return err
+	return m.running(func(h recurswig.SwigcptrModel) error {
+		return h.Run_inputs(clampInt32(batch), ts, len(ts), inputs, len(inputs), masks, len(masks), outputs, len(outputs))
+	})
 }
-
-func (m *Model) write() (recurswig.SwigcptrModel, error) {
-	if m == nil {
-		return 0, closedError("model")
-	}
-	m.mu.Lock()
-	if m.h == 0 {
-		m.mu.Unlock()
-		return 0, closedError("model")
-	}
-	return m.h, nil
-}
-
-func (m *Model) writeDone() { m.mu.Unlock(); runtime.KeepAlive(m) }
 
 // IsStateful reports whether some layer is stateful: runs then carry its states from call to
 // call, as in Keras.
@@ -484,64 +393,34 @@ func (m *Model) IsStateful() (bool, error) {
 // ResetStates zeroes the states of every stateful layer (Keras's model.reset_states()). It waits
 // for runs in progress.
 func (m *Model) ResetStates() error {
-	h, err := m.write()
-	if err != nil {
-		return err
-	}
-	err = h.Reset_states()
-	m.writeDone()
-	return err
+	return m.writing(func(h recurswig.SwigcptrModel) error { return h.Reset_states() })
 }
 
 // StatesLength is the number of floats of the states of stateful layer layer ("name/forward" or
 // "name/backward" for a Bidirectional half). ErrInvalidArgument when there is no such layer or it
 // is not stateful.
 func (m *Model) StatesLength(layer string) (int, error) {
-	h, err := m.read()
-	if err != nil {
-		return 0, err
-	}
 	var n uint64
-	err = h.States_length(layer, &n)
-	m.readDone()
+	err := m.reading(func(h recurswig.SwigcptrModel) error { return h.States_length(layer, &n) })
 	return int(n), err
 }
 
 // GetStates copies the states of stateful layer layer (NumStates x (batch_size, units), h then c)
 // into out (StatesLength floats).
 func (m *Model) GetStates(layer string, out []float32) error {
-	h, err := m.read()
-	if err != nil {
-		return err
-	}
-	err = h.Get_states(layer, out, len(out))
-	m.readDone()
-	return err
+	return m.reading(func(h recurswig.SwigcptrModel) error { return h.Get_states(layer, out, len(out)) })
 }
 
 // States returns the states of stateful layer layer in a new slice.
 func (m *Model) States(layer string) ([]float32, error) {
 	n, err := m.StatesLength(layer)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]float32, n)
-	if err := m.GetStates(layer, out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return filled(n, err, func(out []float32) error { return m.GetStates(layer, out) })
 }
 
 // SetStates sets all the states of stateful layer layer (StatesLength floats; ErrShape
 // otherwise). It waits for runs in progress.
 func (m *Model) SetStates(layer string, values []float32) error {
-	h, err := m.write()
-	if err != nil {
-		return err
-	}
-	err = h.Set_states(layer, values, len(values))
-	m.writeDone()
-	return err
+	return m.writing(func(h recurswig.SwigcptrModel) error { return h.Set_states(layer, values, len(values)) })
 }
 
 // SetKerasBackend sets Keras 3 backend semantics on every layer: "tensorflow" (the default, also
@@ -549,24 +428,13 @@ func (m *Model) SetStates(layer string, values []float32) error {
 // ErrInvalidArgument for another name, ErrUnsupported for "jax" on a Keras 2 model. It waits for
 // runs in progress.
 func (m *Model) SetKerasBackend(backend string) error {
-	h, err := m.write()
-	if err != nil {
-		return err
-	}
-	err = h.Set_keras_backend(backend)
-	m.writeDone()
-	return err
+	return m.writing(func(h recurswig.SwigcptrModel) error { return h.Set_keras_backend(backend) })
 }
 
 // Streamable is "" when the model streams (NewModelState), else why not, naming the layer.
 func (m *Model) Streamable() (string, error) {
-	h, err := m.read()
-	if err != nil {
-		return "", err
-	}
 	var why string
-	err = h.Streamable(&why)
-	m.readDone()
+	err := m.reading(func(h recurswig.SwigcptrModel) error { return h.Streamable(&why) })
 	return why, err
 }
 
@@ -575,13 +443,7 @@ func (m *Model) Streamable() (string, error) {
 // initial state, TensorFlow zeros) and in that JAX's unroll=True ignores zero_output_for_mask.
 // ErrInvalidArgument for another name, ErrUnsupported for "jax" on a Keras 2 layer.
 func (l *Layer) SetKerasBackend(backend string) error {
-	h, err := l.write()
-	if err != nil {
-		return err
-	}
-	err = h.Set_keras_backend(backend)
-	l.writeDone()
-	return err
+	return l.writing(func(h recurswig.SwigcptrLayer) error { return h.Set_keras_backend(backend) })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -593,8 +455,7 @@ func (l *Layer) SetKerasBackend(backend string) error {
 // states may step one model from any number of goroutines (the binding serializes each state). A
 // state stays valid after its model is closed. Close it when done.
 type ModelState struct {
-	mu         sync.Mutex
-	h          recurswig.SwigcptrModelState
+	native     native[recurswig.SwigcptrModelState]
 	batch      int
 	numInputs  int // copied at creation (the state outlives its model)
 	numOutputs int
@@ -621,39 +482,32 @@ func NewModelState(model *Model, batch int) (*ModelState, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &ModelState{h: recurswig.SwigcptrModelState(h.Swigcptr()), batch: batch, numInputs: n, numOutputs: nout}
+	s := &ModelState{native: native[recurswig.SwigcptrModelState]{h: recurswig.SwigcptrModelState(h.Swigcptr())}, batch: batch, numInputs: n, numOutputs: nout}
 	runtime.SetFinalizer(s, (*ModelState).Close)
 	return s, nil
 }
 
 // Close frees the state. It is idempotent.
 func (s *ModelState) Close() error {
+	return s.guard().free(s, func(h recurswig.SwigcptrModelState) { recurswig.DeleteModelState(h) })
+}
+
+// guard is the model state's handle and lock; nil for a nil *ModelState, which reads as closed.
+func (s *ModelState) guard() *native[recurswig.SwigcptrModelState] {
 	if s == nil {
 		return nil
 	}
-	s.mu.Lock()
-	if s.h != 0 {
-		recurswig.DeleteModelState(s.h)
-		s.h = 0
-	}
-	s.mu.Unlock()
-	runtime.SetFinalizer(s, nil)
-	return nil
+	return &s.native
 }
 
+// lock locks the model state for a call; locked runs call on its handle with it locked.
 func (s *ModelState) lock() (recurswig.SwigcptrModelState, error) {
-	if s == nil {
-		return 0, closedError("model state")
-	}
-	s.mu.Lock()
-	if s.h == 0 {
-		s.mu.Unlock()
-		return 0, closedError("model state")
-	}
-	return s.h, nil
+	return s.guard().lockWrite("model state")
 }
-
-func (s *ModelState) unlock() { s.mu.Unlock(); runtime.KeepAlive(s) }
+func (s *ModelState) unlock() { s.native.unlockWrite() }
+func (s *ModelState) locked(call func(recurswig.SwigcptrModelState) error) error {
+	return s.guard().writing("model state", call)
+}
 
 // Batch is the number of rows of the stream (0 once closed).
 func (s *ModelState) Batch() int {
@@ -668,13 +522,8 @@ func (s *ModelState) Batch() int {
 // Lengths are the floats a step of timesteps steps reads (every input, concatenated) and writes
 // (every output, concatenated).
 func (s *ModelState) Lengths(timesteps int) (inputs, outputs int, err error) {
-	h, err := s.lock()
-	if err != nil {
-		return 0, 0, err
-	}
 	var in, out uint64
-	err = h.Lengths(clampInt32(timesteps), &in, &out)
-	s.unlock()
+	err = s.locked(func(h recurswig.SwigcptrModelState) error { return h.Lengths(clampInt32(timesteps), &in, &out) })
 	return int(in), int(out), err
 }
 
@@ -682,14 +531,11 @@ func (s *ModelState) Lengths(timesteps int) (inputs, outputs int, err error) {
 // holds those steps, the others are what the model outputs after them. ErrInvalidArgument for an
 // index out of range or timesteps < 1.
 func (s *ModelState) StepOutputDims(index, timesteps int) ([]int, error) {
-	h, err := s.lock()
-	if err != nil {
-		return nil, err
-	}
 	var rank int32
 	d := make([]int64, maxRank)
-	err = h.Output_dims(clampInt32(index), clampInt32(timesteps), &rank, d, len(d))
-	s.unlock()
+	err := s.locked(func(h recurswig.SwigcptrModelState) error {
+		return h.Output_dims(clampInt32(index), clampInt32(timesteps), &rank, d, len(d))
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -704,14 +550,7 @@ func (s *ModelState) OutputDims(timesteps int) ([][]int, error) {
 	}
 	n := s.numOutputs
 	s.unlock()
-	out := make([][]int, n)
-	for i := range out {
-		var err error
-		if out[i], err = s.StepOutputDims(i, timesteps); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return each(n, nil, func(i int) ([]int, error) { return s.StepOutputDims(i, timesteps) })
 }
 
 // Step feeds the next timesteps (>= 1) steps of every sequence input (inputs without a timesteps
@@ -724,48 +563,19 @@ func (s *ModelState) Step(inputs [][]float32, timesteps int, masks [][]byte) ([]
 	}
 	n := s.numInputs
 	s.unlock()
-	x, err := concatInputs(inputs, n)
-	if err != nil {
-		return nil, err
-	}
-	mk, err := concatMasks(masks, n)
-	if err != nil {
-		return nil, err
-	}
-	dims, err := s.OutputDims(timesteps)
-	if err != nil {
-		return nil, err
-	}
-	total := 0
-	for _, d := range dims {
-		total += product(d)
-	}
-	y := make([]float32, total)
-	if err := s.StepFlat(x, timesteps, mk, y); err != nil {
-		return nil, err
-	}
-	return splitOutputs(y, dims)
+	return runSplit(inputs, masks, n, func() ([][]int, error) { return s.OutputDims(timesteps) },
+		func(x []float32, mk []byte, y []float32) error { return s.StepFlat(x, timesteps, mk, y) })
 }
 
 // StepFlat is the C ABI's form of Step: every input concatenated, masks nil or concatenated,
 // every output concatenated into outputs (no allocation).
 func (s *ModelState) StepFlat(inputs []float32, timesteps int, masks []byte, outputs []float32) error {
-	h, err := s.lock()
-	if err != nil {
-		return err
-	}
-	err = h.Step(clampInt32(timesteps), inputs, len(inputs), masks, len(masks), outputs, len(outputs))
-	s.unlock()
-	return err
+	return s.locked(func(h recurswig.SwigcptrModelState) error {
+		return h.Step(clampInt32(timesteps), inputs, len(inputs), masks, len(masks), outputs, len(outputs))
+	})
 }
 
 // Reset zeroes the state: the next step starts a new stream.
 func (s *ModelState) Reset() error {
-	h, err := s.lock()
-	if err != nil {
-		return err
-	}
-	err = h.Reset()
-	s.unlock()
-	return err
+	return s.locked(func(h recurswig.SwigcptrModelState) error { return h.Reset() })
 }

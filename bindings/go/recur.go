@@ -23,7 +23,6 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
-	"sync"
 	"sync/atomic"
 
 	"recur.dev/recur/internal/recurswig"
@@ -324,15 +323,14 @@ type LayerInfo struct {
 
 // Layer is a Keras sequence layer or cell.
 type Layer struct {
-	mu   sync.RWMutex // read: calls that only read the layer; write: calls that change it, Close
-	h    recurswig.SwigcptrLayer
+	native[recurswig.SwigcptrLayer]
 	info LayerInfo
 }
 
 func newLayer(h recurswig.Layer) (*Layer, error) {
-	l := &Layer{h: recurswig.SwigcptrLayer(h.Swigcptr())}
+	l := &Layer{native: native[recurswig.SwigcptrLayer]{h: recurswig.SwigcptrLayer(h.Swigcptr())}}
 	ni := recurswig.NewLayerInfo()
-	err := l.h.Get_info(ni)
+	err := l.native.h.Get_info(ni)
 	if err == nil {
 		l.info = LayerInfo{
 			Type: LayerType(ni.GetXtype()), Dialect: Dialect(ni.GetDialect()), Units: ni.GetUnits(),
@@ -345,7 +343,7 @@ func newLayer(h recurswig.Layer) (*Layer, error) {
 	}
 	recurswig.DeleteLayerInfo(ni)
 	if err != nil {
-		recurswig.DeleteLayer(l.h)
+		recurswig.DeleteLayer(l.native.h)
 		return nil, err
 	}
 	runtime.SetFinalizer(l, (*Layer).Close)
@@ -378,47 +376,29 @@ func LayerFromJSON(json string, inputSize, dialect int, kerasVersion string) (*L
 
 // Close frees the layer. It is idempotent; States created for the layer stay valid.
 func (l *Layer) Close() error {
+	return l.guard().free(l, func(h recurswig.SwigcptrLayer) { recurswig.DeleteLayer(h) })
+}
+
+// guard is the layer's handle and lock; nil for a nil *Layer, which reads as closed.
+func (l *Layer) guard() *native[recurswig.SwigcptrLayer] {
 	if l == nil {
 		return nil
 	}
-	l.mu.Lock()
-	if l.h != 0 {
-		recurswig.DeleteLayer(l.h)
-		l.h = 0
-	}
-	l.mu.Unlock()
-	runtime.SetFinalizer(l, nil)
-	return nil
+	return &l.native
 }
 
-// read locks the layer for a call that only reads it.
-func (l *Layer) read() (recurswig.SwigcptrLayer, error) {
-	if l == nil {
-		return 0, closedError("layer")
-	}
-	l.mu.RLock()
-	if l.h == 0 {
-		l.mu.RUnlock()
-		return 0, closedError("layer")
-	}
-	return l.h, nil
+// read locks the layer for a call that only reads it, write for one that changes it; reading and
+// writing run call on the handle under those locks.
+func (l *Layer) read() (recurswig.SwigcptrLayer, error)  { return l.guard().lockRead("layer") }
+func (l *Layer) write() (recurswig.SwigcptrLayer, error) { return l.guard().lockWrite("layer") }
+func (l *Layer) readDone()                               { l.native.unlockRead() }
+func (l *Layer) writeDone()                              { l.native.unlockWrite() }
+func (l *Layer) reading(call func(recurswig.SwigcptrLayer) error) error {
+	return l.guard().reading("layer", call)
 }
-
-// write locks the layer for a call that changes it.
-func (l *Layer) write() (recurswig.SwigcptrLayer, error) {
-	if l == nil {
-		return 0, closedError("layer")
-	}
-	l.mu.Lock()
-	if l.h == 0 {
-		l.mu.Unlock()
-		return 0, closedError("layer")
-	}
-	return l.h, nil
+func (l *Layer) writing(call func(recurswig.SwigcptrLayer) error) error {
+	return l.guard().writing("layer", call)
 }
-
-func (l *Layer) readDone()  { l.mu.RUnlock(); runtime.KeepAlive(l) }
-func (l *Layer) writeDone() { l.mu.Unlock(); runtime.KeepAlive(l) }
 
 // Info describes the layer.
 func (l *Layer) Info() (LayerInfo, error) {
@@ -433,13 +413,10 @@ func (l *Layer) Info() (LayerInfo, error) {
 // OutputLength is the number of floats Forward writes for batch sequences of timesteps steps:
 // B*T*units with return_sequences, else B*units.
 func (l *Layer) OutputLength(batch, timesteps int) (int, error) {
-	h, err := l.read()
-	if err != nil {
-		return 0, err
-	}
 	var n uint64
-	err = h.Output_length(clampInt32(batch), clampInt32(timesteps), &n)
-	l.readDone()
+	err := l.reading(func(h recurswig.SwigcptrLayer) error {
+		return h.Output_length(clampInt32(batch), clampInt32(timesteps), &n)
+	})
 	return int(n), err
 }
 
@@ -492,14 +469,7 @@ func (l *Layer) Forward(input []float32, batch, timesteps int, output []float32,
 // Call is Forward with an output slice it allocates.
 func (l *Layer) Call(input []float32, batch, timesteps int, opts *ForwardOptions) ([]float32, error) {
 	n, err := l.OutputLength(batch, timesteps)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]float32, n)
-	if err := l.Forward(input, batch, timesteps, out, opts); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return filled(n, err, func(out []float32) error { return l.Forward(input, batch, timesteps, out, opts) })
 }
 
 // ForwardState advances state through timesteps steps of input (inference): input is (B, T, F)
@@ -584,38 +554,25 @@ func (l *Layer) ForwardStates(states []*State, input []float32, mask []byte, out
 // outputs are written, and fails with ErrState when the layer is not on a GPU.
 func (l *Layer) ForwardDevice(stream, dInput uintptr, batch, timesteps int, mask []byte, dInitialState uintptr,
 	numInitialStates int, dOutput, dFinalState uintptr) error {
-	h, err := l.write()
-	if err != nil {
-		return err
-	}
-	err = h.Forward_device(int64(stream), int64(dInput), clampInt32(batch), clampInt32(timesteps), mask, len(mask),
-		int64(dInitialState), clampInt32(numInitialStates), int64(dOutput), int64(dFinalState))
-	l.writeDone()
-	return err
+	return l.writing(func(h recurswig.SwigcptrLayer) error {
+		return h.Forward_device(int64(stream), int64(dInput), clampInt32(batch), clampInt32(timesteps), mask, len(mask),
+			int64(dInitialState), clampInt32(numInitialStates), int64(dOutput), int64(dFinalState))
+	})
 }
 
 // SetDevice moves the layer (its weights, and a stateful layer's states) to device: "cpu",
 // "cuda", "cuda:N" or "auto" (a GPU when one can run, else the CPU; Device says why). A GPU that
 // cannot run fails with ErrUnsupported and leaves the layer where it was.
 func (l *Layer) SetDevice(device string) error {
-	h, err := l.write()
-	if err != nil {
-		return err
-	}
-	err = h.Set_device(device)
-	l.writeDone()
-	return err
+	return l.writing(func(h recurswig.SwigcptrLayer) error { return h.Set_device(device) })
 }
 
 // Device says where the layer runs, by which route, and why.
 func (l *Layer) Device() (DeviceInfo, error) {
-	h, err := l.read()
-	if err != nil {
-		return DeviceInfo{}, err
-	}
 	var d DeviceInfo
-	err = h.Get_device(&d.Requested, &d.Backend, &d.Path, &d.Reason, &d.DeviceName)
-	l.readDone()
+	err := l.reading(func(h recurswig.SwigcptrLayer) error {
+		return h.Get_device(&d.Requested, &d.Backend, &d.Path, &d.Reason, &d.DeviceName)
+	})
 	return d, err
 }
 
@@ -625,72 +582,38 @@ func (l *Layer) Device() (DeviceInfo, error) {
 // one thread whatever the count, and calls on a GPU ignore it. A negative n or one above 1024
 // fails with ErrInvalidArgument. It waits for calls in progress on the layer.
 func (l *Layer) SetNumThreads(n int) error {
-	h, err := l.write()
-	if err != nil {
-		return err
-	}
-	err = h.Set_num_threads(clampInt32(n))
-	l.writeDone()
-	return err
+	return l.writing(func(h recurswig.SwigcptrLayer) error { return h.Set_num_threads(clampInt32(n)) })
 }
 
 // NumThreads is the thread count as set with SetNumThreads (0 stays 0).
 func (l *Layer) NumThreads() (int, error) {
-	h, err := l.read()
-	if err != nil {
-		return 0, err
-	}
 	var n int32
-	err = h.Get_num_threads(&n)
-	l.readDone()
+	err := l.reading(func(h recurswig.SwigcptrLayer) error { return h.Get_num_threads(&n) })
 	return int(n), err
 }
 
 // ResetStates zero-fills a stateful layer's states (Keras reset_states()).
 func (l *Layer) ResetStates() error {
-	h, err := l.write()
-	if err != nil {
-		return err
-	}
-	err = h.Reset_states()
-	l.writeDone()
-	return err
+	return l.writing(func(h recurswig.SwigcptrLayer) error { return h.Reset_states() })
 }
 
 // SetStates sets a stateful layer's states (Keras 2 reset_states(states)): NumStates tensors
 // (batch_size, units) concatenated.
 func (l *Layer) SetStates(states []float32) error {
-	h, err := l.write()
-	if err != nil {
-		return err
-	}
-	err = h.Set_states(states, len(states), l.info.NumStates)
-	l.writeDone()
-	return err
+	return l.writing(func(h recurswig.SwigcptrLayer) error {
+		return h.Set_states(states, len(states), l.info.NumStates)
+	})
 }
 
 // GetStates copies a stateful layer's current states (NumStates x (batch_size, units)) into out.
 func (l *Layer) GetStates(out []float32) error {
-	h, err := l.read()
-	if err != nil {
-		return err
-	}
-	err = h.Get_states(out, len(out))
-	l.readDone()
-	return err
+	return l.reading(func(h recurswig.SwigcptrLayer) error { return h.Get_states(out, len(out)) })
 }
 
 // States returns a stateful layer's current states in a new slice.
 func (l *Layer) States() ([]float32, error) {
 	n, err := l.StateLength(l.info.BatchSize)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]float32, n)
-	if err := l.GetStates(out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return filled(n, err, l.GetStates)
 }
 
 // InitialState is Keras's get_initial_state: zeros, NumStates x (batch, units).
@@ -709,14 +632,10 @@ func (l *Layer) InitialState(batch int) ([]float32, error) {
 // NumStates x (B, units) concatenated; output (B, units); newStates nil or NumStates x (B, units).
 // training applies dropout with the cell's cached masks.
 func (l *Layer) CellCall(input []float32, batch int, states []float32, output, newStates []float32, training bool) error {
-	h, err := l.write()
-	if err != nil {
-		return err
-	}
-	err = h.Cell_call(input, len(input), clampInt32(batch), states, len(states), l.info.NumStates, b2i(training),
-		output, len(output), newStates, len(newStates))
-	l.writeDone()
-	return err
+	return l.writing(func(h recurswig.SwigcptrLayer) error {
+		return h.Cell_call(input, len(input), clampInt32(batch), states, len(states), l.info.NumStates, b2i(training),
+			output, len(output), newStates, len(newStates))
+	})
 }
 
 func (l *Layer) dropoutMask(recurrent bool, batch int, training bool) ([]float32, int, error) {
@@ -759,49 +678,29 @@ func (l *Layer) RecurrentDropoutMask(batch int, training bool) (masks []float32,
 
 // ResetDropoutMask drops the cell's cached input dropout masks.
 func (l *Layer) ResetDropoutMask() error {
-	h, err := l.write()
-	if err != nil {
-		return err
-	}
-	err = h.Reset_dropout_mask()
-	l.writeDone()
-	return err
+	return l.writing(func(h recurswig.SwigcptrLayer) error { return h.Reset_dropout_mask() })
 }
 
 // ResetRecurrentDropoutMask drops the cell's cached recurrent dropout masks.
 func (l *Layer) ResetRecurrentDropoutMask() error {
-	h, err := l.write()
-	if err != nil {
-		return err
-	}
-	err = h.Reset_recurrent_dropout_mask()
-	l.writeDone()
-	return err
+	return l.writing(func(h recurswig.SwigcptrLayer) error { return h.Reset_recurrent_dropout_mask() })
 }
 
 // NumWeights is the number of weight tensors (2 without bias, else 3), in Keras get_weights
 // order: kernel, recurrent_kernel[, bias].
 func (l *Layer) NumWeights() (int, error) {
-	h, err := l.read()
-	if err != nil {
-		return 0, err
-	}
 	var n int32
-	err = h.Num_weights(&n)
-	l.readDone()
+	err := l.reading(func(h recurswig.SwigcptrLayer) error { return h.Num_weights(&n) })
 	return int(n), err
 }
 
 // WeightShape is the shape of weight index (1 or 2 dimensions).
 func (l *Layer) WeightShape(index int) ([]int, error) {
-	h, err := l.read()
-	if err != nil {
-		return nil, err
-	}
 	var d0, d1 int64
 	var nd int32
-	err = h.Weight_shape(clampInt32(index), &d0, &d1, &nd)
-	l.readDone()
+	err := l.reading(func(h recurswig.SwigcptrLayer) error {
+		return h.Weight_shape(clampInt32(index), &d0, &d1, &nd)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -813,102 +712,52 @@ func (l *Layer) WeightShape(index int) ([]int, error) {
 
 // WeightName is the name of weight index: "kernel", "recurrent_kernel" or "bias".
 func (l *Layer) WeightName(index int) (string, error) {
-	h, err := l.read()
-	if err != nil {
-		return "", err
-	}
 	var s string
-	err = h.Weight_name(clampInt32(index), &s)
-	l.readDone()
+	err := l.reading(func(h recurswig.SwigcptrLayer) error { return h.Weight_name(clampInt32(index), &s) })
 	return s, err
 }
 
 // GetWeight copies weight index (row-major) into out, which must hold exactly its size.
 func (l *Layer) GetWeight(index int, out []float32) error {
-	h, err := l.read()
-	if err != nil {
-		return err
-	}
-	err = h.Get_weight(clampInt32(index), out, len(out))
-	l.readDone()
-	return err
+	return l.reading(func(h recurswig.SwigcptrLayer) error { return h.Get_weight(clampInt32(index), out, len(out)) })
 }
 
 // Weight returns a copy of weight index.
 func (l *Layer) Weight(index int) ([]float32, error) {
 	shape, err := l.WeightShape(index)
-	if err != nil {
-		return nil, err
-	}
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	out := make([]float32, n)
-	if err := l.GetWeight(index, out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return filled(product(shape), err, func(out []float32) error { return l.GetWeight(index, out) })
 }
 
 // SetWeight sets weight index (row-major; only the length is checked). CuDNN layers take their
 // own CuDNN-layout weights.
 func (l *Layer) SetWeight(index int, data []float32) error {
-	h, err := l.write()
-	if err != nil {
-		return err
-	}
-	err = h.Set_weight(clampInt32(index), data, len(data))
-	l.writeDone()
-	return err
+	return l.writing(func(h recurswig.SwigcptrLayer) error {
+		return h.Set_weight(clampInt32(index), data, len(data))
+	})
 }
 
 // WeightsLength is the total number of floats of all weights.
 func (l *Layer) WeightsLength() (int, error) {
-	h, err := l.read()
-	if err != nil {
-		return 0, err
-	}
 	var n uint64
-	err = h.Weights_length(&n)
-	l.readDone()
+	err := l.reading(func(h recurswig.SwigcptrLayer) error { return h.Weights_length(&n) })
 	return int(n), err
 }
 
 // GetWeights copies all weights, concatenated in get_weights order, into out.
 func (l *Layer) GetWeights(out []float32) error {
-	h, err := l.read()
-	if err != nil {
-		return err
-	}
-	err = h.Get_weights(out, len(out))
-	l.readDone()
-	return err
+	return l.reading(func(h recurswig.SwigcptrLayer) error { return h.Get_weights(out, len(out)) })
 }
 
 // Weights returns all weights concatenated in get_weights order.
 func (l *Layer) Weights() ([]float32, error) {
 	n, err := l.WeightsLength()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]float32, n)
-	if err := l.GetWeights(out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return filled(n, err, l.GetWeights)
 }
 
 // SetWeights sets all weights from one slice in get_weights order (validated before anything
 // changes).
 func (l *Layer) SetWeights(data []float32) error {
-	h, err := l.write()
-	if err != nil {
-		return err
-	}
-	err = h.Set_weights(data, len(data))
-	l.writeDone()
-	return err
+	return l.writing(func(h recurswig.SwigcptrLayer) error { return h.Set_weights(data, len(data)) })
 }
 
 // Loss is one entry of Keras's layer.losses.
@@ -949,13 +798,7 @@ func (l *Layer) Losses() ([]Loss, error) {
 // ApplyConstraints applies the kernel/recurrent/bias constraints to the weights, as an
 // optimizer does after an update.
 func (l *Layer) ApplyConstraints() error {
-	h, err := l.write()
-	if err != nil {
-		return err
-	}
-	err = h.Apply_constraints()
-	l.writeDone()
-	return err
+	return l.writing(func(h recurswig.SwigcptrLayer) error { return h.Apply_constraints() })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -965,8 +808,7 @@ func (l *Layer) ApplyConstraints() error {
 // State is the h (and c) of a batch of streams, advanced by Layer.ForwardState. Many states can
 // be stepped concurrently against one layer.
 type State struct {
-	mu        sync.Mutex
-	h         recurswig.SwigcptrState
+	native    native[recurswig.SwigcptrState]
 	id        uint64 // creation order: the order ForwardStates locks states in
 	numStates int
 	batch     int
@@ -987,10 +829,10 @@ func NewState(layer *Layer, batch int) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &State{h: recurswig.SwigcptrState(h.Swigcptr()), id: atomic.AddUint64(&lastStateID, 1)}
+	s := &State{native: native[recurswig.SwigcptrState]{h: recurswig.SwigcptrState(h.Swigcptr())}, id: atomic.AddUint64(&lastStateID, 1)}
 	var ns, b, u int32
-	if err := s.h.Shape(&ns, &b, &u); err != nil {
-		recurswig.DeleteState(s.h)
+	if err := s.native.h.Shape(&ns, &b, &u); err != nil {
+		recurswig.DeleteState(s.native.h)
 		return nil, err
 	}
 	s.numStates, s.batch, s.units = int(ns), int(b), int(u)
@@ -1000,32 +842,23 @@ func NewState(layer *Layer, batch int) (*State, error) {
 
 // Close frees the state. It is idempotent.
 func (s *State) Close() error {
+	return s.guard().free(s, func(h recurswig.SwigcptrState) { recurswig.DeleteState(h) })
+}
+
+// guard is the state's handle and lock; nil for a nil *State, which reads as closed.
+func (s *State) guard() *native[recurswig.SwigcptrState] {
 	if s == nil {
 		return nil
 	}
-	s.mu.Lock()
-	if s.h != 0 {
-		recurswig.DeleteState(s.h)
-		s.h = 0
-	}
-	s.mu.Unlock()
-	runtime.SetFinalizer(s, nil)
-	return nil
+	return &s.native
 }
 
-func (s *State) lock() (recurswig.SwigcptrState, error) {
-	if s == nil {
-		return 0, closedError("state")
-	}
-	s.mu.Lock()
-	if s.h == 0 {
-		s.mu.Unlock()
-		return 0, closedError("state")
-	}
-	return s.h, nil
+// lock locks the state for a call; locked runs call on its handle with it locked.
+func (s *State) lock() (recurswig.SwigcptrState, error) { return s.guard().lockWrite("state") }
+func (s *State) unlock()                                { s.native.unlockWrite() }
+func (s *State) locked(call func(recurswig.SwigcptrState) error) error {
+	return s.guard().writing("state", call)
 }
-
-func (s *State) unlock() { s.mu.Unlock(); runtime.KeepAlive(s) }
 
 // Shape is the number of state tensors, the batch and the units.
 func (s *State) Shape() (numStates, batch, units int, err error) {
@@ -1045,69 +878,38 @@ func (s *State) Len() int {
 
 // Get copies the states out: numStates x (batch, units), concatenated.
 func (s *State) Get(out []float32) error {
-	h, err := s.lock()
-	if err != nil {
-		return err
-	}
-	err = h.Get(out, len(out))
-	s.unlock()
-	return err
+	return s.locked(func(h recurswig.SwigcptrState) error { return h.Get(out, len(out)) })
 }
 
 // Values returns the states in a new slice.
 func (s *State) Values() ([]float32, error) {
-	out := make([]float32, s.Len())
-	if err := s.Get(out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return filled(s.Len(), nil, s.Get)
 }
 
 // Set sets the states (numStates x (batch, units) concatenated) and starts a new stream.
 func (s *State) Set(values []float32) error {
-	h, err := s.lock()
-	if err != nil {
-		return err
-	}
-	err = h.Set(values, len(values), s.numStates)
-	s.unlock()
-	return err
+	return s.locked(func(h recurswig.SwigcptrState) error { return h.Set(values, len(values), s.numStates) })
 }
 
 // Reset zero-fills the states and starts a new stream.
 func (s *State) Reset() error {
-	h, err := s.lock()
-	if err != nil {
-		return err
-	}
-	err = h.Reset()
-	s.unlock()
-	return err
+	return s.locked(func(h recurswig.SwigcptrState) error { return h.Reset() })
 }
 
 // SetDevice moves the states to device ("cpu", "cuda", "cuda:N" or "auto") now; they also move
 // when a layer on another device steps them. A GPU that cannot run fails with ErrUnsupported and
 // leaves the state where it was.
 func (s *State) SetDevice(device string) error {
-	h, err := s.lock()
-	if err != nil {
-		return err
-	}
-	err = h.Set_device(device)
-	s.unlock()
-	return err
+	return s.locked(func(h recurswig.SwigcptrState) error { return h.Set_device(device) })
 }
 
 // Device says where the states live: Path "cpu", or "device-resident" on the GPU of the layer
 // that last stepped them.
 func (s *State) Device() (DeviceInfo, error) {
-	h, err := s.lock()
-	if err != nil {
-		return DeviceInfo{}, err
-	}
 	var d DeviceInfo
-	err = h.Get_device(&d.Requested, &d.Backend, &d.Path, &d.Reason, &d.DeviceName)
-	s.unlock()
+	err := s.locked(func(h recurswig.SwigcptrState) error {
+		return h.Get_device(&d.Requested, &d.Backend, &d.Path, &d.Reason, &d.DeviceName)
+	})
 	return d, err
 }
 
@@ -1141,8 +943,7 @@ type ModelLayer struct {
 
 // Model is a Keras model file (.keras zip or legacy .h5).
 type Model struct {
-	mu       sync.RWMutex
-	h        recurswig.SwigcptrModel
+	native   native[recurswig.SwigcptrModel]
 	info     ModelInfo
 	stateful bool // Run changes the model (stateful layers): serialize it
 }
@@ -1160,32 +961,27 @@ func OpenModel(path string) (*Model, error) {
 
 // Close frees the model. It is idempotent; layers taken from it stay valid.
 func (m *Model) Close() error {
+	return m.guard().free(m, func(h recurswig.SwigcptrModel) { recurswig.DeleteModel(h) })
+}
+
+// guard is the model's handle and lock; nil for a nil *Model, which reads as closed.
+func (m *Model) guard() *native[recurswig.SwigcptrModel] {
 	if m == nil {
 		return nil
 	}
-	m.mu.Lock()
-	if m.h != 0 {
-		recurswig.DeleteModel(m.h)
-		m.h = 0
-	}
-	m.mu.Unlock()
-	runtime.SetFinalizer(m, nil)
-	return nil
+	return &m.native
 }
 
-func (m *Model) read() (recurswig.SwigcptrModel, error) {
-	if m == nil {
-		return 0, closedError("model")
-	}
-	m.mu.RLock()
-	if m.h == 0 {
-		m.mu.RUnlock()
-		return 0, closedError("model")
-	}
-	return m.h, nil
+// read locks the model for a call that only reads it; reading and writing run call on the handle
+// under the read or the write lock.
+func (m *Model) read() (recurswig.SwigcptrModel, error) { return m.guard().lockRead("model") }
+func (m *Model) readDone()                              { m.native.unlockRead() }
+func (m *Model) reading(call func(recurswig.SwigcptrModel) error) error {
+	return m.guard().reading("model", call)
 }
-
-func (m *Model) readDone() { m.mu.RUnlock(); runtime.KeepAlive(m) }
+func (m *Model) writing(call func(recurswig.SwigcptrModel) error) error {
+	return m.guard().writing("model", call)
+}
 
 // Info describes the model.
 func (m *Model) Info() (ModelInfo, error) {
@@ -1199,14 +995,11 @@ func (m *Model) Info() (ModelInfo, error) {
 
 // LayerAt describes layer index (0 <= index < Info().NumLayers).
 func (m *Model) LayerAt(index int) (ModelLayer, error) {
-	h, err := m.read()
-	if err != nil {
-		return ModelLayer{}, err
-	}
 	var ml ModelLayer
 	var in, out, rec int32
-	err = h.Layer(clampInt32(index), &ml.Name, &ml.ClassName, &ml.ConfigJSON, &in, &out, &rec)
-	m.readDone()
+	err := m.reading(func(h recurswig.SwigcptrModel) error {
+		return h.Layer(clampInt32(index), &ml.Name, &ml.ClassName, &ml.ConfigJSON, &in, &out, &rec)
+	})
 	if err != nil {
 		return ModelLayer{}, err
 	}
@@ -1231,13 +1024,10 @@ func (m *Model) Layer(name string) (*Layer, error) {
 
 // OutputLength is the number of floats Run writes for batch sequences of timesteps steps.
 func (m *Model) OutputLength(batch, timesteps int) (int, error) {
-	h, err := m.read()
-	if err != nil {
-		return 0, err
-	}
 	var n uint64
-	err = h.Output_length(clampInt32(batch), clampInt32(timesteps), &n)
-	m.readDone()
+	err := m.reading(func(h recurswig.SwigcptrModel) error {
+		return h.Output_length(clampInt32(batch), clampInt32(timesteps), &n)
+	})
 	return int(n), err
 }
 
@@ -1246,76 +1036,44 @@ func (m *Model) OutputLength(batch, timesteps int) (int, error) {
 // floats. Concurrent Runs on one model proceed in parallel, unless the model holds stateful
 // layers (whose states a run changes): then the binding runs them one at a time.
 func (m *Model) Run(input []float32, batch, timesteps int, mask []byte, output []float32) error {
+	return m.running(func(h recurswig.SwigcptrModel) error {
+		return h.Run(input, len(input), clampInt32(batch), clampInt32(timesteps), mask, len(mask), output, len(output))
+	})
+}
+
+// running runs call for a run of the model: under the write lock when the model is stateful (a run
+// changes its states), else under the read lock, so that runs proceed in parallel.
+func (m *Model) running(call func(recurswig.SwigcptrModel) error) error {
 	if m != nil && m.stateful {
-		m.mu.Lock()
-		defer func() { m.mu.Unlock(); runtime.KeepAlive(m) }()
-		if m.h == 0 {
-			return closedError("model")
-		}
-		return m.h.Run(input, len(input), clampInt32(batch), clampInt32(timesteps), mask, len(mask), output,
-			len(output))
+		return m.writing(call)
 	}
-	h, err := m.read()
-	if err != nil {
-		return err
-	}
-	err = h.Run(input, len(input), clampInt32(batch), clampInt32(timesteps), mask, len(mask), output, len(output))
-	m.readDone()
-	return err
+	return m.reading(call)
 }
 
 // Predict is Run with an output slice it allocates.
 func (m *Model) Predict(input []float32, batch, timesteps int, mask []byte) ([]float32, error) {
 	n, err := m.OutputLength(batch, timesteps)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]float32, n)
-	if err := m.Run(input, batch, timesteps, mask, out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return filled(n, err, func(out []float32) error { return m.Run(input, batch, timesteps, mask, out) })
 }
 
 // SetDevice moves every layer the model runs to device ("cpu", "cuda", "cuda:N" or "auto"); the
 // whole chain then runs there. It waits for Runs in progress. A GPU that cannot run fails with
 // ErrUnsupported and leaves the model where it was.
 func (m *Model) SetDevice(device string) error {
-	if m == nil {
-		return closedError("model")
-	}
-	m.mu.Lock()
-	defer func() { m.mu.Unlock(); runtime.KeepAlive(m) }()
-	if m.h == 0 {
-		return closedError("model")
-	}
-	return m.h.Set_device(device)
+	return m.writing(func(h recurswig.SwigcptrModel) error { return h.Set_device(device) })
 }
 
 // SetNumThreads sets Layer.SetNumThreads on every layer the model runs, and on the layers Layer
 // returns afterwards (1 by default, 0 = one per core). It waits for Runs in progress. A negative
 // n or one above 1024 fails with ErrInvalidArgument.
 func (m *Model) SetNumThreads(n int) error {
-	if m == nil {
-		return closedError("model")
-	}
-	m.mu.Lock()
-	defer func() { m.mu.Unlock(); runtime.KeepAlive(m) }()
-	if m.h == 0 {
-		return closedError("model")
-	}
-	return m.h.Set_num_threads(clampInt32(n))
+	return m.writing(func(h recurswig.SwigcptrModel) error { return h.Set_num_threads(clampInt32(n)) })
 }
 
 // NumThreads is the thread count as set with SetNumThreads (0 stays 0).
 func (m *Model) NumThreads() (int, error) {
-	h, err := m.read()
-	if err != nil {
-		return 0, err
-	}
 	var n int32
-	err = h.Get_num_threads(&n)
-	m.readDone()
+	err := m.reading(func(h recurswig.SwigcptrModel) error { return h.Get_num_threads(&n) })
 	return int(n), err
 }
 
@@ -1325,13 +1083,10 @@ func (m *Model) Device() (DeviceInfo, error) { return m.LayerDevice(-1) }
 // LayerDevice says where entry index of the model config runs (-1: the model; layers without
 // weights report the model's backend).
 func (m *Model) LayerDevice(index int) (DeviceInfo, error) {
-	h, err := m.read()
-	if err != nil {
-		return DeviceInfo{}, err
-	}
 	var d DeviceInfo
-	err = h.Get_device(clampInt32(index), &d.Requested, &d.Backend, &d.Path, &d.Reason, &d.DeviceName)
-	m.readDone()
+	err := m.reading(func(h recurswig.SwigcptrModel) error {
+		return h.Get_device(clampInt32(index), &d.Requested, &d.Backend, &d.Path, &d.Reason, &d.DeviceName)
+	})
 	return d, err
 }
 
