@@ -860,3 +860,29 @@ func TestGraphClosedModel(t *testing.T) {
 	check("RunInputs", err)
 	check("RunFlat", m.RunFlat(make([]float32, 33), 1, []int{7, 0}, nil, make([]float32, 5)))
 }
+
+// StepFlat, the streaming path of a whole model, allocates nothing per call.
+func TestGraphStepFlatDoesNotAllocate(t *testing.T) {
+	if asanBuild {
+		t.Skip("-asan instruments cgo calls with Go allocations of its own; the Release run counts them")
+	}
+	m := mustOpen(t, graphFile(t, "keras3", "multi_io", "keras"))
+	defer m.Close()
+	s, err := NewModelState(m, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	nin, nout, err := s.Lengths(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, out := ramp(nin, 0.01, 0), make([]float32, nout)
+	if n := testing.AllocsPerRun(1000, func() {
+		if err := s.StepFlat(in, 1, nil, out); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("StepFlat allocates %v times per call", n)
+	}
+}
