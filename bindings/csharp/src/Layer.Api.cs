@@ -99,9 +99,8 @@ public sealed partial class Layer {
 
   /// <summary>Inference call that allocates and returns the output.</summary>
   public float[] Forward(float[] input, int batch, int timesteps, byte[] mask = null) {
-    var output = new float[OutputLength(batch, timesteps)];
-    Forward(input, batch, timesteps, mask, null, 0, false, output, null);
-    return output;
+    return Interop.Filled(OutputLength(batch, timesteps),
+                          output => Forward(input, batch, timesteps, mask, null, 0, false, output, null));
   }
 
   /// <summary>Advances <paramref name="state"/> through <paramref name="timesteps"/> steps (inference).
@@ -151,14 +150,7 @@ public sealed partial class Layer {
   }
 
   /// <summary>Where the layer runs, by which route, and why.</summary>
-  public DeviceInfo Device {
-    get {
-      CheckDisposed();
-      IntPtr requested, backend, path, reason, name;
-      get_device(out requested, out backend, out path, out reason, out name);
-      return DeviceInfo.From(requested, backend, path, reason, name);
-    }
-  }
+  public DeviceInfo Device { get { CheckDisposed(); return Interop.Device(get_device); } }
 
   /// <summary>Threads one call on this layer may use on the CPU (Forward, ForwardState,
   /// ForwardStates, CellCall): 1, the default, runs on the calling thread only; 0 means one per
@@ -212,9 +204,7 @@ public sealed partial class Layer {
   /// <summary>A stateful layer's current states: num_states x (batch_size, units).</summary>
   public float[] GetStates() {
     var info = Info;
-    var output = new float[(long)info.NumStates * info.BatchSize * info.Units];
-    GetStates(output);
-    return output;
+    return Interop.Filled((long)info.NumStates * info.BatchSize * info.Units, GetStates);
   }
 
   /// <summary>Keras get_initial_state: zeros, num_states x (batch, units).</summary>
@@ -291,11 +281,7 @@ public sealed partial class Layer {
 
   /// <summary>Weight <paramref name="index"/>, row-major.</summary>
   public float[] GetWeight(int index) {
-    long n = 1;
-    foreach (var d in WeightShape(index)) n *= d;
-    var output = new float[n];
-    GetWeight(index, output);
-    return output;
+    return Interop.Filled(GraphUtil.Product(WeightShape(index)), output => GetWeight(index, output));
   }
 
   /// <summary>Sets weight <paramref name="index"/> (row-major; the length must match its shape).</summary>
@@ -316,9 +302,7 @@ public sealed partial class Layer {
 
   /// <summary>All weights concatenated in get_weights order.</summary>
   public float[] GetWeights() {
-    var output = new float[WeightsLength];
-    GetWeights(output);
-    return output;
+    return Interop.Filled(WeightsLength, GetWeights);
   }
 
   /// <summary>Sets all weights (concatenated in get_weights order); validated before anything changes.</summary>

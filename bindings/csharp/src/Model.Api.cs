@@ -96,9 +96,9 @@ public sealed partial class Model {
   /// without weights report the model's backend).</summary>
   public DeviceInfo LayerDevice(int index) {
     CheckDisposed();
-    IntPtr requested, backend, path, reason, name;
-    get_device(index, out requested, out backend, out path, out reason, out name);
-    return DeviceInfo.From(requested, backend, path, reason, name);
+    return Interop.Device((out IntPtr requested, out IntPtr backend, out IntPtr path, out IntPtr reason,
+                           out IntPtr name) => get_device(index, out requested, out backend, out path, out reason,
+                                                          out name));
   }
 
   /// <summary><see cref="Layer.NumThreads"/> of every layer the model runs, and of the layers
@@ -138,9 +138,7 @@ public sealed partial class Model {
   }
 
   public float[] Run(float[] input, int batch, int timesteps, byte[] mask = null) {
-    var output = new float[OutputLength(batch, timesteps)];
-    Run(input, batch, timesteps, output, mask);
-    return output;
+    return Interop.Filled(OutputLength(batch, timesteps), output => Run(input, batch, timesteps, output, mask));
   }
 }
 

@@ -116,20 +116,12 @@ public sealed partial class Model {
 
   /// <summary>Every input, in Keras's model.inputs order.</summary>
   public ModelTensor[] Inputs {
-    get {
-      var t = new ModelTensor[NumInputs];
-      for (int i = 0; i < t.Length; ++i) t[i] = Input(i);
-      return t;
-    }
+    get { return Interop.Each(NumInputs, Input); }
   }
 
   /// <summary>Every output, in Keras's model.outputs order.</summary>
   public ModelTensor[] Outputs {
-    get {
-      var t = new ModelTensor[NumOutputs];
-      for (int i = 0; i < t.Length; ++i) t[i] = Output(i);
-      return t;
-    }
+    get { return Interop.Each(NumOutputs, Output); }
   }
 
   // null timesteps: every input's length is fixed by the model.
@@ -149,9 +141,7 @@ public sealed partial class Model {
 
   /// <summary>The dims of every output for those shapes.</summary>
   public long[][] OutputDims(int batch, int[] timesteps) {
-    var d = new long[NumOutputs][];
-    for (int i = 0; i < d.Length; ++i) d[i] = OutputDims(i, batch, timesteps);
-    return d;
+    return Interop.Each(NumOutputs, i => OutputDims(i, batch, timesteps));
   }
 
   /// <summary>Floats <see cref="RunInputs"/> reads: every input for those shapes, concatenated.</summary>
@@ -224,11 +214,7 @@ public sealed partial class Model {
 
   /// <summary>Every stateful layer, in config order (empty for a model that is not stateful).</summary>
   public StatefulLayer[] StatefulLayers {
-    get {
-      var l = new StatefulLayer[NumStatefulLayers];
-      for (int i = 0; i < l.Length; ++i) l[i] = GetStatefulLayer(i);
-      return l;
-    }
+    get { return Interop.Each(NumStatefulLayers, GetStatefulLayer); }
   }
 
   /// <summary>Floats of the states of stateful layer <paramref name="layer"/> ("name/forward" or
@@ -253,9 +239,7 @@ public sealed partial class Model {
 
   /// <summary>The states of stateful layer <paramref name="layer"/>.</summary>
   public float[] GetStates(string layer) {
-    var output = new float[StatesLength(layer)];
-    GetStates(layer, output);
-    return output;
+    return Interop.Filled(StatesLength(layer), output => GetStates(layer, output));
   }
 
   /// <summary>Sets all the states of stateful layer <paramref name="layer"/> (StatesLength(layer)
@@ -310,11 +294,7 @@ public sealed partial class ModelState {
     Util.NotNull(model, "model");
     model.CheckDisposed();
     ModelState made = create(model, batch);
-    IntPtr p = made.swigCPtr.Handle;
-    made.swigCMemOwn = false;
-    made.swigCPtr = new System.Runtime.InteropServices.HandleRef(null, IntPtr.Zero);
-    GC.SuppressFinalize(made);
-    return p;
+    return Interop.TakeOver(made, ref made.swigCPtr, ref made.swigCMemOwn);
   }
 
   internal void CheckDisposed() {
@@ -357,9 +337,7 @@ public sealed partial class ModelState {
   /// <summary>The dims of every output of a step of <paramref name="timesteps"/> steps.</summary>
   public long[][] OutputDims(int timesteps) {
     CheckDisposed();
-    var d = new long[numOutputs][];
-    for (int i = 0; i < d.Length; ++i) d[i] = OutputDims(i, timesteps);
-    return d;
+    return Interop.Each(numOutputs, i => OutputDims(i, timesteps));
   }
 
   /// <summary>Feeds the next <paramref name="timesteps"/> (&gt;= 1) steps of every sequence input

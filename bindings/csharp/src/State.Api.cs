@@ -13,12 +13,7 @@ public sealed partial class State {
   static IntPtr CreateHandle(Layer layer, int batch) {
     Util.Live(layer);
     State made = create(layer, batch);
-    // Take the handle over from the temporary proxy.
-    IntPtr p = made.swigCPtr.Handle;
-    made.swigCMemOwn = false;
-    made.swigCPtr = new System.Runtime.InteropServices.HandleRef(null, IntPtr.Zero);
-    GC.SuppressFinalize(made);
-    return p;
+    return Interop.TakeOver(made, ref made.swigCPtr, ref made.swigCMemOwn);
   }
 
   internal void CheckDisposed() {
@@ -44,9 +39,7 @@ public sealed partial class State {
   }
 
   public float[] Get() {
-    var output = new float[Length];
-    Get(output);
-    return output;
+    return Interop.Filled(Length, Get);
   }
 
   /// <summary>Sets the states; values.Length = numStates * batch * units.</summary>
@@ -67,14 +60,7 @@ public sealed partial class State {
 
   /// <summary>Where the states live: "cpu", or "device-resident" on the GPU of the layer that last
   /// stepped them.</summary>
-  public DeviceInfo Device {
-    get {
-      CheckDisposed();
-      IntPtr requested, backend, path, reason, name;
-      get_device(out requested, out backend, out path, out reason, out name);
-      return DeviceInfo.From(requested, backend, path, reason, name);
-    }
-  }
+  public DeviceInfo Device { get { CheckDisposed(); return Interop.Device(get_device); } }
 
   /// <summary>Zero-fills the states (a new stream).</summary>
   public void Reset() { CheckDisposed(); reset(); }
