@@ -73,7 +73,9 @@ std::string json_of(const NamedArrays& arrays) {
     if (!first) out += ", ";
     first = false;
     // Names come from the model file: invalid UTF-8 is replaced, not thrown on.
-    out += nlohmann::json(name).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + ": {\"dims\": " + nlohmann::json(a.shape).dump() + ", \"values\": ";
+    out += nlohmann::json(name).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + ": {\"dims\": [";
+    for (std::size_t d = 0; d < a.shape.size(); ++d) out += (d ? ", " : "") + std::to_string(a.shape[d]);
+    out += "], \"values\": ";
     if (a.data.size() == count_of(a.shape, 0)) append_nested(out, a, 0, 0);
     else out += "[]";
     out += "}";
