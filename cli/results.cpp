@@ -2,8 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 namespace recur_cli {
 namespace {
@@ -49,6 +51,9 @@ std::string text_of(const NamedArrays& arrays) {
     const std::size_t width = a.shape.size() == 1 ? 1 : static_cast<std::size_t>(a.shape.back());
     const std::size_t lead = a.shape.size() == 1 ? a.shape.size() : a.shape.size() - 1;  // axes in the index
     if (width == 0) continue;
+    // Indices padded to the widest, so the values line up.
+    std::vector<std::string> indices;
+    std::size_t widest = 0;
     for (std::size_t row = 0; row * width < a.data.size(); ++row) {
       // The row's index over the leading axes.
       std::string index;
@@ -58,7 +63,11 @@ std::string text_of(const NamedArrays& arrays) {
         index = std::to_string(rest % n) + (index.empty() ? "" : ", ") + index;
         rest /= n;
       }
-      out += "  [" + index + "] ";
+      indices.push_back("[" + index + "]");
+      widest = std::max(widest, indices.back().size());
+    }
+    for (std::size_t row = 0; row < indices.size(); ++row) {
+      out += "  " + indices[row] + std::string(widest - indices[row].size(), ' ') + " ";
       for (std::size_t c = 0; c < width; ++c) out += " " + format_value(a.data[row * width + c]);
       out += "\n";
     }

@@ -38,6 +38,10 @@ TEST(Results, TextRowsPerBatchItem) {
             "probs: (2, 3)\n  [0]  1 2 3\n  [1]  4 5 6\n"
             "seq: (2, 2, 1)\n  [0, 0]  0.5\n  [0, 1]  1.5\n  [1, 0]  2.5\n  [1, 1]  3.5\n"
             "flat: (2,)\n  [0]  7\n  [1]  8\n");
+  NamedArrays many;  // indices padded so the values line up
+  many.emplace_back("y", array({11, 1}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  const std::string text = recur_cli::text_of(many);
+  EXPECT_NE(text.find("\n  [9]   9\n  [10]  10\n"), std::string::npos) << text;
   NamedArrays empty;
   empty.emplace_back("none", array({0, 3}, {}));
   EXPECT_EQ(recur_cli::text_of(empty), "none: (0, 3)\n");
