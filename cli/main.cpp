@@ -1523,8 +1523,8 @@ int main(int argc, char** argv) {
     sub->add_option("FILE", a.file, "the model file (.keras or .h5)")->required();
     // One value per occurrence: --input a.npy --input b.npy (FILE may follow).
     sub->add_option("--input,-i", a.inputs,
-                    "input .npy, one per model input in the model's input order, or NAME=x.npy for input NAME: "
-                    "(B, T, F) floats, (B, T) token ids, ...")
+                    "input .npy, one per model input in the model's input order, or NAME=x.npy for input NAME, or "
+                    "one .npz with members named like the inputs: (B, T, F) floats, (B, T) token ids, ...")
         ->required()
         ->allow_extra_args(false);
     sub->add_option("--mask,-m", a.masks,
@@ -1566,7 +1566,7 @@ int main(int argc, char** argv) {
   verify->add_option("--states-in", va.states_in, "stateful models: .npz of states to start from (see run)");
   verify->add_option("--atol", va.atol, "largest allowed absolute error per element")->capture_default_str();
   CLI::App* stream = app.add_subcommand(
-      "stream", "step a model through its inputs N timesteps at a time with one model state; writes what `run` writes");
+      "stream", "step a model through its inputs N timesteps at a time with one model state; gives what `run` gives");
   common(stream, sa, false);
   outputs(stream, sa);
   stream->add_option("--chunk", sa.chunk, "timesteps per step")->capture_default_str();
