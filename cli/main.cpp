@@ -4,12 +4,12 @@
 //   recur run FILE --input x.npy [--input [NAME=]y.npy ...] [--mask [NAME=]m.npy ...]
 //             [--initial-state h.npy ...] [--layer NAME] [--device DEV] [--threads N]
 //             [--keras-backend tensorflow|jax] [--states-in s.npz] [--states-out s.npz]
-//             (--output out.npz|out.npy | --output-dir DIR)
+//             [--output out.npz|out.npy|out.txt|out.json|-] [--output-dir DIR] [--json]
 //   recur verify FILE --input x.npy [...] --expected y.npy|y.npz [--expected ...] [--mask ...]
 //                [--initial-state h.npy ...] [--layer NAME] [--device DEV] [--threads N]
 //                [--keras-backend B] [--states-in s.npz] [--atol 1e-5]
 //   recur stream FILE --input x.npy [...] [--mask ...] --chunk N [--device DEV] [--threads N]
-//                [--keras-backend B] (--output out.npz | --output-dir DIR)
+//                [--keras-backend B] [--per-step] [--output ...] [--output-dir DIR] [--json]
 //   recur devices
 //
 // info, run, verify and stream take --limit NAME=VALUE (repeatable, also before the subcommand)
@@ -18,12 +18,15 @@
 // (x1024, x1024^2, x1024^3); 0 restores the default. `info` prints the limits in effect.
 //
 // A model takes one --input per model input, in the model's input order, or NAME=path for input
-// NAME; masks go to the inputs with a timesteps axis the same way (inputs without one get none,
-// sequence inputs without a --mask an all-valid one). `run` writes every model output: an .npz
-// with output, output_1, ... (in the model's output order), or DIR/<output name>.npy. `stream`
-// steps the model N timesteps at a time through one model state and writes what `run` writes.
+// NAME, or one .npz whose members are named like the inputs; masks go to the inputs with a
+// timesteps axis the same way (inputs without one get none, sequence inputs without a --mask an
+// all-valid one). `run` prints every model output as text (or JSON with --json) when no --output
+// is given, or writes an .npz (output, output_1, ... in the model's output order), an .npy, a
+// .txt or a .json, and/or DIR/<output name>.npy. `stream` steps the model N timesteps at a time
+// through one model state and gives what `run` gives; --per-step prints each step's outputs.
 // DEV is cpu (the default), cuda, cuda:N or auto. N is the number of CPU threads a layer may use
-// (1 by default, 0 = one per core); every count gives bitwise the same numbers.
+// (1 by default, 0 = one per core); every count gives bitwise the same numbers. docs/cli.md is the
+// full reference.
 //
 // Exit codes: 0 success (verify: within atol), 1 verify mismatch, 2 any error (recur failure,
 // unreadable or malformed .npy/.npz, bad usage).
@@ -33,8 +36,11 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <filesystem>
 #include <iostream>
 #include <limits>
@@ -44,6 +50,7 @@
 #include <vector>
 
 #include "npy.hpp"
+#include "results.hpp"
 
 namespace {
 
@@ -58,10 +65,52 @@ struct Failure {
 
 void limit_failure(const std::string& message);
 
-void check(recur_status s) {
-  if (s == RECUR_ERR_LIMIT) limit_failure(recur_last_error());
-  if (s != RECUR_OK) throw Failure{recur_last_error()};
+// The library's messages name the C argument at fault ("num_threads: ...", and for some calls
+// the function first: "recur_model_set_device: device: ..."); here they name the option instead.
+std::string in_cli_terms(std::string m) {
+  static const std::pair<const char*, const char*> kOptions[] = {
+      {"num_threads", "--threads"}, {"device", "--device"}, {"backend", "--keras-backend"},
+      {"name", "--layer"},          {"input", "--input"},   {"inputs", "--input"},
+      {"timesteps", "--input"},     {"batch", "--input"},   {"mask", "--mask"},
+      {"masks", "--mask"},          {"states", "--states-in"}, {"initial_state", "--initial-state"},
+      {"limit", "--limit"}};
+  // Arguments with no option of their own: the CLI passes them, so only the rest of the message says anything.
+  static const char* const kInternal[] = {"len", "out", "out_len", "outputs", "output", "layer_index",
+                                           "index", "data", "x_len", "y_len", "model", "state"};
+  for (bool again = true; again;) {
+    again = false;
+    const auto colon = m.find(": ");
+    if (colon == std::string::npos) break;
+    const std::string head = m.substr(0, colon);
+    if (head.rfind("recur_", 0) == 0 && head.find_first_not_of("abcdefghijklmnopqrstuvwxyz_0123456789") == std::string::npos) {
+      m.erase(0, colon + 2);
+      again = true;
+      continue;
+    }
+    for (const auto& [arg, option] : kOptions)
+      if (head == arg) return option + m.substr(colon);
+    for (const char* arg : kInternal)
+      if (head == arg) {
+        m.erase(0, colon + 2);
+        again = true;
+        break;
+      }
+  }
+  return m;
 }
+
+void check(recur_status s) {
+  if (s == RECUR_ERR_LIMIT) limit_failure(in_cli_terms(recur_last_error()));
+  if (s != RECUR_OK) throw Failure{in_cli_terms(recur_last_error())};
+}
+
+// Where progress lines ("device: ...", "wrote ...") go: stdout, or stderr while stdout carries
+// the outputs themselves.
+std::ostream* g_status = &std::cout;
+std::ostream& status() { return *g_status; }
+
+// One line on stderr that is not an error.
+void note(const std::string& m) { std::cerr << "recur: note: " << m << "\n"; }
 
 [[noreturn]] void usage_error(const std::string& m) { throw Failure{m}; }
 
@@ -79,6 +128,12 @@ struct ModelStateHandle {
 };
 
 std::string str(const char* s) { return s ? s : ""; }
+
+std::string list(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
 
 const char* dialect_name(int32_t d) {
   return d == RECUR_DIALECT_KERAS2 ? "keras2" : d == RECUR_DIALECT_KERAS3 ? "keras3" : "unknown";
@@ -163,33 +218,172 @@ std::vector<Tensor> model_outputs(const recur_model* m) {
   return out;
 }
 
-// "(B, T, 3)": B for the batch (its size where a stateful model fixes it), T for a sequence's
-// timesteps, ? for another open axis.
-std::string layout(const Tensor& t) {
-  const std::string batch = t.dims.empty() || t.dims[0] < 0 ? std::string("B") : std::to_string(t.dims[0]);
-  if (t.token_ids && t.dims.size() == 2 && t.sequence) return "token ids (" + batch + ", T)";
-  std::string s = "(";
-  for (std::size_t a = 0; a < t.dims.size(); ++a) {
-    if (a) s += ", ";
-    if (a == 0) s += batch;
-    else if (a == 1 && t.sequence) s += "T";
-    else s += t.dims[a] < 0 ? "?" : std::to_string(t.dims[a]);
+// ---------------------------------------------------------------------------------------------
+// What shapes a model takes and gives, as `run` accepts them
+
+// How an input's timesteps axis runs, found by asking the model for its outputs' dims at other
+// lengths: a length the file declares is only the one Keras built with, unless a layer needs it
+// (a Flatten before a Dense); inputs whose sequences meet (an Add of two) share one length.
+struct Timesteps {
+  bool axis = false;      // the input has a timesteps axis (axis 1)
+  int64_t declared = -1;  // the length the file declares; -1 for none
+  bool fixed = false;     // only the declared length runs
+  int group = -1;         // inputs of one group take one length; -1 when fixed or no axis
+};
+
+// Every input's and output's shape, each axis a number, "B" (the batch), a length symbol ("T";
+// "T1", "T2", ... where inputs take lengths of their own) or "?" (another length that depends on
+// the inputs).
+struct ModelShapes {
+  std::vector<Timesteps> timesteps;                   // per input
+  std::vector<std::string> symbols;                   // per group
+  std::vector<std::vector<std::string>> inputs, outputs;  // per axis
+};
+
+// The dims of every output for batch 1 and these timesteps; false where the model refuses them.
+bool outputs_at(const recur_model* m, int32_t batch, const std::vector<int32_t>& ts, int32_t num_outputs,
+                std::vector<std::vector<int64_t>>* out) {
+  out->clear();
+  for (int32_t k = 0; k < num_outputs; ++k) {
+    int64_t d[RECUR_MAX_RANK];
+    int32_t rank = 0;
+    if (recur_model_output_dims(m, k, batch, ts.data(), static_cast<int32_t>(ts.size()), d, &rank) != RECUR_OK)
+      return false;
+    out->emplace_back(d, d + rank);
   }
-  return s + (t.dims.size() == 1 ? ",)" : ")");
+  return true;
 }
 
-// The dims the C ABI reports, with B for the batch, T for an open axis 1 and ? for another one.
-std::string dims_string(const std::vector<int64_t>& d) {
+std::string axis_string(int64_t v, const std::string& symbol) { return v >= 0 ? std::to_string(v) : symbol; }
+
+ModelShapes model_shapes(const recur_model* m, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) {
+  ModelShapes s;
+  const int32_t n_out = static_cast<int32_t>(outputs.size());
+  const int32_t batch = !inputs.empty() && !inputs[0].dims.empty() && inputs[0].dims[0] > 0
+                            ? static_cast<int32_t>(inputs[0].dims[0])
+                            : 1;
+  std::vector<int32_t> base;
+  for (const Tensor& t : inputs) {
+    Timesteps ts;
+    ts.axis = t.sequence;
+    if (t.sequence && t.dims.size() > 1) ts.declared = t.dims[1];
+    s.timesteps.push_back(ts);
+    base.push_back(!t.sequence ? 0 : ts.declared > 0 ? static_cast<int32_t>(ts.declared) : 16);
+  }
+  std::vector<std::vector<int64_t>> at_base, probe;
+  const bool base_runs = outputs_at(m, batch, base, n_out, &at_base);
+  // One more step for the inputs in `who`: whether the model takes it.
+  auto longer = [&](const std::vector<std::size_t>& who) {
+    std::vector<int32_t> ts = base;
+    for (std::size_t i : who) ++ts[i];
+    return outputs_at(m, batch, ts, n_out, &probe);
+  };
+  std::vector<std::size_t> tied;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (!s.timesteps[i].axis) continue;
+    if (!base_runs || longer({i})) {
+      s.timesteps[i].group = static_cast<int>(s.symbols.size());
+      s.symbols.emplace_back();
+    } else {
+      tied.push_back(i);
+    }
+  }
+  if (!tied.empty()) {
+    const bool together = tied.size() > 1 && longer(tied);
+    const int group = together ? static_cast<int>(s.symbols.size()) : -1;
+    if (together) s.symbols.emplace_back();
+    for (std::size_t i : tied) {
+      if (together || s.timesteps[i].declared < 0) {  // an undeclared length cannot be fixed
+        s.timesteps[i].group = together ? group : static_cast<int>(s.symbols.size());
+        if (!together) s.symbols.emplace_back();
+      } else {
+        s.timesteps[i].fixed = true;
+      }
+    }
+  }
+  for (std::size_t g = 0; g < s.symbols.size(); ++g)
+    s.symbols[g] = s.symbols.size() == 1 ? "T" : "T" + std::to_string(g + 1);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    std::vector<std::string> axes;
+    for (std::size_t a = 0; a < t.dims.size(); ++a) {
+      if (a == 0) axes.push_back(axis_string(t.dims[0], "B"));
+      else if (a == 1 && s.timesteps[i].axis)
+        axes.push_back(s.timesteps[i].fixed ? std::to_string(s.timesteps[i].declared)
+                                            : s.symbols[static_cast<std::size_t>(s.timesteps[i].group)]);
+      else axes.push_back(axis_string(t.dims[a], "?"));
+    }
+    s.inputs.push_back(axes);
+  }
+  // An output axis that grows with one group's length, step for step, is that length.
+  std::vector<std::vector<std::vector<int64_t>>> per_group;
+  for (std::size_t g = 0; g < s.symbols.size() && base_runs; ++g) {
+    std::vector<std::size_t> members;
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      if (s.timesteps[i].group == static_cast<int>(g)) members.push_back(i);
+    per_group.push_back(longer(members) ? probe : std::vector<std::vector<int64_t>>{});
+  }
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    const Tensor& t = outputs[k];
+    std::vector<std::string> axes;
+    for (std::size_t a = 0; a < t.dims.size(); ++a) {
+      if (a == 0) {
+        axes.push_back(axis_string(t.dims[0], "B"));
+        continue;
+      }
+      std::string axis = base_runs && a < at_base[k].size() ? std::to_string(at_base[k][a]) : axis_string(t.dims[a], "?");
+      for (std::size_t g = 0; g < per_group.size(); ++g) {
+        if (per_group[g].empty() || per_group[g][k].size() <= a || per_group[g][k][a] == at_base[k][a]) continue;
+        bool same = false;  // the axis is the group's length at both probes
+        for (std::size_t i = 0; i < inputs.size(); ++i)
+          if (s.timesteps[i].group == static_cast<int>(g) && at_base[k][a] == base[i] &&
+              per_group[g][k][a] == base[i] + 1)
+            same = true;
+        // A second length moving the same axis: it depends on both.
+        axis = same && std::isdigit(static_cast<unsigned char>(axis[0])) ? s.symbols[g] : "?";
+      }
+      axes.push_back(axis);
+    }
+    s.outputs.push_back(axes);
+  }
+  return s;
+}
+
+// "(B, T, 3)"
+std::string layout(const std::vector<std::string>& axes) {
   std::string s = "(";
-  for (std::size_t a = 0; a < d.size(); ++a)
-    s += (a ? ", " : "") + (d[a] >= 0 ? std::to_string(d[a]) : a == 0 ? std::string("B") : a == 1 ? std::string("T") : std::string("?"));
-  return s + (d.size() == 1 ? ",)" : ")");
+  for (std::size_t a = 0; a < axes.size(); ++a) s += (a ? ", " : "") + axes[a];
+  return s + (axes.size() == 1 ? ",)" : ")");
 }
 
-nlohmann::ordered_json dims_json(const std::vector<int64_t>& d) {
+// The dims as numbers: -1 for an axis given at run time.
+nlohmann::ordered_json dims_json(const std::vector<std::string>& axes) {
   nlohmann::ordered_json j = nlohmann::ordered_json::array();
-  for (int64_t v : d) j.push_back(v);
+  for (const std::string& a : axes) j.push_back(std::isdigit(static_cast<unsigned char>(a[0])) ? std::stoll(a) : -1);
   return j;
+}
+
+// What an input line says besides its shape: "token ids", how its length runs.
+std::string input_notes(const Tensor& t, const Timesteps& ts, const ModelShapes& s, const std::vector<Tensor>& inputs) {
+  std::vector<std::string> notes;
+  if (t.token_ids) notes.push_back("token ids");
+  if (ts.fixed) notes.push_back("exactly " + std::to_string(ts.declared) + " timesteps (a layer needs that length)");
+  if (ts.axis && !ts.fixed) {
+    std::string n = s.symbols[static_cast<std::size_t>(ts.group)] + ": any length";
+    std::string shared;
+    int members = 0;
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      if (s.timesteps[i].group == ts.group) {
+        shared += (shared.empty() ? "" : ", ") + inputs[i].name;
+        ++members;
+      }
+    if (members > 1) n += ", the same for " + shared;
+    if (ts.declared >= 0) n += " (declared " + std::to_string(ts.declared) + ")";
+    if (members > 1 || ts.declared >= 0) notes.push_back(n);  // else the T says it all
+  }
+  std::string out;
+  for (const std::string& n : notes) out += (out.empty() ? "" : "; ") + n;
+  return out;
 }
 
 // A stateful layer of a model: its name for recur_model_*_states and its states' shape.
@@ -312,123 +506,190 @@ nlohmann::ordered_json limits_json() {
 // ---------------------------------------------------------------------------------------------
 // info
 
+// A layer of the model as info lists it.
+struct LayerRow {
+  std::string name, cls;
+  int32_t in = 0, out = 0, recurrent = 0;
+  recur_device_info device{};
+};
+
+std::vector<LayerRow> layer_rows(const recur_model* m, int32_t num_layers) {
+  std::vector<LayerRow> rows;
+  for (int32_t i = 0; i < num_layers; ++i) {
+    const char *name = nullptr, *cls = nullptr;
+    LayerRow r;
+    check(recur_model_layer(m, i, &name, &cls, nullptr, &r.in, &r.out, &r.recurrent));
+    r.name = str(name);
+    r.cls = str(cls);
+    r.device = model_device(m, i);
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+// What --layer takes: each recurrent layer, a Bidirectional as its two halves.
+std::vector<std::string> layer_choices(const std::vector<LayerRow>& rows) {
+  std::vector<std::string> names;
+  for (const LayerRow& r : rows) {
+    if (!r.recurrent) continue;
+    if (r.cls == "Bidirectional") {
+      names.push_back(r.name + "/forward");
+      names.push_back(r.name + "/backward");
+    } else {
+      names.push_back(r.name);
+    }
+  }
+  return names;
+}
+
+// Everything info reports of a model.
+struct ModelReport {
+  recur_model_info info{};
+  std::vector<LayerRow> rows;
+  recur_device_info where{};
+  // The rest only for a model that runs.
+  std::vector<Tensor> inputs, outputs;
+  ModelShapes shapes;
+  bool stateful = false;
+  std::vector<StatefulLayer> stateful_layers;
+  std::string not_streamable;
+};
+
+ModelReport model_report(const recur_model* m) {
+  ModelReport r;
+  r.info = model_info(m);
+  r.rows = layer_rows(m, r.info.num_layers);
+  r.where = model_device(m, -1);
+  if (!r.info.runnable) return r;
+  r.inputs = model_inputs(m);
+  r.outputs = model_outputs(m);
+  r.shapes = model_shapes(m, r.inputs, r.outputs);
+  int32_t stateful = 0;
+  check(recur_model_is_stateful(m, &stateful));
+  r.stateful = stateful != 0;
+  r.stateful_layers = stateful_layers(m);
+  const char* why = nullptr;
+  check(recur_model_streamable(m, &why));
+  r.not_streamable = str(why);
+  return r;
+}
+
+void print_info_json(const std::string& file, const ModelReport& r) {
+  nlohmann::ordered_json j;
+  j["file"] = file;
+  j["dialect"] = dialect_name(r.info.dialect);
+  j["keras_version"] = str(r.info.keras_version);
+  j["runnable"] = r.info.runnable != 0;
+  j["unsupported"] = str(r.info.unsupported);
+  if (r.info.runnable) {
+    j["inputs"] = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < r.inputs.size(); ++i) {
+      const Tensor& t = r.inputs[i];
+      const Timesteps& ts = r.shapes.timesteps[i];
+      nlohmann::ordered_json timesteps = nullptr;
+      if (ts.axis)
+        timesteps = {{"symbol", ts.fixed ? std::to_string(ts.declared) : r.shapes.symbols[static_cast<std::size_t>(ts.group)]},
+                     {"declared", ts.declared >= 0 ? nlohmann::ordered_json(ts.declared) : nlohmann::ordered_json(nullptr)},
+                     {"fixed", ts.fixed}};
+      j["inputs"].push_back({{"name", t.name},
+                             {"shape", layout(r.shapes.inputs[i])},
+                             {"dims", dims_json(r.shapes.inputs[i])},
+                             {"token_ids", t.token_ids},
+                             {"sequence", t.sequence},
+                             {"timesteps", timesteps}});
+    }
+    j["outputs"] = nlohmann::ordered_json::array();
+    for (std::size_t k = 0; k < r.outputs.size(); ++k)
+      j["outputs"].push_back({{"name", r.outputs[k].name},
+                              {"shape", layout(r.shapes.outputs[k])},
+                              {"dims", dims_json(r.shapes.outputs[k])}});
+    j["stateful"] = r.stateful;
+    j["stateful_layers"] = nlohmann::ordered_json::array();
+    for (const StatefulLayer& l : r.stateful_layers)
+      j["stateful_layers"].push_back(
+          {{"name", l.name}, {"num_states", l.num_states}, {"batch_size", l.batch}, {"units", l.units}});
+    j["streams"] = r.not_streamable.empty();
+    j["not_streamable"] = r.not_streamable;
+  }
+  j["device"] = device_json(r.where);
+  j["cpu_kernels"] = recur_cpu_kernels();
+  j["limits"] = limits_json();
+  j["layers"] = nlohmann::ordered_json::array();
+  for (const LayerRow& l : r.rows)
+    j["layers"].push_back({{"name", l.name},
+                           {"class", l.cls},
+                           {"input_size", l.in},
+                           {"output_size", l.out},
+                           {"recurrent", l.recurrent != 0},
+                           {"device", device_json(l.device)}});
+  j["run_layers"] = layer_choices(r.rows);
+  std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+}
+
+void print_info_text(const std::string& file, const ModelReport& r) {
+  std::cout << "file:          " << file << "\n";
+  std::cout << "dialect:       " << dialect_name(r.info.dialect) << " (keras_version " << str(r.info.keras_version)
+            << ")\n";
+  std::cout << "runnable:      " << (r.info.runnable ? "yes" : "no: " + str(r.info.unsupported)) << "\n";
+  if (r.info.runnable) {
+    std::size_t wt = 4, wl = 4;
+    for (const Tensor& t : r.inputs) wt = std::max(wt, t.name.size());
+    for (const Tensor& t : r.outputs) wt = std::max(wt, t.name.size());
+    for (const auto& axes : r.shapes.inputs) wl = std::max(wl, layout(axes).size());
+    for (const auto& axes : r.shapes.outputs) wl = std::max(wl, layout(axes).size());
+    std::cout << "inputs:        " << r.inputs.size() << "\n";
+    for (std::size_t i = 0; i < r.inputs.size(); ++i) {
+      const std::string notes = input_notes(r.inputs[i], r.shapes.timesteps[i], r.shapes, r.inputs);
+      std::string line = "  " + r.inputs[i].name + std::string(wt - r.inputs[i].name.size(), ' ') + "  " +
+                         layout(r.shapes.inputs[i]);
+      if (!notes.empty()) line += std::string(wl - layout(r.shapes.inputs[i]).size(), ' ') + "  " + notes;
+      std::cout << line << "\n";
+    }
+    std::cout << "outputs:       " << r.outputs.size() << "\n";
+    for (std::size_t k = 0; k < r.outputs.size(); ++k)
+      std::cout << "  " << r.outputs[k].name << std::string(wt - r.outputs[k].name.size(), ' ') << "  "
+                << layout(r.shapes.outputs[k]) << "\n";
+    std::cout << "stateful:      ";
+    if (!r.stateful) {
+      std::cout << "no\n";
+    } else {
+      std::string names;
+      for (const StatefulLayer& l : r.stateful_layers) names += (names.empty() ? "" : ", ") + l.name;
+      std::cout << "yes (" << names << ")\n";
+      // Each layer's states as --states-in/--states-out hold them: (states, batch, units).
+      std::size_t w = 4;
+      for (const StatefulLayer& l : r.stateful_layers) w = std::max(w, l.name.size());
+      for (const StatefulLayer& l : r.stateful_layers)
+        std::printf("  %-*s  states (%d, %d, %d)\n", static_cast<int>(w), l.name.c_str(), l.num_states, l.batch,
+                    l.units);
+    }
+    std::cout << "streams:       " << (r.not_streamable.empty() ? "yes" : "no: " + r.not_streamable) << "\n";
+  }
+  std::cout << "device:        " << device_line(r.where) << "\n";
+  std::cout << "cpu kernels:   " << recur_cpu_kernels() << "\n";
+  std::cout << "limits:        " << limits_line() << "\n";
+  const std::vector<std::string> choices = layer_choices(r.rows);
+  std::cout << "run --layer:   " << (choices.empty() ? "none (no recurrent layers)" : list(choices)) << "\n";
+  std::cout << "layers:        " << r.info.num_layers << "\n";
+  std::size_t w = 4, wc = 5;
+  for (const LayerRow& l : r.rows) {
+    w = std::max(w, l.name.size());
+    wc = std::max(wc, l.cls.size());
+  }
+  std::printf("  %-*s  %-*s  %6s  %6s  %s\n", static_cast<int>(w), "name", static_cast<int>(wc), "class", "input",
+              "output", "recurrent");
+  for (const LayerRow& l : r.rows)
+    std::printf("  %-*s  %-*s  %6d  %6d  %s\n", static_cast<int>(w), l.name.c_str(), static_cast<int>(wc),
+                l.cls.c_str(), l.in, l.out, l.recurrent ? "yes" : "no");
+}
+
 int cmd_info(const std::string& file, bool as_json, const std::string& device) {
   ModelHandle mh;
   check(recur_model_open(&mh.m, file.c_str()));
   check(recur_model_set_device(mh.m, device.c_str()));
-  const recur_model_info info = model_info(mh.m);
-  struct Row {
-    std::string name, cls;
-    int32_t in = 0, out = 0, recurrent = 0;
-    recur_device_info device{};
-  };
-  std::vector<Row> rows;
-  for (int32_t i = 0; i < info.num_layers; ++i) {
-    const char *name = nullptr, *cls = nullptr;
-    Row r;
-    check(recur_model_layer(mh.m, i, &name, &cls, nullptr, &r.in, &r.out, &r.recurrent));
-    r.name = str(name);
-    r.cls = str(cls);
-    r.device = model_device(mh.m, i);
-    rows.push_back(r);
-  }
-  const recur_device_info where = model_device(mh.m, -1);
-  const std::vector<Tensor> inputs = model_inputs(mh.m), outputs = model_outputs(mh.m);
-  int32_t stateful = 0;
-  check(recur_model_is_stateful(mh.m, &stateful));
-  const std::vector<StatefulLayer> stateful_names = stateful_layers(mh.m);
-  const char* why = nullptr;
-  check(recur_model_streamable(mh.m, &why));
-  if (as_json) {
-    nlohmann::ordered_json j;
-    j["file"] = file;
-    j["dialect"] = dialect_name(info.dialect);
-    j["keras_version"] = str(info.keras_version);
-    j["runnable"] = info.runnable != 0;
-    j["unsupported"] = str(info.unsupported);
-    j["input_size"] = info.input_size;
-    j["takes_token_ids"] = info.takes_token_ids != 0;
-    j["output_size"] = info.output_size;
-    j["returns_sequences"] = info.returns_sequences != 0;
-    j["num_outputs"] = info.num_outputs;
-    j["inputs"] = nlohmann::ordered_json::array();
-    for (const Tensor& t : inputs)
-      j["inputs"].push_back({{"name", t.name}, {"dims", dims_json(t.dims)}, {"token_ids", t.token_ids},
-                             {"sequence", t.sequence}});
-    j["outputs"] = nlohmann::ordered_json::array();
-    for (const Tensor& t : outputs) j["outputs"].push_back({{"name", t.name}, {"dims", dims_json(t.dims)}});
-    j["stateful"] = stateful != 0;
-    j["stateful_layers"] = nlohmann::ordered_json::array();
-    for (const StatefulLayer& l : stateful_names)
-      j["stateful_layers"].push_back({{"name", l.name}, {"num_states", l.num_states}, {"batch_size", l.batch},
-                                      {"units", l.units}});
-    j["streams"] = str(why).empty();
-    j["not_streamable"] = str(why);
-    j["device"] = device_json(where);
-    j["cpu_kernels"] = recur_cpu_kernels();
-    j["limits"] = limits_json();
-    j["layers"] = nlohmann::ordered_json::array();
-    for (const Row& r : rows)
-      j["layers"].push_back({{"name", r.name},
-                             {"class", r.cls},
-                             {"input_size", r.in},
-                             {"output_size", r.out},
-                             {"recurrent", r.recurrent != 0},
-                             {"device", device_json(r.device)}});
-    std::cout << j.dump(2) << "\n";
-    return 0;
-  }
-  std::cout << "file:          " << file << "\n";
-  std::cout << "dialect:       " << dialect_name(info.dialect) << " (keras_version " << str(info.keras_version) << ")\n";
-  std::cout << "runnable:      " << (info.runnable ? "yes" : "no: " + str(info.unsupported)) << "\n";
-  if (inputs.size() == 1) {  // the one-input summary
-    if (info.takes_token_ids)
-      std::cout << "input:         token ids (B, T)\n";
-    else
-      std::cout << "input:         (B, T, " << info.input_size << ")\n";
-    std::cout << "output:        " << (info.returns_sequences ? "(B, T, " : "(B, ") << info.output_size << ")";
-    if (info.num_outputs > 1) std::cout << " x " << info.num_outputs << " outputs";
-    std::cout << "\n";
-  }
-  std::size_t wt = 4;
-  for (const Tensor& t : inputs) wt = std::max(wt, t.name.size());
-  for (const Tensor& t : outputs) wt = std::max(wt, t.name.size());
-  std::cout << "inputs:        " << inputs.size() << "\n";
-  for (const Tensor& t : inputs)
-    std::printf("  %-*s  %s%s\n", static_cast<int>(wt), t.name.c_str(), dims_string(t.dims).c_str(),
-                t.token_ids ? "  token ids" : "");
-  std::cout << "outputs:       " << outputs.size() << "\n";
-  for (const Tensor& t : outputs)
-    std::printf("  %-*s  %s\n", static_cast<int>(wt), t.name.c_str(), dims_string(t.dims).c_str());
-  std::cout << "stateful:      ";
-  if (!stateful) {
-    std::cout << "no\n";
-  } else {
-    std::string names;
-    for (const StatefulLayer& l : stateful_names) names += (names.empty() ? "" : ", ") + l.name;
-    std::cout << "yes (" << names << ")\n";
-    // Each layer's states as --states-in/--states-out hold them: (states, batch, units).
-    std::size_t wl = 4;
-    for (const StatefulLayer& l : stateful_names) wl = std::max(wl, l.name.size());
-    for (const StatefulLayer& l : stateful_names)
-      std::printf("  %-*s  states (%d, %d, %d)\n", static_cast<int>(wl), l.name.c_str(), l.num_states, l.batch,
-                  l.units);
-  }
-  std::cout << "streams:       " << (str(why).empty() ? "yes" : "no: " + str(why)) << "\n";
-  std::cout << "device:        " << device_line(where) << "\n";
-  std::cout << "cpu kernels:   " << recur_cpu_kernels() << "\n";
-  std::cout << "limits:        " << limits_line() << "\n";
-  std::cout << "layers:        " << info.num_layers << "\n";
-  std::size_t w = 4, wc = 5;
-  for (const Row& r : rows) {
-    w = std::max(w, r.name.size());
-    wc = std::max(wc, r.cls.size());
-  }
-  std::printf("  %-*s  %-*s  %6s  %6s  %s\n", static_cast<int>(w), "name", static_cast<int>(wc), "class", "input",
-              "output", "recurrent");
-  for (const Row& r : rows)
-    std::printf("  %-*s  %-*s  %6d  %6d  %s\n", static_cast<int>(w), r.name.c_str(), static_cast<int>(wc), r.cls.c_str(),
-                r.in, r.out, r.recurrent ? "yes" : "no");
+  const ModelReport r = model_report(mh.m);
+  if (as_json) print_info_json(file, r);
+  else print_info_text(file, r);
   return 0;
 }
 
@@ -443,6 +704,8 @@ struct RunArgs {
   int32_t chunk = 1;
   std::vector<std::string> initial_states;
   double atol = 1e-5;
+  bool json = false;      // outputs printed or written as JSON
+  bool per_step = false;  // stream: print each step's outputs as they come
 };
 
 // What a run produced: arrays named as the .npz has them (output, output_1, ... or output,
@@ -456,40 +719,77 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// "NAME=path" where NAME is one of `names`: {NAME, path}; anything else: {"", arg}.
-std::pair<std::string, std::string> split_named(const std::string& arg, const std::vector<std::string>& names) {
+bool file_exists(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::exists(path, ec);
+}
+
+// "NAME=path" where NAME is one of `names`: {NAME, path}; a plain path: {"", path}. NAME= with a
+// NAME that is none of them (and no file of that whole name) is an error naming them: `what` says
+// what they are ("input", "output").
+std::pair<std::string, std::string> split_named(const std::string& arg, const std::vector<std::string>& names,
+                                                const std::string& option, const std::string& what) {
   const auto eq = arg.find('=');
-  if (eq != std::string::npos && std::find(names.begin(), names.end(), arg.substr(0, eq)) != names.end())
-    return {arg.substr(0, eq), arg.substr(eq + 1)};
-  return {"", arg};
+  if (eq == std::string::npos) return {"", arg};
+  const std::string name = arg.substr(0, eq);
+  if (std::find(names.begin(), names.end(), name) != names.end()) return {name, arg.substr(eq + 1)};
+  if (file_exists(arg)) return {"", arg};
+  usage_error(option + " " + arg + ": no " + what + " is called '" + name + "'; the " + what + "s are " + list(names) +
+              " (NAME=path names one of them)");
 }
 
-std::string list(const std::vector<std::string>& v) {
-  std::string s;
-  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
+// A --input or --mask array and where it came from ("x.npy", "in.npz:ids").
+struct Loaded {
+  std::string source;
+  Array array;
+};
 
-// Assigns `args` (paths, or NAME=path) to the slots named `names` for which `eligible` holds:
-// named ones by name, the others in order. Returns the path of each slot ("" for none).
-std::vector<std::string> assign(const std::vector<std::string>& args, const std::vector<std::string>& names,
-                                const std::vector<bool>& eligible, const std::string& option) {
-  std::vector<std::string> slot(names.size());
+// Assigns `args` (paths, NAME=path, or for --input an .npz whose members are named like the
+// inputs) to the slots named `names` for which `eligible` holds: named ones by name, the others in
+// order. Returns each slot's array (no source for none).
+std::vector<Loaded> assign(const std::vector<std::string>& args, const std::vector<std::string>& names,
+                           const std::vector<bool>& eligible, const std::string& option) {
+  std::vector<Loaded> slot(names.size());
+  auto put = [&](std::size_t i, Loaded l) {
+    if (!eligible[i]) usage_error(option + " " + l.source + ": input '" + names[i] + "' has no timesteps axis to mask");
+    if (!slot[i].source.empty()) usage_error(option + ": '" + names[i] + "' is given twice");
+    slot[i] = std::move(l);
+  };
+  const auto index_of = [&](const std::string& n) {
+    return static_cast<std::size_t>(std::find(names.begin(), names.end(), n) - names.begin());
+  };
   std::vector<std::string> positional;
   for (const std::string& a : args) {
-    const auto [name, path] = split_named(a, names);
-    if (name.empty()) {
-      positional.push_back(path);
+    const auto [name, path] = split_named(a, names, option, "input");
+    const bool npz = ends_with(path, ".npz") || (file_exists(path) && recur_cli::is_zip_file(path));
+    if (npz && option != "--input")
+      usage_error(option + " " + a + ": an .npz is not taken here; pass one .npy per " + option);
+    if (npz && !name.empty())
+      usage_error(option + " " + a + ": an .npz holds several arrays; pass " + name +
+                  "=x.npy, or the .npz alone with members named like the inputs (" + list(names) + ")");
+    if (npz) {
+      NamedArrays members = recur_cli::read_npz(path);
+      if (members.empty()) throw recur_cli::NpyError(path + ": the archive holds no arrays");
+      // np.savez(f, x) names its one array arr_0: a one-input model takes it whatever its name.
+      if (names.size() == 1 && members.size() == 1) {
+        put(0, {path + ":" + members[0].first, std::move(members[0].second)});
+        continue;
+      }
+      for (auto& [member, arr] : members) {
+        const std::size_t i = index_of(member);
+        if (i == names.size())
+          usage_error(option + " " + path + ": member '" + member + "' is named after no input; the inputs are " +
+                      list(names) + " (np.savez(\"" + path + "\", " + names[0] + "=...))");
+        put(i, {path + ":" + member, std::move(arr)});
+      }
       continue;
     }
-    const std::size_t i = static_cast<std::size_t>(std::find(names.begin(), names.end(), name) - names.begin());
-    if (!eligible[i]) usage_error(option + " " + a + ": input '" + name + "' has no timesteps axis to mask");
-    if (!slot[i].empty()) usage_error(option + ": '" + name + "' is given twice");
-    slot[i] = path;
+    if (!name.empty()) put(index_of(name), {path, recur_cli::read_npy(path)});
+    else positional.push_back(path);
   }
   std::size_t next = 0;
   for (const std::string& p : positional) {
-    while (next < names.size() && (!eligible[next] || !slot[next].empty())) ++next;
+    while (next < names.size() && (!eligible[next] || !slot[next].source.empty())) ++next;
     if (next == names.size()) {
       std::vector<std::string> want;
       for (std::size_t i = 0; i < names.size(); ++i)
@@ -497,16 +797,26 @@ std::vector<std::string> assign(const std::vector<std::string>& args, const std:
       usage_error("too many " + option + " files: the model takes " + std::to_string(want.size()) + " (" + list(want) +
                   "); got " + std::to_string(args.size()));
     }
-    slot[next++] = p;
+    slot[next++] = {p, recur_cli::read_npy(p)};
   }
   return slot;
 }
 
-std::vector<uint8_t> load_mask(const std::string& path, int64_t B, int64_t T, bool time_major) {
-  const Array m = recur_cli::read_npy(path);
+// The line --input prints for an array that is not float32: what recur made of it.
+std::string conversion(const Array& a, bool token_ids) {
+  const std::string d = recur_cli::dtype_name(a.dtype);
+  if (d == "float32") return "";
+  if (token_ids) return d + " ids passed as float32";
+  if (d == "float64") return "float64 values rounded to float32";
+  if (d == "float16") return "float16 values widened to float32";
+  if (d == "bool") return "bool values passed as 0 and 1 in float32";
+  return d + " values converted to float32";
+}
+
+std::vector<uint8_t> mask_of(const Array& m, const std::string& source, int64_t B, int64_t T, bool time_major) {
   const std::vector<int64_t> want = time_major ? std::vector<int64_t>{T, B} : std::vector<int64_t>{B, T};
   if (m.shape != want)
-    throw recur_cli::NpyError(path + ": mask shape " + shape_string(m.shape) + " does not match the input; expected " +
+    throw recur_cli::NpyError(source + ": mask shape " + shape_string(m.shape) + " does not match the input; expected " +
                               shape_string(want));
   std::vector<uint8_t> out(m.data.size());
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = m.data[i] != 0.0f ? 1 : 0;
@@ -526,16 +836,22 @@ struct ModelInputs {
 ModelInputs load_model_inputs(const recur_model* m, const RunArgs& a) {
   ModelInputs in;
   in.desc = model_inputs(m);
+  const ModelShapes shapes = model_shapes(m, in.desc, model_outputs(m));
   std::vector<std::string> names;
   for (const Tensor& t : in.desc) names.push_back(t.name);
-  if (a.inputs.size() != in.desc.size())
-    usage_error("the model has " + std::to_string(in.desc.size()) + " input(s) (" + list(names) + "); got " +
-                std::to_string(a.inputs.size()) + " --input file(s)");
-  const std::vector<std::string> paths = assign(a.inputs, names, std::vector<bool>(names.size(), true), "--input");
+  std::vector<Loaded> given = assign(a.inputs, names, std::vector<bool>(names.size(), true), "--input");
+  std::vector<std::string> missing;
+  for (std::size_t i = 0; i < given.size(); ++i)
+    if (given[i].source.empty()) missing.push_back(names[i]);
+  if (!missing.empty())
+    usage_error("the model has " + std::to_string(in.desc.size()) + " input(s) (" + list(names) + "); no --input for " +
+                list(missing) + " (one .npy per input in order, NAME=x.npy, or an .npz with members named like them)");
   const bool one = in.desc.size() == 1;
   for (std::size_t i = 0; i < in.desc.size(); ++i) {
     const Tensor& d = in.desc[i];
-    Array x = recur_cli::read_npy(paths[i]);
+    const std::string& source = given[i].source;
+    Array x = std::move(given[i].array);
+    const std::string what = one ? std::string("the model") : "input '" + d.name + "' of the model";
     // (B, T, 1) token ids are (B, T).
     if (d.token_ids && d.dims.size() == 2 && x.shape.size() == 3 && x.shape[2] == 1) x.shape.pop_back();
     bool fits = x.shape.size() == d.dims.size();
@@ -543,18 +859,22 @@ ModelInputs load_model_inputs(const recur_model* m, const RunArgs& a) {
       if (d.dims[ax] >= 0 && x.shape[ax] != d.dims[ax]) fits = false;
     if (fits && d.dims.size() == 2 && !d.sequence && d.dims[1] >= 0 && x.shape[1] != d.dims[1]) fits = false;
     if (!fits)
-      throw recur_cli::NpyError(paths[i] + ": shape " + shape_string(x.shape) + " does not fit " +
-                                (one ? std::string("the model") : "input '" + d.name + "' of the model") + ": expected " +
-                                layout(d));
+      throw recur_cli::NpyError(source + ": shape " + shape_string(x.shape) + " does not fit " + what + ": expected " +
+                                (d.token_ids ? "token ids " : "") + layout(shapes.inputs[i]));
     const int64_t B = x.shape.empty() ? 0 : x.shape[0];
     const int64_t T = x.shape.size() > 1 ? x.shape[1] : 1;
     if (B <= 0 || T <= 0 || B > std::numeric_limits<int32_t>::max() || T > std::numeric_limits<int32_t>::max())
-      throw recur_cli::NpyError(paths[i] + ": shape " + shape_string(x.shape) +
-                                ": batch and timesteps must be in [1, 2^31)");
+      throw recur_cli::NpyError(source + ": shape " + shape_string(x.shape) + ": batch and timesteps must be in [1, 2^31)");
+    if (shapes.timesteps[i].fixed && T != shapes.timesteps[i].declared)
+      throw recur_cli::NpyError(source + ": shape " + shape_string(x.shape) + " does not fit " + what + ": it takes exactly " +
+                                std::to_string(shapes.timesteps[i].declared) + " timesteps (a layer needs that length), got " +
+                                std::to_string(T));
     if (i == 0) in.batch = static_cast<int32_t>(B);
     else if (B != in.batch)
-      throw recur_cli::NpyError(paths[i] + ": batch " + std::to_string(B) + " differs from input '" + in.desc[0].name +
+      throw recur_cli::NpyError(source + ": batch " + std::to_string(B) + " differs from input '" + in.desc[0].name +
                                 "' (" + std::to_string(in.batch) + ")");
+    const std::string converted = conversion(x, d.token_ids);
+    if (!converted.empty()) note("input '" + d.name + "' (" + source + "): " + converted);
     in.timesteps.push_back(x.shape.size() > 1 ? static_cast<int32_t>(T) : 0);
     in.x.push_back(std::move(x));
   }
@@ -562,12 +882,12 @@ ModelInputs load_model_inputs(const recur_model* m, const RunArgs& a) {
   if (!a.masks.empty()) {
     std::vector<bool> seq;
     for (const Tensor& t : in.desc) seq.push_back(t.sequence);
-    const std::vector<std::string> mpaths = assign(a.masks, names, seq, "--mask");
+    const std::vector<Loaded> masks = assign(a.masks, names, seq, "--mask");
     for (std::size_t i = 0; i < in.desc.size(); ++i) {
       if (!seq[i]) continue;
       const int64_t B = in.batch, T = in.timesteps[i];
-      in.masks[i] = mpaths[i].empty() ? std::vector<uint8_t>(static_cast<std::size_t>(B * T), 1)  // all valid
-                                      : load_mask(mpaths[i], B, T, false);
+      in.masks[i] = masks[i].source.empty() ? std::vector<uint8_t>(static_cast<std::size_t>(B * T), 1)  // all valid
+                                            : mask_of(masks[i].array, masks[i].source, B, T, false);
     }
     in.has_masks = true;
   }
@@ -591,7 +911,7 @@ void open_model(ModelHandle& mh, const RunArgs& a) {
   check(recur_model_set_num_threads(mh.m, a.threads));
   if (!a.keras_backend.empty()) check(recur_model_set_keras_backend(mh.m, a.keras_backend.c_str()));
   check(recur_model_set_device(mh.m, a.device.c_str()));
-  std::cout << "device: " << device_line(model_device(mh.m, -1)) << "\n";
+  status() << "device: " << device_line(model_device(mh.m, -1)) << "\n";
 }
 
 // --states-in: sets the states of the model's stateful layers from an .npz (members named by layer).
@@ -667,13 +987,29 @@ RunResult run_model(const RunArgs& a, NamedArrays* states_out) {
   return name_outputs(outs, std::move(arrays));
 }
 
+// --layer NAME: a name that is not one of the model's recurrent layers gets the library's reason
+// and the names --layer takes.
+void check_layer_name(const recur_model* m, const std::string& name) {
+  const std::vector<std::string> choices = layer_choices(layer_rows(m, model_info(m).num_layers));
+  if (std::find(choices.begin(), choices.end(), name) != choices.end()) return;
+  LayerHandle probe;
+  if (recur_model_get_layer(m, name.c_str(), &probe.l) == RECUR_OK) return;
+  std::string why = in_cli_terms(recur_last_error());
+  if (why.rfind("--layer: ", 0) == 0) why.erase(0, 9);
+  usage_error("--layer " + name + ": " + why + "; the recurrent layers are " +
+              (choices.empty() ? std::string("none") : list(choices)));
+}
+
 RunResult run_layer(const RunArgs& a) {
   if (a.inputs.size() != 1) usage_error("--layer takes one --input (got " + std::to_string(a.inputs.size()) + ")");
   if (a.masks.size() > 1) usage_error("--layer takes at most one --mask");
   if (!a.states_in.empty() || !a.states_out.empty()) usage_error("--states-in/--states-out are for whole models");
   const std::string input = a.inputs[0];
+  if (ends_with(input, ".npz") || (file_exists(input) && recur_cli::is_zip_file(input)))
+    usage_error("--input " + input + ": --layer takes one (B, T, features) .npy, not an .npz");
   ModelHandle mh;
   check(recur_model_open(&mh.m, a.file.c_str()));
+  check_layer_name(mh.m, a.layer);
   LayerHandle lh;
   check(recur_model_get_layer(mh.m, a.layer.c_str(), &lh.l));
   check(recur_layer_set_num_threads(lh.l, a.threads));
@@ -682,7 +1018,7 @@ RunResult run_layer(const RunArgs& a) {
   recur_device_info where{};
   where.version = RECUR_DEVICE_INFO_VERSION;
   check(recur_layer_get_device(lh.l, &where));
-  std::cout << "device: " << device_line(where) << "\n";
+  status() << "device: " << device_line(where) << "\n";
   recur_layer_info li{};
   li.version = RECUR_LAYER_INFO_VERSION;
   check(recur_layer_get_info(lh.l, &li));
@@ -691,11 +1027,13 @@ RunResult run_layer(const RunArgs& a) {
   if (x.shape.size() != 3 || x.shape[2] != li.input_size)
     throw recur_cli::NpyError(input + ": shape " + shape_string(x.shape) + " does not fit layer '" + a.layer +
                               "': expected " + (tm ? "(T, B, " : "(B, T, ") + std::to_string(li.input_size) + ")");
+  const std::string converted = conversion(x, false);
+  if (!converted.empty()) note("input (" + input + "): " + converted);
   const int64_t B = tm ? x.shape[1] : x.shape[0], T = tm ? x.shape[0] : x.shape[1];
   if (B <= 0 || T <= 0 || B > std::numeric_limits<int32_t>::max() || T > std::numeric_limits<int32_t>::max())
     throw recur_cli::NpyError(input + ": shape " + shape_string(x.shape) + ": batch and timesteps must be in [1, 2^31)");
   std::vector<uint8_t> mask;
-  if (!a.masks.empty()) mask = load_mask(a.masks[0], B, T, tm);
+  if (!a.masks.empty()) mask = mask_of(recur_cli::read_npy(a.masks[0]), a.masks[0], B, T, tm);
   std::vector<float> init;
   if (!a.initial_states.empty()) {
     if (static_cast<int32_t>(a.initial_states.size()) != li.num_states)
@@ -740,63 +1078,137 @@ RunResult run_any(const RunArgs& a, NamedArrays* states_out = nullptr) {
   return a.layer.empty() ? run_model(a, states_out) : run_layer(a);
 }
 
-// A file name for an output: its Keras name, with path separators replaced.
+// ---------------------------------------------------------------------------------------------
+// Where outputs go
+
+enum class Form { npz, npy, text, json };
+
+// Where --output sends a run's outputs: a file, or stdout (path "").
+struct Destination {
+  bool any = false;  // false: --output-dir only
+  Form form = Form::text;
+  std::string path;
+};
+
+constexpr const char* kOutputForms =
+    ".npz (every output), .npy (a run with one output), .txt (text), .json (JSON) or - (stdout, the default)";
+
+// Checked before anything runs, so a bad --output changes nothing.
+Destination destination(const RunArgs& a) {
+  Destination d;
+  if (a.output.empty() && !a.output_dir.empty()) {
+    if (a.json) usage_error("--json prints the outputs; with only --output-dir there is nothing to print (add -o -)");
+    return d;
+  }
+  d.any = true;
+  d.form = a.json ? Form::json : Form::text;
+  if (a.output.empty() || a.output == "-") return d;
+  d.path = a.output;
+  std::error_code ec;
+  if (std::filesystem::is_directory(a.output, ec))
+    usage_error("--output " + a.output + ": is a directory; --output takes a file (" + kOutputForms +
+                "); for one .npy per output in it use --output-dir " + a.output);
+  if (ends_with(a.output, ".npz")) d.form = Form::npz;
+  else if (ends_with(a.output, ".npy")) d.form = Form::npy;
+  else if (ends_with(a.output, ".txt")) d.form = Form::text;
+  else if (ends_with(a.output, ".json")) d.form = Form::json;
+  else usage_error("--output " + a.output + ": unknown kind of file; expected " + kOutputForms);
+  if (a.json && d.form != Form::json)
+    usage_error("--json with --output " + a.output + ": --json is for outputs printed to stdout or written to a .json file");
+  return d;
+}
+
+// The name of each output for people, JSON and --output-dir: its Keras name (output, state_h,
+// state_c for a layer); Keras 3 names every output of a layer after it (`gru`, `gru`): later ones
+// get _1, _2, ...
+std::vector<std::string> display_names(const RunResult& r) {
+  std::set<std::string> used;
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < r.arrays.size(); ++i) {
+    const std::string base = i < r.keras_names.size() && !r.keras_names[i].empty() ? r.keras_names[i] : r.arrays[i].first;
+    std::string name = base;
+    for (int k = 1; used.count(name); ++k) name = base + "_" + std::to_string(k);
+    used.insert(name);
+    names.push_back(name);
+  }
+  return names;
+}
+
+NamedArrays displayed(const RunResult& r) {
+  const std::vector<std::string> names = display_names(r);
+  NamedArrays out;
+  for (std::size_t i = 0; i < r.arrays.size(); ++i) out.emplace_back(names[i], r.arrays[i].second);
+  return out;
+}
+
+// A file name for an output: its name with path separators replaced.
 std::string file_name(std::string name) {
   for (char& c : name)
     if (c == '/' || c == '\\') c = '_';
   return name.empty() ? "output" : name;
 }
 
-void check_output_options(const RunArgs& a) {
-  if (a.output.empty() && a.output_dir.empty()) usage_error("--output or --output-dir is required");
+void write_text_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw recur_cli::NpyError(path + ": cannot create: " + std::strerror(errno));
+  f << text;
+  f.close();
+  if (!f) throw recur_cli::NpyError(path + ": write error");
 }
 
-// Writes a run's arrays: --output (.npz, or .npy for one array) and/or --output-dir DIR/<name>.npy.
-void write_outputs(const RunArgs& a, const RunResult& r) {
+// Writes a run's arrays where --output and --output-dir say.
+void write_outputs(const RunArgs& a, const Destination& d, const RunResult& r) {
   for (std::size_t i = 0; i < r.arrays.size(); ++i) {
     const auto& kv = r.arrays[i];
-    std::cout << kv.first << ": " << shape_string(kv.second.shape);
-    if (i < r.keras_names.size() && r.keras_names[i] != kv.first) std::cout << "  " << r.keras_names[i];
-    std::cout << "\n";
+    status() << kv.first << ": " << shape_string(kv.second.shape);
+    if (i < r.keras_names.size() && r.keras_names[i] != kv.first) status() << "  " << r.keras_names[i];
+    status() << "\n";
   }
-  if (!a.output.empty()) {
-    if (ends_with(a.output, ".npy")) {
+  if (d.any && d.path.empty()) {
+    std::cout << (d.form == Form::json ? recur_cli::json_of(displayed(r)) + "\n" : recur_cli::text_of(displayed(r)));
+    std::cout.flush();
+  } else if (d.any) {
+    if (d.form == Form::npy) {
       if (r.arrays.size() != 1)
         usage_error("--output " + a.output + ": an .npy holds one array; this run has " + std::to_string(r.arrays.size()) +
                     " (use .npz or --output-dir)");
       recur_cli::write_npy(a.output, r.arrays[0].second);
-    } else {
+    } else if (d.form == Form::npz) {
       recur_cli::write_npz(a.output, r.arrays);
+    } else {
+      write_text_file(a.output, d.form == Form::json ? recur_cli::json_of(displayed(r)) + "\n"
+                                                      : recur_cli::text_of(displayed(r)));
     }
-    std::cout << "wrote " << a.output << "\n";
+    status() << "wrote " << a.output << "\n";
   }
   if (!a.output_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(a.output_dir, ec);
     if (ec) throw recur_cli::NpyError(a.output_dir + ": cannot create the directory: " + ec.message());
-    // Keras 3 names every output of a layer after it (`gru`, `gru`): later ones get _1, _2, ...
-    std::set<std::string> used;
+    const std::vector<std::string> names = display_names(r);
     for (std::size_t i = 0; i < r.arrays.size(); ++i) {
-      const std::string base = file_name(i < r.keras_names.size() ? r.keras_names[i] : r.arrays[i].first);
-      std::string name = base;
-      for (int k = 1; used.count(name); ++k) name = base + "_" + std::to_string(k);
-      used.insert(name);
-      const std::string path = a.output_dir + "/" + name + ".npy";
+      const std::string path = a.output_dir + "/" + file_name(names[i]) + ".npy";
       recur_cli::write_npy(path, r.arrays[i].second);
-      std::cout << "wrote " << path << "\n";
+      status() << "wrote " << path << "\n";
     }
   }
 }
 
+// Progress lines go to stderr while stdout carries the outputs.
+void route_status(const Destination& d, bool per_step) {
+  if ((d.any && d.path.empty()) || per_step) g_status = &std::cerr;
+}
+
 int cmd_run(const RunArgs& a) {
-  check_output_options(a);
+  const Destination d = destination(a);
+  route_status(d, false);
   NamedArrays states;
   const RunResult out = run_any(a, a.states_out.empty() ? nullptr : &states);
-  write_outputs(a, out);
+  write_outputs(a, d, out);
   if (!a.states_out.empty()) {
     recur_cli::write_npz(a.states_out, states);
-    for (const auto& kv : states) std::cout << "states " << kv.first << ": " << shape_string(kv.second.shape) << "\n";
-    std::cout << "wrote " << a.states_out << "\n";
+    for (const auto& kv : states) status() << "states " << kv.first << ": " << shape_string(kv.second.shape) << "\n";
+    status() << "wrote " << a.states_out << "\n";
   }
   return 0;
 }
@@ -823,8 +1235,30 @@ std::vector<uint8_t> slice_steps(const std::vector<uint8_t>& m, int64_t B, int64
   return out;
 }
 
+// --per-step: step `index`, timesteps [t0, t0 + n), as text or as one JSON line, at once.
+void print_step(int64_t index, int64_t t0, int64_t n, const NamedArrays& outputs, bool json) {
+  if (json)
+    std::cout << "{\"step\": " << index << ", \"timesteps\": [" << t0 << ", " << t0 + n
+              << "], \"outputs\": " << recur_cli::json_of(outputs) << "}\n";
+  else
+    std::cout << "step " << index << ": timesteps " << t0 << " to " << t0 + n - 1 << "\n" << recur_cli::text_of(outputs);
+  std::cout.flush();
+}
+
+// stream's --output: with --per-step, stdout is the steps', and --json is theirs.
+Destination stream_destination(const RunArgs& a) {
+  if (!a.per_step) return destination(a);
+  if (a.output == "-")
+    usage_error("--per-step prints each step to stdout; -o - would print the whole outputs there too (give -o a file)");
+  if (a.output.empty()) return Destination{};
+  RunArgs file = a;
+  file.json = false;
+  return destination(file);
+}
+
 int cmd_stream(const RunArgs& a) {
-  check_output_options(a);
+  const Destination d = stream_destination(a);
+  route_status(d, a.per_step);
   if (!a.layer.empty()) usage_error("stream runs whole models; --layer is for run and verify");
   if (a.chunk < 1) usage_error("--chunk must be at least 1, got " + std::to_string(a.chunk));
   if (a.inputs.empty()) usage_error("--input is required");
@@ -864,6 +1298,7 @@ int cmd_stream(const RunArgs& a) {
     else  // a model that only steps one timestep at a time
       seq_out[k] = one.size() >= 3 && one[1] == 1;
   }
+  const std::vector<std::string> names = display_names(name_outputs(outs, std::vector<Array>(outs.size())));
   std::vector<Array> result(outs.size());
   int64_t chunks = 0;
   for (int64_t t0 = 0; t0 < T; t0 += a.chunk, ++chunks) {
@@ -892,6 +1327,7 @@ int cmd_stream(const RunArgs& a) {
     check(recur_model_state_step(sh.s, static_cast<int32_t>(n), x.data(), x.size(), in.has_masks ? masks.data() : nullptr,
                                  masks.size(), y.data(), y.size()));
     std::size_t off = 0;
+    NamedArrays step;  // this step's outputs, for --per-step
     for (std::size_t k = 0; k < outs.size(); ++k) {
       const std::vector<int64_t> d = step_dims(k, n);
       std::size_t count = 1;
@@ -899,6 +1335,13 @@ int cmd_stream(const RunArgs& a) {
       if (off + count > y.size()) throw Failure{"stream: the outputs' dims exceed the step's outputs (a bug in recur)"};
       const std::vector<float> part(y.begin() + static_cast<long>(off), y.begin() + static_cast<long>(off + count));
       off += count;
+      if (a.per_step) {
+        Array sa;
+        sa.dtype = "<f4";
+        sa.shape = d;
+        sa.data = part;
+        step.emplace_back(names[k], std::move(sa));
+      }
       Array& r = result[k];
       r.dtype = "<f4";
       if (!seq_out[k]) {
@@ -918,9 +1361,10 @@ int cmd_stream(const RunArgs& a) {
                   r.data.begin() + static_cast<long>(static_cast<std::size_t>(b * T + t0) * rest));
     }
     if (off != y.size()) throw Failure{"stream: the outputs' dims do not cover the step's outputs (a bug in recur)"};
+    if (a.per_step) print_step(chunks, t0, n, step, a.json);
   }
-  std::cout << "stream: " << T << " timesteps in " << chunks << " step(s) of up to " << a.chunk << "\n";
-  write_outputs(a, name_outputs(outs, std::move(result)));
+  status() << "stream: " << T << " timesteps in " << chunks << " step(s) of up to " << a.chunk << "\n";
+  write_outputs(a, d, name_outputs(outs, std::move(result)));
   return 0;
 }
 
@@ -936,7 +1380,7 @@ NamedArrays load_expected(const RunArgs& a, const RunResult& got) {
   for (const std::string& n : got.keras_names) names.push_back(n);
   std::size_t positional = 0;
   for (const std::string& e : a.expected) {
-    const auto [name, path] = split_named(e, names);
+    const auto [name, path] = split_named(e, names, "--expected", "output");
     if (name.empty() && ends_with(path, ".npz")) {
       NamedArrays members = recur_cli::read_npz(path);
       if (members.empty()) throw recur_cli::NpyError(path + ": the archive holds no arrays");
@@ -1079,8 +1523,8 @@ int main(int argc, char** argv) {
     sub->add_option("FILE", a.file, "the model file (.keras or .h5)")->required();
     // One value per occurrence: --input a.npy --input b.npy (FILE may follow).
     sub->add_option("--input,-i", a.inputs,
-                    "input .npy, one per model input in the model's input order, or NAME=x.npy for input NAME: "
-                    "(B, T, F) floats, (B, T) token ids, ...")
+                    "input .npy, one per model input in the model's input order, or NAME=x.npy for input NAME, or "
+                    "one .npz with members named like the inputs: (B, T, F) floats, (B, T) token ids, ...")
         ->required()
         ->allow_extra_args(false);
     sub->add_option("--mask,-m", a.masks,
@@ -1098,9 +1542,11 @@ int main(int argc, char** argv) {
   };
   auto outputs = [](CLI::App* sub, RunArgs& a) {
     sub->add_option("--output,-o", a.output,
-                    "output .npz (output[, output_1 ...] in the model's output order, or output, state_h[, state_c] "
-                    "for --layer), or .npy for a run with one array");
+                    "where the outputs go: - (stdout, the default without --output-dir), out.npz (output[, output_1 "
+                    "...] in the model's output order, or output, state_h[, state_c] for --layer), out.npy (a run "
+                    "with one array), out.txt (text) or out.json (JSON)");
     sub->add_option("--output-dir", a.output_dir, "write DIR/<output name>.npy for every output");
+    sub->add_flag("--json", a.json, "print the outputs as one JSON object {name: {dims, values}} instead of text");
   };
   CLI::App* run = app.add_subcommand("run", "run a model (or one of its recurrent layers) on .npy inputs");
   common(run, ra, true);
@@ -1120,10 +1566,12 @@ int main(int argc, char** argv) {
   verify->add_option("--states-in", va.states_in, "stateful models: .npz of states to start from (see run)");
   verify->add_option("--atol", va.atol, "largest allowed absolute error per element")->capture_default_str();
   CLI::App* stream = app.add_subcommand(
-      "stream", "step a model through its inputs N timesteps at a time with one model state; writes what `run` writes");
+      "stream", "step a model through its inputs N timesteps at a time with one model state; gives what `run` gives");
   common(stream, sa, false);
   outputs(stream, sa);
   stream->add_option("--chunk", sa.chunk, "timesteps per step")->capture_default_str();
+  stream->add_flag("--per-step", sa.per_step,
+                   "print each step's outputs as it comes (text, or one JSON object per line with --json)");
   CLI::App* devices =
       app.add_subcommand("devices", "list the devices recur can run on, why a GPU cannot, and the CPU kernel set");
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -263,6 +264,23 @@ std::string zip_message(int code) {
 
 }  // namespace
 
+std::string dtype_name(const std::string& descr) {
+  if (descr.size() < 2) return descr;
+  const char k = descr[1];
+  const std::string bits = std::to_string(8 * std::atoi(descr.c_str() + 2));
+  if (k == 'f') return "float" + bits;
+  if (k == 'i') return "int" + bits;
+  if (k == 'u') return "uint" + bits;
+  if (k == 'b') return "bool";
+  return descr;
+}
+
+bool is_zip_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char sig[4] = {0};
+  return f.read(sig, 4) && std::memcmp(sig, "PK\x03\x04", 4) == 0;
+}
+
 std::string shape_string(const std::vector<std::int64_t>& shape) {
   std::string s = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) {
@@ -274,6 +292,8 @@ std::string shape_string(const std::vector<std::int64_t>& shape) {
 }
 
 Array parse_npy(const std::string& bytes, const std::string& name) {
+  if (bytes.size() >= 4 && std::memcmp(bytes.data(), "PK\x03\x04", 4) == 0)
+    fail(name, "is a zip archive (an .npz?), not a .npy file");
   if (bytes.size() < kMagicLen || std::memcmp(bytes.data(), kMagic, kMagicLen) != 0)
     fail(name, "not a .npy file (bad magic; expected \\x93NUMPY)");
   if (bytes.size() < kMagicLen + 2) fail(name, "truncated header (no version)");

@@ -47,6 +47,12 @@ using NamedArrays = std::vector<std::pair<std::string, Array>>;
 NamedArrays read_npz(const std::string& path);
 void write_npz(const std::string& path, const NamedArrays& arrays);
 
+// numpy's name of a .npy dtype: "<f8" -> "float64", "|b1" -> "bool", "<i4" -> "int32".
+std::string dtype_name(const std::string& descr);
+
+// Whether the file starts like a zip archive (an .npz), whatever its name.
+bool is_zip_file(const std::string& path);
+
 // "(2, 3, 4)"
 std::string shape_string(const std::vector<std::int64_t>& shape);
 

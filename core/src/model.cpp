@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -226,9 +228,15 @@ std::unique_ptr<Model::Impl> open_image(const std::string& display, const std::s
     std::memcpy(sig, bytes->data(), std::min<std::size_t>(8, bytes->size()));
   } else {
     std::error_code ec;
-    if (std::filesystem::is_directory(path_on_disk, ec)) fail(Code::io, path, ": is a directory, not a model file");
+    if (std::filesystem::is_directory(path_on_disk, ec)) {
+      if (std::filesystem::exists(std::filesystem::path(path_on_disk) / "saved_model.pb", ec))
+        fail(Code::io, path, ": is a TensorFlow SavedModel folder; recur reads Keras model files (.keras or .h5): "
+                             "save one with model.save(\"model.keras\")");
+      fail(Code::io, path, ": is a directory, not a model file (recur reads .keras and .h5 files)");
+    }
+    errno = 0;
     std::ifstream f(path_on_disk, std::ios::binary);
-    if (!f) fail(Code::io, path, ": cannot open the file");
+    if (!f) fail(Code::io, path, ": cannot open the file: ", errno ? std::strerror(errno) : "unknown reason");
     const std::uintmax_t size = std::filesystem::file_size(path_on_disk, ec);
     if (!ec) check_limit(Limit::file_bytes, double(size), path + ": the model file");
     if (!ec) file_size = size;
@@ -335,6 +343,21 @@ void Model::Impl::finish() {
   stateful_names = stateful_names_of(g);
 }
 
+namespace {
+
+// "an Embedding", "a Dense", "an LSTM": the article a class name takes when read aloud.
+std::string with_article(const std::string& cls) {
+  if (cls.empty()) return "a layer";
+  const char c = cls[0];
+  const bool vowel = std::strchr("AEIOUaeiou", c) != nullptr;
+  // Acronyms read letter by letter: F, H, L, M, N, R, S and X start with a vowel sound.
+  const bool acronym = cls.size() > 1 && std::isupper(static_cast<unsigned char>(cls[1])) &&
+                       std::strchr("FHLMNRSX", c) != nullptr;
+  return (vowel || acronym ? "an " : "a ") + cls;
+}
+
+}  // namespace
+
 Layer* Model::Impl::find_layer(const std::string& name, const char* what) const {
   std::string base = name, half;
   const auto slash = name.rfind('/');
@@ -350,7 +373,7 @@ Layer* Model::Impl::find_layer(const std::string& name, const char* what) const 
                            le.class_name == "CuDNNLSTM" || le.class_name == "SimpleRNN" || le.class_name == "Bidirectional";
     if (ls.empty() || !recurrent) {
       if (recurrent) fail(Code::unsupported, "layer '", name, "': ", le.why);
-      fail(Code::invalid_argument, what, ": layer '", name, "' is a ", le.class_name, ", not a recurrent layer");
+      fail(Code::invalid_argument, what, ": layer '", name, "' is ", with_article(le.class_name), ", not a recurrent layer");
     }
     if (le.class_name == "Bidirectional") {
       if (half == "backward") return ls.at(1);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <zip.h>
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <sys/stat.h>
 #include <string>
 #include <sys/wait.h>
 #include <tuple>
@@ -225,8 +227,12 @@ TEST_F(Cli, InfoText) {
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("dialect:       keras2 (keras_version 2.21.0)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("runnable:      yes"), std::string::npos);
-  EXPECT_NE(r.out.find("input:         token ids (B, T)"), std::string::npos);
-  EXPECT_NE(r.out.find("output:        (B, 2)"), std::string::npos);
+  // The declared length (6) is only a default: the input line says T, and the length Keras built with.
+  EXPECT_NE(r.out.find("inputs:        1\n  ids    (B, T)  token ids; T: any length (declared 6)\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("outputs:       1\n  dense  (B, 2)\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("input: "), std::string::npos) << "no one-input summary beside the list: " << r.out;
+  EXPECT_NE(r.out.find("run --layer:   gru, lstm\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("layers:        5"), std::string::npos);
   EXPECT_TRUE(std::regex_search(r.out, std::regex("\n  gru +GRU +4 +5 +yes\n"))) << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex("\n  lstm +LSTM +5 +3 +yes\n"))) << r.out;
@@ -237,8 +243,8 @@ TEST_F(Cli, InfoText) {
 TEST_F(Cli, InfoTwoOutputs) {
   const Result r = run("info " + m("keras3", "binone.keras"));
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.out.find("input:         (B, T, 3)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("output:        (B, 2) x 2 outputs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("inputs:        1\n  x     (B, T, 3)  T: any length (declared 6)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("outputs:       2\n  bin   (B, 2)\n  bin   (B, 2)\n"), std::string::npos) << r.out;
 }
 
 TEST_F(Cli, InfoJson) {
@@ -250,11 +256,19 @@ TEST_F(Cli, InfoJson) {
     EXPECT_EQ(j["keras_version"].get<std::string>()[0], d == "keras2" ? '2' : '3');
     EXPECT_EQ(j["runnable"], true);
     EXPECT_EQ(j["unsupported"], "");
-    EXPECT_EQ(j["input_size"], 3);
-    EXPECT_EQ(j["takes_token_ids"], false);
-    EXPECT_EQ(j["output_size"], 2);
-    EXPECT_EQ(j["returns_sequences"], true);
-    EXPECT_EQ(j["num_outputs"], 1);
+    // What the text says, as data: the shapes as `run` takes and gives them.
+    ASSERT_EQ(j["inputs"].size(), 1u);
+    EXPECT_EQ(j["inputs"][0]["shape"], "(B, T, 3)");
+    EXPECT_EQ(j["inputs"][0]["dims"], nlohmann::json::array({-1, -1, 3}));
+    EXPECT_EQ(j["inputs"][0]["token_ids"], false);
+    EXPECT_EQ(j["inputs"][0]["timesteps"]["symbol"], "T");
+    EXPECT_EQ(j["inputs"][0]["timesteps"]["declared"], 6);
+    EXPECT_EQ(j["inputs"][0]["timesteps"]["fixed"], false);
+    ASSERT_EQ(j["outputs"].size(), 1u);
+    EXPECT_EQ(j["outputs"][0]["shape"], "(B, T, 2)");
+    EXPECT_EQ(j["outputs"][0]["dims"], nlohmann::json::array({-1, -1, 2}));
+    EXPECT_EQ(j["run_layers"], nlohmann::json::array({"bi/forward", "bi/backward"}));
+    EXPECT_FALSE(j.contains("input_size")) << "first-input summaries are gone: the inputs list says it all";
     bool saw_bi = false;
     for (const auto& l : j["layers"])
       if (l["name"] == "bi") {
@@ -484,7 +498,9 @@ TEST_F(Cli, BadThreadCount) {
       const Result r = run(c + " --threads " + bad);
       EXPECT_EQ(r.rc, 2) << r.out << r.err;
       EXPECT_EQ(r.err.rfind("recur: ", 0), 0u) << r.err;
-      EXPECT_NE(r.err.find("num_threads"), std::string::npos) << r.err;
+      // The option, not the C argument the library names.
+      EXPECT_NE(r.err.find("recur: --threads: expected 0 (one per core) to 1024, got "), std::string::npos) << r.err;
+      EXPECT_EQ(r.err.find("num_threads"), std::string::npos) << r.err;
       EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
     }
   EXPECT_FALSE(std::ifstream(tmp("o.npz")).good()) << "a failed run must not write its output";
@@ -499,7 +515,13 @@ TEST_F(Cli, MissingModelFile) {
   const Result r = run("info " + tmp("nope.keras"));
   EXPECT_EQ(r.rc, 2);
   EXPECT_EQ(r.err.rfind("recur: ", 0), 0u) << r.err;
-  EXPECT_NE(r.err.find(tmp("nope.keras")), std::string::npos) << r.err;
+  // The OS's reason.
+  EXPECT_NE(r.err.find(tmp("nope.keras") + ": cannot open the file: No such file or directory"), std::string::npos)
+      << r.err;
+  std::ofstream(tmp("plain")) << "x";
+  const Result nd = run("info " + tmp("plain/m.keras"));
+  EXPECT_EQ(nd.rc, 2);
+  EXPECT_NE(nd.err.find("cannot open the file: Not a directory"), std::string::npos) << nd.err;
   const Result v = run("verify " + tmp("nope.h5") + " --input " + m("keras2", "bigru_x.npy") + " --expected " +
                        m("keras2", "bigru_y.npy"));
   EXPECT_EQ(v.rc, 2);
@@ -641,9 +663,8 @@ TEST_F(Cli, LayerErrors) {
 TEST_F(Cli, UsageErrors) {
   EXPECT_EQ(run("").rc, 2);
   EXPECT_EQ(run("frobnicate").rc, 2);
-  Result r = run("run " + m("keras2", "bigru.keras") + " --input " + m("keras2", "bigru_x.npy"));  // no --output
-  EXPECT_EQ(r.rc, 2);
-  EXPECT_NE(r.err.find("--output"), std::string::npos) << r.err;
+  Result r = run("run " + m("keras2", "bigru.keras") + " --input " + m("keras2", "bigru_x.npy") + " --atol 1");
+  EXPECT_EQ(r.rc, 2);  // verify's option
   r = run("verify " + m("keras2", "bigru.keras") + " --input " + m("keras2", "bigru_x.npy") + " --expected " +
           m("keras2", "bigru_y.npy") + " --atol -1");
   EXPECT_EQ(r.rc, 2);
@@ -952,7 +973,7 @@ TEST_F(Graph, InputErrors) {
   recur_cli::write_npy(tmp("static.npy"), g.calls[0].inputs[1]);
   Result r = run("run " + model + " -i " + tmp("seq.npy") + " -o " + tmp("o.npz"));
   EXPECT_EQ(r.rc, 2);
-  EXPECT_NE(r.err.find("the model has 2 input(s) (seq, static); got 1 --input file(s)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the model has 2 input(s) (seq, static); no --input for static"), std::string::npos) << r.err;
   r = run("run " + model + " -i " + tmp("static.npy") + " -i " + tmp("seq.npy") + " -o " + tmp("o.npz"));  // swapped
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("shape (3, 5) does not fit input 'seq' of the model: expected (B, T, 4)"), std::string::npos)
@@ -1009,7 +1030,9 @@ TEST_F(Graph, InputErrors) {
 TEST_F(Graph, InfoListsInputsOutputsStatesAndStreaming) {
   Result r = run("info " + graph("keras3", "multi_io", "keras"));
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.out.find("inputs:        2\n  seq     (B, 7, 4)\n  static  (B, 5)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("inputs:        2\n  seq     (B, T, 4)  T: any length (declared 7)\n  static  (B, 5)\n"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("outputs:       2\n  probs   (B, 3)\n  value   (B, 2)\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("stateful:      no\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("streams:       yes\n"), std::string::npos) << r.out;
@@ -1034,6 +1057,8 @@ TEST_F(Graph, InfoListsInputsOutputsStatesAndStreaming) {
   ASSERT_EQ(doc["inputs"].size(), 1u);
   EXPECT_EQ(doc["inputs"][0]["name"], "x");
   EXPECT_EQ(doc["inputs"][0]["dims"], nlohmann::json::array({3, -1, 3}));  // the fixed batch
+  EXPECT_EQ(doc["inputs"][0]["shape"], "(3, T, 3)");
+  EXPECT_EQ(doc["inputs"][0]["timesteps"]["declared"], nullptr);
   EXPECT_EQ(doc["inputs"][0]["token_ids"], false);
   EXPECT_EQ(doc["inputs"][0]["sequence"], true);
   EXPECT_EQ(doc["outputs"][0]["name"], "dense");
@@ -1143,9 +1168,11 @@ TEST_F(Graph, StreamErrors) {
   r = run(ok + " --chunk 0 -o " + tmp("o.npz"));
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("--chunk must be at least 1"), std::string::npos) << r.err;
-  r = run(ok);
+  r = run(ok + " --per-step -o -");
   EXPECT_EQ(r.rc, 2);
-  EXPECT_NE(r.err.find("--output or --output-dir is required"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--per-step prints each step to stdout; -o - would print the whole outputs there too"),
+            std::string::npos)
+      << r.err;
   r = run(ok + " --layer bin/forward -o " + tmp("o.npz"));
   EXPECT_EQ(r.rc, 2);  // stream has no --layer
   // A stateful model streams with its own batch only.
@@ -1263,6 +1290,546 @@ TEST_F(Graph, StatesInAndOut) {
           tmp("o.npz") + " --states-out " + tmp("x.npz"));
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("for whole models"), std::string::npos) << r.err;
+}
+
+
+// ------------------------------------------------------------------- outputs on stdout and files
+
+// The values of a text dump, in order (every number after a row's "]").
+std::vector<float> text_values(const std::string& text) {
+  std::vector<float> v;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto close = line.find("] ");
+    if (line.rfind("  [", 0) != 0 || close == std::string::npos) continue;
+    std::istringstream row(line.substr(close + 1));
+    std::string x;
+    while (row >> x) v.push_back(std::stof(x));
+  }
+  return v;
+}
+
+// A JSON value nested like its dims, flattened.
+void flatten(const nlohmann::json& j, std::vector<float>& out) {
+  if (j.is_array())
+    for (const auto& e : j) flatten(e, out);
+  else
+    out.push_back(j.get<float>());
+}
+
+TEST_F(Cli, RunPrintsTheOutputs) {
+  const std::string cmd = "run " + m("keras3", "tokens.keras") + " -i " + m("keras3", "tokens_x.npy");
+  ASSERT_EQ(run(cmd + " -o " + tmp("o.npz")).rc, 0);
+  const Array want = recur_cli::read_npz(tmp("o.npz"))[0].second;
+  const Result r = run(cmd);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  // Name and dims, then one row per batch item; %.9g gives every float32 back exactly.
+  EXPECT_EQ(r.out.rfind("dense: (3, 2)\n  [0]  ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("\n  [2]  "), std::string::npos) << r.out;
+  EXPECT_EQ(text_values(r.out), want.data) << r.out;
+  // Progress lines go to stderr, so stdout is the outputs alone.
+  EXPECT_NE(r.err.find("device: cpu"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("device:"), std::string::npos) << r.out;
+  const Result dash = run(cmd + " -o -");
+  EXPECT_EQ(dash.rc, 0);
+  EXPECT_EQ(dash.out, r.out);
+  // A sequence output: one row per (batch item, timestep).
+  const Result seq = run("run " + m("keras3", "bigru.keras") + " -i " + m("keras3", "bigru_x.npy"));
+  ASSERT_EQ(seq.rc, 0) << seq.err;
+  EXPECT_EQ(seq.out.rfind("td: (3, 6, 2)\n  [0, 0]  ", 0), 0u) << seq.out;
+  EXPECT_NE(seq.out.find("\n  [2, 5]  "), std::string::npos) << seq.out;
+  EXPECT_LE(max_abs(Array{{3, 6, 2}, text_values(seq.out), "<f4"}, recur_cli::read_npy(m("keras3", "bigru_y.npy"))), 1e-5);
+}
+
+TEST_F(Cli, RunPrintsJson) {
+  // Keras 3 names both outputs of binone "bin": the second is bin_1, as --output-dir names it.
+  const std::string cmd = "run " + m("keras3", "binone.keras") + " -i " + m("keras3", "binone_x.npy");
+  ASSERT_EQ(run(cmd + " -o " + tmp("o.npz")).rc, 0);
+  const NamedArrays want = recur_cli::read_npz(tmp("o.npz"));
+  const Result r = run(cmd + " --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 2u) << r.out;
+  const char* names[] = {"bin", "bin_1"};
+  for (std::size_t k = 0; k < 2; ++k) {
+    SCOPED_TRACE(names[k]);
+    ASSERT_TRUE(j.contains(names[k])) << r.out;
+    EXPECT_EQ(j[names[k]]["dims"], nlohmann::json::array({3, 2}));
+    ASSERT_TRUE(j[names[k]]["values"].is_array());
+    EXPECT_EQ(j[names[k]]["values"].size(), 3u) << "nested like the dims";
+    std::vector<float> v;
+    flatten(j[names[k]]["values"], v);
+    EXPECT_EQ(v, want[k].second.data);
+  }
+  // A layer run: output and its states.
+  const Result l = run("run " + m("keras3", "tokens.keras") + " -l lstm -i " + m("keras3", "layer_lstm_x.npy") + " --json");
+  ASSERT_EQ(l.rc, 0) << l.err;
+  const auto lj = nlohmann::json::parse(l.out);
+  EXPECT_TRUE(lj.contains("output") && lj.contains("state_h") && lj.contains("state_c")) << l.out;
+}
+
+TEST_F(Cli, OutputFileKinds) {
+  const std::string cmd = "run " + m("keras3", "tokens.keras") + " -i " + m("keras3", "tokens_x.npy");
+  const Result shown = run(cmd), shown_json = run(cmd + " --json");
+  // .txt and .json files hold what stdout shows.
+  ASSERT_EQ(run(cmd + " -o " + tmp("o.txt")).rc, 0);
+  EXPECT_EQ(slurp(tmp("o.txt")), shown.out);
+  ASSERT_EQ(run(cmd + " -o " + tmp("o.json")).rc, 0);
+  EXPECT_EQ(slurp(tmp("o.json")), shown_json.out);
+  EXPECT_EQ(run(cmd + " -o " + tmp("j.json") + " --json").rc, 0);
+  // Any other name is refused before the run, listing the forms; nothing is written.
+  for (const std::string bad : {"o.csv", "out", "o.npz.bak"}) {
+    const Result r = run(cmd + " -o " + tmp(bad));
+    EXPECT_EQ(r.rc, 2) << bad;
+    EXPECT_NE(r.err.find("--output " + tmp(bad) + ": unknown kind of file; expected .npz (every output), .npy (a run "
+                         "with one output), .txt (text), .json (JSON) or - (stdout, the default)"),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(std::ifstream(tmp(bad)).good()) << bad;
+    EXPECT_EQ(r.err.find("device:"), std::string::npos) << "refused before the model is opened: " << r.err;
+  }
+  Result r = run(cmd + " --json -o " + tmp("o.npz"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--json with --output " + tmp("o.npz")), std::string::npos) << r.err;
+  r = run(cmd + " --json --output-dir " + tmp("d"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--json prints the outputs; with only --output-dir there is nothing to print"), std::string::npos)
+      << r.err;
+  // -o DIR: a directory, with --output-dir suggested.
+  ASSERT_EQ(mkdir(tmp("outdir").c_str(), 0755), 0);
+  r = run(cmd + " -o " + tmp("outdir"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--output " + tmp("outdir") + ": is a directory; --output takes a file"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("use --output-dir " + tmp("outdir")), std::string::npos) << r.err;
+}
+
+TEST_F(Graph, StreamPerStep) {
+  const GraphCase g = graph_case("keras3", "masking_sequential");
+  const std::string model = graph("keras3", "masking_sequential", "keras");
+  const std::string in = inputs(g, 0);
+  ASSERT_EQ(run("run " + model + in + " -o " + tmp("run.npz")).rc, 0);
+  const Array whole = recur_cli::read_npz(tmp("run.npz"))[0].second;  // (3, 7, 3)
+  ASSERT_EQ(whole.shape, (std::vector<std::int64_t>{3, 7, 3}));
+  // JSON lines: one object per step, as it comes; the steps' timesteps make the whole run.
+  Result r = run("stream " + model + in + " --chunk 3 --per-step --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string line;
+  std::vector<float> got(whole.data.size());
+  int steps = 0;
+  while (std::getline(lines, line)) {
+    const auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["step"], steps);
+    const int t0 = j["timesteps"][0], t1 = j["timesteps"][1];
+    EXPECT_EQ(t0, 3 * steps);
+    EXPECT_EQ(t1, std::min(7, t0 + 3));
+    const auto& o = j["outputs"]["dense"];
+    EXPECT_EQ(o["dims"], nlohmann::json::array({3, t1 - t0, 3}));
+    for (int b = 0; b < 3; ++b)
+      for (int t = t0; t < t1; ++t)
+        for (int f = 0; f < 3; ++f) got[static_cast<std::size_t>((b * 7 + t) * 3 + f)] = o["values"][b][t - t0][f];
+    ++steps;
+  }
+  EXPECT_EQ(steps, 3);  // 3 + 3 + 1
+  Array streamed{whole.shape, got, "<f4"};
+  EXPECT_LE(max_abs(streamed, whole), 1e-6);
+  EXPECT_NE(r.err.find("stream: 7 timesteps in 3 step(s)"), std::string::npos) << r.err;
+  // Text: a header per step, then the step's outputs; -o still writes the whole outputs.
+  r = run("stream " + model + in + " --chunk 3 --per-step -o " + tmp("s.npz"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("step 0: timesteps 0 to 2\ndense: (3, 3, 3)\n  [0, 0]  ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("\nstep 2: timesteps 6 to 6\ndense: (3, 1, 3)\n"), std::string::npos) << r.out;
+  EXPECT_LE(max_abs(recur_cli::read_npz(tmp("s.npz"))[0].second, whole), 1e-6);
+  // Without --per-step and -o, stream prints the whole outputs as run does.
+  r = run("stream " + model + in + " --chunk 2");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("dense: (3, 7, 3)\n", 0), 0u) << r.out;
+  EXPECT_LE(max_abs(Array{whole.shape, text_values(r.out), "<f4"}, whole), 1e-6);
+}
+
+// ------------------------------------------------------------------ messages that say what to do
+
+// Copies a .keras archive with `from` replaced by `to` (once) in its config.json.
+void edit_keras(const std::string& src, const std::string& dst, const std::string& from, const std::string& to) {
+  int err = 0;
+  zip_t* in = zip_open(src.c_str(), ZIP_RDONLY, &err);
+  ASSERT_NE(in, nullptr);
+  zip_t* out = zip_open(dst.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
+  ASSERT_NE(out, nullptr);
+  std::vector<std::string> bodies(static_cast<std::size_t>(zip_get_num_entries(in, 0)));
+  for (zip_int64_t i = 0; i < zip_get_num_entries(in, 0); ++i) {
+    zip_stat_t st;
+    ASSERT_EQ(zip_stat_index(in, static_cast<zip_uint64_t>(i), 0, &st), 0);
+    zip_file_t* f = zip_fopen_index(in, static_cast<zip_uint64_t>(i), 0);
+    ASSERT_NE(f, nullptr);
+    std::string& body = bodies[static_cast<std::size_t>(i)];
+    body.resize(st.size);
+    ASSERT_EQ(zip_fread(f, body.data(), st.size), static_cast<zip_int64_t>(st.size));
+    zip_fclose(f);
+    if (std::string(st.name) == "config.json") {
+      const auto at = body.find(from);
+      ASSERT_NE(at, std::string::npos) << from;
+      body.replace(at, from.size(), to);
+    }
+    zip_source_t* s = zip_source_buffer(out, body.data(), body.size(), 0);
+    ASSERT_GE(zip_file_add(out, st.name, s, ZIP_FL_OVERWRITE), 0);
+  }
+  ASSERT_EQ(zip_close(out), 0);
+  zip_discard(in);
+}
+
+TEST_F(Cli, SavedModelFolder) {
+  ASSERT_EQ(mkdir(tmp("exported").c_str(), 0755), 0);
+  std::ofstream(tmp("exported/saved_model.pb")) << "x";
+  for (const std::string& cmd : {"info " + tmp("exported"), "run " + tmp("exported") + " -i " + m("keras3", "bigru_x.npy")}) {
+    const Result r = run(cmd);
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_NE(r.err.find(tmp("exported") + ": is a TensorFlow SavedModel folder; recur reads Keras model files (.keras "
+                         "or .h5): save one with model.save(\"model.keras\")"),
+              std::string::npos)
+        << r.err;
+  }
+  // Another directory.
+  const Result d = run("info " + dir_);
+  EXPECT_EQ(d.rc, 2);
+  EXPECT_NE(d.err.find("is a directory, not a model file (recur reads .keras and .h5 files)"), std::string::npos) << d.err;
+}
+
+TEST_F(Cli, UnreadableModelFile) {
+  // root reads any file: the check runs as an unprivileged user where setpriv can make one.
+  std::string prefix;
+  if (geteuid() == 0) {
+    if (std::system("setpriv --reuid=65534 --regid=65534 --clear-groups true >/dev/null 2>&1") != 0)
+      GTEST_SKIP() << "running as root without setpriv: every file is readable, so no permission error can be made";
+    prefix = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+  }
+  ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
+  std::ofstream(tmp("locked.keras")) << "x";
+  ASSERT_EQ(chmod(tmp("locked.keras").c_str(), 0), 0);
+  const std::string out = tmp("so"), err = tmp("se");
+  const int st = std::system((prefix + "'" + kBin + "' info " + tmp("locked.keras") + " >" + out + " 2>" + err).c_str());
+  if (!prefix.empty() && WEXITSTATUS(st) == 126)
+    GTEST_SKIP() << "the unprivileged user cannot run " << kBin << ": " << slurp(err);
+  EXPECT_EQ(WEXITSTATUS(st), 2);
+  EXPECT_NE(slurp(err).find(tmp("locked.keras") + ": cannot open the file: Permission denied"), std::string::npos)
+      << slurp(err);
+}
+
+TEST_F(Graph, NpzInputs) {
+  const GraphCase g = graph_case("keras3", "multi_io");
+  const std::string model = graph("keras3", "multi_io", "keras");
+  ASSERT_EQ(run("run " + model + inputs(g, 0) + " -o " + tmp("want.npz")).rc, 0);
+  // One .npz whose members are named like the inputs, in any order.
+  NamedArrays both;
+  both.emplace_back("static", g.calls[0].inputs[1]);
+  both.emplace_back("seq", g.calls[0].inputs[0]);
+  recur_cli::write_npz(tmp("in.npz"), both);
+  Result r = run("run " + model + " -i " + tmp("in.npz") + " -o " + tmp("got.npz"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const NamedArrays want = recur_cli::read_npz(tmp("want.npz")), got = recur_cli::read_npz(tmp("got.npz"));
+  for (std::size_t k = 0; k < want.size(); ++k) EXPECT_EQ(got[k].second.data, want[k].second.data);
+  // A member named after no input: the inputs are listed.
+  NamedArrays wrong;
+  wrong.emplace_back("arr_0", g.calls[0].inputs[0]);
+  wrong.emplace_back("arr_1", g.calls[0].inputs[1]);
+  recur_cli::write_npz(tmp("wrong.npz"), wrong);
+  r = run("run " + model + " -i " + tmp("wrong.npz"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--input " + tmp("wrong.npz") + ": member 'arr_0' is named after no input; the inputs are seq, static"),
+            std::string::npos)
+      << r.err;
+  // NAME= with an .npz, and an .npz where a mask goes.
+  r = run("run " + model + " -i seq=" + tmp("in.npz") + " -i static=" + tmp("in.npz"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("an .npz holds several arrays; pass seq=x.npy"), std::string::npos) << r.err;
+  r = run("run " + model + " -i " + tmp("in.npz") + " -m " + tmp("in.npz"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--mask " + tmp("in.npz") + ": an .npz is not taken here"), std::string::npos) << r.err;
+  // A one-input model takes np.savez's arr_0.
+  NamedArrays one;
+  one.emplace_back("arr_0", recur_cli::read_npy(m("keras3", "bigru_x.npy")));
+  recur_cli::write_npz(tmp("one.npz"), one);
+  r = run("verify " + m("keras3", "bigru.keras") + " -i " + tmp("one.npz") + " -e " + m("keras3", "bigru_y.npy"));
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  // An .npz under an .npy name: said to be a zip.
+  std::ifstream src(tmp("one.npz"), std::ios::binary);
+  std::ofstream(tmp("zip.npy"), std::ios::binary) << src.rdbuf();
+  r = run("run " + m("keras3", "bigru.keras") + " -l bi/forward -i " + tmp("zip.npy"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--layer takes one (B, T, features) .npy, not an .npz"), std::string::npos) << r.err;
+  r = run("run " + m("keras3", "bigru.keras") + " -i " + m("keras3", "bigru_x.npy") + " -m " + tmp("zip.npy"));
+  EXPECT_EQ(r.rc, 2);
+}
+
+TEST_F(Graph, UnknownNames) {
+  const GraphCase g = graph_case("keras3", "multi_io");
+  const std::string model = graph("keras3", "multi_io", "keras");
+  recur_cli::write_npy(tmp("seq.npy"), g.calls[0].inputs[0]);
+  recur_cli::write_npy(tmp("static.npy"), g.calls[0].inputs[1]);
+  Result r = run("run " + model + " -i sequence=" + tmp("seq.npy") + " -i " + tmp("static.npy"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--input sequence=" + tmp("seq.npy") + ": no input is called 'sequence'; the inputs are seq, "
+                       "static (NAME=path names one of them)"),
+            std::string::npos)
+      << r.err;
+  r = run("run " + model + " -i " + tmp("seq.npy") + " -i " + tmp("static.npy") + " -m sq=" + tmp("seq.npy"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--mask sq=" + tmp("seq.npy") + ": no input is called 'sq'"), std::string::npos) << r.err;
+  r = run("verify " + model + " -i " + tmp("seq.npy") + " -i " + tmp("static.npy") + " -e prob=" + tmp("seq.npy"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--expected prob=" + tmp("seq.npy") + ": no output is called 'prob'; the outputs are output, "
+                       "output_1, probs, value"),
+            std::string::npos)
+      << r.err;
+  // A file whose name holds '=' is still a file.
+  recur_cli::write_npy(tmp("a=b.npy"), g.calls[0].inputs[0]);
+  EXPECT_EQ(run("run " + model + " -i " + tmp("a=b.npy") + " -i " + tmp("static.npy")).rc, 0);
+}
+
+TEST_F(Cli, UnknownLayerListsTheRecurrentOnes) {
+  const std::string x = " -i " + m("keras3", "layer_gru_x.npy");
+  Result r = run("run " + m("keras3", "tokens.keras") + " -l nope" + x);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("recur: --layer nope: the model has no layer 'nope'; the recurrent layers are gru, lstm\n"),
+            std::string::npos)
+      << r.err;
+  r = run("run " + m("keras3", "tokens.keras") + " -l embedding" + x);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--layer embedding: layer 'embedding' is an Embedding, not a recurrent layer; the recurrent "
+                       "layers are gru, lstm"),
+            std::string::npos)
+      << r.err;
+  r = run("run " + m("keras3", "tokens.keras") + " -l dense" + x);
+  EXPECT_NE(r.err.find("'dense' is a Dense, not"), std::string::npos) << r.err;
+  r = run("verify " + m("keras3", "bigru.keras") + " -l bi -i " + m("keras3", "layer_biforward_x.npy") + " -e " +
+          m("keras3", "layer_biforward_y.npz"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("the recurrent layers are bi/forward, bi/backward"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, MessagesUseTheOptionNames) {
+  const std::string cmd = "run " + m("keras3", "bigru.keras") + " -i " + m("keras3", "bigru_x.npy");
+  Result r = run(cmd + " --device bogus");
+  EXPECT_NE(r.err.find("recur: --device: expected \"cpu\""), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("recur_model"), std::string::npos) << r.err;
+  r = run(cmd + " --keras-backend torch");
+  EXPECT_NE(r.err.find("recur: --keras-backend: expected \"tensorflow\" or \"jax\""), std::string::npos) << r.err;
+  Array ids;
+  ids.shape = {1, 6};
+  ids.data = {1, 2, 3, 4, 5, 20};
+  recur_cli::write_npy(tmp("ids.npy"), ids);
+  r = run("run " + m("keras3", "tokens.keras") + " -i " + tmp("ids.npy"));
+  EXPECT_NE(r.err.find("recur: --input: token id 20"), std::string::npos) << r.err;
+  // A stateful model's fixed batch.
+  const GraphCase st = graph_case("keras3", "stateful_sequential_gru");
+  Array x = st.calls[0].inputs[0];
+  x.shape[0] = 2;
+  x.data.resize(2 * 4 * 3);
+  recur_cli::write_npy(tmp("x2.npy"), x);
+  r = run("run " + graph("keras3", "stateful_sequential_gru", "keras") + " -i " + tmp("x2.npy"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("recur: --input: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fixed batch of 3 (a stateful model), got 2"), std::string::npos) << r.err;
+  for (const char* c_name : {"name:", "num_threads:", "batch:", "backend:", "timesteps:"}) {
+    EXPECT_EQ(r.err.find(c_name), std::string::npos) << c_name << " in " << r.err;
+  }
+}
+
+TEST_F(Cli, ConvertedInputsAreNoted) {
+  const std::string model = m("keras3", "bigru.keras");
+  const Array x = recur_cli::read_npy(m("keras3", "bigru_x.npy"));
+  // float32: nothing to say.
+  const std::string npy = recur_cli::encode_npy(x);
+  std::ofstream(tmp("x32.npy"), std::ios::binary) << npy;
+  Result r = run("run " + model + " -i " + tmp("x32.npy"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err.find("note:"), std::string::npos) << r.err;
+  // float64 values, rounded: one line.
+  std::vector<double> wide(x.data.begin(), x.data.end());
+  std::string f8 = npy.substr(0, 128);
+  f8.replace(f8.find("<f4"), 3, "<f8");
+  f8.append(reinterpret_cast<const char*>(wide.data()), wide.size() * 8);
+  std::ofstream(tmp("x64.npy"), std::ios::binary) << f8;
+  r = run("run " + model + " -i " + tmp("x64.npy"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("recur: note: input 'input_layer' (" + tmp("x64.npy") + "): float64 values rounded to float32\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("note:"), r.err.rfind("note:")) << "once: " << r.err;
+  // int32 token ids.
+  r = run("run " + m("keras3", "tokens.keras") + " -i " + m("keras3", "tokens_x.npy"));
+  EXPECT_NE(r.err.find("input 'ids' (" + m("keras3", "tokens_x.npy") + "): int32 ids passed as float32"),
+            std::string::npos)
+      << r.err;
+  // bool and integer values for a float input.
+  std::string b1 = npy.substr(0, 128);
+  b1.replace(b1.find("'<f4'"), 5, "'|b1'");
+  for (float v : x.data) b1 += static_cast<char>(v > 0);
+  std::ofstream(tmp("xb.npy"), std::ios::binary) << b1;
+  r = run("run " + model + " -i " + tmp("xb.npy"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("bool values passed as 0 and 1 in float32"), std::string::npos) << r.err;
+  std::string i2 = npy.substr(0, 128);
+  i2.replace(i2.find("<f4"), 3, "<i2");
+  for (float v : x.data) {
+    const std::int16_t k = static_cast<std::int16_t>(v * 10);
+    i2.append(reinterpret_cast<const char*>(&k), 2);
+  }
+  std::ofstream(tmp("xi.npy"), std::ios::binary) << i2;
+  r = run("run " + model + " -l bi/forward -i " + tmp("xi.npy"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("recur: note: input (" + tmp("xi.npy") + "): int16 values converted to float32"), std::string::npos)
+      << r.err;
+}
+
+TEST_F(Cli, ConfigAndWeightErrorsNameTheirFieldOnce) {
+  // An Embedding config that no longer fits its stored weights: the member is named once.
+  edit_keras(m("keras3", "tokens.keras"), tmp("wide.keras"), "\"output_dim\": 4", "\"output_dim\": 5");
+  Result r = run("info " + tmp("wide.keras"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find(tmp("wide.keras") + ": model.weights.h5:/layers/embedding/vars/0: shape (20, 4) does not fit "
+                       "(expected (20, 5))"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("model.weights.h5"), r.err.rfind("model.weights.h5")) << r.err;
+  // A rate of the wrong type: "dropout", not "dropout.dropout".
+  edit_keras(m("keras3", "tokens.keras"), tmp("rate.keras"), "\"dropout\": 0.0", "\"dropout\": \"x\"");
+  r = run("info " + tmp("rate.keras"));
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("runnable:      no: layer GRU 'gru': dropout: expected a number, got \"x\"\n"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("dropout.dropout"), std::string::npos) << r.out;
+  r = run("run " + tmp("rate.keras") + " -l gru -i " + m("keras3", "layer_gru_x.npy"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("dropout: expected a number"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("dropout.dropout"), std::string::npos) << r.err;
+}
+
+// ------------------------------------------------------------------ info says what run accepts
+
+TEST_F(Cli, InfoOfAModelThatCannotRun) {
+  edit_keras(m("keras3", "tokens.keras"), tmp("einsum.keras"), "\"class_name\": \"Dense\"", "\"class_name\": \"EinsumDense\"");
+  const Result r = run("info " + tmp("einsum.keras"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  // Why it cannot run, and what it can: its layers, and which --layer runs.
+  EXPECT_NE(r.out.find("runnable:      no: unsupported layer EinsumDense at dense\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("run --layer:   gru, lstm\n"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\n  dense +EinsumDense +3 +0 +no\n"))) << r.out;
+  for (const char* absent : {"inputs:", "outputs:", "stateful:", "streams:", "(B, 0)"})
+    EXPECT_EQ(r.out.find(absent), std::string::npos) << absent << " in " << r.out;
+  const auto j = nlohmann::json::parse(run("info --json " + tmp("einsum.keras")).out);
+  EXPECT_EQ(j["runnable"], false);
+  EXPECT_EQ(j["unsupported"], "unsupported layer EinsumDense at dense");
+  EXPECT_FALSE(j.contains("inputs") || j.contains("outputs") || j.contains("streams")) << j;
+  EXPECT_EQ(j["run_layers"], nlohmann::json::array({"gru", "lstm"}));
+  EXPECT_EQ(j["layers"].size(), 5u);
+  // As info says: the model does not run, its recurrent layers do.
+  Result run_model = run("run " + tmp("einsum.keras") + " -i " + m("keras3", "tokens_x.npy"));
+  EXPECT_EQ(run_model.rc, 2);
+  EXPECT_NE(run_model.err.find("EinsumDense"), std::string::npos) << run_model.err;
+  EXPECT_EQ(run("run " + tmp("einsum.keras") + " -l gru -i " + m("keras3", "layer_gru_x.npy")).rc, 0);
+}
+
+TEST_F(Graph, InfoShapes) {
+  // Lengths of their own: T1, T2, and the output follows the decoder's.
+  Result r = run("info " + graph("keras3", "seq2seq_gru", "keras"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("  encoder_in  (B, T1, 3)  T1: any length (declared 7)\n"
+                       "  decoder_in  (B, T2, 2)  T2: any length (declared 5)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  dense       (B, T2, 3)\n"), std::string::npos) << r.out;
+  // Sequences merged together take one length.
+  r = run("info " + graph("keras3", "merges_mixed_masks", "keras"));
+  EXPECT_NE(r.out.find("  a     (B, T, 4)  T: any length, the same for a, b (declared 7)\n"), std::string::npos) << r.out;
+  // A RepeatVector's length does not follow the input's.
+  r = run("info " + graph("keras3", "encoder_decoder_repeat", "keras"));
+  EXPECT_NE(r.out.find("  x                 (B, T, 3)  T: any length (declared 7)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  time_distributed  (B, 5, 2)\n"), std::string::npos) << r.out;
+  // A Flatten before a Dense needs the declared length: info says so and run holds to it.
+  const std::string flat = graph("keras3", "reshape_permute_flatten", "keras");
+  r = run("info " + flat);
+  EXPECT_NE(r.out.find("  x        (B, 6, 3)  exactly 6 timesteps (a layer needs that length)\n"), std::string::npos)
+      << r.out;
+  const GraphCase g = graph_case("keras3", "reshape_permute_flatten");
+  Array longer = g.calls[0].inputs[0];
+  longer.shape[1] = 7;
+  longer.data.resize(static_cast<std::size_t>(longer.shape[0] * 7 * 3), 0.5f);
+  recur_cli::write_npy(tmp("x7.npy"), longer);
+  recur_cli::write_npy(tmp("v.npy"), g.calls[0].inputs[1]);
+  r = run("run " + flat + " -i " + tmp("x7.npy") + " -i " + tmp("v.npy"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("does not fit input 'x' of the model: it takes exactly 6 timesteps (a layer needs that length), got 7"),
+            std::string::npos)
+      << r.err;
+}
+
+// Every keras3 graph: the shapes info prints are the shapes run takes and gives. Inputs are made
+// from info's own shapes (B = 2, each length its declared value + 2), and every output must have
+// the dims info's shape gives for them; the JSON says what the text says.
+TEST_F(Graph, InfoShapesAreWhatRunTakes) {
+  const char* names[] = {"multi_io", "seq2seq_gru", "merges_mixed_masks", "encoder_decoder_repeat", "masking_sequential",
+                         "embedding_masked_merge", "reshape_permute_flatten", "stateful_functional_lstm_gru",
+                         "conv1d_strides_groups", "return_state_outputs", "time_distributed_4d", "pooling"};
+  for (const char* name : names) {
+    SCOPED_TRACE(name);
+    const std::string model = graph("keras3", name, "keras");
+    const Result text = run("info " + model), js = run("info --json " + model);
+    ASSERT_EQ(js.rc, 0) << js.err;
+    const auto j = nlohmann::json::parse(js.out);
+    std::map<std::string, std::int64_t> value{{"B", 2}};
+    std::string args;
+    for (std::size_t i = 0; i < j["inputs"].size(); ++i) {
+      const auto& in = j["inputs"][i];
+      EXPECT_NE(text.out.find("  " + in["name"].get<std::string>() + " "), std::string::npos);
+      EXPECT_TRUE(std::regex_search(text.out, std::regex("\n  " + in["name"].get<std::string>() + " +" +
+                                                         std::regex_replace(in["shape"].get<std::string>(),
+                                                                            std::regex("[()]"), "\\$&"))))
+          << in["shape"] << " not in " << text.out;
+      Array x;
+      const std::string shape = in["shape"];
+      std::istringstream axes(shape.substr(1, shape.size() - 2));
+      std::string axis;
+      while (std::getline(axes, axis, ',')) {
+        axis.erase(0, axis.find_first_not_of(' '));
+        if (std::isdigit(static_cast<unsigned char>(axis[0]))) {
+          x.shape.push_back(std::stoll(axis));
+          continue;
+        }
+        if (!value.count(axis)) {
+          const auto& d = in["timesteps"]["declared"];
+          value[axis] = (d.is_null() ? 5 : d.get<std::int64_t>()) + 2;
+        }
+        x.shape.push_back(value[axis]);
+      }
+      std::size_t n = 1;
+      for (auto d : x.shape) n *= static_cast<std::size_t>(d);
+      x.data.assign(n, in["token_ids"] == true ? 1.0f : 0.25f);
+      const std::string p = tmp(std::string(name) + std::to_string(i) + ".npy");
+      recur_cli::write_npy(p, x);
+      args += " -i " + p;
+    }
+    const Result r = run("run " + model + args + " --json");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    const auto outs = nlohmann::ordered_json::parse(r.out);  // in output order
+    std::size_t k = 0;
+    for (auto it = outs.begin(); it != outs.end(); ++it, ++k) {
+      const std::string shape = j["outputs"][k]["shape"];
+      std::string want = "(";
+      std::istringstream axes(shape.substr(1, shape.size() - 2));
+      std::string axis;
+      for (bool first = true; std::getline(axes, axis, ','); first = false) {
+        axis.erase(0, axis.find_first_not_of(' '));
+        if (axis.empty()) continue;
+        want += (first ? "" : ", ") + (std::isdigit(static_cast<unsigned char>(axis[0])) ? axis : std::to_string(value.at(axis)));
+      }
+      want += ")";
+      std::vector<std::int64_t> dims = (*it)["dims"];
+      EXPECT_EQ(recur_cli::shape_string(dims), want) << it.key() << " is " << shape << " in info";
+    }
+  }
 }
 
 }  // namespace

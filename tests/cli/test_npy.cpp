@@ -164,7 +164,10 @@ TEST(NpyHeader, KeyOrderQuotesAndSpacing) {
 // ----------------------------------------------------------------------------------- errors
 
 TEST(NpyErrors, BadMagic) {
-  EXPECT_NE(parse_error("PK\x03\x04 not numpy").find("x.npy: not a .npy file (bad magic"), std::string::npos);
+  // A zip (an .npz given where an .npy goes) is named as one.
+  EXPECT_NE(parse_error("PK\x03\x04 not numpy").find("x.npy: is a zip archive (an .npz?), not a .npy file"),
+            std::string::npos);
+  EXPECT_NE(parse_error("PK\x05 not numpy").find("x.npy: not a .npy file (bad magic"), std::string::npos);
   EXPECT_NE(parse_error("").find("bad magic"), std::string::npos);
   std::string b = make_npy(dict("<f4", "(1,)"), raw<float>({1}));
   b[1] = 'M';

@@ -64,9 +64,12 @@ void object_parts(const json& j, const char* field, std::string& name, json& cfg
   if (!cfg.is_object()) fail(Code::invalid_argument, field, ": \"config\" must be an object, got ", io::excerpt(cfg));
 }
 
+// `field`: the object holding `key` ("kernel_regularizer"), or NULL for the layer's own config.
 double number(const json& cfg, const char* key, double fallback, const char* field) {
   if (!cfg.contains(key) || cfg[key].is_null()) return fallback;
-  if (!cfg[key].is_number()) fail(Code::invalid_argument, field, ".", key, ": expected a number, got ", io::excerpt(cfg[key]));
+  if (!cfg[key].is_number())
+    fail(Code::invalid_argument, field ? std::string(field) + "." + key : std::string(key), ": expected a number, got ",
+         io::excerpt(cfg[key]));
   return cfg[key].get<double>();
 }
 
@@ -305,7 +308,7 @@ int get_int(const json& cfg, const char* key, int fallback) {
 }
 
 float rate(const json& cfg, const char* key) {
-  const double r = number(cfg, key, 0.0, key);
+  const double r = number(cfg, key, 0.0, nullptr);
   if (std::isnan(r)) fail(Code::invalid_argument, key, ": expected a rate in [0, 1], got NaN");
   return static_cast<float>(std::min(1.0, std::max(0.0, r)));  // Keras clips rates into [0, 1]
 }

@@ -92,11 +92,24 @@ Value make_value(std::vector<Index> shape, const char* what) {
   return v;
 }
 
+// Where a stored weight is, for a message: `where` ("x.keras: model.weights.h5:/layers/gru", or
+// "x.h5: /model_weights/gru (layer 'gru')") with the weight's own path in place of the object path
+// both name, so the file and the object are said once.
+std::string weight_location(const std::string& where, const std::string& path) {
+  for (std::size_t len = path.size(); len > 0; --len) {
+    if (len < path.size() && path[len] != '/') continue;
+    const std::size_t p = where.rfind(path.substr(0, len));
+    if (p != std::string::npos && (p + len == where.size() || where[p + len] == ' '))
+      return where.substr(0, p) + io::printable(path) + where.substr(p + len);
+  }
+  return where + ": " + io::printable(path);
+}
+
 // Keras's dims of a weight are checked against what the config makes.
 void expect_shape(const StoredWeight& sw, const std::vector<std::int64_t>& want, const std::string& where) {
   if (sw.shape != want) {
     std::vector<Index> a(sw.shape.begin(), sw.shape.end()), b(want.begin(), want.end());
-    fail(Code::io, where, ": ", io::printable(sw.path), ": shape ", shape_string(a), " does not fit (expected ",
+    fail(Code::io, weight_location(where, sw.path), ": shape ", shape_string(a), " does not fit (expected ",
          shape_string(b), ")");
   }
 }
@@ -108,7 +121,7 @@ std::vector<float> take_weight(std::vector<StoredWeight>& w, const std::vector<s
   w.erase(w.begin());
   expect_shape(sw, shape, where);
   for (float v : sw.data)
-    if (!std::isfinite(v)) fail(Code::io, where, ": ", io::printable(sw.path), ": non-finite weight value");
+    if (!std::isfinite(v)) fail(Code::io, weight_location(where, sw.path), ": non-finite weight value");
   return std::move(sw.data);
 }
 
@@ -1340,7 +1353,7 @@ void RecurrentOp::load(std::vector<StoredWeight>& all, bool legacy, const std::s
     all.erase(all.begin(), all.begin() + static_cast<long>(per));
     for (const auto& sw : mine)
       for (float v : sw.data)
-        if (!std::isfinite(v)) fail(Code::io, where, ": ", io::printable(sw.path), ": non-finite weight value");
+        if (!std::isfinite(v)) fail(Code::io, weight_location(where, sw.path), ": non-finite weight value");
     const LayerConfig& c = layer.config();
     const Index u = c.units;
     const int G = c.gates();
@@ -1361,7 +1374,7 @@ void RecurrentOp::load(std::vector<StoredWeight>& all, bool legacy, const std::s
                         (source == "GRU(reset_after=True)" && target == "CuDNNGRU") ||
                         (source == "CuDNNLSTM" && target == "LSTM") || (source == "LSTM" && target == "CuDNNLSTM");
         if (!ok)
-          fail(Code::io, where, ": ", io::printable(mine[2].path), ": ", source, " is not compatible with ", target,
+          fail(Code::io, weight_location(where, mine[2].path), ": ", source, " is not compatible with ", target,
                " (layer '", io::printable(name), "' cannot take this bias layout)");
         const bool to_native = source.rfind("CuDNN", 0) == 0;
         if (!to_native) expect_shape(mine[2], c.is_gru() ? std::vector<std::int64_t>{2, G * u} : std::vector<std::int64_t>{G * u}, where);

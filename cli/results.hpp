@@ -1,0 +1,29 @@
+// A run's arrays as text for people and as JSON for programs: what `recur run` and `recur stream`
+// print to stdout and write to .txt / .json files.
+//
+// Text: per array a header "NAME: (dims)", then one line per row of the last axis, led by the
+// row's index over the other axes: "  [0]  v v v" for (B, F), "  [0, 2]  v v" for (B, T, F).
+// JSON: {"NAME": {"dims": [...], "values": [...]}, ...} with "values" nested like the dims (what
+// numpy.array() of it gives back). Values are written with 9 significant digits (%.9g: each
+// float32 reads back exactly); NaN and infinities, which JSON cannot hold, as null.
+#ifndef RECUR_CLI_RESULTS_HPP
+#define RECUR_CLI_RESULTS_HPP
+
+#include <string>
+
+#include "npy.hpp"
+
+namespace recur_cli {
+
+// "%.9g" of v.
+std::string format_value(float v);
+
+// The arrays as text, in order.
+std::string text_of(const NamedArrays& arrays);
+
+// The arrays as one JSON object on one line (no newline at the end).
+std::string json_of(const NamedArrays& arrays);
+
+}  // namespace recur_cli
+
+#endif
