@@ -4,14 +4,18 @@
 #   librecur0-cuda   cuda      librecur_cuda.so, the GPU plugin (when the CUDA toolkit and cuDNN were found)
 #   librecur-dev     dev       headers, the librecur.so link, recur.pc, the CMake package
 #   recur-tools      cli       the `recur` command-line tool
-#   librecur-java    java      recur.jar (share/java, and the Maven layout in share/maven-repo), librecur_java.so
+#   librecur-java    java      recur.jar (share/java, and the Maven layout in share/maven-repo),
+#                              librecur_java.so (<libdir>/jni, on Debian's default java.library.path)
 #   librecur-cil     csharp    Recur.dll and librecur_csharp.so for mono (lib/cli/recur)
 #   golang-recur-dev go        the Go module's source (share/recur/go/recur), built by cgo through recur.pc
 # Shared-library dependencies come from dpkg-shlibdeps; those between the packages from the
 # components' DEPENDS below, at this exact version (one build, one ABI).
 set(CPACK_PACKAGE_NAME recur)
 set(CPACK_PACKAGE_VENDOR "recur developers")
-set(CPACK_PACKAGE_CONTACT "recur developers")
+set(RECUR_DEB_MAINTAINER "recur developers <maintainers@recur.dev>")
+set(CPACK_PACKAGE_CONTACT "${RECUR_DEB_MAINTAINER}")
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${RECUR_DEB_MAINTAINER}")
+set(CPACK_PACKAGE_HOMEPAGE_URL "https://recur.dev")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Keras recurrent layers and models with Keras's numbers, behind a C ABI")
 set(CPACK_PACKAGE_INSTALL_DIRECTORY recur)
@@ -34,13 +38,50 @@ get_cmake_property(RECUR_COMPONENTS COMPONENTS)
 set(CPACK_COMPONENTS_ALL ${RECUR_COMPONENTS})
 list(FILTER CPACK_COMPONENTS_ALL EXCLUDE REGEX "^Unspecified$")
 
-set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME librecur0)
+# Each package's /usr/share/doc/<package>: the machine-readable copyright (DEP-5), the Debian
+# changelog (gzip -9n, as Debian policy and lintian want it) and THIRD_PARTY. Only for the
+# components this build installs, so that no package holds nothing but documents.
+set(RECUR_DEB_PACKAGE_runtime librecur0)
+set(RECUR_DEB_PACKAGE_cuda librecur0-cuda)
+set(RECUR_DEB_PACKAGE_dev librecur-dev)
+set(RECUR_DEB_PACKAGE_cli recur-tools)
+set(RECUR_DEB_PACKAGE_java librecur-java)
+set(RECUR_DEB_PACKAGE_csharp librecur-cil)
+set(RECUR_DEB_PACKAGE_go golang-recur-dev)
+if(NOT WIN32)
+  string(TIMESTAMP RECUR_DEB_DATE "%a, %d %b %Y %H:%M:%S +0000" UTC)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/debian/changelog.in ${PROJECT_BINARY_DIR}/cpack/doc/changelog.Debian @ONLY)
+  execute_process(COMMAND gzip -9nf ${PROJECT_BINARY_DIR}/cpack/doc/changelog.Debian RESULT_VARIABLE recur_gzip_rc)
+  if(NOT recur_gzip_rc EQUAL 0)
+    message(FATAL_ERROR "gzip -9n of ${PROJECT_BINARY_DIR}/cpack/doc/changelog.Debian failed (${recur_gzip_rc})")
+  endif()
+  foreach(component IN LISTS CPACK_COMPONENTS_ALL)
+    if(NOT RECUR_DEB_PACKAGE_${component})
+      message(FATAL_ERROR "cmake/Packaging.cmake: install component '${component}' has no package name")
+    endif()
+    install(FILES ${PROJECT_SOURCE_DIR}/cmake/debian/copyright ${PROJECT_BINARY_DIR}/cpack/doc/changelog.Debian.gz
+                  ${PROJECT_SOURCE_DIR}/THIRD_PARTY
+      DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${RECUR_DEB_PACKAGE_${component}} COMPONENT ${component})
+  endforeach()
+endif()
+
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME ${RECUR_DEB_PACKAGE_runtime})
 # A shlibs file, so that dpkg-shlibdeps maps librecur.so.0 to librecur0 for packages built against
 # it. Written here rather than with CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS, which applies to every
-# package and warns about the bindings' plugins (no soname). cpack adds the ldconfig calls.
+# package and warns about the bindings' plugins (no soname).
 file(WRITE ${PROJECT_BINARY_DIR}/cpack/runtime/shlibs
   "librecur ${PROJECT_VERSION_MAJOR} librecur0 (>= ${PROJECT_VERSION})\n")
-set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${PROJECT_BINARY_DIR}/cpack/runtime/shlibs)
+# The loader's cache is refreshed by dpkg's ldconfig trigger, as Debian's library packages do,
+# not by maintainer scripts: cpack writes a postinst and a postrm that call ldconfig for a package
+# with a library in /usr/lib unless the control files name their own. Naming files that do not
+# exist stops that and adds nothing (cpack copies only the control files that exist).
+file(WRITE ${PROJECT_BINARY_DIR}/cpack/runtime/triggers "activate-noawait ldconfig\n")
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${PROJECT_BINARY_DIR}/cpack/runtime/shlibs
+  ${PROJECT_BINARY_DIR}/cpack/runtime/triggers
+  ${PROJECT_BINARY_DIR}/cpack/no-maintainer-scripts/postinst ${PROJECT_BINARY_DIR}/cpack/no-maintainer-scripts/postrm)
+file(REMOVE ${PROJECT_BINARY_DIR}/cpack/no-maintainer-scripts/postinst ${PROJECT_BINARY_DIR}/cpack/no-maintainer-scripts/postrm)
+set(CPACK_DEBIAN_CUDA_PACKAGE_CONTROL_EXTRA ${PROJECT_BINARY_DIR}/cpack/runtime/triggers
+  ${PROJECT_BINARY_DIR}/cpack/no-maintainer-scripts/postinst ${PROJECT_BINARY_DIR}/cpack/no-maintainer-scripts/postrm)
 set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "Keras recurrent layers with Keras's numbers - shared library
  recur runs Keras GRU, LSTM and SimpleRNN layers (and CuDNNGRU/CuDNNLSTM and the cells) and whole
  Keras models (.keras and .h5 files) with the numbers Keras computes, behind a small C ABI.
