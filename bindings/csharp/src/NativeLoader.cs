@@ -109,6 +109,9 @@ public static class NativeLoader {
   }
 
   static void LoadLinux() {
+    // Binds the dlerror P/Invoke now: binding it later would run dlsym, which clears the message
+    // of the dlopen that failed.
+    DlError();
     var searched = new List<string>();
     var folders = Folders();
     if (Environment.GetEnvironmentVariable(PathVariable) == null) searched.Add(PathVariable + ": not set");
