@@ -17,7 +17,10 @@ set(CPACK_PACKAGE_CONTACT "${RECUR_DEB_MAINTAINER}")
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${RECUR_DEB_MAINTAINER}")
 set(CPACK_PACKAGE_HOMEPAGE_URL "https://recur.dev")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Keras recurrent layers and models with Keras's numbers, behind a C ABI")
+# No CPACK_PACKAGE_DESCRIPTION_SUMMARY: cpack would put it before each package's own synopsis (the
+# first line of CPACK_DEBIAN_<COMPONENT>_DESCRIPTION), turning that into a line of the long
+# description. cpack indents the long description and writes " ." for its empty lines; its lines
+# stay within lintian's 80 columns, and none may start with a dot.
 set(CPACK_PACKAGE_INSTALL_DIRECTORY recur)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_GENERATOR DEB)
@@ -83,51 +86,58 @@ file(REMOVE ${PROJECT_BINARY_DIR}/cpack/no-maintainer-scripts/postinst ${PROJECT
 set(CPACK_DEBIAN_CUDA_PACKAGE_CONTROL_EXTRA ${PROJECT_BINARY_DIR}/cpack/runtime/triggers
   ${PROJECT_BINARY_DIR}/cpack/no-maintainer-scripts/postinst ${PROJECT_BINARY_DIR}/cpack/no-maintainer-scripts/postrm)
 set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "Keras recurrent layers with Keras's numbers - shared library
- recur runs Keras GRU, LSTM and SimpleRNN layers (and CuDNNGRU/CuDNNLSTM and the cells) and whole
- Keras models (.keras and .h5 files) with the numbers Keras computes, behind a small C ABI.
- .
- This package holds the shared library librecur.so.0.")
+recur runs Keras GRU, LSTM and SimpleRNN layers (and CuDNNGRU/CuDNNLSTM and
+the cells) and whole Keras models (.keras and .h5 files) with the numbers
+Keras computes, behind a small C ABI.
+
+This package holds the shared library librecur.so.0.")
 
 set(CPACK_DEBIAN_CUDA_PACKAGE_NAME librecur0-cuda)
 # No shlibdeps: CUDA's cuBLAS and cuDNN come from NVIDIA's installers, not from Debian packages
 # that dpkg-shlibdeps could name; librecur reports a missing one when a "cuda" device is asked for.
 set(CPACK_DEBIAN_CUDA_PACKAGE_SHLIBDEPS OFF)
+# The C and C++ runtimes it links (readelf -d); the exact versions come with librecur0's own.
+set(CPACK_DEBIAN_CUDA_PACKAGE_DEPENDS "libc6, libgcc-s1, libstdc++6")
 set(CPACK_DEBIAN_CUDA_DESCRIPTION "Keras recurrent layers with Keras's numbers - NVIDIA GPU plugin
- librecur_cuda.so, loaded by librecur.so.0 when a cuda device is asked for. It needs the NVIDIA
- driver, cuBLAS and cuDNN 9, which this package does not depend on (NVIDIA ships them).")
+librecur_cuda.so, loaded by librecur.so.0 when a cuda device is asked for.
+It needs the NVIDIA driver, cuBLAS and cuDNN 9, which this package does not
+depend on (NVIDIA ships them).")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME librecur-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_DESCRIPTION "Keras recurrent layers with Keras's numbers - development files
- The C header recur/recur.h, the C++ header recur/recur.hpp, the librecur.so link, the pkg-config
- file recur.pc and the CMake package (find_package(recur), target recur::recur).")
+The C header recur/recur.h, the C++ header recur/recur.hpp, the librecur.so
+link, the pkg-config file recur.pc and the CMake package
+(find_package(recur), target recur::recur).")
 
 set(CPACK_DEBIAN_CLI_PACKAGE_NAME recur-tools)
 set(CPACK_DEBIAN_CLI_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_CLI_DESCRIPTION "Keras recurrent layers with Keras's numbers - command-line tool
- recur info / run / verify: describes a Keras model file, runs it on .npy/.npz inputs and
- compares the outputs with Keras's.")
+recur info / run / verify: describes a Keras model file, runs it on the
+inputs of .npy/.npz files and compares the outputs with Keras's.")
 
 set(CPACK_DEBIAN_JAVA_PACKAGE_NAME librecur-java)
 set(CPACK_DEBIAN_JAVA_PACKAGE_SECTION java)
-set(CPACK_DEBIAN_JAVA_PACKAGE_DEPENDS "default-jre-headless | java11-runtime-headless")
+# No dependency on a JRE: Debian's Java policy leaves that to the programs that use a library jar.
 set(CPACK_DEBIAN_JAVA_DESCRIPTION "Keras recurrent layers with Keras's numbers - Java binding
- /usr/share/java/recur.jar (package recur, Maven coordinates dev.recur:recur) and its JNI library
- librecur_java.so.")
+/usr/share/java/recur.jar (package recur, Maven coordinates dev.recur:recur)
+and its JNI library librecur_java.so.")
 
 set(CPACK_DEBIAN_CSHARP_PACKAGE_NAME librecur-cil)
 set(CPACK_DEBIAN_CSHARP_PACKAGE_SECTION cli-mono)
 set(CPACK_DEBIAN_CSHARP_PACKAGE_DEPENDS "mono-runtime")
 set(CPACK_DEBIAN_CSHARP_DESCRIPTION "Keras recurrent layers with Keras's numbers - C# binding
- Recur.dll (namespace Recur) for mono, with its native glue librecur_csharp.so, in /usr/lib/cli/recur.")
+Recur.dll (namespace Recur) for mono, with its native glue
+librecur_csharp.so, in /usr/lib/cli/recur.")
 
 set(CPACK_DEBIAN_GO_PACKAGE_NAME golang-recur-dev)
 set(CPACK_DEBIAN_GO_PACKAGE_SECTION golang)
 set(CPACK_DEBIAN_GO_PACKAGE_ARCHITECTURE all)
 set(CPACK_DEBIAN_GO_PACKAGE_DEPENDS "golang-go, pkg-config")
 set(CPACK_DEBIAN_GO_DESCRIPTION "Keras recurrent layers with Keras's numbers - Go module source
- The module recur.dev/recur (SWIG wrapper included) in /usr/share/recur/go/recur, for a go.mod
- replace directive; cgo builds it against librecur-dev through pkg-config.")
+The module recur.dev/recur (SWIG wrapper included) in
+/usr/share/recur/go/recur, for a go.mod replace directive; cgo builds it
+against librecur-dev through pkg-config.")
 
 include(CPack)
 cpack_add_component(runtime DISPLAY_NAME "Shared library")

@@ -71,7 +71,7 @@ case "$(pkg-config --cflags recur)" in *"$work/moved/prefix"*) ;; *)
 case "$pc_libs" in *"-Wl,-rpath,$work/moved/prefix"*) ;; *)
   echo "FAILED: pkg-config --libs has no -Wl,-rpath to the moved libdir: $pc_libs" >&2; exit 1;; esac
 
-step "the CLI runs from the moved tree (RUNPATH \$ORIGIN/../lib)"
+step "the CLI runs from the moved tree (RUNPATH \$ORIGIN/../<libdir>)"
 env -u LD_LIBRARY_PATH "$prefix/bin/recur" verify "$models/sentiment_keras3.keras" -i "$models/sentiment_inputs.npy" \
   --expected "$models/sentiment_keras3_keras.npy" | tail -n 3 | sed 's/^/    /'
 
@@ -147,7 +147,7 @@ else
   step "Java: skipped (no jar installed or no javac: the build found no JDK)"
 fi
 
-cs_dir=$libdir/cli/recur
+cs_dir=$prefix/lib/cli/recur
 if have "$cs_dir/Recur.dll" && command -v mcs >/dev/null && command -v mono >/dev/null; then
   step "C#: mcs + mono against lib/cli/recur/Recur.dll"
   mkdir -p "$work/cs"
@@ -244,7 +244,7 @@ if [[ -n $installed ]]; then
 fi
 
 step "cpack -G DEB"
-(cd "$build" && cpack -G DEB -B "$work/debs" >"$work/cpack.log") || { cat "$work/cpack.log"; exit 1; }
+(cd "$build" && cpack -G DEB -B "$work/debs" >"$work/cpack.log" 2>&1) || { cat "$work/cpack.log"; exit 1; }
 debs=("$work"/debs/*.deb)
 
 if command -v lintian >/dev/null; then

@@ -81,7 +81,8 @@ for name in "${required[@]}"; do
     printf '%s\n' "$out" | sed 's/^/    /'
     echo "FAILED: recipe $name (lines $first-$last of $doc) exited non-zero" >&2; failed=$((failed + 1)); continue
   fi
-  got=$(grep -E '^prediction: ' <<<"$out" | tail -n 1 || true)
+  # Maven colours its output even with -q: the escapes are dropped before reading the line.
+  got=$(sed 's/\x1b\[[0-9;]*m//g' <<<"$out" | grep -E '^prediction: ' | tail -n 1 || true)
   if [[ -z $got ]] || ! awk -v g="$got" -v a="$want0" -v b="$want1" 'BEGIN {
         split(g, f, " "); d0 = f[2] - a; d1 = f[3] - b; if (d0 < 0) d0 = -d0; if (d1 < 0) d1 = -d1
         exit !(f[2] != "" && f[3] != "" && d0 <= 1e-5 && d1 <= 1e-5) }'; then
