@@ -147,3 +147,9 @@ cpack_add_component(cli DISPLAY_NAME "Command-line tool" DEPENDS runtime)
 cpack_add_component(java DISPLAY_NAME "Java binding" DEPENDS runtime)
 cpack_add_component(csharp DISPLAY_NAME "C# binding" DEPENDS runtime)
 cpack_add_component(go DISPLAY_NAME "Go module source" DEPENDS dev)
+
+# README.md's quotes of the quick-start programs (examples/quickstart) must be the files as they
+# are; the packaging tests run them (scripts/package-test.sh).
+if(RECUR_BUILD_TESTS AND NOT WIN32)
+  add_test(NAME readme_quickstart_snippets COMMAND ${PROJECT_SOURCE_DIR}/tests/packaging/check_readme_snippets.sh)
+endif()

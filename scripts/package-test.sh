@@ -109,8 +109,9 @@ if have "$jar" && command -v javac >/dev/null; then
   expect_finished env -u LD_LIBRARY_PATH java -Drecur.library="$libdir/jni/librecur_java.so" \
     -cp "$work/java:$jar" SentimentExample "$models"
 
+  listing=$(unzip -l "$jar")
   for want in META-INF/LICENSE META-INF/THIRD_PARTY; do
-    unzip -l "$jar" | grep -q " $want$" || { echo "FAILED: recur.jar lacks $want" >&2; exit 1; }
+    grep -q " $want$" <<<"$listing" || { echo "FAILED: recur.jar lacks $want" >&2; exit 1; }
   done
 
   step "Maven layout: share/maven-repo/dev/recur/recur/$version"
@@ -178,10 +179,11 @@ if have "$cs_dir/Recur.dll" && command -v mcs >/dev/null && command -v mono >/de
     cmake --build "$build" --target recur_nupkg >"$work/nupkg.log" || { cat "$work/nupkg.log"; exit 1; }
     nupkg=$build/bindings/csharp/Recur.$version.nupkg
     if command -v python3 >/dev/null; then python3 -m zipfile -l "$nupkg" | awk 'NR > 1 {print "    " $1}'; fi
+    listing=$(unzip -l "$nupkg")
     for want in LICENSE THIRD_PARTY; do
-      unzip -l "$nupkg" | grep -q " $want$" || { echo "FAILED: $nupkg lacks $want" >&2; exit 1; }
+      grep -q " $want$" <<<"$listing" || { echo "FAILED: $nupkg lacks $want" >&2; exit 1; }
     done
-    unzip -p "$nupkg" Recur.nuspec | grep -qF '<license type="expression">Apache-2.0</license>' ||
+    grep -qF '<license type="expression">Apache-2.0</license>' <<<"$(unzip -p "$nupkg" Recur.nuspec)" ||
       { echo "FAILED: the nuspec in $nupkg has no <license type=\"expression\">Apache-2.0</license>" >&2; exit 1; }
     mkdir -p "$work/feed" && cp "$nupkg" "$work/feed/"
     HOME=$work nuget install Recur -Version "$version" -Source "$work/feed" -OutputDirectory "$work/packages" \
@@ -251,7 +253,7 @@ if command -v lintian >/dev/null; then
   step "lintian (errors and warnings fail; accepted tags: tests/packaging/lintian-overrides)"
   # Debian's own build runs lintian as a user; as root it refuses unless told to go on.
   lintian --allow-root --fail-on error,warning --suppress-tags-from-file "$src/tests/packaging/lintian-overrides" \
-    --no-tag-display-limit "${debs[@]}" >"$work/lintian.log" 2>&1 || { cat "$work/lintian.log"; echo "FAILED: lintian" >&2; exit 1; }
+    --tag-display-limit 0 "${debs[@]}" >"$work/lintian.log" 2>&1 || { cat "$work/lintian.log"; echo "FAILED: lintian" >&2; exit 1; }
   sed 's/^/    /' "$work/lintian.log"
   echo "    lintian: no errors or warnings in ${#debs[@]} packages"
 else
