@@ -285,6 +285,11 @@ expect_finished env -u LD_LIBRARY_PATH "$work/deb-use/cpp" "$models" cpu
 if [[ " ${names[*]} " == *" librecur-java "* ]]; then
   # System.loadLibrary finds /usr/lib/<multiarch>/jni/librecur_java.so on Debian's default java.library.path.
   expect_finished env -u LD_LIBRARY_PATH java -cp /usr/share/java/recur.jar "$src/examples/java/SentimentExample.java" "$models"
+  # Again with a copy of the jar without its native libraries: only the package's
+  # /usr/lib/<multiarch>/jni/librecur_java.so can serve then.
+  (cd "$work/deb-use" && jar xf /usr/share/java/recur.jar && rm -rf native && jar cf recur-no-native.jar recur)
+  expect_finished env -u LD_LIBRARY_PATH java -cp "$work/deb-use/recur-no-native.jar" \
+    "$src/examples/java/SentimentExample.java" "$models"
 fi
 if [[ " ${names[*]} " == *" librecur-cil "* ]]; then
   mcs -nologo -out:"$work/deb-use/RecurExample.exe" -r:/usr/lib/cli/recur/Recur.dll "$src/examples/csharp/Program.cs"
