@@ -279,6 +279,9 @@ env -u LD_LIBRARY_PATH recur info "$models/sentiment_keras3.keras" | head -n 4 |
 env -u LD_LIBRARY_PATH recur verify "$models/sentiment_keras3.keras" -i "$models/sentiment_inputs.npy" \
   --expected "$models/sentiment_keras3_keras.npy" | tail -n 3 | sed 's/^/    /'
 mkdir -p "$work/deb-use"
+# The loader searches /usr/lib/<multiarch> itself: the packaged recur.pc carries no rpath.
+case "$(pkg-config --libs recur)" in *-rpath*)
+  echo "FAILED: the packaged recur.pc has an rpath: $(pkg-config --libs recur)" >&2; exit 1;; esac
 # shellcheck disable=SC2046
 c++ -std=c++17 -O2 -o "$work/deb-use/cpp" "$src/examples/cpp/main.cpp" $(pkg-config --cflags --libs recur)
 expect_finished env -u LD_LIBRARY_PATH "$work/deb-use/cpp" "$models" cpu
