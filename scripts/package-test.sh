@@ -109,9 +109,9 @@ if have "$jar" && command -v javac >/dev/null; then
   expect_finished env -u LD_LIBRARY_PATH java -Drecur.library="$libdir/jni/librecur_java.so" \
     -cp "$work/java:$jar" SentimentExample "$models"
 
-  listing=$(unzip -l "$jar")
+  listing=$(jar tf "$jar")
   for want in META-INF/LICENSE META-INF/THIRD_PARTY; do
-    grep -q " $want$" <<<"$listing" || { echo "FAILED: recur.jar lacks $want" >&2; exit 1; }
+    grep -qx "$want" <<<"$listing" || { echo "FAILED: recur.jar lacks $want" >&2; exit 1; }
   done
 
   step "Maven layout: share/maven-repo/dev/recur/recur/$version"
@@ -178,12 +178,14 @@ if have "$cs_dir/Recur.dll" && command -v mcs >/dev/null && command -v mono >/de
     step "NuGet: pack, install from a local folder source, build and run a consumer"
     cmake --build "$build" --target recur_nupkg >"$work/nupkg.log" || { cat "$work/nupkg.log"; exit 1; }
     nupkg=$build/bindings/csharp/Recur.$version.nupkg
-    if command -v python3 >/dev/null; then python3 -m zipfile -l "$nupkg" | awk 'NR > 1 {print "    " $1}'; fi
-    listing=$(unzip -l "$nupkg")
+    # python3 builds the package (bindings/csharp/nupkg_license.py), so it is here.
+    listing=$(python3 -c 'import sys, zipfile; print("\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))' "$nupkg")
+    sed 's/^/    /' <<<"$listing"
     for want in LICENSE THIRD_PARTY; do
-      grep -q " $want$" <<<"$listing" || { echo "FAILED: $nupkg lacks $want" >&2; exit 1; }
+      grep -qx "$want" <<<"$listing" || { echo "FAILED: $nupkg lacks $want" >&2; exit 1; }
     done
-    grep -qF '<license type="expression">Apache-2.0</license>' <<<"$(unzip -p "$nupkg" Recur.nuspec)" ||
+    nuspec=$(python3 -c 'import sys, zipfile; print(zipfile.ZipFile(sys.argv[1]).read("Recur.nuspec").decode())' "$nupkg")
+    grep -qF '<license type="expression">Apache-2.0</license>' <<<"$nuspec" ||
       { echo "FAILED: the nuspec in $nupkg has no <license type=\"expression\">Apache-2.0</license>" >&2; exit 1; }
     mkdir -p "$work/feed" && cp "$nupkg" "$work/feed/"
     HOME=$work nuget install Recur -Version "$version" -Source "$work/feed" -OutputDirectory "$work/packages" \
