@@ -2,13 +2,15 @@
 # An application folder is made from the package folder (OUT) without librecur.so.0, then without
 # librecur_csharp.so; each run must fail with one Recur.RecurNativeLoadException that names the
 # missing file, lists the places searched and says what to do (and no TypeInitializationException).
-# Then RECUR_LIBRARY_PATH naming a folder that holds librecur.so.0 must make the first folder work.
+# Then RECUR_LIBRARY_PATH must make both work: naming a folder that holds librecur.so.0 for the
+# first, and one that holds both libraries for the second (the glue is then loaded from there).
 # Arguments: OUT (Recur.dll, librecur_csharp.so, librecur.so.0, RecurExample.exe), WORK, MONO, MODELS
 file(REMOVE_RECURSE ${WORK})
-file(MAKE_DIRECTORY ${WORK}/no-core ${WORK}/no-glue ${WORK}/lib)
+file(MAKE_DIRECTORY ${WORK}/no-core ${WORK}/no-glue ${WORK}/lib ${WORK}/native)
 file(COPY ${OUT}/Recur.dll ${OUT}/librecur_csharp.so ${OUT}/RecurExample.exe DESTINATION ${WORK}/no-core)
 file(COPY ${OUT}/Recur.dll ${OUT}/RecurExample.exe DESTINATION ${WORK}/no-glue)
 file(COPY ${OUT}/librecur.so.0 DESTINATION ${WORK}/lib)
+file(COPY ${OUT}/librecur.so.0 ${OUT}/librecur_csharp.so DESTINATION ${WORK}/native)
 
 function(expect_failure dir missing)
   execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=LD_LIBRARY_PATH --unset=RECUR_LIBRARY_PATH
@@ -36,10 +38,15 @@ endfunction()
 expect_failure(${WORK}/no-core librecur.so.0)
 expect_failure(${WORK}/no-glue librecur_csharp.so)
 
-execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=LD_LIBRARY_PATH RECUR_LIBRARY_PATH=${WORK}/lib
-                        ${MONO} ${WORK}/no-core/RecurExample.exe ${MODELS}
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(NOT rc EQUAL 0 OR NOT out MATCHES "example finished")
-  message(FATAL_ERROR "with RECUR_LIBRARY_PATH=${WORK}/lib (holding librecur.so.0) the example failed (${rc}):\n${out}${err}")
-endif()
-message(STATUS "RECUR_LIBRARY_PATH=${WORK}/lib: example finished")
+function(expect_success dir library_path)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=LD_LIBRARY_PATH RECUR_LIBRARY_PATH=${library_path}
+                          ${MONO} ${dir}/RecurExample.exe ${MODELS}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "example finished")
+    message(FATAL_ERROR "${dir} with RECUR_LIBRARY_PATH=${library_path}: the example failed (${rc}):\n${out}${err}")
+  endif()
+  message(STATUS "${dir} with RECUR_LIBRARY_PATH=${library_path}: example finished")
+endfunction()
+
+expect_success(${WORK}/no-core ${WORK}/lib)
+expect_success(${WORK}/no-glue ${WORK}/native)
