@@ -3,8 +3,9 @@
 # `<!-- tested: NAME -->`, exactly as written, each in a fresh scratch folder that holds the
 # quick-start program of its language (examples/quickstart/<lang>/) and the bundled model
 # sentiment_keras3.keras, with PREFIX naming the installed tree (and FEED a folder holding the
-# .nupkg, for the NuGet recipe). Each recipe must print "prediction: P0 P1" within 1e-5 of Keras's
-# prediction for that sample (examples/models/sentiment_keras3_keras.txt, first row).
+# .nupkg, for the NuGet recipe). Each recipe must print the line "P0 P1", the program's two
+# probabilities, within 1e-5 of Keras's prediction for that sample
+# (examples/models/sentiment_keras3_keras.txt, first row).
 #
 # Fails when a recipe fails, prints no such line or a wrong one, or when one of the recipes below
 # is missing from the page; a recipe whose toolchain is not installed is skipped, saying so.
@@ -82,12 +83,12 @@ for name in "${required[@]}"; do
     echo "FAILED: recipe $name (lines $first-$last of $doc) exited non-zero" >&2; failed=$((failed + 1)); continue
   fi
   # Maven colours its output even with -q: the escapes are dropped before reading the line.
-  got=$(sed 's/\x1b\[[0-9;]*m//g' <<<"$out" | grep -E '^prediction: ' | tail -n 1 || true)
+  got=$(sed 's/\x1b\[[0-9;]*m//g' <<<"$out" | grep -E '^[0-9.eE+-]+ [0-9.eE+-]+$' | tail -n 1 || true)
   if [[ -z $got ]] || ! awk -v g="$got" -v a="$want0" -v b="$want1" 'BEGIN {
-        split(g, f, " "); d0 = f[2] - a; d1 = f[3] - b; if (d0 < 0) d0 = -d0; if (d1 < 0) d1 = -d1
-        exit !(f[2] != "" && f[3] != "" && d0 <= 1e-5 && d1 <= 1e-5) }'; then
+        split(g, f, " "); d0 = f[1] - a; d1 = f[2] - b; if (d0 < 0) d0 = -d0; if (d1 < 0) d1 = -d1
+        exit !(d0 <= 1e-5 && d1 <= 1e-5) }'; then
     printf '%s\n' "$out" | sed 's/^/    /'
-    echo "FAILED: recipe $name printed '${got:-no prediction line}', Keras: $want0 $want1 (1e-5)" >&2
+    echo "FAILED: recipe $name printed '${got:-no line of two probabilities}', Keras: $want0 $want1 (1e-5)" >&2
     failed=$((failed + 1)); continue
   fi
   echo "  recipe $name: $got (Keras $want0 $want1)"

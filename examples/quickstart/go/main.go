@@ -1,4 +1,4 @@
-// recur quick start in Go: open a Keras model, run one sequence of token ids, print the prediction.
+// recur quick start: open a Keras model, run one sequence of ten token ids, print its probabilities.
 package main
 
 import (
@@ -10,7 +10,7 @@ import (
 )
 
 func main() {
-	path := "sentiment_keras3.keras"
+	path := "examples/models/sentiment_keras3.keras"
 	if len(os.Args) > 1 {
 		path = os.Args[1]
 	}
@@ -19,10 +19,10 @@ func main() {
 		log.Fatal(err)
 	}
 	defer model.Close()
-	ids := []float32{12, 13, 18, 11, 15, 16, 5, 2, 6, 6} // the first sample of sentiment_inputs.npy
-	probs, err := model.Predict(ids, 1, 10, nil)         // batch 1, 10 steps: P(negative), P(positive)
+	ids := []float32{12, 13, 18, 11, 15, 16, 5, 2, 6, 6}
+	probs, err := model.Predict(ids, 1, 10, nil) // batch 1, 10 timesteps, no mask
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("prediction: %.9f %.9f\n", probs[0], probs[1]) // Keras: 0.999587297 0.000412621826
+	fmt.Printf("%.9f %.9f\n", probs[0], probs[1])
 }
