@@ -109,6 +109,11 @@ if have "$jar" && command -v javac >/dev/null; then
   expect_finished env -u LD_LIBRARY_PATH java -Drecur.library="$libdir/jni/librecur_java.so" \
     -cp "$work/java:$jar" SentimentExample "$models"
 
+  # Without recur.library nor java.library.path: a copy of the jar without its native libraries,
+  # beside the installed one, can only load <libdir>/jni/librecur_java.so, found from its location.
+  mkdir -p "$work/java-strip" && (cd "$work/java-strip" && jar xf "$jar" && rm -rf native/linux-x86-64 && jar cf "$prefix/$datadir_rel/java/recur-no-native.jar" recur native)
+  expect_finished env -u LD_LIBRARY_PATH java -cp "$work/java:$prefix/$datadir_rel/java/recur-no-native.jar" SentimentExample "$models"
+  rm "$prefix/$datadir_rel/java/recur-no-native.jar"
   listing=$(jar tf "$jar")
   for want in META-INF/LICENSE META-INF/THIRD_PARTY; do
     grep -qx "$want" <<<"$listing" || { echo "FAILED: recur.jar lacks $want" >&2; exit 1; }
