@@ -1,6 +1,7 @@
 # Packages (cpack): one Debian package per install component, named and split as Debian splits a
-# library. Run from a configured and built folder:  (cd build && cpack -G DEB)
-#   librecur0        runtime   librecur.so.0 (and the CUDA plugin when it is built)
+# library, and lintian-clean (scripts/package-test.sh checks; docs/install.md describes them).
+# Run from a configured and built folder:  (cd build && cpack -G DEB)
+#   librecur0        runtime   librecur.so.0 in the multiarch libdir (/usr/lib/x86_64-linux-gnu)
 #   librecur0-cuda   cuda      librecur_cuda.so, the GPU plugin (when the CUDA toolkit and cuDNN were found)
 #   librecur-dev     dev       headers, the librecur.so link, recur.pc, the CMake package
 #   recur-tools      cli       the `recur` command-line tool
