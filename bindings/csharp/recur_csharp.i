@@ -113,6 +113,11 @@ static void recur_csharp_raise(int status) {
 /* LayerOptions: only the constructor is public; src/LayerOptions.Api.cs wraps the fields in
  * PascalCase properties that check for Dispose first. */
 %csmethodmodifiers RecurLayerOptions::RecurLayerOptions "public";
+/* It is also an entry point: the native libraries are loaded (src/NativeLoader.cs) before its
+ * P/Invoke, so that a missing one is reported by name. */
+%typemap(csconstruct, excode=SWIGEXCODE) RecurLayerOptions %{: this(global::Recur.NativeLoader.Ensure() ? $imcall : global::System.IntPtr.Zero, true) {$excode
+  }
+%}
 
 /* Parts of the C ABI that the common interface leaves out. */
 %rename(recur_binding_version_number) recur_version_number;

@@ -59,13 +59,13 @@ public enum Limit {
 public static class Limits {
   /// <summary>The current value of <paramref name="limit"/>. An unknown value throws
   /// RecurException (Status.InvalidArgument).</summary>
-  public static ulong Get(Limit limit) { ulong v; recur.recur_binding_get_limit((int)limit, out v); return v; }
+  public static ulong Get(Limit limit) { NativeLoader.Load(); ulong v; recur.recur_binding_get_limit((int)limit, out v); return v; }
 
   /// <summary>The built-in default of <paramref name="limit"/>.</summary>
-  public static ulong Default(Limit limit) { ulong v; recur.recur_binding_default_limit((int)limit, out v); return v; }
+  public static ulong Default(Limit limit) { NativeLoader.Load(); ulong v; recur.recur_binding_default_limit((int)limit, out v); return v; }
 
   /// <summary>Sets <paramref name="limit"/> for the whole process; 0 restores its default.</summary>
-  public static void Set(Limit limit, ulong value) { recur.recur_binding_set_limit((int)limit, value); }
+  public static void Set(Limit limit, ulong value) { NativeLoader.Load(); recur.recur_binding_set_limit((int)limit, value); }
 }
 
 /// <summary>recur_layer_type values for LayerOptions.Type.</summary>
@@ -152,30 +152,31 @@ public static class Library {
   public const int Default = -1;
 
   /// <summary>"MAJOR.MINOR.PATCH" of the loaded native library.</summary>
-  public static string Version { get { return recur.recur_binding_version(); } }
+  public static string Version { get { NativeLoader.Load(); return recur.recur_binding_version(); } }
 
   /// <summary>MAJOR*10000 + MINOR*100 + PATCH of the loaded native library.</summary>
-  public static int VersionNumber { get { return (int)recur.recur_binding_version_number(); } }
+  public static int VersionNumber { get { NativeLoader.Load(); return (int)recur.recur_binding_version_number(); } }
 
   /// <summary>A short description of a status code.</summary>
-  public static string StatusString(int status) { return recur.recur_binding_status_string(status); }
+  public static string StatusString(int status) { NativeLoader.Load(); return recur.recur_binding_status_string(status); }
 
   /// <summary>Number of usable CUDA devices: 0 when the GPU plugin, the driver or a GPU is missing
   /// (<see cref="CheckDevice"/> says which).</summary>
-  public static int DeviceCount { get { int n; recur.recur_binding_device_count(out n); return n; } }
+  public static int DeviceCount { get { NativeLoader.Load(); int n; recur.recur_binding_device_count(out n); return n; } }
 
   /// <summary>Returns when <paramref name="device"/> ("cpu", "cuda", "cuda:N" or "auto") can run now;
   /// throws RecurException otherwise: Status.InvalidArgument for a bad string, Status.Unsupported
   /// for a GPU that cannot run, with a message that says what is missing.</summary>
   public static void CheckDevice(string device) {
     Util.NotNull(device, "device");
+    NativeLoader.Load();
     recur.recur_binding_device_check(device);
   }
 
   /// <summary>The CPU kernel set this process runs: "avx512", "avx2" or "baseline", chosen when the
   /// library loads from the CPU's features (the environment variable RECUR_CPU_KERNELS, read at
   /// load, can ask for a lower set).</summary>
-  public static string CpuKernels { get { return recur.recur_binding_cpu_kernels(); } }
+  public static string CpuKernels { get { NativeLoader.Load(); return recur.recur_binding_cpu_kernels(); } }
 
   /// <summary>How many native handles of each kind are alive in this process now
   /// (recur_live_handles), for leak checks: a program that has disposed of everything it made
@@ -183,6 +184,7 @@ public static class Library {
   /// (GC.Collect(); GC.WaitForPendingFinalizers()). Safe from any thread.</summary>
   public static global::Recur.LiveHandles LiveHandles {
     get {
+      NativeLoader.Load();
       ulong layers, states, models, modelStates;
       recur.recur_binding_live_handles(out layers, out states, out models, out modelStates);
       return new global::Recur.LiveHandles(layers, states, models, modelStates);

@@ -53,6 +53,7 @@ public sealed partial class Layer {
   public static Layer FromJson(string json, int inputSize = 0, int dialect = Recur.Dialect.Auto,
                                string kerasVersion = null) {
     Util.NotNull(json, "json");
+    NativeLoader.Load();
     return create_from_json(json, inputSize, dialect, kerasVersion);
   }
 

@@ -37,6 +37,7 @@ public sealed partial class Model {
   /// <summary>Opens a model file. Throws RecurException (Status.IO for a missing or corrupt file).</summary>
   public static Model Open(string path) {
     Util.NotNull(path, "path");
+    NativeLoader.Load();
     return open(path);
   }
 

@@ -62,6 +62,7 @@ public sealed partial class Model {
   /// there are none.</summary>
   public static unsafe Model Open(byte[] bytes, string name = null) {
     Util.NotNull(bytes, "bytes");
+    NativeLoader.Load();
     fixed (byte* p = bytes) return open_memory((IntPtr)p, (ulong)bytes.LongLength, name);
   }
 

@@ -49,7 +49,7 @@ extern "C" {
 /* ------------------------------------------------------------------------------------------ */
 
 #define RECUR_VERSION_MAJOR 0
-#define RECUR_VERSION_MINOR 5
+#define RECUR_VERSION_MINOR 6
 #define RECUR_VERSION_PATCH 0
 #define RECUR_VERSION_NUMBER (RECUR_VERSION_MAJOR * 10000 + RECUR_VERSION_MINOR * 100 + RECUR_VERSION_PATCH)
 
