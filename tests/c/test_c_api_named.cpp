@@ -453,4 +453,24 @@ TEST(CApiNamed, StreamStepsFeedEverySequenceInputTheSameSteps) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(probs[i], want[i], 1e-6) << i;
 }
 
+TEST(CApiNamed, StreamStepSequenceInputsOfDifferentLengthsAreRefused) {
+  RECUR_SKIP_WITHOUT_FILES();
+  Model m = open("keras3", "merges_mixed_masks");  // sequence inputs a (B, T, 4) and b (B, T, 3)
+  recur_model_state* raw = nullptr;
+  ASSERT_EQ(recur_model_state_create(&raw, m.get(), 1), RECUR_OK) << recur_last_error();
+  Stream st(raw);
+  const std::vector<float> a = ramp(2 * 4), b = ramp(3 * 3);
+  const recur_tensor in[2] = {tensor("a", RECUR_DTYPE_FLOAT32, a.data(), a.size(), {1, 2, 4}),
+                              tensor("b", RECUR_DTYPE_FLOAT32, b.data(), b.size(), {1, 3, 3})};
+  std::vector<float> y(3);
+  recur_output out = output("lstm", y);
+  expect_error(recur_model_state_step_named(st.get(), in, 2, &out, 1, nullptr), RECUR_ERR_SHAPE,
+               {"inputs[1] ('b').dims", "3 timesteps", "input 'a' has 2"});
+  expect_error(recur_model_state_output_shapes(st.get(), in, 2, &out, 1), RECUR_ERR_SHAPE,
+               {"recur_model_state_output_shapes", "inputs[1] ('b').dims"});
+  // Inputs of one length step.
+  const recur_tensor same[2] = {in[0], tensor("b", RECUR_DTYPE_FLOAT32, b.data(), 2 * 3, {1, 2, 3})};
+  EXPECT_EQ(recur_model_state_step_named(st.get(), same, 2, &out, 1, nullptr), RECUR_OK) << recur_last_error();
+}
+
 }  // namespace
