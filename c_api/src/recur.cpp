@@ -1279,10 +1279,11 @@ const std::atomic<bool>* cancel_flag_of(const recur_run_options* o, const char* 
   return &o->cancelled;
 }
 
-recur_run_options& options_of(const recur_run_options* o, const char* fn) {
+template <typename Options>  // recur_run_options or const recur_run_options
+Options& options_of(Options* o, const char* fn) {
   if (!o) recur::fail(Error::Code::invalid_argument, fn, ": options is NULL");
   if (!run_options().contains(o)) recur::fail(Error::Code::state, fn, ": options is not a live handle (destroyed?)");
-  return *const_cast<recur_run_options*>(o);
+  return *o;
 }
 
 template <typename T>

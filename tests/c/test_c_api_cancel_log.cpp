@@ -179,7 +179,7 @@ TEST(CApiThreads, CancelLongNamedRunFromAnotherThread) {
   std::vector<float> y;
   ASSERT_EQ(run_gru(m.get(), warm, 4, y, nullptr), RECUR_OK) << recur_last_error();
   const std::vector<float> before = states_of(m.get());
-  const int64_t T = 1000000;  // seconds of work: far longer than the wait before the cancel
+  const int64_t T = 1000000;  // about a second of work: far longer than the wait before the cancel
   const std::vector<float> x = inputs(static_cast<size_t>(3 * T * 3));
   Options o = make_options();
   for (int round = 0; round < 2; ++round) {
@@ -192,16 +192,15 @@ TEST(CApiThreads, CancelLongNamedRunFromAnotherThread) {
       cancelled_at = Clock::now().time_since_epoch().count();
       EXPECT_RECUR_OK(recur_run_options_cancel(o.get()));
     });
-    const int64_t started_at = Clock::now().time_since_epoch().count();
     started = true;
     const recur_status st = run_gru(m.get(), x, T, y, o.get());
     const int64_t returned_at = Clock::now().time_since_epoch().count();
     canceller.join();
     ASSERT_EQ(st, RECUR_ERR_CANCELLED) << recur_last_error();
     const double latency_s = std::chrono::duration<double>(Clock::duration(returned_at - cancelled_at.load())).count();
-    EXPECT_LT(latency_s, 2.0) << "the run stops within a timestep, not at its end";
-    EXPECT_LT(latency_s, 0.5 * std::chrono::duration<double>(Clock::duration(returned_at - started_at)).count() + 0.05)
-        << "it stopped well before the run would have ended";
+    // The whole run takes about a second here (and far longer under sanitizers); stopping only at
+    // the next layer would take most of that.
+    EXPECT_LT(latency_s, 0.4) << "the run stops within a timestep, not at the end of its GRU";
     EXPECT_EQ(states_of(m.get()), before) << "a cancelled run leaves the states as they were";
     ASSERT_RECUR_OK(recur_run_options_reset(o.get()));
   }
