@@ -817,8 +817,8 @@ RECUR_API void recur_run_options_destroy(recur_run_options *options);
 /* Asks every call running with these options, and every later one until
  * recur_run_options_reset, to stop: each returns RECUR_ERR_CANCELLED ("cancelled"). A call checks
  * between layers and, on the CPU, between timesteps of each recurrent layer (one relaxed atomic
- * load each), so it stops within one timestep of one layer's work; a recurrent layer on a GPU
- * finishes its sequence first. Thread rules: may be called from any thread at any time (it is
+ * load each): it stops after the timestep, or the non-recurrent layer, that is running; a
+ * recurrent layer on a GPU finishes its sequence first. Thread rules: may be called from any thread at any time (it is
  * the one function meant to run concurrently with a call). Errors: INVALID_ARGUMENT (NULL),
  * STATE (destroyed handle). */
 RECUR_API recur_status recur_run_options_cancel(recur_run_options *options);
