@@ -1396,6 +1396,13 @@ void recur_run_options_destroy(recur_run_options* options) {
   if (options && run_options().remove(options)) delete options;
 }
 
+recur_status recur_live_run_options(uint64_t* count) {
+  return guarded([&] {
+    require(count, "recur_live_run_options", "count");
+    *count = run_options().size();
+  });
+}
+
 recur_status recur_run_options_cancel(recur_run_options* options) {
   return guarded([&] {
     options_of(options, "recur_run_options_cancel").cancelled.store(true, std::memory_order_relaxed);

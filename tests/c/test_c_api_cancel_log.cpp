@@ -91,7 +91,13 @@ std::vector<float> inputs(size_t n) {
 }
 
 TEST(CApiRunOptions, LifecycleAndErrors) {
+  uint64_t live = 0, now = 0;
+  ASSERT_RECUR_OK(recur_live_run_options(&live));
   Options o = make_options();
+  ASSERT_RECUR_OK(recur_live_run_options(&now));
+  EXPECT_EQ(now, live + 1);
+  EXPECT_EQ(recur_live_run_options(nullptr), RECUR_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(recur_last_error()).find("recur_live_run_options: count is NULL"), std::string::npos);
   int32_t c = -1;
   EXPECT_RECUR_OK(recur_run_options_is_cancelled(o.get(), &c));
   EXPECT_EQ(c, 0);
@@ -113,6 +119,8 @@ TEST(CApiRunOptions, LifecycleAndErrors) {
   ASSERT_EQ(recur_run_options_create(&gone), RECUR_OK);
   recur_run_options_destroy(gone);
   recur_run_options_destroy(nullptr);
+  ASSERT_RECUR_OK(recur_live_run_options(&now));
+  EXPECT_EQ(now, live + 1) << "destroy frees the handle";
   EXPECT_EQ(recur_run_options_cancel(gone), RECUR_ERR_STATE);
   EXPECT_NE(std::string(recur_last_error()).find("not a live handle"), std::string::npos);
   RECUR_SKIP_WITHOUT_FILES();

@@ -825,6 +825,9 @@ RECUR_API recur_status recur_run_options_cancel(recur_run_options *options);
 /* Clears a cancel so that the options can be used again. Call it when no call is running with
  * them (a call running meanwhile may or may not see the cancel). Errors as cancel. */
 RECUR_API recur_status recur_run_options_reset(recur_run_options *options);
+/* How many recur_run_options exist now (created, not destroyed), for leak checks as
+ * recur_live_handles (since 0.6). Errors: INVALID_ARGUMENT (count NULL). */
+RECUR_API recur_status recur_live_run_options(uint64_t *count);
 /* *cancelled is 1 after recur_run_options_cancel, until recur_run_options_reset. */
 RECUR_API recur_status recur_run_options_is_cancelled(const recur_run_options *options, int32_t *cancelled);
 
