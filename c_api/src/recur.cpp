@@ -2,6 +2,7 @@
 // exceptions to status codes. Every entry point is noexcept; nothing throws across the boundary.
 #include "recur/recur.h"
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -18,6 +19,8 @@
 #include "recur/keras_json.hpp"
 #include "recur/layer.hpp"
 #include "recur/limits.hpp"
+#include "recur/log.hpp"
+#include "recur/cancel.hpp"
 #include "recur/model.hpp"
 
 namespace {
@@ -66,6 +69,10 @@ struct recur_model {
 
 struct recur_model_state {
   std::unique_ptr<recur::ModelStream> impl;
+};
+
+struct recur_run_options {
+  std::atomic<bool> cancelled{false};
 };
 
 namespace {
@@ -117,6 +124,10 @@ Registry& model_states() {
   static Registry* r = new Registry;
   return *r;
 }
+Registry& run_options() {
+  static Registry* r = new Registry;
+  return *r;
+}
 
 recur_status set_error(recur_status status, const std::string& message) {
   tls_error = message;
@@ -132,6 +143,7 @@ recur_status map_code(Error::Code code) {
     case Error::Code::state: return RECUR_ERR_STATE;
     case Error::Code::io: return RECUR_ERR_IO;
     case Error::Code::limit: return RECUR_ERR_LIMIT;
+    case Error::Code::cancelled: return RECUR_ERR_CANCELLED;
   }
   return RECUR_ERR_INTERNAL;
 }
@@ -377,6 +389,7 @@ const char* recur_status_string(recur_status status) {
     case RECUR_ERR_OUT_OF_MEMORY: return "out of memory";
     case RECUR_ERR_IO: return "i/o error";
     case RECUR_ERR_LIMIT: return "over a resource limit";
+    case RECUR_ERR_CANCELLED: return "cancelled";
     case RECUR_ERR_INTERNAL: return "internal error";
   }
   return "unknown status";
@@ -1250,6 +1263,237 @@ recur_status recur_live_handles(uint64_t* layers_out, uint64_t* states_out, uint
     if (states_out) *states_out = states().size();
     if (models_out) *models_out = models().size();
     if (model_states_out) *model_states_out = model_states().size();
+  });
+}
+
+
+/* ---- named runs, integer ids, cancellation and logging (0.6) ---- */
+
+}  // extern "C": the helpers below return C++ types
+
+namespace {
+
+const std::atomic<bool>* cancel_flag_of(const recur_run_options* o, const char* fn) {
+  if (!o) return nullptr;
+  if (!run_options().contains(o)) recur::fail(Error::Code::state, fn, ": options is not a live handle (destroyed?)");
+  return &o->cancelled;
+}
+
+template <typename Options>  // recur_run_options or const recur_run_options
+Options& options_of(Options* o, const char* fn) {
+  if (!o) recur::fail(Error::Code::invalid_argument, fn, ": options is NULL");
+  if (!run_options().contains(o)) recur::fail(Error::Code::state, fn, ": options is not a live handle (destroyed?)");
+  return *o;
+}
+
+template <typename T>
+void require_array(const T* p, int32_t n, const char* fn, const char* name, const char* count) {
+  if (n < 0) recur::fail(Error::Code::invalid_argument, fn, ": ", count, " must be >= 0, got ", n);
+  if (n > 0 && !p) recur::fail(Error::Code::invalid_argument, fn, ": ", name, " is NULL with ", count, " = ", n);
+}
+
+std::vector<recur::NamedInput> named_inputs(const recur_tensor* in, int32_t n, const char* fn) {
+  require_array(in, n, fn, "inputs", "num_inputs");
+  std::vector<recur::NamedInput> out(static_cast<std::size_t>(n));
+  for (int32_t k = 0; k < n; ++k) {
+    const recur_tensor& t = in[k];
+    if (t.version != RECUR_TENSOR_VERSION)
+      recur::fail(Error::Code::invalid_argument, fn, ": inputs[", k, "].version must be RECUR_TENSOR_VERSION (",
+                  RECUR_TENSOR_VERSION, "; use recur_tensor_init), got ", t.version);
+    if (!t.name) recur::fail(Error::Code::invalid_argument, fn, ": inputs[", k, "].name is NULL");
+    if (t.rank < 1 || t.rank > RECUR_MAX_RANK)
+      recur::fail(Error::Code::shape, fn, ": inputs[", k, "] ('", t.name, "').rank: expected 1 to ", RECUR_MAX_RANK,
+                  ", got ", t.rank);
+    recur::NamedInput& x = out[static_cast<std::size_t>(k)];
+    x.name = t.name;
+    x.dtype = static_cast<recur::DType>(t.dtype);
+    x.data = t.data;
+    x.length = t.length;
+    x.dims.assign(t.dims, t.dims + t.rank);
+    x.mask = t.mask;
+    x.mask_length = t.mask_length;
+  }
+  return out;
+}
+
+std::vector<recur::NamedOutput> named_outputs(const recur_output* out, int32_t n, const char* fn) {
+  require_array(out, n, fn, "outputs", "num_outputs");
+  std::vector<recur::NamedOutput> r(static_cast<std::size_t>(n));
+  for (int32_t k = 0; k < n; ++k) {
+    const recur_output& o = out[k];
+    if (o.version != RECUR_OUTPUT_VERSION)
+      recur::fail(Error::Code::invalid_argument, fn, ": outputs[", k, "].version must be RECUR_OUTPUT_VERSION (",
+                  RECUR_OUTPUT_VERSION, "; use recur_output_init), got ", o.version);
+    if (!o.name) recur::fail(Error::Code::invalid_argument, fn, ": outputs[", k, "].name is NULL");
+    r[static_cast<std::size_t>(k)].name = o.name;
+    r[static_cast<std::size_t>(k)].data = o.data;
+    r[static_cast<std::size_t>(k)].capacity = o.capacity;
+  }
+  return r;
+}
+
+// Writes what a successful call found back into the caller's structs.
+void write_back(const std::vector<recur::NamedOutput>& from, recur_output* to) {
+  for (std::size_t k = 0; k < from.size(); ++k) {
+    fill_dims(from[k].dims, &to[k].rank, to[k].dims);
+    to[k].length = from[k].length;
+  }
+}
+
+// Core messages name the argument; the C function's name goes in front.
+template <typename F>
+void prefixed(const char* fn, F&& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    throw Error(e.code(), recur::detail::bounded_message(std::string(fn) + ": " + e.what()));
+  }
+}
+
+void log_sink(void* user_data, int level, const char* message) {
+  const auto* cb = static_cast<const std::pair<recur_log_callback, void*>*>(user_data);
+  cb->first(cb->second, level, message);
+}
+
+}  // namespace
+
+extern "C" {
+
+recur_status recur_tensor_init(recur_tensor* tensor, uint32_t version) {
+  return guarded([&] {
+    require(tensor, "recur_tensor_init", "tensor");
+    if (version != RECUR_TENSOR_VERSION)
+      recur::fail(Error::Code::unsupported, "recur_tensor_init: version ", version, " is not supported (this library has ",
+                  RECUR_TENSOR_VERSION, ")");
+    std::memset(tensor, 0, sizeof *tensor);
+    tensor->version = version;
+    tensor->dtype = RECUR_DTYPE_FLOAT32;
+  });
+}
+
+recur_status recur_output_init(recur_output* output, uint32_t version) {
+  return guarded([&] {
+    require(output, "recur_output_init", "output");
+    if (version != RECUR_OUTPUT_VERSION)
+      recur::fail(Error::Code::unsupported, "recur_output_init: version ", version, " is not supported (this library has ",
+                  RECUR_OUTPUT_VERSION, ")");
+    std::memset(output, 0, sizeof *output);
+    output->version = version;
+  });
+}
+
+recur_status recur_run_options_create(recur_run_options** out) {
+  if (out) *out = nullptr;
+  return guarded([&] {
+    require(out, "recur_run_options_create", "out");
+    auto handle = std::make_unique<recur_run_options>();
+    run_options().add(handle.get());
+    *out = handle.release();
+  });
+}
+
+void recur_run_options_destroy(recur_run_options* options) {
+  if (options && run_options().remove(options)) delete options;
+}
+
+recur_status recur_live_run_options(uint64_t* count) {
+  return guarded([&] {
+    require(count, "recur_live_run_options", "count");
+    *count = run_options().size();
+  });
+}
+
+recur_status recur_run_options_cancel(recur_run_options* options) {
+  return guarded([&] {
+    options_of(options, "recur_run_options_cancel").cancelled.store(true, std::memory_order_relaxed);
+  });
+}
+
+recur_status recur_run_options_reset(recur_run_options* options) {
+  return guarded([&] {
+    options_of(options, "recur_run_options_reset").cancelled.store(false, std::memory_order_relaxed);
+  });
+}
+
+recur_status recur_run_options_is_cancelled(const recur_run_options* options, int32_t* cancelled) {
+  return guarded([&] {
+    const recur_run_options& o = options_of(options, "recur_run_options_is_cancelled");
+    require(cancelled, "recur_run_options_is_cancelled", "cancelled");
+    *cancelled = o.cancelled.load(std::memory_order_relaxed) ? 1 : 0;
+  });
+}
+
+recur_status recur_model_run_named(const recur_model* model, const recur_tensor* inputs, int32_t num_inputs,
+                                   recur_output* outputs, int32_t num_outputs, const recur_run_options* options) {
+  const char* fn = "recur_model_run_named";
+  return guarded([&] {
+    const recur::Model& m = model_of(model, fn);
+    const recur::CancelScope scope(cancel_flag_of(options, fn));
+    const std::vector<recur::NamedInput> in = named_inputs(inputs, num_inputs, fn);
+    std::vector<recur::NamedOutput> out = named_outputs(outputs, num_outputs, fn);
+    prefixed(fn, [&] { m.run_named(in, out); });
+    write_back(out, outputs);
+  });
+}
+
+recur_status recur_model_output_shapes(const recur_model* model, const recur_tensor* inputs, int32_t num_inputs,
+                                       recur_output* outputs, int32_t num_outputs) {
+  const char* fn = "recur_model_output_shapes";
+  return guarded([&] {
+    const recur::Model& m = model_of(model, fn);
+    const std::vector<recur::NamedInput> in = named_inputs(inputs, num_inputs, fn);
+    std::vector<recur::NamedOutput> out = named_outputs(outputs, num_outputs, fn);
+    prefixed(fn, [&] { m.named_output_shapes(in, out); });
+    write_back(out, outputs);
+  });
+}
+
+recur_status recur_model_state_step_named(recur_model_state* state, const recur_tensor* inputs, int32_t num_inputs,
+                                          recur_output* outputs, int32_t num_outputs, const recur_run_options* options) {
+  const char* fn = "recur_model_state_step_named";
+  return guarded([&] {
+    recur::ModelStream& st = stream_of(state, fn);
+    const recur::CancelScope scope(cancel_flag_of(options, fn));
+    const std::vector<recur::NamedInput> in = named_inputs(inputs, num_inputs, fn);
+    std::vector<recur::NamedOutput> out = named_outputs(outputs, num_outputs, fn);
+    prefixed(fn, [&] { st.step_named(in, out); });
+    write_back(out, outputs);
+  });
+}
+
+recur_status recur_model_state_output_shapes(const recur_model_state* state, const recur_tensor* inputs,
+                                             int32_t num_inputs, recur_output* outputs, int32_t num_outputs) {
+  const char* fn = "recur_model_state_output_shapes";
+  return guarded([&] {
+    const recur::ModelStream& st = stream_of(state, fn);
+    const std::vector<recur::NamedInput> in = named_inputs(inputs, num_inputs, fn);
+    std::vector<recur::NamedOutput> out = named_outputs(outputs, num_outputs, fn);
+    prefixed(fn, [&] { st.named_output_shapes(in, out); });
+    write_back(out, outputs);
+  });
+}
+
+recur_status recur_set_log_callback(recur_log_callback callback, void* user_data, int32_t min_level) {
+  return guarded([&] {
+    if (callback && (min_level < RECUR_LOG_DEBUG || min_level > RECUR_LOG_ERROR))
+      recur::fail(Error::Code::invalid_argument, "recur_set_log_callback: min_level must be a recur_log_level (",
+                  RECUR_LOG_DEBUG, " debug to ", RECUR_LOG_ERROR, " error), got ", min_level);
+    // The core's sink has no recur_* types: the callback and its user_data travel together.
+    static std::pair<recur_log_callback, void*> slots[2];
+    static std::mutex mutex;
+    static int current = 0;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!callback) {
+      recur::log::set_sink(nullptr, nullptr, 0);
+      return;
+    }
+    // The slot not in use: set_sink waits for calls of the old sink, so the other slot is free
+    // once it returns.
+    const int next = 1 - current;
+    slots[next] = {callback, user_data};
+    recur::log::set_sink(log_sink, &slots[next], min_level);
+    current = next;
+    recur::log::write(recur::log::Level::info, "CPU kernels: ", recur::cpu::cpu_kernels_reason());
   });
 }
 

@@ -5,6 +5,8 @@
 #include <string>
 
 #include "gpu/gpu_layer.hpp"
+#include "recur/cancel.hpp"
+#include "recur/log.hpp"
 #include "recur/constraints.hpp"
 #include "recur/error.hpp"
 #include "recur/initializers.hpp"
@@ -427,6 +429,7 @@ void Layer::call(const LayerCall& a) {
     gpu::GpuBackend(*gpu_).run_sequence(cell_, job, ws);
   else  // the GPU routes implement TensorFlow's masked steps; JAX's run on the CPU
     cpu_backend().run_sequence(cell_, job, ws);
+  throw_if_cancelled();  // before a stateful layer keeps the states
 
   if (a.final_state)
     for (int s = 0; s < ns; ++s)
@@ -491,6 +494,7 @@ void Layer::call_state(State& state, const float* input, std::size_t input_len, 
     state.detach_device();
     cpu_backend().run_sequence(cell_, job, state.workspace());
   }
+  throw_if_cancelled();
 }
 
 SequenceJob Layer::sequence_job(Index B, Index T, const std::uint8_t* mask, float* output) const {
@@ -508,6 +512,7 @@ SequenceJob Layer::sequence_job(Index B, Index T, const std::uint8_t* mask, floa
   job.output_starts_at_state = config_.jax_masking && !config_.unroll && mask;
   job.sequence_output = config_.return_sequences ? output : nullptr;
   job.threads = num_threads_;
+  job.cancel = cancel_flag();
   job.last_output = config_.return_sequences ? nullptr : output;
   return job;
 }
@@ -779,6 +784,10 @@ void Layer::set_device(const DeviceRequest& request) {
       break;
   }
   if (request.kind == DeviceRequest::Kind::cpu) p.reason = "the CPU backend was asked for";
+  const bool fell_back = request.kind == DeviceRequest::Kind::automatic && !twin;
+  log::write(fell_back ? log::Level::warning : log::Level::info, "layer '", config_.name, "' (", kind_name(config_.kind),
+             "): device ", p.requested, " -> ", p.backend.empty() ? "cpu" : p.backend, ", route ",
+             p.path.empty() ? "cpu" : p.path, ": ", p.reason);
   std::lock_guard<std::mutex> lock(mutex_);
   gpu_ = std::move(twin);
   placement_ = std::move(p);

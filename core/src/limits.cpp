@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "recur/error.hpp"
+#include "recur/log.hpp"
 
 namespace recur {
 namespace {
@@ -47,7 +48,10 @@ std::uint64_t limit(Limit which) { return g_limits[static_cast<int>(which)].load
 std::uint64_t default_limit(Limit which) { return kDefaults[static_cast<int>(which)]; }
 
 void set_limit(Limit which, std::uint64_t value) {
-  g_limits[static_cast<int>(which)].store(value ? value : default_limit(which), std::memory_order_relaxed);
+  const std::uint64_t v = value ? value : default_limit(which);
+  g_limits[static_cast<int>(which)].store(v, std::memory_order_relaxed);
+  log::write(log::Level::info, "limit '", limit_name(which), "' set to ", v, value ? "" : " (its default)", " (default ",
+             default_limit(which), ")");
 }
 
 const char* limit_name(Limit which) { return kNames[static_cast<int>(which)]; }

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "gpu/runtime.hpp"
 #include "io/hdf5_file.hpp"
@@ -18,6 +19,7 @@
 #include "recur/error.hpp"
 #include "recur/keras_json.hpp"
 #include "recur/limits.hpp"
+#include "recur/log.hpp"
 
 namespace recur {
 namespace {
@@ -141,6 +143,224 @@ struct ModelShared {
       out.push_back(d);
     }
     return out;
+  }
+
+  // ---- named runs and steps ----
+
+  // "(B, T, 8)": input i's dims as a caller gives them, B and T for what the run decides.
+  std::string expected_dims(std::size_t i) const {
+    const ModelTensorInfo& info = inputs[i];
+    std::string s = "(";
+    for (std::size_t a = 0; a < info.dims.size(); ++a) {
+      if (a) s += ", ";
+      if (a == 0) s += info.dims[0] >= 0 ? std::to_string(info.dims[0]) : "B";
+      else if (a == 1 && info.sequence) s += "T";
+      else s += info.dims[a] >= 0 ? std::to_string(info.dims[a]) : "?";
+    }
+    return s + (info.dims.size() == 1 ? ",)" : ")");
+  }
+
+  static std::string quoted_list(const std::vector<std::string>& names) {
+    std::string s;
+    for (std::size_t i = 0; i < names.size(); ++i) s += (i ? ", '" : "'") + names[i] + "'";
+    return s;
+  }
+
+  std::vector<std::string> input_names() const {
+    std::vector<std::string> out;
+    for (const auto& t : inputs) out.push_back(t.name);
+    return out;
+  }
+
+  // The name that selects output i alone: its Keras name, or "name:k" where a Keras 3 layer with
+  // several outputs gives them one name.
+  std::string output_address(std::size_t i) const {
+    std::size_t same = 0, before = 0;
+    for (std::size_t j = 0; j < outputs.size(); ++j)
+      if (outputs[j].name == outputs[i].name) {
+        if (j < i) ++before;
+        ++same;
+      }
+    return same > 1 ? outputs[i].name + ":" + std::to_string(before) : outputs[i].name;
+  }
+
+  std::vector<std::string> output_addresses() const {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < outputs.size(); ++i) out.push_back(output_address(i));
+    return out;
+  }
+
+  // The given inputs, checked, as values in model input order. `stream_batch` > 0: a step of a
+  // stream of that many rows, where every sequence input holds the same number of steps.
+  // `shapes_only`: only the dims matter (data may be null and is not read).
+  std::vector<Value> named_values(const std::vector<NamedInput>& given, Index stream_batch, bool& free_time,
+                                  bool shapes_only = false) const {
+    std::vector<std::size_t> slot(inputs.size(), SIZE_MAX);
+    for (std::size_t k = 0; k < given.size(); ++k) {
+      std::size_t idx = SIZE_MAX;
+      for (std::size_t i = 0; i < inputs.size(); ++i)
+        if (inputs[i].name == given[k].name) idx = i;
+      if (idx == SIZE_MAX)
+        fail(Code::invalid_argument, "inputs[", k, "].name: the model has no input '", given[k].name, "' (its inputs: ",
+             quoted_list(input_names()), ")");
+      if (slot[idx] != SIZE_MAX)
+        fail(Code::invalid_argument, "inputs[", k, "].name: input '", given[k].name, "' is given twice (inputs[", slot[idx],
+             "] and inputs[", k, "])");
+      slot[idx] = k;
+    }
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      if (slot[i] == SIZE_MAX)
+        fail(Code::invalid_argument, "inputs: input '", inputs[i].name, "' is missing (the model's inputs: ",
+             quoted_list(input_names()), "; give each exactly once)");
+    std::vector<Value> vals(inputs.size());
+    Index batch = -1, steps = -1;
+    std::size_t batch_from = 0, steps_from = 0;
+    free_time = false;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const std::size_t k = slot[i];
+      const NamedInput& g = given[k];
+      const ModelTensorInfo& info = inputs[i];
+      const std::string at = "inputs[" + std::to_string(k) + "] ('" + info.name + "')";
+      if (g.dtype != DType::float32 && g.dtype != DType::int32 && g.dtype != DType::int64)
+        fail(Code::invalid_argument, at, ".dtype: expected RECUR_DTYPE_FLOAT32 (1), RECUR_DTYPE_INT32 (2) or "
+             "RECUR_DTYPE_INT64 (3), got ", static_cast<int>(g.dtype));
+      bool fits = g.dims.size() == info.dims.size();
+      for (std::size_t a = 0; fits && a < g.dims.size(); ++a)
+        fits = (a == 0 || (a == 1 && info.sequence) ? g.dims[a] > 0 : g.dims[a] >= 0) &&
+               (a == 0 || info.dims[a] < 0 || info.dims[a] == g.dims[a] || (a == 1 && info.sequence));
+      if (!fits)
+        fail(Code::shape, at, ".dims: expected ", expected_dims(i), " (rank ", info.dims.size(), "; B and T at least 1), got ",
+             shape_string(g.dims), " (rank ", g.dims.size(), ")");
+      const Index b = g.dims[0];
+      if (batch < 0) {
+        batch = b;
+        batch_from = i;
+      } else if (b != batch) {
+        fail(Code::shape, at, ".dims: batch ", b, " differs from the batch ", batch, " of input '", inputs[batch_from].name,
+             "' (every input has the same batch)");
+      }
+      const Index fixed = graph->input_specs[i].dims[0];
+      if (fixed >= 0 && b != fixed)
+        fail(Code::shape, at, ".dims: the model fixes the batch at ", fixed, " (a stateful model), got ", b);
+      if (stream_batch > 0 && b != stream_batch)
+        fail(Code::shape, at, ".dims: the stream has ", stream_batch, " rows, got a batch of ", b);
+      if (info.sequence) {
+        if (stream_batch > 0 && steps >= 0 && g.dims[1] != steps)
+          fail(Code::shape, at, ".dims: ", g.dims[1], " timesteps, but input '", inputs[steps_from].name, "' has ", steps,
+               " (a step feeds every sequence input the same number of steps)");
+        if (steps < 0) {
+          steps = g.dims[1];
+          steps_from = i;
+        }
+        const Index declared = graph->input_specs[i].dims[1];
+        free_time = free_time || (declared >= 0 && declared != g.dims[1]);
+      }
+      const std::size_t n = checked_total(g.dims, "inputs");
+      if (g.length != n)
+        fail(Code::shape, at, ".length: dims ", shape_string(g.dims), " hold ", n, " values, got ", g.length);
+      Value& v = vals[i];
+      v.shape = g.dims;
+      if (shapes_only) continue;
+      if (!g.data) fail(Code::invalid_argument, at, ".data: is NULL");
+      check_limit(Limit::tensor_bytes, 4.0 * double(n), at);
+      if (g.dtype == DType::float32) {
+        const float* f = static_cast<const float*>(g.data);
+        v.data.assign(f, f + n);
+      } else {
+        // Keras casts integer inputs to the layer's float dtype; ids also go on exact.
+        std::vector<std::int64_t> ids(n);
+        if (g.dtype == DType::int32)
+          std::copy_n(static_cast<const std::int32_t*>(g.data), n, ids.begin());
+        else
+          std::copy_n(static_cast<const std::int64_t*>(g.data), n, ids.begin());
+        v.data.resize(n);
+        for (std::size_t e = 0; e < n; ++e) v.data[e] = static_cast<float>(ids[e]);
+        if (info.token_ids) v.ids = std::make_shared<const graph::Ids>(graph::Ids{std::move(ids), info.name});
+      }
+      if (g.mask) {
+        if (!info.sequence)
+          fail(Code::invalid_argument, at, ".mask: the input has no timesteps axis, so it takes no mask (pass NULL)");
+        const std::size_t m = static_cast<std::size_t>(g.dims[0] * g.dims[1]);
+        if (g.mask_length != m)
+          fail(Code::shape, at, ".mask_length: expected B x T = ", m, " values for dims ", shape_string(g.dims), ", got ",
+               g.mask_length);
+        v.mask = std::make_shared<const std::vector<std::uint8_t>>(g.mask, g.mask + m);
+      } else if (g.mask_length != 0) {
+        fail(Code::invalid_argument, at, ".mask: is NULL, but mask_length is ", g.mask_length);
+      }
+    }
+    return vals;
+  }
+
+  // Model output indices of the requested outputs.
+  std::vector<std::size_t> named_output_indices(const std::vector<NamedOutput>& wanted) const {
+    std::vector<std::size_t> idx;
+    for (std::size_t k = 0; k < wanted.size(); ++k) {
+      const std::string& n = wanted[k].name;
+      std::size_t found = SIZE_MAX, same = 0;
+      for (std::size_t i = 0; i < outputs.size(); ++i)
+        if (outputs[i].name == n && same++ == 0) found = i;
+      if (same > 1)
+        fail(Code::invalid_argument, "outputs[", k, "].name: '", n, "' names ", same, " outputs of this model (one layer's "
+             "outputs); ask for '", n, ":0' to '", n, ":", same - 1, "'");
+      for (std::size_t i = 0; found == SIZE_MAX && i < outputs.size(); ++i)
+        if (output_address(i) == n) found = i;
+      if (found == SIZE_MAX)
+        fail(Code::invalid_argument, "outputs[", k, "].name: the model has no output '", n, "' (its outputs: ",
+             quoted_list(output_addresses()), ")");
+      for (std::size_t j = 0; j < idx.size(); ++j)
+        if (idx[j] == found)
+          fail(Code::invalid_argument, "outputs[", k, "].name: output '", n, "' is asked for twice (outputs[", j,
+               "] and outputs[", k, "])");
+      idx.push_back(found);
+    }
+    return idx;
+  }
+
+  // The dims of every output for these input values.
+  std::vector<std::vector<Index>> dims_for(const std::vector<Value>& in) const {
+    std::vector<Spec> specs;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      Spec sp = graph->input_specs[i];
+      sp.dims = in[i].shape;
+      specs.push_back(sp);
+    }
+    std::vector<std::vector<Index>> out;
+    for (const Spec& sp : graph->infer(specs)) {
+      for (std::size_t a = 1; a < sp.dims.size(); ++a)
+        if (sp.dims[a] < 0) fail(Code::shape, "the output's shape ", graph::spec_string(sp), " cannot be told before the run");
+      std::vector<Index> d = sp.dims;
+      d[0] = in.empty() ? d[0] : in[0].shape[0];
+      out.push_back(d);
+    }
+    return out;
+  }
+
+  // Checks the requested outputs against `dims` and fills their dims and length.
+  void shape_outputs(const std::vector<std::size_t>& idx, const std::vector<std::vector<Index>>& dims,
+                     std::vector<NamedOutput>& wanted, bool check_buffers) const {
+    for (std::size_t k = 0; k < wanted.size(); ++k) {
+      const std::vector<Index>& d = dims[idx[k]];
+      const std::size_t n = checked_total(d, "outputs");
+      if (check_buffers) {
+        const std::string at = "outputs[" + std::to_string(k) + "] ('" + wanted[k].name + "')";
+        if (!wanted[k].data) fail(Code::invalid_argument, at, ".data: is NULL");
+        if (wanted[k].capacity < n)
+          fail(Code::shape, at, ".capacity: dims ", shape_string(d), " need ", n, " floats, got ", wanted[k].capacity);
+      }
+    }
+    for (std::size_t k = 0; k < wanted.size(); ++k) {
+      wanted[k].dims = dims[idx[k]];
+      wanted[k].length = checked_total(wanted[k].dims, "outputs");
+    }
+  }
+
+  static void copy_outputs(const std::vector<std::size_t>& idx, const std::vector<Value>& vals,
+                           std::vector<NamedOutput>& wanted) {
+    for (std::size_t k = 0; k < wanted.size(); ++k) {
+      const Value& v = vals[idx[k]];
+      std::copy_n(v.data.data(), v.data.size(), wanted[k].data);
+    }
   }
 
   void write_outputs(const std::vector<Value>& vals, float* out, std::size_t out_len) const {
@@ -386,7 +606,32 @@ Layer* Model::Impl::find_layer(const std::string& name, const char* what) const 
   fail(Code::invalid_argument, what, ": the model has no layer '", name, "'");
 }
 
-Model Model::open(const std::string& path) { return Model(open_image(path, nullptr, path)); }
+namespace {
+
+std::string tensors_summary(const std::vector<ModelTensorInfo>& ts, bool inputs) {
+  std::string s;
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    s += (i ? ", '" : "'") + ts[i].name + "' " + shape_string(ts[i].dims);
+    if (inputs) s += ts[i].token_ids ? " token ids" : " float32";
+  }
+  return s;
+}
+
+// What opening found, for the log: the version, the inputs and outputs, and what cannot run.
+Model logged_open(Model m, const std::string& path) {
+  if (log::enabled(log::Level::info)) {
+    const std::string& why = m.unsupported();
+    log::write(log::Level::info, "opened model '", path, "': Keras ", m.keras_version(), ", ", m.num_layers(),
+               " layers; inputs: ", tensors_summary(m.inputs(), true), "; outputs: ", tensors_summary(m.outputs(), false),
+               why.empty() ? "; runnable" : "; cannot run: " + why,
+               m.not_streamable().empty() ? ", streams" : "; does not stream: " + m.not_streamable());
+  }
+  return m;
+}
+
+}  // namespace
+
+Model Model::open(const std::string& path) { return logged_open(Model(open_image(path, nullptr, path)), path); }
 
 Model Model::open_memory(const void* data, std::size_t len, const std::string& name) {
   const std::string display = name.empty() ? "<memory>" : name;
@@ -394,7 +639,7 @@ Model Model::open_memory(const void* data, std::size_t len, const std::string& n
   if (!data) fail(Code::invalid_argument, "data: is NULL");
   check_limit(Limit::file_bytes, double(len), "len: the model image");
   auto bytes = std::make_shared<std::vector<char>>(static_cast<const char*>(data), static_cast<const char*>(data) + len);
-  return Model(open_image(display, bytes, ""));
+  return logged_open(Model(open_image(display, bytes, "")), display);
 }
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -471,6 +716,61 @@ void Model::run_inputs(Index batch, const std::vector<Index>& timesteps, const f
   std::unique_lock<std::mutex> lock(s.stateful_mutex, std::defer_lock);
   if (stateful()) lock.lock();
   s.write_outputs(s.graph->run(in, ctx), outputs_data, outputs_len);
+}
+
+namespace {
+
+// The states of a model's stateful layers, kept so that a failed or cancelled run leaves them as
+// they were.
+class StatefulSnapshot {
+ public:
+  explicit StatefulSnapshot(const std::vector<Layer*>& layers) {
+    for (Layer* l : layers) {
+      if (!l->config().stateful) continue;
+      std::vector<float> v(static_cast<std::size_t>(l->num_states()) * static_cast<std::size_t>(l->config().batch_size) *
+                           static_cast<std::size_t>(l->config().units));
+      l->get_states(v.data(), v.size());
+      kept_.emplace_back(l, std::move(v));
+    }
+  }
+  void restore() {
+    for (auto& [l, v] : kept_) l->reset_states(v.data(), v.size(), l->num_states());
+  }
+
+ private:
+  std::vector<std::pair<Layer*, std::vector<float>>> kept_;
+};
+
+}  // namespace
+
+void Model::named_output_shapes(const std::vector<NamedInput>& inputs, std::vector<NamedOutput>& outputs) const {
+  const ModelShared& s = *impl_->shared;
+  if (!s.graph->unsupported.empty()) fail(Code::unsupported, impl_->path, ": cannot run the model: ", s.graph->unsupported);
+  bool free_time = false;
+  const std::vector<Value> in = s.named_values(inputs, 0, free_time, true);
+  s.shape_outputs(s.named_output_indices(outputs), s.dims_for(in), outputs, false);
+}
+
+void Model::run_named(const std::vector<NamedInput>& inputs, std::vector<NamedOutput>& outputs) const {
+  const ModelShared& s = *impl_->shared;
+  if (!s.graph->unsupported.empty()) fail(Code::unsupported, impl_->path, ": cannot run the model: ", s.graph->unsupported);
+  graph::RunContext ctx;
+  const std::vector<Value> in = s.named_values(inputs, 0, ctx.free_time);
+  const std::vector<std::size_t> idx = s.named_output_indices(outputs);
+  s.shape_outputs(idx, s.dims_for(in), outputs, true);
+  std::unique_lock<std::mutex> lock(s.stateful_mutex, std::defer_lock);
+  const bool has_states = stateful();
+  if (has_states) lock.lock();
+  std::optional<StatefulSnapshot> before;
+  if (has_states) before.emplace(impl_->layers());
+  std::vector<Value> vals;
+  try {
+    vals = s.graph->run(in, ctx);
+  } catch (...) {
+    if (before) before->restore();
+    throw;
+  }
+  ModelShared::copy_outputs(idx, vals, outputs);
 }
 
 void Model::run(const float* input, std::size_t input_len, Index B, Index T, const std::uint8_t* mask,
@@ -607,6 +907,8 @@ void Model::set_device(const DeviceRequest& request) {
     p.backend = "cpu";
     p.path = "cpu";
   }
+  log::write(request.kind == DeviceRequest::Kind::automatic && ordinal < 0 ? log::Level::warning : log::Level::info,
+             "model '", m.path, "': device ", p.requested, " -> ", p.backend, ": ", p.reason);
   m.placement = std::move(p);
 }
 
@@ -701,6 +1003,78 @@ void ModelStream::step(Index timesteps, const float* inputs, std::size_t inputs_
   graph::RunContext ctx;
   ctx.stream = &impl_->states;
   s.write_outputs(s.graph->run(in, ctx), outputs, outputs_len);
+}
+
+namespace {
+
+// A stream's recurrent states, kept so that a failed or cancelled step leaves the stream as it was.
+class StreamSnapshot {
+ public:
+  explicit StreamSnapshot(graph::StreamStates& states) : states_(states) {
+    for (auto& [key, list] : states.states) {
+      std::vector<Kept> k;
+      for (State& st : list) {
+        st.sync_to_host();
+        Kept one;
+        for (int i = 0; i < st.num_states(); ++i) one.tensors.push_back(st.tensor(i));
+        one.carried = st.carried_output();
+        k.push_back(std::move(one));
+      }
+      kept_.emplace(key, std::move(k));
+    }
+  }
+  void restore() {
+    for (auto it = states_.states.begin(); it != states_.states.end();) {
+      auto k = kept_.find(it->first);
+      if (k == kept_.end()) {  // created by the failed step: the stream had not reached it
+        it = states_.states.erase(it);
+        continue;
+      }
+      for (std::size_t j = 0; j < it->second.size() && j < k->second.size(); ++j) {
+        State& st = it->second[j];
+        st.detach_device();  // the host copy becomes current; the next step uploads it again
+        for (int i = 0; i < st.num_states(); ++i) st.tensor(i) = k->second[j].tensors[static_cast<std::size_t>(i)];
+        st.carried_output() = k->second[j].carried;
+      }
+      ++it;
+    }
+  }
+
+ private:
+  struct Kept {
+    std::vector<RowMatrix> tensors;
+    RowMatrix carried;
+  };
+  graph::StreamStates& states_;
+  std::map<std::pair<const graph::Op*, int>, std::vector<Kept>> kept_;
+};
+
+}  // namespace
+
+void ModelStream::named_output_shapes(const std::vector<NamedInput>& inputs, std::vector<NamedOutput>& outputs) const {
+  const ModelShared& s = *impl_->shared;
+  bool free_time = false;
+  const std::vector<Value> in = s.named_values(inputs, impl_->states.batch, free_time, true);
+  s.shape_outputs(s.named_output_indices(outputs), s.dims_for(in), outputs, false);
+}
+
+void ModelStream::step_named(const std::vector<NamedInput>& inputs, std::vector<NamedOutput>& outputs) {
+  const ModelShared& s = *impl_->shared;
+  bool free_time = false;
+  const std::vector<Value> in = s.named_values(inputs, impl_->states.batch, free_time);
+  const std::vector<std::size_t> idx = s.named_output_indices(outputs);
+  s.shape_outputs(idx, s.dims_for(in), outputs, true);
+  graph::RunContext ctx;
+  ctx.stream = &impl_->states;
+  StreamSnapshot before(impl_->states);
+  std::vector<Value> vals;
+  try {
+    vals = s.graph->run(in, ctx);
+  } catch (...) {
+    before.restore();
+    throw;
+  }
+  ModelShared::copy_outputs(idx, vals, outputs);
 }
 
 }  // namespace recur

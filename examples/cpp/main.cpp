@@ -1,9 +1,11 @@
 // recur from C++ through recur.hpp: opens the bundled Keras model, runs the sample sequences,
-// prints recur's predictions next to Keras's, then streams one sequence token by token through
-// the model's GRU layer with a State, the way a game or a service steps many streams.
+// prints recur's predictions next to Keras's, runs it again by name with int64 token ids, streams
+// one sequence token by token through the whole model (ModelState) and through the model's GRU
+// layer with a State, the way a game or a service steps many streams.
 //
 // Run: recur_example_cpp examples/models [device]   (device: cpu, cuda, cuda:N or auto; default auto)
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -55,6 +57,26 @@ int main(int argc, char** argv) {
     }
     std::printf("  max abs difference to Keras: %.3g\n", worst);
 
+    // The same model by name, with the token ids as integers (exact at any vocabulary size), and
+    // streamed a token at a time through the whole model with a ModelState.
+    const recur::TensorInfo input = model.inputs().at(0);
+    const std::string output = model.output_names().at(0);
+    const std::vector<std::int64_t> token_ids(ids.begin(), ids.end());
+    const recur::Tensor named = model.run({recur::Input(input.name, token_ids, {B, T})}, {output}).at(0);
+    double named_worst = 0.0;
+    for (std::size_t i = 0; i < named.data.size(); ++i)
+      named_worst = std::max(named_worst, std::fabs(double(named.data[i]) - y[i]));
+    std::printf("by name: input '%s' (int64 ids), output '%s' (%lld, %lld): max abs difference %.3g\n", input.name.c_str(),
+                output.c_str(), static_cast<long long>(named.dims[0]), static_cast<long long>(named.dims[1]), named_worst);
+    recur::ModelState stream(model, 1);
+    std::vector<float> streamed;
+    for (int t = 0; t < T; ++t) {
+      const std::vector<std::int64_t> token = {token_ids[static_cast<std::size_t>(t)]};
+      streamed = stream.step({recur::Input(input.name, token, {1, 1})}, {output}).at(0).data;
+    }
+    std::printf("streamed sample 0 token by token: %.9f %.9f\n", streamed[0], streamed[1]);
+    named_worst = std::max(named_worst, std::max(std::fabs(double(streamed[0]) - y[0]), std::fabs(double(streamed[1]) - y[1])));
+
     // Streaming: the GRU layer of the file, stepped one token at a time. A state carries h and
     // the last output; the layer itself is shared and read-only.
     recur::Layer gru = model.layer("gru");
@@ -66,6 +88,10 @@ int main(int argc, char** argv) {
     std::printf("GRU streamed 3 steps (units %d): first outputs %.6f %.6f %.6f\n", gi.units, out[0], out[1], out[2]);
     if (worst > 1e-5) {
       std::fprintf(stderr, "error: recur differs from Keras by %.3g\n", worst);
+      return 1;
+    }
+    if (named_worst > 1e-5) {
+      std::fprintf(stderr, "error: the named run or the stream differs from the run by %.3g\n", named_worst);
       return 1;
     }
     std::printf("example finished\n");

@@ -20,7 +20,8 @@
  *   different states. Functions that change a layer (set weights, stateful calls, training
  *   calls, constraints, destroy) must not run concurrently with other calls on that layer. One
  *   state is used by one thread at a time.
- * - The header is C89; no recur function calls back into the caller.
+ * - The header is C89. The only call back into the caller is the log callback an application
+ *   installs with recur_set_log_callback (since 0.6); no other recur function calls back.
  */
 #ifndef RECUR_RECUR_H
 #define RECUR_RECUR_H
@@ -63,6 +64,7 @@ typedef enum recur_status {
   RECUR_ERR_OUT_OF_MEMORY = -6,
   RECUR_ERR_IO = -7,               /* file access; a corrupt, truncated or hostile model file */
   RECUR_ERR_LIMIT = -8,            /* over a resource limit (recur_set_limit raises it; since 0.5) */
+  RECUR_ERR_CANCELLED = -9,        /* recur_run_options_cancel stopped the call (since 0.6) */
   RECUR_ERR_INTERNAL = -100        /* a bug in recur; the message says what happened */
 } recur_status;
 
@@ -568,7 +570,8 @@ RECUR_API recur_status recur_model_num_outputs(const recur_model *model, int32_t
 /* Input `index`: its name (the InputLayer's), rank (batch axis included) and dims, where -1
  * marks an axis given at run time: dims[0] (the batch, unless a stateful model fixes it) and the
  * timesteps axis of sequence inputs (at most one other axis may be unknown). *token_ids is 1 when the input holds
- * integer ids (Keras dtype int*), passed as floats. `dims` must hold RECUR_MAX_RANK values; any
+ * integer ids (Keras dtype int*), passed as floats (or as int32/int64, exactly, to
+ * recur_model_run_named; since 0.6). `dims` must hold RECUR_MAX_RANK values; any
  * out pointer may be NULL. The name is owned by the model. Errors: INVALID_ARGUMENT (index). */
 RECUR_API recur_status recur_model_input(const recur_model *model, int32_t index, const char **name, int32_t *rank,
                                          int64_t *dims, int32_t *token_ids);
@@ -735,6 +738,169 @@ RECUR_API recur_status recur_set_limit(int32_t limit, uint64_t value);
  * threads create or destroy meanwhile may or may not be in it. Never fails. */
 RECUR_API recur_status recur_live_handles(uint64_t *layers, uint64_t *states, uint64_t *models,
                                           uint64_t *model_states);
+
+
+/* ------------------------------------------------------------------------------------------ */
+/* Named runs, integer ids, cancellation and logging (since 0.6)                               */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Element types of a named input (since 0.6). */
+typedef enum recur_dtype {
+  RECUR_DTYPE_FLOAT32 = 1,
+  RECUR_DTYPE_INT32 = 2,
+  RECUR_DTYPE_INT64 = 3
+} recur_dtype;
+
+#define RECUR_TENSOR_VERSION 1
+
+/* One model input of a named run or step (since 0.6). Initialise with recur_tensor_init; fields
+ * are appended in later versions, never reordered. Nothing is kept after the call returns.
+ * name:  the model input's name (recur_model_input), required.
+ * dtype: a recur_dtype. float32 is read as it is. int32/int64 values are token ids when the input
+ *        feeds an Embedding (recur_model_input's token_ids): they reach the lookup as integers,
+ *        exact at any size (2^24 + 1 picks row 2^24 + 1). Elsewhere they are cast to float32 as
+ *        Keras casts them (to the nearest float). Float token ids keep the rule of
+ *        recur_model_run_inputs: each must be a whole number below the Embedding's input_dim, and
+ *        ids above 2^24 are not exact as floats.
+ * data, length: row-major elements of dtype; length = the product of dims.
+ * rank, dims: the tensor's dims, batch first (rank <= RECUR_MAX_RANK). Every input has the same
+ *        batch; a sequence input's dims[1] is its timesteps (any length >= 1, as Keras runs other
+ *        lengths than declared); every other axis must equal the model's.
+ * mask, mask_length: NULL/0, or (B, T) bytes (nonzero = valid step) for a sequence input, as
+ *        Keras's call(mask=...) takes it. */
+typedef struct recur_tensor {
+  uint32_t version;              /* set by recur_tensor_init */
+  const char *name;
+  int32_t dtype;                 /* recur_dtype */
+  const void *data;
+  size_t length;                 /* elements */
+  int32_t rank;
+  int64_t dims[RECUR_MAX_RANK];
+  const uint8_t *mask;
+  size_t mask_length;
+} recur_tensor;
+
+#define RECUR_OUTPUT_VERSION 1
+
+/* One requested model output (since 0.6). Initialise with recur_output_init.
+ * name:  the model output's name (recur_model_output). A Keras 3 layer with several outputs gives
+ *        them one name; "name:k" (k = 0, 1, ...) then selects its k-th, and the bare name is refused
+ *        as ambiguous.
+ * data, capacity: the caller's float32 buffer and how many floats it holds (at least the
+ *        output's size; recur_model_output_shapes tells it).
+ * rank, dims, length: written by a successful call: the output's dims and the floats written. */
+typedef struct recur_output {
+  uint32_t version;              /* set by recur_output_init */
+  const char *name;
+  float *data;
+  size_t capacity;               /* floats */
+  int32_t rank;                  /* out */
+  int64_t dims[RECUR_MAX_RANK];  /* out */
+  size_t length;                 /* out: floats written */
+} recur_output;
+
+/* Fill *tensor / *output with empty defaults for the given struct version (pass
+ * RECUR_TENSOR_VERSION / RECUR_OUTPUT_VERSION): NULL pointers, zero lengths, dtype float32.
+ * Errors: INVALID_ARGUMENT (NULL), UNSUPPORTED (unknown version). */
+RECUR_API recur_status recur_tensor_init(recur_tensor *tensor, uint32_t version);
+RECUR_API recur_status recur_output_init(recur_output *output, uint32_t version);
+
+/* Options of a run: the handle another thread cancels it with (since 0.6). One options handle
+ * may be passed to any number of calls, on any threads; cancelling it stops all of them. The
+ * caller owns it (recur_run_options_destroy); it must outlive the calls it is passed to. */
+typedef struct recur_run_options recur_run_options;
+
+/* Creates options, not cancelled. Errors: INVALID_ARGUMENT (out NULL). */
+RECUR_API recur_status recur_run_options_create(recur_run_options **out);
+/* Frees options. NULL is a no-op. Not while a call is using them. */
+RECUR_API void recur_run_options_destroy(recur_run_options *options);
+/* Asks every call running with these options, and every later one until
+ * recur_run_options_reset, to stop: each returns RECUR_ERR_CANCELLED ("cancelled"). A call checks
+ * between layers and, on the CPU, between timesteps of each recurrent layer (one relaxed atomic
+ * load each): it stops after the timestep, or the non-recurrent layer, that is running; a
+ * recurrent layer on a GPU finishes its sequence first. Thread rules: may be called from any thread at any time (it is
+ * the one function meant to run concurrently with a call). Errors: INVALID_ARGUMENT (NULL),
+ * STATE (destroyed handle). */
+RECUR_API recur_status recur_run_options_cancel(recur_run_options *options);
+/* Clears a cancel so that the options can be used again. Call it when no call is running with
+ * them (a call running meanwhile may or may not see the cancel). Errors as cancel. */
+RECUR_API recur_status recur_run_options_reset(recur_run_options *options);
+/* How many recur_run_options exist now (created, not destroyed), for leak checks as
+ * recur_live_handles (since 0.6). Errors: INVALID_ARGUMENT (count NULL). */
+RECUR_API recur_status recur_live_run_options(uint64_t *count);
+/* *cancelled is 1 after recur_run_options_cancel, until recur_run_options_reset. */
+RECUR_API recur_status recur_run_options_is_cancelled(const recur_run_options *options, int32_t *cancelled);
+
+/* Runs the model on named inputs into per-output buffers (since 0.6): Keras's model.predict on
+ * one batch, as recur_model_run_inputs, with inputs and outputs addressed by name.
+ * inputs[0..num_inputs): every model input exactly once, in any order (recur_tensor).
+ * outputs[0..num_outputs): any subset of the model's outputs, in any order, each once; only those
+ *   are written. num_outputs may be 0 (a stateful model then only advances its states).
+ * options: NULL, or recur_run_options to cancel the call from another thread.
+ * The timesteps of each sequence input come from its dims. Stateful layers start from the states
+ * the previous call left, as in recur_model_run_inputs.
+ * Errors (each message names the argument, e.g. "inputs[1] ('tokens').dims: expected (B, T),
+ * got (2, 3, 4) (rank 3)"): INVALID_ARGUMENT (a NULL array with a count > 0, a negative count, an
+ * unknown, missing or repeated input name or an unknown or repeated output name (listing the
+ * model's names), a bad dtype or version, NULL data, a mask on an input without timesteps, a
+ * token id out of range: the message names the input, the id, its position and the valid range),
+ * SHAPE (rank, dims, batch, length, mask_length or an output's capacity: expected vs got),
+ * UNSUPPORTED (a layer recur cannot run), LIMIT, CANCELLED, STATE (destroyed handle).
+ * On any error no output buffer, dims or length is written, and a stateful model's states are
+ * those before the call (a cancelled run restores them).
+ * Thread rules: as recur_model_run_inputs (concurrent calls on one model are safe unless it is
+ * stateful; then they run one at a time). */
+RECUR_API recur_status recur_model_run_named(const recur_model *model, const recur_tensor *inputs, int32_t num_inputs,
+                                             recur_output *outputs, int32_t num_outputs,
+                                             const recur_run_options *options);
+
+/* Writes rank, dims and length of each requested output for these inputs without running the
+ * model (since 0.6); data and capacity are ignored and inputs' data may be NULL (their length must
+ * still fit their dims). Errors as recur_model_run_named, less the run's own. */
+RECUR_API recur_status recur_model_output_shapes(const recur_model *model, const recur_tensor *inputs,
+                                                 int32_t num_inputs, recur_output *outputs, int32_t num_outputs);
+
+/* Steps a model stream with named inputs (since 0.6): as recur_model_state_step, with every
+ * sequence input holding the same number of steps (its dims[1]; the batch is the state's) and
+ * inputs without a timesteps axis given whole. Integer ids work as in recur_model_run_named.
+ * outputs: any subset; sequence outputs hold the steps fed, the others their value after them.
+ * options: NULL, or recur_run_options to cancel the step.
+ * On any error (cancellation included) the stream is left exactly as before the call: every
+ * recurrent state and the last output its masked steps repeat; the next step continues from
+ * there. Errors as recur_model_run_named, plus SHAPE for a batch other than the state's or
+ * sequence inputs of different lengths. Thread rules: one thread at a time per state; many
+ * states of one model may step concurrently. */
+RECUR_API recur_status recur_model_state_step_named(recur_model_state *state, const recur_tensor *inputs,
+                                                    int32_t num_inputs, recur_output *outputs, int32_t num_outputs,
+                                                    const recur_run_options *options);
+/* recur_model_output_shapes for a step of a stream (since 0.6). */
+RECUR_API recur_status recur_model_state_output_shapes(const recur_model_state *state, const recur_tensor *inputs,
+                                                       int32_t num_inputs, recur_output *outputs, int32_t num_outputs);
+
+/* Log levels (since 0.6). */
+typedef enum recur_log_level {
+  RECUR_LOG_DEBUG = 0,
+  RECUR_LOG_INFO = 1,
+  RECUR_LOG_WARNING = 2,
+  RECUR_LOG_ERROR = 3
+} recur_log_level;
+
+/* Receives one message: a line of UTF-8 without a newline, valid only during the call. */
+typedef void (*recur_log_callback)(void *user_data, int32_t level, const char *message);
+
+/* Installs the process-wide log callback (since 0.6), which hears what recur decided and why:
+ * the CPU kernel set and why (once, when a callback is installed), each layer's and model's
+ * device, route (cpu, cudnn or kernel) and its reason, fallbacks ("auto" to the CPU, and why; a
+ * GPU plugin that did not load, and why), a summary of each model opened (inputs, outputs, what
+ * cannot run or stream) and limits set. Messages below min_level (a recur_log_level) are not
+ * built. callback NULL turns logging off (user_data and min_level are then ignored).
+ * Thread rules: the callback may be called from any thread that calls into recur, and from
+ * several at once; it must be thread-safe, return promptly, and not call
+ * recur_set_log_callback (that deadlocks); other recur calls are allowed. recur_set_log_callback
+ * may be called from any thread; when it returns, no call of the previous callback is running or
+ * will start, so its user_data may be freed. Errors: INVALID_ARGUMENT (min_level not a
+ * recur_log_level). */
+RECUR_API recur_status recur_set_log_callback(recur_log_callback callback, void *user_data, int32_t min_level);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,7 @@
 // present; a GPU backend is a plugin that implements the same interface.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -52,6 +53,9 @@ struct SequenceJob {
   float* sequence_output = nullptr;     // (B,T,u) / (T,B,u), or null
   float* last_output = nullptr;         // (B,u), or null
   int threads = 1;                      // CPU threads the run may use (0: one per core)
+  // The run's cancel flag (recur/cancel.hpp), or null: the CPU loop stops between timesteps once
+  // it is set, leaving the outputs and states unfinished (the caller throws Error(cancelled)).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 class Backend {

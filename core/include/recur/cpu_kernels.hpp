@@ -4,6 +4,8 @@
 // share no inline code with the rest of the library.
 #pragma once
 
+#include <string>
+
 #include <cstddef>
 
 namespace recur {
@@ -71,6 +73,8 @@ struct KernelSet {
 
 // The set this process uses (see recur_cpu_kernels in recur.h for the choice and its override).
 const KernelSet& cpu_kernels();
+// Why cpu_kernels() is the set it is (the CPU's features, or RECUR_CPU_KERNELS and its fallback).
+std::string cpu_kernels_reason();
 // Every set this build has that the CPU can run, best first (for the tests).
 const KernelSet* const* runnable_kernel_sets(int* count);
 // Makes `name` the set cpu_kernels() returns from now on; false when this CPU cannot run it.

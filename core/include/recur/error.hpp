@@ -19,6 +19,7 @@ class Error : public std::runtime_error {
     state,             // the object cannot do this (not stateful, not a cell, ...)
     io,                // file access
     limit,             // over a resource limit (recur/limits.hpp)
+    cancelled,         // the run's cancel flag was set (recur/cancel.hpp)
   };
 
   Error(Code code, std::string message) : std::runtime_error(std::move(message)), code_(code) {}

@@ -32,6 +32,31 @@ struct ModelTensorInfo {
   bool sequence = false;   // has a timesteps axis (axis 1) that masks and streams address
 };
 
+// Element types of a named input (values as recur_dtype).
+enum class DType : int { float32 = 1, int32 = 2, int64 = 3 };
+
+// One input of a named run or step: the model input `name`, its row-major data and dims (the
+// batch first; the timesteps come from the dims), and an optional (B, T) mask.
+struct NamedInput {
+  std::string name;
+  DType dtype = DType::float32;
+  const void* data = nullptr;
+  std::size_t length = 0;  // elements
+  std::vector<Index> dims;
+  const std::uint8_t* mask = nullptr;
+  std::size_t mask_length = 0;
+};
+
+// One requested output: the model output `name` and the caller's buffer; the run writes `dims`
+// and `length` (elements written).
+struct NamedOutput {
+  std::string name;
+  float* data = nullptr;
+  std::size_t capacity = 0;  // elements `data` holds
+  std::vector<Index> dims;
+  std::size_t length = 0;
+};
+
 class ModelStream;
 
 class Model {
@@ -77,6 +102,13 @@ class Model {
   // from call to call (one run at a time then).
   void run_inputs(Index batch, const std::vector<Index>& timesteps, const float* inputs, std::size_t inputs_len,
                   const std::uint8_t* masks, std::size_t masks_len, float* outputs, std::size_t outputs_len) const;
+  // The same by name: every model input exactly once, in any order, as float32, int32 or int64
+  // (integer ids reach an Embedding exactly; other integer inputs are cast to float as Keras
+  // does); any subset of the outputs, in any order. Throws Error naming the input or output at
+  // fault. A stateful model's states are restored when the run fails or is cancelled.
+  void run_named(const std::vector<NamedInput>& inputs, std::vector<NamedOutput>& outputs) const;
+  // Fills dims and length of each requested output for these inputs (data may be null).
+  void named_output_shapes(const std::vector<NamedInput>& inputs, std::vector<NamedOutput>& outputs) const;
 
   // --- stateful layers ---
   bool stateful() const;
@@ -132,6 +164,10 @@ class ModelStream {
   std::vector<std::vector<Index>> output_dims(Index timesteps) const;
   void step(Index timesteps, const float* inputs, std::size_t inputs_len, const std::uint8_t* masks,
             std::size_t masks_len, float* outputs, std::size_t outputs_len);
+  // A step by name (as Model::run_named): every sequence input holds the same number of steps.
+  // When it fails or is cancelled, the stream is left as it was before the call.
+  void step_named(const std::vector<NamedInput>& inputs, std::vector<NamedOutput>& outputs);
+  void named_output_shapes(const std::vector<NamedInput>& inputs, std::vector<NamedOutput>& outputs) const;
 
  private:
   friend class Model;

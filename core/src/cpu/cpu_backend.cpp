@@ -10,6 +10,7 @@
 
 #include "cpu/thread_pool.hpp"
 #include "recur/backend.hpp"
+#include "recur/cancel.hpp"
 
 namespace recur {
 namespace {
@@ -41,6 +42,11 @@ struct Run {
   Index B, T, u, F, PW, chunk;
   int ns;
   float* buf[2][2];  // ping-pong states: [parity][h or c]
+  // Cancellation: thread 0 reads the flag before a step's closing barrier and every thread reads
+  // its verdict after it. Two slots by step parity: a slot is rewritten two barriers later, after
+  // every thread has read it.
+  bool stop[2] = {false, false};
+  bool stopped = false;
 
   Index row_index(Index b, Index t) const { return row_index_of(job, B, T, b, t); }
 
@@ -107,7 +113,12 @@ struct Run {
         }
         if (job.sequence_output) std::memcpy(job.sequence_output + row_index(b, k) * u + j0, out_t + off, bytes);
       }
+      if (tid == 0 && job.cancel) stop[k & 1] = cancelled(job.cancel);
       if (sync) sync(pool);
+      if (stop[k & 1]) {
+        if (tid == 0) stopped = true;
+        break;
+      }
     }
   }
 };
@@ -144,6 +155,7 @@ void CpuBackend::run_sequence(const Cell& cell, const SequenceJob& job, Sequence
   const int nt = threads_for(cell, job);
   auto task = [](void* r, int t, int n) { static_cast<Run*>(r)->body(t, n); };
   if (nt <= 1 || !cpu::ThreadPool::instance().run(nt, task, &run)) run.body(0, 1);
+  if (run.stopped) return;  // cancelled: the caller throws, and restores what the run touched
   // The final states are in the buffer the last step wrote.
   if (T & 1)
     for (int s = 0; s < ns; ++s) job.states[s].swap(ws.next[static_cast<std::size_t>(s)]);

@@ -85,6 +85,19 @@ std::atomic<const KernelSet*>& current() {
 
 const KernelSet& cpu_kernels() { return *current().load(std::memory_order_acquire); }
 
+std::string cpu_kernels_reason() {
+  const char* name = cpu_kernels().name;
+  const char* asked = std::getenv("RECUR_CPU_KERNELS");
+  if (current().load(std::memory_order_acquire) != initial())
+    return std::string(name) + " (selected after load; the process started with " + initial()->name + ")";
+  if (asked && *asked && std::strcmp(asked, name) == 0)
+    return std::string(name) + " (asked for by RECUR_CPU_KERNELS)";
+  if (asked && *asked)
+    return std::string(name) + " (RECUR_CPU_KERNELS=" + asked +
+           " names a set this CPU cannot run or an unknown one; this is the best one below it that the CPU runs)";
+  return std::string(name) + " (the best set this CPU's features run; RECUR_CPU_KERNELS is unset)";
+}
+
 const KernelSet* const* runnable_kernel_sets(int* count) {
   *count = sets().count;
   return sets().runnable;

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "recur/error.hpp"
+#include "recur/log.hpp"
 
 #define RECUR_STR_(x) #x
 #define RECUR_STR(x) RECUR_STR_(x)
@@ -152,6 +153,10 @@ const PluginLoad& plugin() {
       path = dir.empty() ? kPluginFile : dir + "/" + kPluginFile;
     }
     loaded = new PluginLoad(load_plugin(path));
+    if (loaded->table && loaded->device_count > 0)
+      log::write(log::Level::info, "GPU plugin ", path, " loaded: ", loaded->device_count, " CUDA device(s)");
+    else
+      log::write(log::Level::warning, "GPU: none usable (", loaded->why, "); GPU requests fail and \"auto\" runs on the CPU");
   });
   return *loaded;
 }

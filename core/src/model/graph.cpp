@@ -7,6 +7,7 @@
 #include <set>
 
 #include "io/printable.hpp"
+#include "recur/cancel.hpp"
 #include "recur/error.hpp"
 
 namespace recur::graph {
@@ -567,6 +568,7 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
   for (int id : order) {
     const Node& n = nodes[static_cast<std::size_t>(id)];
     if (n.is_input || !n.op || n.out.empty()) continue;  // a mask recur computes by Keras's rules instead
+    throw_if_cancelled();
     const LayerEntry& le = layers[static_cast<std::size_t>(n.layer)];
     CallInputs ci;
     auto get = [&](const Ref& r) -> const Value* {
@@ -604,6 +606,8 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
     RunContext local = ctx;
     local.stepped = n.stepped_main;
     std::vector<Value> out = n.op->forward(ci, local, id);
+    if (!n.op->passes_ids())
+      for (Value& v : out) v.ids.reset();
     if (out.size() != n.out.size())
       fail(Code::state, "layer '", le.name, "' gave ", out.size(), " outputs, ", n.out.size(), " expected");
     vals[static_cast<std::size_t>(id)] = std::move(out);

@@ -32,12 +32,20 @@ struct Spec {
 };
 std::string spec_string(const Spec& s);
 
+// Integer ids as the caller gave them (an int32/int64 model input), so that an Embedding looks up
+// rows above 2^24 exactly, where their float values in Value::data are not.
+struct Ids {
+  std::vector<std::int64_t> values;
+  std::string input;  // the model input they came from, for messages
+};
+
 // A tensor at run time: row-major floats, batch first, with Keras's mask over the first two axes
 // (batch, time), when it has one.
 struct Value {
   std::vector<Index> shape;
   std::vector<float> data;
   std::shared_ptr<const std::vector<std::uint8_t>> mask;
+  std::shared_ptr<const Ids> ids;  // the same values as data, exact; only from ops that pass them
   Index rows() const { return shape.empty() ? 0 : shape[0]; }
 };
 
@@ -116,6 +124,8 @@ class Op {
   // Recurrent layers (and models holding them).
   virtual void collect_layers(std::vector<Layer*>&) {}
   virtual bool stateful() const { return false; }
+  // Returns its input unchanged (Dropout at inference...), so integer ids stay exact through it.
+  virtual bool passes_ids() const { return false; }
 
   std::string name, class_name;
   bool per_step = false;

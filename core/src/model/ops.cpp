@@ -170,6 +170,7 @@ class IdentityOp : public Op {
     return in;
   }
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override { return {*in.main[0]}; }
+  bool passes_ids() const override { return true; }
 };
 
 class MaskingOp : public Op {
@@ -198,6 +199,19 @@ class MaskingOp : public Op {
  private:
   float value_;
 };
+
+// "(b, t)": the index of flat element r of a tensor of `shape` without its last axis (`shape`
+// holds that axis: the Embedding's output_dim).
+std::string position_string(const std::vector<Index>& shape, Index r) {
+  std::vector<Index> idx(shape.size() - 1);
+  for (std::size_t a = idx.size(); a-- > 0;) {
+    idx[a] = r % shape[a];
+    r /= shape[a];
+  }
+  std::string s = "(";
+  for (std::size_t a = 0; a < idx.size(); ++a) s += (a ? ", " : "") + std::to_string(idx[a]);
+  return s + ")";
+}
 
 class EmbeddingOp : public Op {
  public:
@@ -230,13 +244,25 @@ class EmbeddingOp : public Op {
     Value y = make_value(shape, "Embedding");
     std::shared_ptr<std::vector<std::uint8_t>> m;
     if (mask_zero_ && shape.size() == 3) m = std::make_shared<std::vector<std::uint8_t>>(static_cast<std::size_t>(n));
-    for (Index r = 0; r < n; ++r) {
-      const float id = x.data[static_cast<std::size_t>(r)];
-      if (!(id >= 0.0f) || id != std::floor(id) || id >= static_cast<float>(input_dim_))
-        fail(Code::invalid_argument, "input: token id ", id, " at position ", r, " is not an integer in [0, ", input_dim_,
-             ") for Embedding '", name, "'");
-      std::copy_n(table_.data() + static_cast<Index>(id) * output_dim_, output_dim_, y.data.data() + r * output_dim_);
-      if (m) (*m)[static_cast<std::size_t>(r)] = id != 0.0f;
+    if (x.ids && x.ids->values.size() == static_cast<std::size_t>(n)) {
+      // Integer ids, exact at any size: no float round trip.
+      for (Index r = 0; r < n; ++r) {
+        const std::int64_t id = x.ids->values[static_cast<std::size_t>(r)];
+        if (id < 0 || id >= input_dim_)
+          fail(Code::invalid_argument, "input '", x.ids->input, "': token id ", id, " at position ", r, " ",
+               position_string(shape, r), " is out of range [0, ", input_dim_, ") for Embedding '", name, "'");
+        std::copy_n(table_.data() + id * output_dim_, output_dim_, y.data.data() + r * output_dim_);
+        if (m) (*m)[static_cast<std::size_t>(r)] = id != 0;
+      }
+    } else {
+      for (Index r = 0; r < n; ++r) {
+        const float id = x.data[static_cast<std::size_t>(r)];
+        if (!(id >= 0.0f) || id != std::floor(id) || id >= static_cast<float>(input_dim_))
+          fail(Code::invalid_argument, "input: token id ", id, " at position ", r, " is not an integer in [0, ", input_dim_,
+               ") for Embedding '", name, "'");
+        std::copy_n(table_.data() + static_cast<Index>(id) * output_dim_, output_dim_, y.data.data() + r * output_dim_);
+        if (m) (*m)[static_cast<std::size_t>(r)] = id != 0.0f;
+      }
     }
     y.mask = m ? Mask(m) : x.mask;
     return {std::move(y)};

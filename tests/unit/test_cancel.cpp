@@ -1,0 +1,119 @@
+// Cancellation inside the core: a layer's recurrent loop stops between timesteps once the run's
+// flag is set, on one thread and on several (whose barriers must all agree to stop), and throws
+// Error(cancelled) before a stateful layer keeps any state.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "recur/cancel.hpp"
+#include "recur/config.hpp"
+#include "recur/error.hpp"
+#include "recur/layer.hpp"
+
+namespace {
+
+using namespace recur;
+using Clock = std::chrono::steady_clock;
+
+LayerConfig gru(int units, int input) {
+  LayerConfig c = LayerConfig::defaults(LayerKind::gru, DialectInfo::latest(Dialect::keras3));
+  c.units = units;
+  c.input_size = input;
+  c.return_sequences = true;
+  c.seed = 7;
+  return c;
+}
+
+// Calls `layer` over T steps with `flag` installed, set by another thread after `delay`; returns
+// the seconds between the cancel and the call's end, or -1 when the call was not cancelled. The
+// last step's output must still be unwritten: the loop stopped before it.
+double cancelled_after(Layer& layer, Index B, Index T, std::chrono::milliseconds delay) {
+  const Index F = layer.config().input_size, u = layer.config().units;
+  std::vector<float> x(static_cast<std::size_t>(B * T * F), 0.25f), y(static_cast<std::size_t>(B * T * u), -7.0f);
+  std::atomic<bool> flag{false};
+  std::atomic<Clock::rep> set_at{0};
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(delay);
+    set_at = Clock::now().time_since_epoch().count();
+    flag.store(true);
+  });
+  double latency = -1;
+  try {
+    const CancelScope scope(&flag);
+    LayerCall call;
+    call.input = x.data();
+    call.input_len = x.size();
+    call.batch = B;
+    call.timesteps = T;
+    call.output = y.data();
+    call.output_len = y.size();
+    layer.call(call);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Error::Code::cancelled) << e.what();
+    latency = std::chrono::duration<double>(Clock::now().time_since_epoch() - Clock::duration(set_at.load())).count();
+  }
+  canceller.join();
+  EXPECT_EQ(y.back(), -7.0f) << "the last timestep ran";
+  return latency;
+}
+
+TEST(Cancel, OneThreadStopsBetweenTimesteps) {
+  Layer layer(gru(32, 4));
+  const double latency = cancelled_after(layer, 2, 400000, std::chrono::milliseconds(20));
+  ASSERT_GE(latency, 0.0) << "the call ran to its end";
+  EXPECT_LT(latency, 0.5);
+}
+
+TEST(Cancel, SeveralThreadsAllStop) {
+  Layer layer(gru(256, 64));  // enough work per step for the CPU backend to split it
+  layer.set_num_threads(2);
+  const double latency = cancelled_after(layer, 8, 4000, std::chrono::milliseconds(20));
+  ASSERT_GE(latency, 0.0) << "the call ran to its end";
+  EXPECT_LT(latency, 0.5);
+  // The pool is still usable: a call without a flag runs to its end.
+  std::vector<float> x(8 * 5 * 64, 0.1f), y(8 * 5 * 256);
+  LayerCall call;
+  call.input = x.data();
+  call.input_len = x.size();
+  call.batch = 8;
+  call.timesteps = 5;
+  call.output = y.data();
+  call.output_len = y.size();
+  EXPECT_NO_THROW(layer.call(call));
+}
+
+TEST(Cancel, StatefulLayerKeepsItsStates) {
+  LayerConfig c = gru(32, 4);
+  c.stateful = true;
+  c.batch_size = 2;
+  Layer layer(c);
+  std::vector<float> s0(64);
+  for (std::size_t i = 0; i < s0.size(); ++i) s0[i] = 0.01f * static_cast<float>(i);
+  layer.reset_states(s0.data(), s0.size(), 1);
+  ASSERT_GE(cancelled_after(layer, 2, 400000, std::chrono::milliseconds(20)), 0.0);
+  std::vector<float> s1(64);
+  layer.get_states(s1.data(), s1.size());
+  EXPECT_EQ(s1, s0);
+}
+
+TEST(Cancel, NoScopeNoFlag) {
+  EXPECT_EQ(cancel_flag(), nullptr);
+  EXPECT_NO_THROW(throw_if_cancelled());
+  std::atomic<bool> flag{true};
+  {
+    const CancelScope scope(&flag);
+    EXPECT_EQ(cancel_flag(), &flag);
+    EXPECT_THROW(throw_if_cancelled(), Error);
+    {
+      const CancelScope inner(nullptr);
+      EXPECT_NO_THROW(throw_if_cancelled());
+    }
+    EXPECT_EQ(cancel_flag(), &flag);
+  }
+  EXPECT_EQ(cancel_flag(), nullptr);
+}
+
+}  // namespace
