@@ -21,10 +21,10 @@
 %apply unsigned long long *OUTPUT { size_t *out_len, size_t *len, size_t *inputs_len, size_t *outputs_len };
 %apply int *OUTPUT { int32_t *count, int32_t *ndims, int32_t *num_states, int32_t *batch, int32_t *units,
                      int32_t *input_size, int32_t *output_size, int32_t *recurrent, int32_t *num_threads,
-                     int32_t *rank, int32_t *token_ids, int32_t *stateful, int32_t *sequence };
+                     int32_t *rank, int32_t *token_ids, int32_t *stateful, int32_t *sequence, int32_t *cancelled };
 %apply long long *OUTPUT { int64_t *dim0, int64_t *dim1 };
 %apply unsigned long long *OUTPUT { uint64_t *value, uint64_t *layers, uint64_t *states, uint64_t *models,
-                                   uint64_t *model_states };
+                                   uint64_t *model_states, uint64_t *run_options };
 
 /* ---- arrays: raw pointers (the public wrappers pin managed arrays with `fixed`) ------------ */
 /* const long long *: the state handles of forward_states, a pinned long[]. const int32_t *: the
@@ -74,7 +74,7 @@ static void recur_csharp_raise(int status) {
     static extern void RecurCSharpRegisterExceptionCallback(RecurExceptionDelegate callback);
 
     static void SetPendingRecurException(int status, string message) {
-      SWIGPendingException.Set(new global::Recur.RecurException(status, message));
+      SWIGPendingException.Set(global::Recur.RecurException.From(status, message));
     }
 
     static RecurExceptionHelper() {
@@ -129,3 +129,58 @@ const char *recur_status_string(int status);
     return recur_layer_get_initial_state($self, batch, output, output_len);
   }
 }
+
+/* ---- named runs, run options and the log callback (C ABI 0.6) -------------------------------- */
+/* The descriptors (recur_tensor, recur_output) are laid out by src/NamedRun.cs as blittable
+ * structs in the caller's stack memory; they, the run options handle and the log callback's
+ * function pointer cross as raw pointers. The calls go through SWIG (not a DllImport of
+ * librecur.so.0) so that a failing status is raised as RecurException inside the same native call,
+ * as for every other method. */
+%typemap(ctype)  const recur_tensor *, recur_output *, recur_run_options *, const recur_run_options *,
+                 recur_log_callback, void *log_user_data "void *"
+%typemap(imtype) const recur_tensor *, recur_output *, recur_run_options *, const recur_run_options *,
+                 recur_log_callback, void *log_user_data "global::System.IntPtr"
+%typemap(cstype) const recur_tensor *, recur_output *, recur_run_options *, const recur_run_options *,
+                 recur_log_callback, void *log_user_data "global::System.IntPtr"
+%typemap(csin)   const recur_tensor *, recur_output *, recur_run_options *, const recur_run_options *,
+                 recur_log_callback, void *log_user_data "$csinput"
+%typemap(in)     const recur_tensor *, recur_output *, recur_run_options *, const recur_run_options *,
+                 recur_log_callback, void *log_user_data %{ $1 = ($1_ltype)$input; %}
+%typemap(ctype)  recur_run_options **out "void **"
+%typemap(imtype) recur_run_options **out "out global::System.IntPtr"
+%typemap(cstype) recur_run_options **out "out global::System.IntPtr"
+%typemap(csin)   recur_run_options **out "out $csinput"
+%typemap(in)     recur_run_options **out %{ $1 = ($1_ltype)$input; %}
+
+%extend RecurModel {
+  recur_rc run_named(const recur_tensor *inputs, int32_t num_inputs, recur_output *outputs, int32_t num_outputs,
+                     const recur_run_options *options) {
+    return recur_model_run_named($self, inputs, num_inputs, outputs, num_outputs, options);
+  }
+  recur_rc output_shapes(const recur_tensor *inputs, int32_t num_inputs, recur_output *outputs, int32_t num_outputs) {
+    return recur_model_output_shapes($self, inputs, num_inputs, outputs, num_outputs);
+  }
+}
+%extend RecurModelState {
+  recur_rc step_named(const recur_tensor *inputs, int32_t num_inputs, recur_output *outputs, int32_t num_outputs,
+                      const recur_run_options *options) {
+    return recur_model_state_step_named($self, inputs, num_inputs, outputs, num_outputs, options);
+  }
+  recur_rc output_shapes(const recur_tensor *inputs, int32_t num_inputs, recur_output *outputs, int32_t num_outputs) {
+    return recur_model_state_output_shapes($self, inputs, num_inputs, outputs, num_outputs);
+  }
+}
+
+%inline %{
+recur_rc recur_cs_run_options_create(recur_run_options **out) { return recur_run_options_create(out); }
+void recur_cs_run_options_destroy(recur_run_options *options) { recur_run_options_destroy(options); }
+recur_rc recur_cs_run_options_cancel(recur_run_options *options) { return recur_run_options_cancel(options); }
+recur_rc recur_cs_run_options_reset(recur_run_options *options) { return recur_run_options_reset(options); }
+recur_rc recur_cs_run_options_is_cancelled(const recur_run_options *options, int32_t *cancelled) {
+  return recur_run_options_is_cancelled(options, cancelled);
+}
+recur_rc recur_cs_live_run_options(uint64_t *run_options) { return recur_live_run_options(run_options); }
+recur_rc recur_cs_set_log_callback(recur_log_callback callback, void *log_user_data, int32_t min_level) {
+  return recur_set_log_callback(callback, log_user_data, min_level);
+}
+%}

@@ -17,6 +17,27 @@ public class RecurException : Exception {
   public override string ToString() {
     return "Recur.RecurException (" + Status + ", " + StatusName + "): " + Message;
   }
+
+  // The exception a failing status raises: RecurCancelledException for Status.Cancelled (what
+  // C# code catches for a cancelled operation), RecurException for the others.
+  internal static Exception From(int status, string message) {
+    if (status == global::Recur.Status.Cancelled) return new RecurCancelledException(message);
+    return new RecurException(status, message);
+  }
+}
+
+/// <summary>A run or step was cancelled through its <see cref="RunOptions"/> (or the
+/// CancellationToken it was given): an OperationCanceledException, so that code catching those
+/// for any cancelled .NET operation sees it, carrying <see cref="Status"/> =
+/// <see cref="Recur.Status.Cancelled"/>. A cancelled call wrote no output and left a stateful
+/// model or a ModelState as it was before the call.</summary>
+public sealed class RecurCancelledException : System.OperationCanceledException {
+  /// <summary>Always <see cref="Recur.Status.Cancelled"/>.</summary>
+  public int Status { get { return global::Recur.Status.Cancelled; } }
+
+  internal RecurCancelledException(string message) : base(message) {}
+  internal RecurCancelledException(string message, Exception inner, System.Threading.CancellationToken token)
+      : base(message, inner, token) {}
 }
 
 /// <summary>recur_status values.</summary>
@@ -31,6 +52,8 @@ public static class Status {
   public const int IO = -7;
   /// <summary>Over a resource limit (<see cref="Limits"/>); the message names the limit.</summary>
   public const int Limit = -8;
+  /// <summary>The call was cancelled (RunOptions.Cancel); raised as RecurCancelledException.</summary>
+  public const int Cancelled = -9;
   public const int Internal = -100;
 }
 
@@ -114,40 +137,47 @@ public sealed class DeviceInfo {
 
 /// <summary>How many native handles of each kind were alive at one moment
 /// (<see cref="Library.LiveHandles"/>): layers (cells included), states, models and model states
-/// created and not yet freed.</summary>
+/// created and not yet freed, and the RunOptions not yet freed.</summary>
 public struct LiveHandles : IEquatable<LiveHandles> {
-  readonly ulong layers, states, models, modelStates;
+  readonly ulong layers, states, models, modelStates, runOptions;
 
-  public LiveHandles(ulong layers, ulong states, ulong models, ulong modelStates) {
+  public LiveHandles(ulong layers, ulong states, ulong models, ulong modelStates, ulong runOptions = 0) {
     this.layers = layers;
     this.states = states;
     this.models = models;
     this.modelStates = modelStates;
+    this.runOptions = runOptions;
   }
 
   public ulong Layers { get { return layers; } }
   public ulong States { get { return states; } }
   public ulong Models { get { return models; } }
   public ulong ModelStates { get { return modelStates; } }
-  /// <summary>All four counts together: 0 when nothing is alive.</summary>
-  public ulong Total { get { return layers + states + models + modelStates; } }
+  /// <summary>RunOptions not yet freed (recur_live_run_options).</summary>
+  public ulong RunOptions { get { return runOptions; } }
+  /// <summary>All five counts together: 0 when nothing is alive.</summary>
+  public ulong Total { get { return layers + states + models + modelStates + runOptions; } }
 
   public bool Equals(LiveHandles o) {
-    return layers == o.layers && states == o.states && models == o.models && modelStates == o.modelStates;
+    return layers == o.layers && states == o.states && models == o.models && modelStates == o.modelStates &&
+           runOptions == o.runOptions;
   }
   public override bool Equals(object o) { return o is LiveHandles && Equals((LiveHandles)o); }
-  public override int GetHashCode() { return (int)(((layers * 31 + states) * 31 + models) * 31 + modelStates); }
+  public override int GetHashCode() {
+    return (int)((((layers * 31 + states) * 31 + models) * 31 + modelStates) * 31 + runOptions);
+  }
   public static bool operator ==(LiveHandles a, LiveHandles b) { return a.Equals(b); }
   public static bool operator !=(LiveHandles a, LiveHandles b) { return !a.Equals(b); }
 
-  /// <summary>"layers 1, states 0, models 2, model states 0".</summary>
+  /// <summary>"layers 1, states 0, models 2, model states 0, run options 0".</summary>
   public override string ToString() {
-    return "layers " + layers + ", states " + states + ", models " + models + ", model states " + modelStates;
+    return "layers " + layers + ", states " + states + ", models " + models + ", model states " + modelStates +
+           ", run options " + runOptions;
   }
 }
 
 /// <summary>Library-wide functions.</summary>
-public static class Library {
+public static partial class Library {
   /// <summary>RECUR_DEFAULT: "the Keras default" for int options.</summary>
   public const int Default = -1;
 
@@ -187,7 +217,7 @@ public static class Library {
       NativeLoader.Load();
       ulong layers, states, models, modelStates;
       recur.recur_binding_live_handles(out layers, out states, out models, out modelStates);
-      return new global::Recur.LiveHandles(layers, states, models, modelStates);
+      return new global::Recur.LiveHandles(layers, states, models, modelStates, LiveRunOptions);
     }
   }
 

@@ -289,6 +289,7 @@ public sealed partial class ModelState {
     this.batch = batch;
     numInputs = model.NumInputs;
     numOutputs = model.NumOutputs;
+    outputNames = model.OutputNames;
   }
 
   static IntPtr CreateHandle(Model model, int batch) {
