@@ -67,7 +67,9 @@ static partial class Program {
     CheckBack(before, "after disposing of everything");
     var h = new LiveHandles(1, 2, 3, 4);
     Check(h.Layers == 1 && h.States == 2 && h.Models == 3 && h.ModelStates == 4 && h.Total == 10, "fields");
-    Check(h.ToString() == "layers 1, states 2, models 3, model states 4", h.ToString());
+    Check(h.ToString() == "layers 1, states 2, models 3, model states 4, run options 0", h.ToString());
+    var r = new LiveHandles(1, 2, 3, 4, 5);
+    Check(r.RunOptions == 5 && r.Total == 15 && r != h, "run options count");
     Check(h == new LiveHandles(1, 2, 3, 4) && h != new LiveHandles(1, 2, 3, 5), "equality");
     Check(h.GetHashCode() == new LiveHandles(1, 2, 3, 4).GetHashCode(), "hash");
   }
@@ -191,6 +193,7 @@ static partial class Program {
     Run("LeaksExplicitDispose", LeaksExplicitDispose);
     Run("LeaksErrorPaths", LeaksErrorPaths);
     Run("LeaksFinalizers", LeaksFinalizers);
+    Run("LeaksRunOptions", LeaksRunOptions);
   }
 }
 

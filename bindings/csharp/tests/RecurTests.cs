@@ -788,6 +788,7 @@ static partial class Program {
     Run("ThreadsGiveBitwiseTheSameNumbers", ThreadsGiveBitwiseTheSameNumbers);
     Run("ModelNumThreads", ModelNumThreads);
     RunGraphTests();
+    RunNamedTests();
     List<FixtureCase> cases = null;
     Run("LoadParityCases", () => { cases = FixtureCase.Load(fixturePath); Check(cases.Count >= 15, "cases"); });
     if (cases != null)
