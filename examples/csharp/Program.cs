@@ -31,7 +31,10 @@ static class Program {
         Console.Error.WriteLine("error: the model has {0} outputs per sample, the Keras file {1}", info.OutputSize, cols);
         return false;
       }
-      float[] output = model.Run(ids.SelectMany(row => row).ToArray(), batch, steps);
+      // Token ids as integers, by the model's input name; the first output, by its name.
+      var tokens = new NamedTensor(model.Input(0).Name, ids.SelectMany(row => row).Select(v => (long)v).ToArray(),
+                                   new long[] { batch, steps });
+      float[] output = model.Run(new[] { tokens })[model.OutputNames[0]].Values;
       double worst = 0;
       Console.WriteLine("  sample  {0,-26} {1,-26}", "recur", "Keras");
       for (int b = 0; b < batch; ++b) {
