@@ -250,9 +250,9 @@ class NamedRunTest {
       assertTrue(ex.getMessage().contains(Long.toString(vocab)), ex.getMessage());
       long[] big = new long[8];
       Arrays.fill(big, 1);
-      big[3] = (1L << 40);
+      big[3] = (1L << 40) + 1; // not a float: the message shows it went through as an int64
       ex = raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, in, () -> m.run(map(in, Tensor.of(big, 2, 4))));
-      assertTrue(ex.getMessage().contains(Long.toString(1L << 40)), ex.getMessage());
+      assertTrue(ex.getMessage().contains(Long.toString((1L << 40) + 1)), ex.getMessage());
       int[] neg = ids(8, vocab);
       neg[0] = -1;
       raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, in, () -> m.run(map(in, Tensor.of(neg, 2, 4))));
@@ -363,6 +363,20 @@ class NamedRunTest {
         for (Future<?> f : fs) f.get();
       } finally {
         ex.shutdown();
+      }
+      // Handlers swapped while other threads log: each call sees one handler or none, never a freed one.
+      AtomicInteger swapped = new AtomicInteger();
+      ExecutorService loggers = Executors.newFixedThreadPool(2);
+      try {
+        List<Future<?>> fs = new ArrayList<>();
+        for (int i = 0; i < 2; ++i) fs.add(loggers.submit(() -> {
+          for (int k = 0; k < 10; ++k) multiIo().close();
+        }));
+        for (int k = 0; k < 40; ++k)
+          Recur.setLogHandler(k % 3 == 2 ? null : (level, msg) -> swapped.incrementAndGet(), LogLevel.INFO);
+        for (Future<?> f : fs) f.get();
+      } finally {
+        loggers.shutdown();
       }
       // A handler may not reinstall a handler (it would wait for itself).
       List<Throwable> inner = Collections.synchronizedList(new ArrayList<>());
