@@ -218,7 +218,7 @@ JNIEXPORT jlong JNICALL Java_recur_NativeApi_liveRunOptions(JNIEnv *jenv, jclass
 static JavaVM *recur_java_vm;
 static jclass recur_java_api_class;
 static jmethodID recur_java_dispatch_log;
-static jobject recur_java_log_handler; /* the installed handler's global ref (Recur.setLogHandler is synchronized) */
+static jobject recur_java_log_handler; /* the installed handler's global ref (Recur.setLogHandler calls come one at a time) */
 
 static void recur_java_log(void *user_data, int32_t level, const char *message) {
   JNIEnv *env = NULL;

@@ -545,11 +545,13 @@ RECUR_JAVA_SELF(RecurModelState, "ModelState")
    * promptly. Whatever it throws is caught and dropped, so that it never breaks the call that
    * logged. It may call recur, but not this method (that throws IllegalStateException).
    */
-  public static synchronized void setLogHandler(RecurLogHandler handler, LogLevel minLevel) {
+  public static void setLogHandler(RecurLogHandler handler, LogLevel minLevel) {
     if (NativeApi.IN_LOG_HANDLER.get() != null)
       throw new IllegalStateException("recur: setLogHandler called from a log handler (it would wait for itself)");
     if (handler != null && minLevel == null) throw new NullPointerException("minLevel");
-    NativeApi.setLogHandler(handler, handler != null ? minLevel.code() : LogLevel.DEBUG.code());
+    synchronized (NativeApi.LOG_LOCK) {
+      NativeApi.setLogHandler(handler, handler != null ? minLevel.code() : LogLevel.DEBUG.code());
+    }
   }
 
   /** How many {@link RunOptions} exist now (created, not closed), for leak checks as {@link #liveHandles()}. */

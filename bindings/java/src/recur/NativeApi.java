@@ -24,18 +24,25 @@ final class NativeApi {
   static native long liveRunOptions();
   static native void setLogHandler(Object handler, int minLevel);
 
+  /**
+   * Serialises Recur.setLogHandler. A private lock, not Recur.class: setLogHandler waits for running
+   * handlers to return, and a handler that took a lock the waiting thread holds would never return.
+   */
+  static final Object LOG_LOCK = new Object();
+
   /** The thread that is inside a log handler, so that it cannot reinstall one (that would deadlock). */
   static final ThreadLocal<Boolean> IN_LOG_HANDLER = new ThreadLocal<>();
 
   /** Called from the native log callback, on any thread: whatever the handler throws is dropped. */
   static void dispatchLog(Object handler, int level, byte[] message) {
+    Boolean outer = IN_LOG_HANDLER.get(); // a handler's own recur call may log again, nested
     IN_LOG_HANDLER.set(Boolean.TRUE);
     try {
       ((RecurLogHandler) handler).log(LogLevel.of(level), new String(message, StandardCharsets.UTF_8));
     } catch (Throwable dropped) {
       // A log handler must not break the recur call that logged (see Recur.setLogHandler).
     } finally {
-      IN_LOG_HANDLER.remove();
+      if (outer == null) IN_LOG_HANDLER.remove();
     }
   }
 }
