@@ -175,6 +175,24 @@ class NamedRunTest {
   }
 
   @Test
+  void outputsOfOneLayerAreAddressedByIndex() {
+    try (Model m = Model.open(GRAPHS.resolve("keras3").resolve("return_state_outputs.keras").toString())) {
+      assertEquals(Arrays.asList("gru:0", "gru:1", "lstm:0", "lstm:1", "lstm:2"), m.outputNames());
+      long[] d = m.input(0).dims();
+      int b = 2, t = 5, f = (int) d[d.length - 1];
+      float[] x = ramp(b * t * f, 1f);
+      float[][] positional = m.run(new float[][] {x}, b, new int[] {t});
+      Map<String, Tensor> in = map(m.input(0).name, Tensor.of(x, b, t, f));
+      Map<String, ModelOutput> all = m.run(in);
+      for (int i = 0; i < positional.length; ++i)
+        assertBits(positional[i], all.get(m.outputNames().get(i)).values(), m.outputNames().get(i));
+      assertBits(positional[3], m.run(in, Collections.singleton("lstm:1")).get("lstm:1").values(), "lstm:1 alone");
+      raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "gru", () -> m.run(in, Collections.singleton("gru")));
+      raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "gru:2", () -> m.run(in, Collections.singleton("gru:2")));
+    }
+  }
+
+  @Test
   void namedStepsMatchPositionalSteps() {
     try (Model m = multiIo(); ModelState named = new ModelState(m, 2); ModelState positional = new ModelState(m, 2)) {
       float[] stat = ramp(2 * 5, 0.5f);
