@@ -6,6 +6,62 @@
     return p;
   }
 
+  // ---- named runs (since 0.6) ------------------------------------------------------------
+
+  /**
+   * The names that address every output, in Keras's model.outputs order: the output's name, or
+   * "name:k" for the k-th output of a Keras 3 layer whose outputs share one name.
+   */
+  public java.util.List<String> outputNames() {
+    return NamedRun.outputNames(this);
+  }
+
+  /** {@link #run(java.util.Map, java.util.Collection, RunOptions)} of every output, without options. */
+  public java.util.Map<String, ModelOutput> run(java.util.Map<String, Tensor> inputs) {
+    return run(inputs, null, null);
+  }
+
+  /** {@link #run(java.util.Map, java.util.Collection, RunOptions)} without options. */
+  public java.util.Map<String, ModelOutput> run(java.util.Map<String, Tensor> inputs, java.util.Collection<String> outputs) {
+    return run(inputs, outputs, null);
+  }
+
+  /**
+   * Runs the model on named inputs (Keras's model.predict on one batch): every model input exactly
+   * once, in any order, each with its own dims (the timesteps of a sequence input are its dims[1]).
+   * @param outputs the outputs wanted, in the order the returned map iterates them ("name:k" for
+   *        the k-th output of a Keras 3 layer with several); null: {@link #outputNames()}
+   * @param options null, or {@link RunOptions} to cancel the run from another thread
+   * @return each requested output by name, with its dims and a new float[]
+   * @throws InvalidArgumentException an unknown, missing or repeated input name, an unknown or
+   *         repeated output name, a token id out of range (the message names the input, the id and the range)
+   * @throws ShapeException dims, batch, length or mask length that do not fit (the message names the input)
+   * @throws CancelledException options were cancelled; nothing changed
+   */
+  public java.util.Map<String, ModelOutput> run(java.util.Map<String, Tensor> inputs, java.util.Collection<String> outputs,
+                                                RunOptions options) {
+    return NamedRun.run(NativeApi.MODEL_SHAPES, NativeApi.RUN, ptr(), inputs, outputs != null ? outputs : outputNames(),
+                        options);
+  }
+
+  /**
+   * Runs the model into the caller's buffers (no allocation of outputs): each key of outputs names
+   * an output, its buffer holds at least that output's size ({@link #outputShapes}); after the
+   * call each buffer's {@link OutputBuffer#dims()} says what was written. On any error nothing is written.
+   * @throws ShapeException a buffer too small (the message names the output, expected vs got)
+   */
+  public void runInto(java.util.Map<String, Tensor> inputs, java.util.Map<String, OutputBuffer> outputs, RunOptions options) {
+    NamedRun.runInto(NativeApi.RUN, ptr(), inputs, outputs, options);
+  }
+
+  /**
+   * The dims of each requested output (null: every output) for these inputs, without running the
+   * model; the inputs' values are not read, but their lengths must fit their dims.
+   */
+  public java.util.Map<String, long[]> outputShapes(java.util.Map<String, Tensor> inputs, java.util.Collection<String> outputs) {
+    return NamedRun.shapes(NativeApi.MODEL_SHAPES, ptr(), inputs, outputs != null ? outputs : outputNames());
+  }
+
   /** Frees the native model. Idempotent; layers taken with getLayer stay valid. */
   @Override
   public void close() {

@@ -1,6 +1,7 @@
 /* ModelState: one stream (a batch of rows) through a whole model. */
 %typemap(javacode) RecurModelState %{
   private int batch, numInputs, numOutputs; // copied at creation (the state outlives its model)
+  private java.util.List<String> outputNames;
 
   /**
    * A stream state for batch rows through model, all states zero. Any number of states may step
@@ -14,6 +15,7 @@
     this.batch = batch;
     this.numInputs = model.numInputs();
     this.numOutputs = model.numOutputs();
+    this.outputNames = model.outputNames();
   }
 
   private static Model checkedModel(Model model) {
@@ -112,5 +114,37 @@
   /** {@link #step(float[], int, byte[], float[])} on direct buffers (zero copy). */
   public void step(java.nio.FloatBuffer inputs, int timesteps, java.nio.ByteBuffer masks, java.nio.FloatBuffer outputs) {
     stepRaw(timesteps, Buffers.in(inputs), Buffers.mask(masks), Buffers.out(outputs));
+  }
+
+  // ---- named steps (since 0.6) ------------------------------------------------------------
+
+  /** {@link #step(java.util.Map, java.util.Collection, RunOptions)} of every output, without options. */
+  public java.util.Map<String, ModelOutput> step(java.util.Map<String, Tensor> inputs) {
+    return step(inputs, null, null);
+  }
+
+  /**
+   * Feeds the next steps of the stream by name: every sequence input holds the same number of
+   * steps (its dims[1]; dims[0] is this state's batch), inputs without a timesteps axis are given
+   * whole. Integer ids work as in {@link Model#run(java.util.Map, java.util.Collection, RunOptions)}.
+   * @param outputs the outputs wanted (null: every output, {@link Model#outputNames()}); sequence
+   *        outputs hold the steps fed, the others their value after them
+   * @param options null, or {@link RunOptions} to cancel the step from another thread
+   * @throws CancelledException options were cancelled; the stream is exactly as before the call
+   */
+  public java.util.Map<String, ModelOutput> step(java.util.Map<String, Tensor> inputs, java.util.Collection<String> outputs,
+                                                 RunOptions options) {
+    return NamedRun.run(NativeApi.STATE_SHAPES, NativeApi.STEP, ptr(), inputs, outputs != null ? outputs : outputNames,
+                        options);
+  }
+
+  /** {@link #step(java.util.Map, java.util.Collection, RunOptions)} into the caller's buffers (see {@link Model#runInto}). */
+  public void stepInto(java.util.Map<String, Tensor> inputs, java.util.Map<String, OutputBuffer> outputs, RunOptions options) {
+    NamedRun.runInto(NativeApi.STEP, ptr(), inputs, outputs, options);
+  }
+
+  /** The dims of each requested output (null: every output) of a step with these inputs, without stepping. */
+  public java.util.Map<String, long[]> outputShapes(java.util.Map<String, Tensor> inputs, java.util.Collection<String> outputs) {
+    return NamedRun.shapes(NativeApi.STATE_SHAPES, ptr(), inputs, outputs != null ? outputs : outputNames);
   }
 %}

@@ -49,6 +49,7 @@ static void recur_java_raise(JNIEnv *jenv, int status) {
     case RECUR_ERR_IO: cls = "recur/IoException"; break;
     case RECUR_ERR_LIMIT: cls = "recur/LimitException"; break;
     case RECUR_ERR_INTERNAL: cls = "recur/InternalException"; break;
+    case RECUR_ERR_CANCELLED: cls = "recur/CancelledException"; break;
     default: cls = "recur/RecurException"; break;
   }
   c = (*jenv)->FindClass(jenv, cls);
@@ -531,6 +532,33 @@ RECUR_JAVA_SELF(RecurModelState, "ModelState")
     setLimitRaw(limit.code(), value);
   }
 
+  /** recur_status of a call stopped by {@link RunOptions#cancel()} ({@link CancelledException}). */
+  public static final int ERR_CANCELLED = -9;
+
+  /**
+   * Installs the process-wide log handler: it hears what recur decided and why (the CPU kernel
+   * set, each layer's and model's device and route, fallbacks, models opened, limits set), for
+   * messages of minLevel and above (the others are not built). null turns logging off. When this
+   * returns, the previous handler is not running and will not be called again.
+   * <p>The handler is called on any thread that calls into recur (native threads are attached to
+   * the JVM as daemons for the call), from several at once: it must be thread-safe and return
+   * promptly. Whatever it throws is caught and dropped, so that it never breaks the call that
+   * logged. It may call recur, but not this method (that throws IllegalStateException).
+   */
+  public static void setLogHandler(RecurLogHandler handler, LogLevel minLevel) {
+    if (NativeApi.IN_LOG_HANDLER.get() != null)
+      throw new IllegalStateException("recur: setLogHandler called from a log handler (it would wait for itself)");
+    if (handler != null && minLevel == null) throw new NullPointerException("minLevel");
+    synchronized (NativeApi.LOG_LOCK) {
+      NativeApi.setLogHandler(handler, handler != null ? minLevel.code() : LogLevel.DEBUG.code());
+    }
+  }
+
+  /** How many {@link RunOptions} exist now (created, not closed), for leak checks as {@link #liveHandles()}. */
+  public static long liveRunOptions() {
+    return NativeApi.liveRunOptions();
+  }
+
   /**
    * How many native handles of each kind are alive in this process now (recur_live_handles):
    * layers (cells included), states, models and model states created and not yet freed. For leak
@@ -550,3 +578,4 @@ RECUR_JAVA_SELF(RecurModelState, "ModelState")
 %include "java/state_java.i"
 %include "java/model_java.i"
 %include "java/model_state_java.i"
+%include "java/named_java.i"

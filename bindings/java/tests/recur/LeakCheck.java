@@ -4,7 +4,7 @@ import org.junit.platform.console.ConsoleLauncher;
 
 /**
  * The JUnit console launcher (same arguments), then a native leak check: once the tests pass, the
- * garbage collector and the finalizers run until every live-handle count reads zero, or 30 s have
+ * garbage collector and the finalizers run until every live-handle count (run options included) reads zero, or 30 s have
  * passed. Exits 1 naming what was left, so the whole run of a ctest test is shown leak-free.
  */
 public final class LeakCheck {
@@ -15,8 +15,14 @@ public final class LeakCheck {
     System.out.flush();
     if (code == 0) {
       LiveHandles left = LeakTest.awaitCounts(LeakTest.NONE, 30_000);
-      if (left.total() != 0) {
-        System.out.println("LEAK: native handles alive after the tests: " + left);
+      long options = Recur.liveRunOptions();
+      for (long end = System.nanoTime() + 30_000_000_000L; options != 0 && System.nanoTime() < end; options = Recur.liveRunOptions()) {
+        System.gc();
+        System.runFinalization();
+        Thread.sleep(10);
+      }
+      if (left.total() != 0 || options != 0) {
+        System.out.println("LEAK: native handles alive after the tests: " + left + ", run options " + options);
         code = 1;
       } else {
         System.out.println("no native handles alive after the tests");

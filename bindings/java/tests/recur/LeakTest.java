@@ -202,4 +202,46 @@ class LeakTest {
     assertTrue(Recur.liveHandles().models > 0);
     assertNotNull(fromFile);
   }
+
+  /** Run options: counted while open, freed by close (twice is fine), by a failed run and by the finalizer when forgotten. */
+  @Test
+  void runOptionsAreCountedAndFreed() throws Exception {
+    long none = settledRunOptions();
+    try (RunOptions o = new RunOptions(); RunOptions p = new RunOptions()) {
+      assertEquals(none + 2, Recur.liveRunOptions());
+      o.cancel();
+      try (Model m = Model.open(MODELS.resolve("sentiment_keras3.keras").toString())) {
+        java.util.Map<String, Tensor> in = java.util.Collections.singletonMap(m.input(0).name, Tensor.of(new int[10], 1, 10));
+        raises(CancelledException.class, () -> m.run(in, null, o));
+        raises(InvalidArgumentException.class, () -> m.run(in, java.util.Collections.singleton("no_such_output"), p));
+        m.run(in, null, p);
+      }
+      p.close();
+      assertEquals(none + 1, Recur.liveRunOptions());
+    }
+    assertEquals(none, Recur.liveRunOptions());
+    assertBack("after the named runs");
+    for (int i = 0; i < 20; ++i) assertNotNull(new RunOptions());
+    long end = System.nanoTime() + 30_000_000_000L;
+    while (Recur.liveRunOptions() != none && System.nanoTime() < end) {
+      System.gc();
+      System.runFinalization();
+      Thread.sleep(10);
+    }
+    assertEquals(none, Recur.liveRunOptions(), "forgotten run options after the finalizers");
+  }
+
+  /** The run-options count once the garbage of earlier code is collected. */
+  static long settledRunOptions() throws InterruptedException {
+    long last = Recur.liveRunOptions();
+    for (int same = 0, i = 0; same < 3 && i < 200; ++i) {
+      System.gc();
+      System.runFinalization();
+      Thread.sleep(10);
+      long now = Recur.liveRunOptions();
+      same = now == last ? same + 1 : 0;
+      last = now;
+    }
+    return last;
+  }
 }
