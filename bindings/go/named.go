@@ -242,13 +242,17 @@ const recurSlots = 16 // RECUR_GO_SLOTS
 
 var namedScratches = sync.Pool{New: func() any { return new(namedScratch) }}
 
+// directSlots is how many slots a call uses: recurSlots, lowered by the tests to send every
+// buffer through C memory.
+var directSlots = recurSlots
+
 // ref is the record's reference to n bytes at p: -1 for none, a slot while slots are free, else
 // the address of C memory that holds a copy of an input or receives an output.
 func (sc *namedScratch) ref(p unsafe.Pointer, n int, input bool) (int64, error) {
 	if p == nil {
 		return -1, nil
 	}
-	if sc.used < recurSlots {
+	if sc.used < directSlots {
 		sc.slots[sc.used] = p
 		sc.used++
 		return int64(sc.used - 1), nil
@@ -264,10 +268,12 @@ func (sc *namedScratch) ref(p unsafe.Pointer, n int, input bool) (int64, error) 
 	return int64(c), nil
 }
 
+// cPointer is the C memory at address c (read through a pointer to the integer, the form vet
+// accepts for an address that is not Go's).
+func cPointer(c *uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(c)) }
+
 // cBytes is n bytes of C memory at c.
-func cBytes(c uintptr, n int) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(c)), n)
-}
+func cBytes(c uintptr, n int) []byte { return unsafe.Slice((*byte)(cPointer(&c)), n) }
 
 func (sc *namedScratch) release() {
 	for _, c := range sc.staged {
@@ -377,7 +383,8 @@ func namedCall(op int, handle int64, inputs []Tensor, outputs []Output, options 
 			o.Values = make([]float32, length)
 		case r[1] >= recurSlots: // staged: copy back from C memory
 			o.Values = o.Values[:length]
-			copy(o.Values, unsafe.Slice((*float32)(unsafe.Pointer(uintptr(r[1]))), length))
+			c := uintptr(r[1])
+			copy(o.Values, unsafe.Slice((*float32)(cPointer(&c)), length))
 		default:
 			o.Values = o.Values[:length]
 		}

@@ -172,6 +172,43 @@ func TestNamedRunManyOutputs(t *testing.T) {
 	}
 }
 
+// Every buffer copied through C memory (inputs, masks and outputs), as past the 16th: the same
+// numbers as passed directly.
+func TestNamedRunStagedBuffers(t *testing.T) {
+	c := loadGraphCase(t, "keras3", "merges_mixed_masks")
+	call := c.Calls[0]
+	m := mustOpen(t, graphFile(t, "keras3", "merges_mixed_masks", "keras"))
+	defer m.Close()
+	var ins []Tensor
+	for i, x := range call.Inputs {
+		in := NewFloat32Tensor(c.InputNames[i], x.Data, dims64(x.Shape)...)
+		in.Mask = make([]byte, x.Shape[0]*x.Shape[1])
+		for k := range in.Mask {
+			in.Mask[k] = byte(1 - (k%x.Shape[1])/(x.Shape[1]-1-i)) // the last steps masked
+		}
+		ins = append(ins, in)
+	}
+	direct, err := m.RunNamed(context.Background(), ins, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	directSlots = 0
+	defer func() { directSlots = recurSlots }()
+	staged, err := m.RunNamed(context.Background(), ins, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unmasked := []Tensor{ins[0], ins[1]}
+	unmasked[0].Mask, unmasked[1].Mask = nil, nil
+	plain, err := m.RunNamed(context.Background(), unmasked, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameBits(direct[0].Values, staged[0].Values) || sameBits(plain[0].Values, staged[0].Values) {
+		t.Errorf("staged run differs from the direct one, or its masks were lost: %v %v %v", direct, staged, plain)
+	}
+}
+
 func TestNamedRunIntoDoesNotAllocate(t *testing.T) {
 	if asanBuild {
 		t.Skip("-asan instruments cgo calls with Go allocations of its own; the Release run counts them")
