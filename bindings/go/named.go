@@ -80,7 +80,8 @@ func (m *Model) OutputNames() ([]string, error) {
 // RunNamed runs the model (Keras's model.predict on one batch) on inputs given by name, every
 // model input once in any order, and returns the outputs named, in that order (every output, in
 // model.outputs order, when outputs is empty). ctx cancels the run: a done ctx returns before
-// running, and one done during the run stops it between timesteps; either way the error is an
+// running, and one done during the run stops it between layers and, on the CPU, between
+// timesteps (a recurrent layer on a GPU finishes its sequence first); either way the error is an
 // *Error of Status ErrCancelled whose Cause is ctx.Err() (errors.Is(err, context.Canceled) or
 // context.DeadlineExceeded holds). context.Background() costs nothing extra. A cancelled or
 // failed run changes nothing (a stateful model keeps its states). Concurrent runs proceed in

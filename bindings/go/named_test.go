@@ -622,3 +622,26 @@ func waitGoroutines(want int) int {
 	}
 	return n
 }
+
+// Integer values into an input that does not take ids are cast to float32, as Keras casts them.
+func TestNamedIntegersIntoAFloatInput(t *testing.T) {
+	c := loadGraphCase(t, "keras3", "multi_io")
+	call := c.Calls[0]
+	m := mustOpen(t, graphFile(t, "keras3", "multi_io", "keras"))
+	defer m.Close()
+	shape := dims64(call.Inputs[1].Shape)
+	f := make([]float32, len(call.Inputs[1].Data))
+	i64 := make([]int64, len(f))
+	for k := range f {
+		i64[k] = int64(k%5) - 2
+		f[k] = float32(i64[k])
+	}
+	seq := NewFloat32Tensor(c.InputNames[0], call.Inputs[0].Data, dims64(call.Inputs[0].Shape)...)
+	want := must(m.RunNamed(context.Background(), []Tensor{seq, NewFloat32Tensor(c.InputNames[1], f, shape...)}, nil))
+	got := must(m.RunNamed(context.Background(), []Tensor{seq, NewInt64Tensor(c.InputNames[1], i64, shape...)}, nil))
+	for i := range want {
+		if !sameBits(want[i].Values, got[i].Values) {
+			t.Errorf("output %s: int64 values differ from the same values as float32", want[i].Name)
+		}
+	}
+}
