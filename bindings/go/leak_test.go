@@ -136,8 +136,8 @@ func TestLiveHandlesCounts(t *testing.T) {
 	ms.Close()
 	m.Close()
 	checkBack(t, before, "after closing everything")
-	h := HandleCounts{Layers: 1, States: 2, Models: 3, ModelStates: 4}
-	if h.Total() != 10 || h.String() != "layers 1, states 2, models 3, model states 4" {
+	h := HandleCounts{Layers: 1, States: 2, Models: 3, ModelStates: 4, RunOptions: 5}
+	if h.Total() != 15 || h.String() != "layers 1, states 2, models 3, model states 4, run options 5" {
 		t.Errorf("%v: total %d", h, h.Total())
 	}
 }

@@ -366,9 +366,9 @@ func (m *Model) RunInputs(inputs [][]float32, batch int, timesteps []int, masks 
 }
 
 // RunFlat is the C ABI's form of RunInputs: every input concatenated, masks nil or concatenated,
-// every output concatenated into outputs (OutputsLength floats; no allocation when timesteps is
-// given). Concurrent runs proceed in parallel unless the model is stateful: then the binding runs
-// them one at a time.
+// every output concatenated into outputs (OutputsLength floats). It allocates one small slice per
+// call (the timesteps as int32); RunNamedInto allocates nothing. Concurrent runs proceed in
+// parallel unless the model is stateful: then the binding runs them one at a time.
 func (m *Model) RunFlat(inputs []float32, batch int, timesteps []int, masks []byte, outputs []float32) error {
 	ts, err := steps32(m, timesteps)
 	if err != nil {
@@ -455,20 +455,22 @@ func (l *Layer) SetKerasBackend(backend string) error {
 // states may step one model from any number of goroutines (the binding serializes each state). A
 // state stays valid after its model is closed. Close it when done.
 type ModelState struct {
-	native     native[recurswig.SwigcptrModelState]
-	batch      int
-	numInputs  int // copied at creation (the state outlives its model)
-	numOutputs int
+	native      native[recurswig.SwigcptrModelState]
+	batch       int
+	numInputs   int // copied at creation (the state outlives its model)
+	numOutputs  int
+	outputNames []string // Model.OutputNames, for StepNamed of every output
 }
 
 // NewModelState creates a zero stream state of batch rows for model. ErrUnsupported when the
 // model does not stream (the message names the layer; see Model.Streamable), ErrInvalidArgument
 // for batch <= 0 or not the batch_size of the model's stateful layers.
 func NewModelState(model *Model, batch int) (*ModelState, error) {
-	nout, err := model.NumOutputs()
+	names, err := model.OutputNames()
 	if err != nil {
 		return nil, err
 	}
+	nout := len(names)
 	n, err := model.NumInputs()
 	if err != nil {
 		return nil, err
@@ -482,7 +484,7 @@ func NewModelState(model *Model, batch int) (*ModelState, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &ModelState{native: native[recurswig.SwigcptrModelState]{h: recurswig.SwigcptrModelState(h.Swigcptr())}, batch: batch, numInputs: n, numOutputs: nout}
+	s := &ModelState{native: native[recurswig.SwigcptrModelState]{h: recurswig.SwigcptrModelState(h.Swigcptr())}, batch: batch, numInputs: n, numOutputs: nout, outputNames: names}
 	runtime.SetFinalizer(s, (*ModelState).Close)
 	return s, nil
 }

@@ -43,6 +43,7 @@ const (
 	ErrOutOfMemory     = -6
 	ErrIO              = -7 // file access
 	ErrLimit           = -8 // over a resource limit (see Limit); the message names the limit
+	ErrCancelled       = -9 // a context cancelled the run or step (Error.Cause is ctx.Err())
 	ErrInternal        = -100
 )
 
@@ -155,25 +156,31 @@ type HandleCounts struct {
 	States      uint64
 	Models      uint64
 	ModelStates uint64
+	RunOptions  uint64 // the run options of calls with a cancellable context, in flight
 }
 
-// Total is all four counts together: 0 when nothing is alive.
-func (h HandleCounts) Total() uint64 { return h.Layers + h.States + h.Models + h.ModelStates }
+// Total is all the counts together: 0 when nothing is alive.
+func (h HandleCounts) Total() uint64 {
+	return h.Layers + h.States + h.Models + h.ModelStates + h.RunOptions
+}
 
-// String is "layers 1, states 0, models 2, model states 0".
+// String is "layers 1, states 0, models 2, model states 0, run options 0".
 func (h HandleCounts) String() string {
 	return "layers " + strconv.FormatUint(h.Layers, 10) + ", states " + strconv.FormatUint(h.States, 10) +
-		", models " + strconv.FormatUint(h.Models, 10) + ", model states " + strconv.FormatUint(h.ModelStates, 10)
+		", models " + strconv.FormatUint(h.Models, 10) + ", model states " + strconv.FormatUint(h.ModelStates, 10) +
+		", run options " + strconv.FormatUint(h.RunOptions, 10)
 }
 
 // LiveHandles is how many native handles of each kind are alive in this process now
-// (recur_live_handles): layers, states, models and model states created and not yet freed. For
+// (recur_live_handles, recur_live_run_options): layers, states, models, model states and run
+// options created and not yet freed. For
 // leak checks: a program that has closed everything it made reads zeros. Objects that were never
 // closed count until their finalizer has run (after a runtime.GC). Safe from any goroutine.
 func LiveHandles() HandleCounts {
 	var h HandleCounts
 	// The C ABI's recur_live_handles never fails.
 	_ = recurswig.Recur_binding_live_handles(&h.Layers, &h.States, &h.Models, &h.ModelStates)
+	_ = recurswig.Recur_go_live_run_options(&h.RunOptions) // fails only for a NULL count
 	return h
 }
 

@@ -25,12 +25,16 @@
 
 /* "" (no allocation) for RECUR_OK; "<status>\n<message>" in malloc'd memory otherwise. The
  * message is read here, on the thread that just failed. */
+/* A message of the Go glue's own (a failure before recur was called), read instead of
+ * recur_last_error() by the next recur_go_status on this thread. */
+static __thread const char *recur_go_own_error;
+
 static _gostring_ recur_go_status(recur_status st) {
   _gostring_ r;
   r.p = NULL;
   r.n = 0;
   if (st != RECUR_OK) {
-    const char *msg = recur_last_error();
+    const char *msg = recur_go_own_error ? recur_go_own_error : recur_last_error();
     size_t n = strlen(msg);
     char *p = (char *)malloc(n + 16);
     if (p) {
@@ -46,6 +50,7 @@ static _gostring_ recur_go_status(recur_status st) {
       r.n = 1;
     }
   }
+  recur_go_own_error = NULL;
   return r;
 }
 %}
@@ -66,15 +71,24 @@ static _gostring_ recur_go_status(recur_status st) {
 
 %insert(go_wrapper) %{
 // Error is the error of a failed recur call: the C ABI's status (one of the ERR_* constants)
-// and the library's message, read on the OS thread that failed.
+// and the library's message, read on the OS thread that failed. Cause is what made a cancelled
+// call stop (the context's error), nil otherwise; Unwrap returns it, so that errors.Is(err,
+// context.Canceled) holds for a call its context cancelled.
 type Error struct {
 	Status int
 	Msg    string
+	Cause  error
 }
 
 func (e *Error) Error() string {
+	if e.Cause != nil {
+		return "recur: " + StatusString(e.Status) + ": " + e.Msg + " (" + e.Cause.Error() + ")"
+	}
 	return "recur: " + StatusString(e.Status) + ": " + e.Msg
 }
+
+// Unwrap returns Cause.
+func (e *Error) Unwrap() error { return e.Cause }
 
 // StatusString names a status code, like recur_status_string.
 func StatusString(status int) string {
@@ -97,6 +111,8 @@ func StatusString(status int) string {
 		return "I/O error"
 	case -8:
 		return "over a resource limit"
+	case -9:
+		return "cancelled"
 	case -100:
 		return "internal error"
 	}
@@ -256,3 +272,145 @@ RECUR_GO_OUT(uint64_t, uint64, uint64_t *value, uint64_t *layers, uint64_t *stat
 %rename(ModelState) RecurModelState;
 %rename(LayerInfo) recur_layer_info;
 %rename(ModelInfo) recur_model_info;
+
+/* ---- named runs, cancellation and the log (C ABI 0.6) --------------------------------------- */
+/* Go-only glue for recur_model_run_named and its kin. cgo lets a call pass Go memory only when
+ * that memory holds no Go pointers, and lets C keep none, so the Go side cannot build the
+ * recur_tensor / recur_output arrays (they point at Go slices). It passes instead:
+ * - records, a []int64 of plain numbers: per input RECUR_GO_IN_WORDS words (name offset, dtype,
+ *   length, rank, dims[8], data ref, mask ref, mask length), then per output RECUR_GO_OUT_WORDS
+ *   (name offset, data ref, capacity, then rank, dims[8] and length, written back on success);
+ * - names, a []byte of NUL-terminated names that the offsets index;
+ * - the data, mask and output slices themselves as RECUR_GO_SLOTS separate pointer arguments,
+ *   which cgo checks and keeps alive for the call. A ref is -1 (none), a slot index, or, past
+ *   the slots, the address of C memory the Go side staged the values in.
+ * The arrays are built here, for the one call, and nothing is kept. */
+%{
+#define RECUR_GO_SLOTS 16
+#define RECUR_GO_IN_WORDS 15
+#define RECUR_GO_OUT_WORDS 13
+#define RECUR_GO_STACK 8
+
+enum { RECUR_GO_RUN = 0, RECUR_GO_RUN_SHAPES = 1, RECUR_GO_STEP = 2, RECUR_GO_STEP_SHAPES = 3 };
+
+static void *recur_go_ref(int64_t ref, void *const *slots) {
+  if (ref < 0) return NULL;
+  if (ref < RECUR_GO_SLOTS) return slots[ref];
+  return (void *)(uintptr_t)ref;
+}
+
+extern void recurGoLog(uintptr_t handler, int32_t level, char *message);
+
+static void recur_go_log_trampoline(void *user_data, int32_t level, const char *message) {
+  recurGoLog((uintptr_t)user_data, level, (char *)message);
+}
+%}
+
+%typemap(gotype) void *SLOT "unsafe.Pointer"
+%typemap(imtype) void *SLOT "unsafe.Pointer"
+%typemap(in) void *SLOT %{ $1 = $input; %}
+%apply void *SLOT { void *s0, void *s1, void *s2, void *s3, void *s4, void *s5, void *s6, void *s7,
+                    void *s8, void *s9, void *s10, void *s11, void *s12, void *s13, void *s14, void *s15 };
+RECUR_GO_SLICE(int64_t, []int64, int64_t *records)
+RECUR_GO_SLICE(const uint8_t, []byte, const uint8_t *names)
+RECUR_GO_OUT(long long, int64, long long *options_out)
+
+%constant int GO_SLOTS = RECUR_GO_SLOTS;
+%constant int GO_IN_WORDS = RECUR_GO_IN_WORDS;
+%constant int GO_OUT_WORDS = RECUR_GO_OUT_WORDS;
+%constant int GO_RUN = RECUR_GO_RUN;
+%constant int GO_RUN_SHAPES = RECUR_GO_RUN_SHAPES;
+%constant int GO_STEP = RECUR_GO_STEP;
+%constant int GO_STEP_SHAPES = RECUR_GO_STEP_SHAPES;
+%constant int ERR_CANCELLED = RECUR_ERR_CANCELLED;
+
+%inline %{
+/* op: RECUR_GO_RUN / _RUN_SHAPES on a model handle, RECUR_GO_STEP / _STEP_SHAPES on a model
+ * state handle; options: 0 or a run options handle. */
+recur_rc recur_go_named(int32_t op, long long handle, int64_t *records, int32_t num_inputs, int32_t num_outputs,
+                        const uint8_t *names, long long options, void *s0, void *s1, void *s2, void *s3, void *s4,
+                        void *s5, void *s6, void *s7, void *s8, void *s9, void *s10, void *s11, void *s12, void *s13,
+                        void *s14, void *s15) {
+  void *const slots[RECUR_GO_SLOTS] = {s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15};
+  recur_tensor in_stack[RECUR_GO_STACK];
+  recur_output out_stack[RECUR_GO_STACK];
+  recur_tensor *in = in_stack;
+  recur_output *out = out_stack;
+  const char *text = (const char *)names;
+  recur_rc st;
+  int32_t i, k;
+  if (num_inputs > RECUR_GO_STACK) in = (recur_tensor *)malloc(sizeof *in * (size_t)num_inputs);
+  if (num_outputs > RECUR_GO_STACK) out = (recur_output *)malloc(sizeof *out * (size_t)num_outputs);
+  if (!in || !out) {
+    if (in != in_stack) free(in);
+    if (out != out_stack) free(out);
+    recur_go_own_error = "out of memory for the run's input and output descriptors";
+    return RECUR_ERR_OUT_OF_MEMORY;
+  }
+  for (i = 0; i < num_inputs; ++i) {
+    const int64_t *r = records + (size_t)i * RECUR_GO_IN_WORDS;
+    recur_tensor_init(&in[i], RECUR_TENSOR_VERSION);
+    in[i].name = text + r[0];
+    in[i].dtype = (int32_t)r[1];
+    in[i].length = (size_t)r[2];
+    in[i].rank = (int32_t)r[3];
+    for (k = 0; k < RECUR_MAX_RANK; ++k) in[i].dims[k] = r[4 + k];
+    in[i].data = recur_go_ref(r[12], slots);
+    in[i].mask = (const uint8_t *)recur_go_ref(r[13], slots);
+    in[i].mask_length = (size_t)r[14];
+  }
+  for (i = 0; i < num_outputs; ++i) {
+    const int64_t *r = records + (size_t)num_inputs * RECUR_GO_IN_WORDS + (size_t)i * RECUR_GO_OUT_WORDS;
+    recur_output_init(&out[i], RECUR_OUTPUT_VERSION);
+    out[i].name = text + r[0];
+    out[i].data = (float *)recur_go_ref(r[1], slots);
+    out[i].capacity = (size_t)r[2];
+  }
+  switch (op) {
+    case RECUR_GO_RUN:
+      st = recur_model_run_named((const recur_model *)handle, in, num_inputs, out, num_outputs,
+                                 (const recur_run_options *)options);
+      break;
+    case RECUR_GO_RUN_SHAPES:
+      st = recur_model_output_shapes((const recur_model *)handle, in, num_inputs, out, num_outputs);
+      break;
+    case RECUR_GO_STEP:
+      st = recur_model_state_step_named((recur_model_state *)handle, in, num_inputs, out, num_outputs,
+                                        (const recur_run_options *)options);
+      break;
+    default:
+      st = recur_model_state_output_shapes((const recur_model_state *)handle, in, num_inputs, out, num_outputs);
+      break;
+  }
+  if (st == RECUR_OK) {
+    for (i = 0; i < num_outputs; ++i) {
+      int64_t *r = records + (size_t)num_inputs * RECUR_GO_IN_WORDS + (size_t)i * RECUR_GO_OUT_WORDS;
+      r[3] = out[i].rank;
+      for (k = 0; k < RECUR_MAX_RANK; ++k) r[4 + k] = out[i].dims[k];
+      r[12] = (int64_t)out[i].length;
+    }
+  }
+  if (in != in_stack) free(in);
+  if (out != out_stack) free(out);
+  return st;
+}
+
+recur_rc recur_go_run_options_create(long long *options_out) {
+  recur_run_options *o = NULL;
+  recur_rc st = recur_run_options_create(&o);
+  *options_out = (long long)(uintptr_t)o;
+  return st;
+}
+recur_rc recur_go_run_options_cancel(long long options) {
+  return recur_run_options_cancel((recur_run_options *)(uintptr_t)options);
+}
+void recur_go_run_options_destroy(long long options) {
+  recur_run_options_destroy((recur_run_options *)(uintptr_t)options);
+}
+recur_rc recur_go_live_run_options(uint64_t *value) { return recur_live_run_options(value); }
+
+/* handler: 0 turns the log off, else the Go handle of the function recurGoLog calls. */
+recur_rc recur_go_set_log_handler(long long handler, int32_t min_level) {
+  return recur_set_log_callback(handler ? recur_go_log_trampoline : NULL, (void *)(uintptr_t)handler, min_level);
+}
+%}
