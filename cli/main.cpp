@@ -4,13 +4,18 @@
 //   recur run FILE --input x.npy [--input [NAME=]y.npy ...] [--mask [NAME=]m.npy ...]
 //             [--initial-state h.npy ...] [--layer NAME] [--device DEV] [--threads N]
 //             [--keras-backend tensorflow|jax] [--states-in s.npz] [--states-out s.npz]
-//             [--output out.npz|out.npy|out.txt|out.json|-] [--output-dir DIR] [--json]
+//             [--outputs NAME[,NAME...]] [--output out.npz|out.npy|out.txt|out.json|-]
+//             [--output-dir DIR] [--json]
 //   recur verify FILE --input x.npy [...] --expected y.npy|y.npz [--expected ...] [--mask ...]
 //                [--initial-state h.npy ...] [--layer NAME] [--device DEV] [--threads N]
-//                [--keras-backend B] [--states-in s.npz] [--atol 1e-5]
+//                [--keras-backend B] [--states-in s.npz] [--outputs NAME[,NAME...]] [--atol 1e-5]
 //   recur stream FILE --input x.npy [...] [--mask ...] --chunk N [--device DEV] [--threads N]
-//                [--keras-backend B] [--per-step] [--output ...] [--output-dir DIR] [--json]
+//                [--keras-backend B] [--per-step] [--outputs ...] [--output ...] [--output-dir DIR] [--json]
 //   recur devices
+//
+// Every subcommand takes --log debug|info|warning|error (or -v for info), also before it: the
+// library's log on stderr. Ctrl-C or SIGTERM cancels a run, verify or stream (exit 128 + the
+// signal, nothing written).
 //
 // info, run, verify and stream take --limit NAME=VALUE (repeatable, also before the subcommand)
 // to raise or lower one of the library's resource limits: units, batch, state_bytes,
@@ -20,16 +25,18 @@
 // A model takes one --input per model input, in the model's input order, or NAME=path for input
 // NAME, or one .npz whose members are named like the inputs; masks go to the inputs with a
 // timesteps axis the same way (inputs without one get none, sequence inputs without a --mask an
-// all-valid one). `run` prints every model output as text (or JSON with --json) when no --output
-// is given, or writes an .npz (output, output_1, ... in the model's output order), an .npy, a
-// .txt or a .json, and/or DIR/<output name>.npy. `stream` steps the model N timesteps at a time
+// all-valid one). Inputs go by name (recur_model_run_named); integer .npy arrays as int32/int64,
+// so token ids stay exact. `run` prints every model output as text (or JSON with --json) when
+// no --output is given, or writes an .npz (output, output_1, ... by the model's output order), an
+// .npy, a .txt or a .json, and/or DIR/<output name>.npy; --outputs runs only the outputs named,
+// in that order. `stream` steps the model N timesteps at a time
 // through one model state and gives what `run` gives; --per-step prints each step's outputs.
 // DEV is cpu (the default), cuda, cuda:N or auto. N is the number of CPU threads a layer may use
 // (1 by default, 0 = one per core); every count gives bitwise the same numbers. docs/cli.md is the
 // full reference.
 //
 // Exit codes: 0 success (verify: within atol), 1 verify mismatch, 2 any error (recur failure,
-// unreadable or malformed .npy/.npz, bad usage).
+// unreadable or malformed .npy/.npz, bad usage), 130/143 cancelled by SIGINT/SIGTERM.
 #include <recur/recur.h>
 
 #include <CLI/CLI.hpp>
@@ -1820,7 +1827,8 @@ int main(int argc, char** argv) {
     // One value per occurrence: --input a.npy --input b.npy (FILE may follow).
     sub->add_option("--input,-i", a.inputs,
                     "input .npy, one per model input in the model's input order, or NAME=x.npy for input NAME, or "
-                    "one .npz with members named like the inputs: (B, T, F) floats, (B, T) token ids, ...")
+                    "one .npz with members named like the inputs: (B, T, F) floats, (B, T) token ids (integer .npy ids "
+                    "go as integers), ...")
         ->required()
         ->allow_extra_args(false);
     sub->add_option("--mask,-m", a.masks,
