@@ -1931,6 +1931,28 @@ TEST_F(Cli, IntegerIdsRunAsIntegers) {
       << c.err;
 }
 
+// An Embedding of 2^24 + 2 rows (tests/cli/make_big_embedding.py): int64 id 2^24 + 1 picks its
+// own row, as in Keras; the same id as a float32 rounds to 2^24 and picks that row.
+TEST_F(Cli, IdsAbove2To24AreExact) {
+  const std::string model = m("keras3", "big_embedding.keras");
+  const Array x = recur_cli::read_npy(m("keras3", "big_embedding_x.npy"));
+  ASSERT_EQ(x.ints, (std::vector<std::int64_t>{(1 << 24) + 1, 5, 1 << 24}));
+  const Result v = run("verify " + model + " -i " + m("keras3", "big_embedding_x.npy") + " -e " +
+                       m("keras3", "big_embedding_y.npy") + " --atol 0");
+  EXPECT_EQ(v.rc, 0) << v.out << v.err;
+  EXPECT_NE(v.out.find("max abs error: 0.000000e+00"), std::string::npos) << v.out;
+  EXPECT_EQ(v.err.find("note:"), std::string::npos) << v.err;
+  // Streamed too.
+  const Result s = run("stream " + model + " -i " + m("keras3", "big_embedding_x.npy") + " -o " + tmp("s.npy"));
+  ASSERT_EQ(s.rc, 0) << s.err;
+  EXPECT_EQ(recur_cli::read_npy(tmp("s.npy")).data, (std::vector<float>{7.0f, 1.5f, 3.0f}));
+  // As float32 the id is 2^24 already when the file is read: row 2^24, as Keras would give it too.
+  recur_cli::write_npy(tmp("f.npy"), f32(x.shape, x.data));
+  const Result f = run("run " + model + " -i " + tmp("f.npy") + " -o " + tmp("f.npy.out.npy"));
+  ASSERT_EQ(f.rc, 0) << f.err;
+  EXPECT_EQ(recur_cli::read_npy(tmp("f.npy.out.npy")).data, (std::vector<float>{3.0f, 1.5f, 3.0f}));
+}
+
 TEST_F(Cli, InfoSaysWhichInputsTakeIntegerIds) {
   const Result t = run("info --json " + m("keras3", "tokens.keras"));
   ASSERT_EQ(t.rc, 0) << t.err;
