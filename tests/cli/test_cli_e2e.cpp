@@ -2,6 +2,8 @@
 // tests/cli/make_models.py with tf-keras 2.21 and Keras 3.15.1).
 #include "npy.hpp"
 
+#include <recur/recur.h>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <zip.h>
@@ -1951,6 +1953,77 @@ TEST_F(Cli, IdsAbove2To24AreExact) {
   const Result f = run("run " + model + " -i " + tmp("f.npy") + " -o " + tmp("f.npy.out.npy"));
   ASSERT_EQ(f.rc, 0) << f.err;
   EXPECT_EQ(recur_cli::read_npy(tmp("f.npy.out.npy")).data, (std::vector<float>{3.0f, 1.5f, 3.0f}));
+}
+
+// The outputs of positional recur_model_run_inputs (float inputs, every output concatenated),
+// split per output: what the tool gave before it called recur_model_run_named.
+std::vector<Array> positional_run(const std::string& file, const std::vector<Array>& inputs) {
+  recur_model* model = nullptr;
+  EXPECT_EQ(recur_model_open(&model, file.c_str()), RECUR_OK) << recur_last_error();
+  std::vector<int32_t> ts;
+  std::vector<float> x;
+  for (const Array& a : inputs) {
+    ts.push_back(a.shape.size() > 1 ? static_cast<int32_t>(a.shape[1]) : 0);
+    x.insert(x.end(), a.data.begin(), a.data.end());
+  }
+  const int32_t batch = static_cast<int32_t>(inputs[0].shape[0]), n = static_cast<int32_t>(ts.size());
+  size_t len = 0;
+  EXPECT_EQ(recur_model_outputs_length(model, batch, ts.data(), n, &len), RECUR_OK) << recur_last_error();
+  std::vector<float> y(len);
+  EXPECT_EQ(recur_model_run_inputs(model, batch, ts.data(), n, x.data(), x.size(), nullptr, 0, y.data(), y.size()),
+            RECUR_OK)
+      << recur_last_error();
+  int32_t outs = 0;
+  recur_model_num_outputs(model, &outs);
+  std::vector<Array> out;
+  std::size_t off = 0;
+  for (int32_t k = 0; k < outs; ++k) {
+    int64_t dims[RECUR_MAX_RANK];
+    int32_t rank = 0;
+    EXPECT_EQ(recur_model_output_dims(model, k, batch, ts.data(), n, dims, &rank), RECUR_OK);
+    Array a = f32(std::vector<std::int64_t>(dims, dims + rank), {});
+    std::size_t count = 1;
+    for (int64_t d : a.shape) count *= static_cast<std::size_t>(d);
+    a.data.assign(y.begin() + static_cast<long>(off), y.begin() + static_cast<long>(off + count));
+    off += count;
+    out.push_back(std::move(a));
+  }
+  recur_model_destroy(model);
+  return out;
+}
+
+// The tool's named runs give bit for bit what the positional call gives, on every bundled model.
+TEST_F(Cli, NamedRunsMatchThePositionalCall) {
+  for (const std::string d : {"keras2", "keras3"})
+    for (const std::string name : {"tokens", "bigru", "binone"})
+      for (const std::string ext : {"keras", "h5"}) {
+        SCOPED_TRACE(d + "/" + name + "." + ext);
+        const std::string file = m(d, name + "." + ext), x = m(d, name + "_x.npy");
+        const Result r = run("run " + file + " -i " + x + " -o " + tmp("o.npz"));
+        ASSERT_EQ(r.rc, 0) << r.err;
+        const NamedArrays got = recur_cli::read_npz(tmp("o.npz"));
+        const std::vector<Array> want = positional_run(file, {recur_cli::read_npy(x)});
+        ASSERT_EQ(got.size(), want.size());
+        for (std::size_t k = 0; k < want.size(); ++k) {
+          EXPECT_EQ(got[k].second.shape, want[k].shape) << k;
+          EXPECT_EQ(got[k].second.data, want[k].data) << k;
+        }
+      }
+}
+
+// Several inputs, several outputs, and a model of sequences merged together.
+TEST_F(Graph, NamedRunsMatchThePositionalCall) {
+  for (const std::string name : {"multi_io", "merges_mixed_masks", "seq2seq_gru"}) {
+    SCOPED_TRACE(name);
+    const GraphCase g = graph_case("keras3", name);
+    const std::string file = graph("keras3", name, "keras");
+    const Result r = run("run " + file + inputs(g, 0) + " -o " + tmp("o.npz"));
+    ASSERT_EQ(r.rc, 0) << r.err;
+    const NamedArrays got = recur_cli::read_npz(tmp("o.npz"));
+    const std::vector<Array> want = positional_run(file, g.calls[0].inputs);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t k = 0; k < want.size(); ++k) EXPECT_EQ(got[k].second.data, want[k].data) << k;
+  }
 }
 
 TEST_F(Cli, InfoSaysWhichInputsTakeIntegerIds) {
