@@ -91,7 +91,8 @@ std::string descriptor_terms(const std::string& m) {
   static const std::regex kName(R"(^(inputs|outputs)\[\d+\]\.name: )");
   std::smatch match;
   if (std::regex_search(m, match, kInput))
-    return (match[2].str().rfind("mask", 0) == 0 ? "--mask " : "--input ") + match[1].str() + ": " + match.suffix().str();
+    return (match[2].str().rfind("mask", 0) == 0 ? "--mask " : "--input ") + match[1].str() + ": " +
+           match.suffix().str();
   if (std::regex_search(m, match, kName))
     return (match[1].str() == "inputs" ? "--input: " : "--outputs: ") + match.suffix().str();
   return m;
@@ -1188,7 +1189,8 @@ RunResult name_outputs(const std::vector<Tensor>& outs, const std::vector<std::s
 }
 
 // Requests for the chosen outputs (named by `addresses`, which must outlive them).
-std::vector<recur_output> output_requests(const std::vector<std::string>& addresses, const std::vector<std::size_t>& sel) {
+std::vector<recur_output> output_requests(const std::vector<std::string>& addresses,
+                                          const std::vector<std::size_t>& sel) {
   std::vector<recur_output> req(sel.size());
   for (std::size_t k = 0; k < sel.size(); ++k) {
     check(recur_output_init(&req[k], RECUR_OUTPUT_VERSION));
@@ -1505,7 +1507,8 @@ void write_outputs(const RunArgs& a, const Destination& d, const RunResult& r, P
       files.write(a.output, [&](const std::string& p) { recur_cli::write_npz(p, r.arrays); });
     } else {
       files.write(a.output, [&](const std::string& p) {
-        write_text_file(p, d.form == Form::json ? recur_cli::json_of(displayed(r)) + "\n" : recur_cli::text_of(displayed(r)));
+        write_text_file(p, d.form == Form::json ? recur_cli::json_of(displayed(r)) + "\n"
+                                                : recur_cli::text_of(displayed(r)));
       });
     }
   }

@@ -2,8 +2,9 @@
 //
 // read_npy accepts format versions 1, 2 and 3, C order only, and the dtypes
 // <f4 <f8 <f2 <i1 <i2 <i4 <i8 <u1 <u2 <u4 <u8 |b1 |i1 |u1 (1-byte types with any byte-order
-// character), all converted to float32; integer arrays also keep their exact values as int64. write_npy writes version 1.0 '<f4'. .npz archives are
-// zip files whose members are "<name>.npy" (read: stored or deflated; write: stored).
+// character), all converted to float32; integer arrays also keep their exact values as int64.
+// write_npy writes version 1.0 '<f4'. .npz archives are zip files whose members are
+// "<name>.npy" (read: stored or deflated; write: stored).
 // Every problem throws NpyError with a message that names the file and the problem.
 #ifndef RECUR_CLI_NPY_HPP
 #define RECUR_CLI_NPY_HPP
