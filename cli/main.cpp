@@ -4,13 +4,18 @@
 //   recur run FILE --input x.npy [--input [NAME=]y.npy ...] [--mask [NAME=]m.npy ...]
 //             [--initial-state h.npy ...] [--layer NAME] [--device DEV] [--threads N]
 //             [--keras-backend tensorflow|jax] [--states-in s.npz] [--states-out s.npz]
-//             [--output out.npz|out.npy|out.txt|out.json|-] [--output-dir DIR] [--json]
+//             [--outputs NAME[,NAME...]] [--output out.npz|out.npy|out.txt|out.json|-]
+//             [--output-dir DIR] [--json]
 //   recur verify FILE --input x.npy [...] --expected y.npy|y.npz [--expected ...] [--mask ...]
 //                [--initial-state h.npy ...] [--layer NAME] [--device DEV] [--threads N]
-//                [--keras-backend B] [--states-in s.npz] [--atol 1e-5]
+//                [--keras-backend B] [--states-in s.npz] [--outputs NAME[,NAME...]] [--atol 1e-5]
 //   recur stream FILE --input x.npy [...] [--mask ...] --chunk N [--device DEV] [--threads N]
-//                [--keras-backend B] [--per-step] [--output ...] [--output-dir DIR] [--json]
+//                [--keras-backend B] [--per-step] [--outputs ...] [--output ...] [--output-dir DIR] [--json]
 //   recur devices
+//
+// Every subcommand takes --log debug|info|warning|error (or -v for info), also before it: the
+// library's log on stderr. Ctrl-C or SIGTERM cancels a run, verify or stream (exit 128 + the
+// signal, nothing written).
 //
 // info, run, verify and stream take --limit NAME=VALUE (repeatable, also before the subcommand)
 // to raise or lower one of the library's resource limits: units, batch, state_bytes,
@@ -20,22 +25,29 @@
 // A model takes one --input per model input, in the model's input order, or NAME=path for input
 // NAME, or one .npz whose members are named like the inputs; masks go to the inputs with a
 // timesteps axis the same way (inputs without one get none, sequence inputs without a --mask an
-// all-valid one). `run` prints every model output as text (or JSON with --json) when no --output
-// is given, or writes an .npz (output, output_1, ... in the model's output order), an .npy, a
-// .txt or a .json, and/or DIR/<output name>.npy. `stream` steps the model N timesteps at a time
+// all-valid one). Inputs go by name (recur_model_run_named); integer .npy arrays as int32/int64,
+// so token ids stay exact. `run` prints every model output as text (or JSON with --json) when
+// no --output is given, or writes an .npz (output, output_1, ... by the model's output order), an
+// .npy, a .txt or a .json, and/or DIR/<output name>.npy; --outputs runs only the outputs named,
+// in that order. `stream` steps the model N timesteps at a time
 // through one model state and gives what `run` gives; --per-step prints each step's outputs.
 // DEV is cpu (the default), cuda, cuda:N or auto. N is the number of CPU threads a layer may use
 // (1 by default, 0 = one per core); every count gives bitwise the same numbers. docs/cli.md is the
 // full reference.
 //
 // Exit codes: 0 success (verify: within atol), 1 verify mismatch, 2 any error (recur failure,
-// unreadable or malformed .npy/.npz, bad usage).
+// unreadable or malformed .npy/.npz, bad usage), 130/143 cancelled by SIGINT/SIGTERM.
 #include <recur/recur.h>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -45,8 +57,11 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <mutex>
+#include <regex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "npy.hpp"
@@ -63,10 +78,26 @@ struct Failure {
   std::string message;
 };
 
+// A run stopped by SIGINT or SIGTERM: exit 128 + the signal, having written nothing.
+struct Cancelled {};
+
 void limit_failure(const std::string& message);
 
 // The library's messages name the C argument at fault ("num_threads: ...", and for some calls
 // the function first: "recur_model_set_device: device: ..."); here they name the option instead.
+// "inputs[k] ('NAME').FIELD: ..." of the named run's descriptors: the --input (or --mask) of NAME.
+std::string descriptor_terms(const std::string& m) {
+  static const std::regex kInput(R"(^inputs\[\d+\] \('([^']*)'\)\.(\w+): )");
+  static const std::regex kName(R"(^(inputs|outputs)\[\d+\]\.name: )");
+  std::smatch match;
+  if (std::regex_search(m, match, kInput))
+    return (match[2].str().rfind("mask", 0) == 0 ? "--mask " : "--input ") + match[1].str() + ": " +
+           match.suffix().str();
+  if (std::regex_search(m, match, kName))
+    return (match[1].str() == "inputs" ? "--input: " : "--outputs: ") + match.suffix().str();
+  return m;
+}
+
 std::string in_cli_terms(std::string m) {
   static const std::pair<const char*, const char*> kOptions[] = {
       {"num_threads", "--threads"}, {"device", "--device"}, {"backend", "--keras-backend"},
@@ -95,11 +126,14 @@ std::string in_cli_terms(std::string m) {
         again = true;
         break;
       }
+    const std::string named = descriptor_terms(m);
+    if (named != m) return named;
   }
   return m;
 }
 
 void check(recur_status s) {
+  if (s == RECUR_ERR_CANCELLED) throw Cancelled{};
   if (s == RECUR_ERR_LIMIT) limit_failure(in_cli_terms(recur_last_error()));
   if (s != RECUR_OK) throw Failure{in_cli_terms(recur_last_error())};
 }
@@ -113,6 +147,96 @@ std::ostream& status() { return *g_status; }
 void note(const std::string& m) { std::cerr << "recur: note: " << m << "\n"; }
 
 [[noreturn]] void usage_error(const std::string& m) { throw Failure{m}; }
+
+// ---------------------------------------------------------------------------------------------
+// Ctrl-C and SIGTERM: cancel the running call
+
+// SIGINT and SIGTERM are blocked in every thread and taken by one watcher thread (sigwait), which
+// cancels the run options every run and step is given: no signal handler runs inside recur, and
+// the cancel happens on an ordinary thread. A second signal ends the process at once.
+struct SignalCancel {
+  std::mutex mutex;  // guards options against the watcher while main destroys them
+  recur_run_options* options = nullptr;
+  std::atomic<int> signal{0};
+  std::thread watcher;
+  std::atomic<bool> stopping{false};
+};
+SignalCancel& signal_cancel() {
+  static SignalCancel c;
+  return c;
+}
+
+// Before any thread starts (threads inherit the blocked signals).
+void start_signal_watch() {
+  SignalCancel& c = signal_cancel();
+  check(recur_run_options_create(&c.options));
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  c.watcher = std::thread([set] {
+    SignalCancel& c = signal_cancel();
+    for (;;) {
+      int sig = 0;
+      if (sigwait(&set, &sig) != 0) continue;
+      if (c.stopping) return;
+      int none = 0;
+      if (!c.signal.compare_exchange_strong(none, sig)) {
+        static const char kMessage[] = "recur: cancelled\n";
+        (void)!write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+        _exit(128 + sig);
+      }
+      std::lock_guard<std::mutex> lock(c.mutex);
+      if (c.options) recur_run_options_cancel(c.options);
+    }
+  });
+}
+
+// Ends the watcher (the signals stay blocked: one that comes now changes nothing) and frees the
+// options; returns false if some were left (a leak).
+bool stop_signal_watch() {
+  SignalCancel& c = signal_cancel();
+  if (c.watcher.joinable()) {
+    c.stopping = true;
+    pthread_kill(c.watcher.native_handle(), SIGINT);
+    c.watcher.join();
+  }
+  std::lock_guard<std::mutex> lock(c.mutex);
+  recur_run_options_destroy(c.options);
+  c.options = nullptr;
+  uint64_t live = 0;
+  return recur_live_run_options(&live) == RECUR_OK && live == 0;
+}
+
+// The options runs and steps are given: NULL where no watcher runs (info, devices).
+const recur_run_options* run_options() { return signal_cancel().options; }
+
+// Called before anything is written: a signal that came after the last call still cancels.
+void throw_if_cancelled() {
+  if (signal_cancel().signal.load() != 0) throw Cancelled{};
+}
+
+// ---------------------------------------------------------------------------------------------
+// --log LEVEL: the library's log on stderr
+
+constexpr const char* kLogLevels[] = {"debug", "info", "warning", "error"};
+
+// One line per message; stdio locks each fwrite, so lines from several threads do not mix.
+void log_line(void*, int32_t level, const char* message) {
+  const std::string line = std::string("recur: ") + (level >= 0 && level <= 3 ? kLogLevels[level] : "log") + ": " +
+                           message + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+void start_log(const std::string& level) {
+  for (int32_t l = 0; l < 4; ++l)
+    if (level == kLogLevels[l]) {
+      check(recur_set_log_callback(log_line, nullptr, l));
+      return;
+    }
+  usage_error("--log " + level + ": expected debug, info, warning or error");
+}
 
 struct ModelHandle {
   recur_model* m = nullptr;
@@ -363,10 +487,14 @@ nlohmann::ordered_json dims_json(const std::vector<std::string>& axes) {
   return j;
 }
 
-// What an input line says besides its shape: "token ids", how its length runs.
+// What an input takes: integer token ids (int8 to int64, uint8 to uint64 within int64; reaching
+// the Embedding exactly) or float32 values.
+const char* input_dtype(const Tensor& t) { return t.token_ids ? "int ids" : "float32"; }
+
+// What an input line says besides its shape: its dtype, how its length runs.
 std::string input_notes(const Tensor& t, const Timesteps& ts, const ModelShapes& s, const std::vector<Tensor>& inputs) {
   std::vector<std::string> notes;
-  if (t.token_ids) notes.push_back("token ids");
+  notes.push_back(input_dtype(t));
   if (ts.fixed) notes.push_back("exactly " + std::to_string(ts.declared) + " timesteps (a layer needs that length)");
   if (ts.axis && !ts.fixed) {
     std::string n = s.symbols[static_cast<std::size_t>(ts.group)] + ": any length";
@@ -594,6 +722,7 @@ void print_info_json(const std::string& file, const ModelReport& r) {
       j["inputs"].push_back({{"name", t.name},
                              {"shape", layout(r.shapes.inputs[i])},
                              {"dims", dims_json(r.shapes.inputs[i])},
+                             {"dtype", t.token_ids ? "int" : "float32"},
                              {"token_ids", t.token_ids},
                              {"sequence", t.sequence},
                              {"timesteps", timesteps}});
@@ -642,7 +771,7 @@ void print_info_text(const std::string& file, const ModelReport& r) {
       const std::string notes = input_notes(r.inputs[i], r.shapes.timesteps[i], r.shapes, r.inputs);
       std::string line = "  " + r.inputs[i].name + std::string(wt - r.inputs[i].name.size(), ' ') + "  " +
                          layout(r.shapes.inputs[i]);
-      if (!notes.empty()) line += std::string(wl - layout(r.shapes.inputs[i]).size(), ' ') + "  " + notes;
+      line += std::string(wl - layout(r.shapes.inputs[i]).size(), ' ') + "  " + notes;
       std::cout << line << "\n";
     }
     std::cout << "outputs:       " << r.outputs.size() << "\n";
@@ -699,6 +828,7 @@ int cmd_info(const std::string& file, bool as_json, const std::string& device) {
 struct RunArgs {
   std::string file, layer, output, output_dir, keras_backend, states_in, states_out;
   std::vector<std::string> inputs, masks, expected;
+  std::vector<std::string> output_names;  // --outputs / --output-name: NAME[,NAME...] each
   std::string device = "cpu";
   int32_t threads = 1;
   int32_t chunk = 1;
@@ -713,6 +843,10 @@ struct RunArgs {
 struct RunResult {
   NamedArrays arrays;
   std::vector<std::string> keras_names;  // empty for a layer run
+  std::vector<std::string> display;      // each array's name for people and --output-dir (model runs)
+  // Every name that means one of the model's outputs (run's names, Keras names, "name:k"), chosen
+  // by --outputs or not.
+  std::vector<std::string> all_names;
 };
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -802,10 +936,12 @@ std::vector<Loaded> assign(const std::vector<std::string>& args, const std::vect
   return slot;
 }
 
-// The line --input prints for an array that is not float32: what recur made of it.
+// The line --input prints for an array that is not float32: what recur made of it. Integer ids
+// of a token-id input go on as integers, unchanged.
 std::string conversion(const Array& a, bool token_ids) {
   const std::string d = recur_cli::dtype_name(a.dtype);
   if (d == "float32") return "";
+  if (token_ids && a.integer()) return "";
   if (token_ids) return d + " ids passed as float32";
   if (d == "float64") return "float64 values rounded to float32";
   if (d == "float16") return "float16 values widened to float32";
@@ -823,14 +959,95 @@ std::vector<uint8_t> mask_of(const Array& m, const std::string& source, int64_t 
   return out;
 }
 
+// One model input as recur_model_run_named takes it: float32 values, or integers (token ids
+// exactly) as int32 where the file's dtype fits it, else int64.
+struct Feed {
+  int32_t dtype = RECUR_DTYPE_FLOAT32;
+  std::vector<float> f;
+  std::vector<int32_t> i32;
+  std::vector<int64_t> i64;
+  std::vector<int64_t> dims;
+  std::vector<uint8_t> mask;  // (B, T); empty for none
+};
+
+// `source` names the array in the message that refuses a uint64 beyond int64.
+Feed feed_of(const Array& x, const std::string& input, const std::string& source) {
+  Feed f;
+  f.dims = x.shape;
+  if (!x.integer()) {
+    f.f = x.data;
+    return f;
+  }
+  if (x.int_overflow != static_cast<std::size_t>(-1))
+    throw recur_cli::NpyError(source + ": input '" + input + "': uint64 value " + std::to_string(x.int_overflow_value) +
+                              " at flat index " + std::to_string(x.int_overflow) +
+                              " is beyond int64's range (the largest is 9223372036854775807); save it as int64");
+  const std::string d = recur_cli::dtype_name(x.dtype);
+  if (d == "int8" || d == "int16" || d == "int32" || d == "uint8" || d == "uint16") {
+    f.dtype = RECUR_DTYPE_INT32;
+    f.i32.assign(x.ints.begin(), x.ints.end());
+  } else {
+    f.dtype = RECUR_DTYPE_INT64;
+    f.i64 = x.ints;
+  }
+  return f;
+}
+
+// The steps [t0, t0 + n) of axis 1 of v, which holds B x T rows of equal size.
+template <typename V>
+std::vector<V> slice_steps(const std::vector<V>& v, int64_t B, int64_t T, int64_t t0, int64_t n) {
+  const std::size_t rest = v.size() / static_cast<std::size_t>(B * T);
+  std::vector<V> out;
+  out.reserve(static_cast<std::size_t>(B * n) * rest);
+  for (int64_t b = 0; b < B; ++b) {
+    const auto first = v.begin() + static_cast<long>((static_cast<std::size_t>(b * T + t0)) * rest);
+    out.insert(out.end(), first, first + static_cast<long>(static_cast<std::size_t>(n) * rest));
+  }
+  return out;
+}
+
+// A sequence input's steps [t0, t0 + n).
+Feed slice_feed(const Feed& f, int64_t t0, int64_t n) {
+  const int64_t B = f.dims[0], T = f.dims[1];
+  Feed s;
+  s.dtype = f.dtype;
+  s.dims = f.dims;
+  s.dims[1] = n;
+  s.f = slice_steps(f.f, B, T, t0, n);
+  s.i32 = slice_steps(f.i32, B, T, t0, n);
+  s.i64 = slice_steps(f.i64, B, T, t0, n);
+  if (!f.mask.empty()) s.mask = slice_steps(f.mask, B, T, t0, n);
+  return s;
+}
+
+// The descriptors of `feeds` (which must outlive them), named like `desc`.
+template <typename Desc>
+std::vector<recur_tensor> tensors(const std::vector<Desc>& desc, const std::vector<Feed>& feeds) {
+  std::vector<recur_tensor> out(feeds.size());
+  for (std::size_t i = 0; i < feeds.size(); ++i) {
+    const Feed& f = feeds[i];
+    recur_tensor& t = out[i];
+    check(recur_tensor_init(&t, RECUR_TENSOR_VERSION));
+    t.name = desc[i].name.c_str();
+    t.dtype = f.dtype;
+    t.data = f.dtype == RECUR_DTYPE_INT32   ? static_cast<const void*>(f.i32.data())
+             : f.dtype == RECUR_DTYPE_INT64 ? static_cast<const void*>(f.i64.data())
+                                            : static_cast<const void*>(f.f.data());
+    t.length = f.dtype == RECUR_DTYPE_INT32 ? f.i32.size() : f.dtype == RECUR_DTYPE_INT64 ? f.i64.size() : f.f.size();
+    t.rank = static_cast<int32_t>(f.dims.size());
+    std::copy(f.dims.begin(), f.dims.end(), t.dims);
+    t.mask = f.mask.empty() ? nullptr : f.mask.data();
+    t.mask_length = f.mask.size();
+  }
+  return out;
+}
+
 // The model's inputs read from the --input files, checked against the model, and their masks.
 struct ModelInputs {
   std::vector<Tensor> desc;
-  std::vector<Array> x;            // one per input, in input order
+  std::vector<Feed> x;             // one per input, in input order, masks included
   std::vector<int32_t> timesteps;  // axis 1 of each input (0 for rank-1 inputs)
   int32_t batch = 0;
-  std::vector<std::vector<uint8_t>> masks;  // per input; empty for none (all empty: no masks)
-  bool has_masks = false;
 };
 
 ModelInputs load_model_inputs(const recur_model* m, const RunArgs& a) {
@@ -876,9 +1093,8 @@ ModelInputs load_model_inputs(const recur_model* m, const RunArgs& a) {
     const std::string converted = conversion(x, d.token_ids);
     if (!converted.empty()) note("input '" + d.name + "' (" + source + "): " + converted);
     in.timesteps.push_back(x.shape.size() > 1 ? static_cast<int32_t>(T) : 0);
-    in.x.push_back(std::move(x));
+    in.x.push_back(feed_of(x, d.name, source));
   }
-  in.masks.resize(in.desc.size());
   if (!a.masks.empty()) {
     std::vector<bool> seq;
     for (const Tensor& t : in.desc) seq.push_back(t.sequence);
@@ -886,22 +1102,114 @@ ModelInputs load_model_inputs(const recur_model* m, const RunArgs& a) {
     for (std::size_t i = 0; i < in.desc.size(); ++i) {
       if (!seq[i]) continue;
       const int64_t B = in.batch, T = in.timesteps[i];
-      in.masks[i] = masks[i].source.empty() ? std::vector<uint8_t>(static_cast<std::size_t>(B * T), 1)  // all valid
-                                            : mask_of(masks[i].array, masks[i].source, B, T, false);
+      in.x[i].mask = masks[i].source.empty() ? std::vector<uint8_t>(static_cast<std::size_t>(B * T), 1)  // all valid
+                                             : mask_of(masks[i].array, masks[i].source, B, T, false);
     }
-    in.has_masks = true;
   }
   return in;
 }
 
-// The model's outputs, named output, output_1, ... (and with their Keras names).
-RunResult name_outputs(const std::vector<Tensor>& outs, std::vector<Array> arrays) {
-  RunResult r;
-  for (std::size_t k = 0; k < arrays.size(); ++k) {
-    r.arrays.emplace_back(k == 0 ? "output" : "output_" + std::to_string(k), std::move(arrays[k]));
-    r.keras_names.push_back(outs[k].name);
+// The name that selects model output i alone, as recur_model_run_named takes it: its Keras name,
+// or "name:k" where a Keras 3 layer gives its several outputs one name.
+std::vector<std::string> output_addresses(const std::vector<Tensor>& outs) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    std::size_t same = 0, before = 0;
+    for (std::size_t j = 0; j < outs.size(); ++j)
+      if (outs[j].name == outs[i].name) {
+        if (j < i) ++before;
+        ++same;
+      }
+    out.push_back(same > 1 ? outs[i].name + ":" + std::to_string(before) : outs[i].name);
   }
+  return out;
+}
+
+// --outputs: the chosen model outputs' indices in the order given; all of them without it.
+std::vector<std::size_t> selected_outputs(const RunArgs& a, const std::vector<Tensor>& outs) {
+  std::vector<std::size_t> sel;
+  if (a.output_names.empty()) {
+    for (std::size_t i = 0; i < outs.size(); ++i) sel.push_back(i);
+    return sel;
+  }
+  const std::vector<std::string> addresses = output_addresses(outs);
+  for (const std::string& arg : a.output_names) {
+    std::size_t from = 0;
+    for (;;) {
+      const std::size_t comma = arg.find(',', from);
+      const std::string name = arg.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+      if (name.empty()) usage_error("--outputs " + arg + ": an empty name (NAME[,NAME...])");
+      const auto at = std::find(addresses.begin(), addresses.end(), name);
+      if (at == addresses.end()) {
+        std::size_t same = 0;
+        for (const Tensor& t : outs) same += t.name == name;
+        if (same > 1)
+          usage_error("--outputs: '" + name + "' names " + std::to_string(same) + " outputs of one layer; ask for '" +
+                      name + ":0' to '" + name + ":" + std::to_string(same - 1) + "'");
+        usage_error("--outputs: the model has no output '" + name + "'; its outputs are " + list(addresses));
+      }
+      const std::size_t i = static_cast<std::size_t>(at - addresses.begin());
+      if (std::find(sel.begin(), sel.end(), i) != sel.end()) usage_error("--outputs: '" + name + "' is given twice");
+      sel.push_back(i);
+      if (comma == std::string::npos) break;
+      from = comma + 1;
+    }
+  }
+  return sel;
+}
+
+// The chosen model outputs, named output, output_1, ... by their place among the model's outputs
+// (so a choice does not rename them), with their Keras names.
+RunResult name_outputs(const std::vector<Tensor>& outs, const std::vector<std::size_t>& sel, std::vector<Array> arrays) {
+  const auto positional = [](std::size_t i) { return i == 0 ? std::string("output") : "output_" + std::to_string(i); };
+  // Keras 3 names every output of a layer after it (`gru`, `gru`): later ones get _1, _2, ...
+  std::set<std::string> used;
+  std::vector<std::string> display;
+  for (const Tensor& t : outs) {
+    std::string name = t.name.empty() ? "output" : t.name;
+    for (int k = 1; used.count(name); ++k) name = t.name + "_" + std::to_string(k);
+    used.insert(name);
+    display.push_back(name);
+  }
+  RunResult r;
+  for (std::size_t k = 0; k < sel.size(); ++k) {
+    r.arrays.emplace_back(positional(sel[k]), std::move(arrays[k]));
+    r.keras_names.push_back(outs[sel[k]].name);
+    r.display.push_back(display[sel[k]]);
+  }
+  const std::vector<std::string> addresses = output_addresses(outs);
+  const auto add = [&](const std::string& n) {
+    if (std::find(r.all_names.begin(), r.all_names.end(), n) == r.all_names.end()) r.all_names.push_back(n);
+  };
+  for (std::size_t i = 0; i < outs.size(); ++i) add(positional(i));
+  for (const Tensor& t : outs) add(t.name);
+  for (const std::string& n : addresses) add(n);
+  for (const std::string& n : display) add(n);
   return r;
+}
+
+// Requests for the chosen outputs (named by `addresses`, which must outlive them).
+std::vector<recur_output> output_requests(const std::vector<std::string>& addresses,
+                                          const std::vector<std::size_t>& sel) {
+  std::vector<recur_output> req(sel.size());
+  for (std::size_t k = 0; k < sel.size(); ++k) {
+    check(recur_output_init(&req[k], RECUR_OUTPUT_VERSION));
+    req[k].name = addresses[sel[k]].c_str();
+  }
+  return req;
+}
+
+// Arrays of the dims the shape query wrote, with the requests pointed at their data.
+std::vector<Array> output_arrays(std::vector<recur_output>& req) {
+  std::vector<Array> arrays(req.size());
+  for (std::size_t k = 0; k < req.size(); ++k) {
+    arrays[k].dtype = "<f4";
+    arrays[k].shape.assign(req[k].dims, req[k].dims + req[k].rank);
+    arrays[k].data.resize(req[k].length);
+    req[k].data = arrays[k].data.data();
+    req[k].capacity = arrays[k].data.size();
+  }
+  return arrays;
 }
 
 // Opens the model for a whole-model command: threads, device and backend set, where it runs printed.
@@ -955,36 +1263,17 @@ RunResult run_model(const RunArgs& a, NamedArrays* states_out) {
   open_model(mh, a);
   const ModelInputs in = load_model_inputs(mh.m, a);
   if (!a.states_in.empty()) load_states(mh.m, a.states_in);
-  std::vector<float> x;
-  for (const Array& xi : in.x) x.insert(x.end(), xi.data.begin(), xi.data.end());
-  std::vector<uint8_t> masks;
-  if (in.has_masks)
-    for (const auto& mk : in.masks) masks.insert(masks.end(), mk.begin(), mk.end());
-  const int32_t n = static_cast<int32_t>(in.timesteps.size());
-  size_t out_len = 0;
-  check(recur_model_outputs_length(mh.m, in.batch, in.timesteps.data(), n, &out_len));
-  std::vector<float> y(out_len);
-  check(recur_model_run_inputs(mh.m, in.batch, in.timesteps.data(), n, x.data(), x.size(),
-                               in.has_masks ? masks.data() : nullptr, masks.size(), y.data(), y.size()));
   const std::vector<Tensor> outs = model_outputs(mh.m);
-  std::vector<Array> arrays;
-  std::size_t off = 0;
-  for (int32_t k = 0; k < static_cast<int32_t>(outs.size()); ++k) {
-    int64_t dims[RECUR_MAX_RANK];
-    int32_t rank = 0;
-    check(recur_model_output_dims(mh.m, k, in.batch, in.timesteps.data(), n, dims, &rank));
-    Array o;
-    o.dtype = "<f4";
-    o.shape.assign(dims, dims + rank);
-    std::size_t count = 1;
-    for (int64_t d : o.shape) count *= static_cast<std::size_t>(d);
-    if (off + count > y.size()) throw Failure{"the model's output dims exceed its outputs' length (a bug in recur)"};
-    o.data.assign(y.begin() + static_cast<long>(off), y.begin() + static_cast<long>(off + count));
-    off += count;
-    arrays.push_back(std::move(o));
-  }
+  const std::vector<std::size_t> sel = selected_outputs(a, outs);
+  const std::vector<std::string> addresses = output_addresses(outs);
+  const std::vector<recur_tensor> x = tensors(in.desc, in.x);
+  std::vector<recur_output> req = output_requests(addresses, sel);
+  const int32_t n_in = static_cast<int32_t>(x.size()), n_out = static_cast<int32_t>(req.size());
+  check(recur_model_output_shapes(mh.m, x.data(), n_in, req.data(), n_out));
+  std::vector<Array> arrays = output_arrays(req);
+  check(recur_model_run_named(mh.m, x.data(), n_in, req.data(), n_out, run_options()));
   if (states_out) *states_out = save_states(mh.m);
-  return name_outputs(outs, std::move(arrays));
+  return name_outputs(outs, sel, std::move(arrays));
 }
 
 // --layer NAME: a name that is not one of the model's recurrent layers gets the library's reason
@@ -1075,6 +1364,8 @@ RunResult run_layer(const RunArgs& a) {
 
 RunResult run_any(const RunArgs& a, NamedArrays* states_out = nullptr) {
   if (a.inputs.empty()) usage_error("--input is required");
+  if (!a.layer.empty() && !a.output_names.empty())
+    usage_error("--outputs chooses among a model's outputs; a --layer run gives output and its states");
   return a.layer.empty() ? run_model(a, states_out) : run_layer(a);
 }
 
@@ -1122,6 +1413,7 @@ Destination destination(const RunArgs& a) {
 // state_c for a layer); Keras 3 names every output of a layer after it (`gru`, `gru`): later ones
 // get _1, _2, ...
 std::vector<std::string> display_names(const RunResult& r) {
+  if (!r.display.empty()) return r.display;
   std::set<std::string> used;
   std::vector<std::string> names;
   for (std::size_t i = 0; i < r.arrays.size(); ++i) {
@@ -1148,6 +1440,43 @@ std::string file_name(std::string name) {
   return name.empty() ? "output" : name;
 }
 
+// Output files are written under a temporary name beside them and renamed when every one is
+// written, so a cancelled or failed run leaves none, whole or partial.
+class PendingFiles {
+ public:
+  PendingFiles() = default;
+  PendingFiles(const PendingFiles&) = delete;
+  PendingFiles& operator=(const PendingFiles&) = delete;
+  ~PendingFiles() {
+    for (const auto& f : files_) std::remove(f.first.c_str());
+  }
+  // Writes `path` through `write(temporary path)`; messages name `path`.
+  template <typename Write>
+  void write(const std::string& path, Write&& write) {
+    const std::string part = path + ".part-" + std::to_string(::getpid());
+    files_.emplace_back(part, path);
+    try {
+      write(part);
+    } catch (const recur_cli::NpyError& e) {
+      std::string m = e.what();
+      for (std::size_t at; (at = m.find(part)) != std::string::npos;) m.replace(at, part.size(), path);
+      throw recur_cli::NpyError(m);
+    }
+  }
+  // Renames them all into place, unless a signal came meanwhile.
+  void commit() {
+    throw_if_cancelled();
+    for (const auto& [part, path] : files_)
+      if (std::rename(part.c_str(), path.c_str()) != 0)
+        throw recur_cli::NpyError(path + ": cannot write: " + std::strerror(errno));
+    for (const auto& f : files_) status() << "wrote " << f.second << "\n";
+    files_.clear();
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> files_;  // temporary, final
+};
+
 void write_text_file(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) throw recur_cli::NpyError(path + ": cannot create: " + std::strerror(errno));
@@ -1156,8 +1485,9 @@ void write_text_file(const std::string& path, const std::string& text) {
   if (!f) throw recur_cli::NpyError(path + ": write error");
 }
 
-// Writes a run's arrays where --output and --output-dir say.
-void write_outputs(const RunArgs& a, const Destination& d, const RunResult& r) {
+// Writes a run's arrays where --output and --output-dir say (files through `files`, to commit).
+void write_outputs(const RunArgs& a, const Destination& d, const RunResult& r, PendingFiles& files) {
+  throw_if_cancelled();
   for (std::size_t i = 0; i < r.arrays.size(); ++i) {
     const auto& kv = r.arrays[i];
     status() << kv.first << ": " << shape_string(kv.second.shape);
@@ -1172,14 +1502,15 @@ void write_outputs(const RunArgs& a, const Destination& d, const RunResult& r) {
       if (r.arrays.size() != 1)
         usage_error("--output " + a.output + ": an .npy holds one array; this run has " + std::to_string(r.arrays.size()) +
                     " (use .npz or --output-dir)");
-      recur_cli::write_npy(a.output, r.arrays[0].second);
+      files.write(a.output, [&](const std::string& p) { recur_cli::write_npy(p, r.arrays[0].second); });
     } else if (d.form == Form::npz) {
-      recur_cli::write_npz(a.output, r.arrays);
+      files.write(a.output, [&](const std::string& p) { recur_cli::write_npz(p, r.arrays); });
     } else {
-      write_text_file(a.output, d.form == Form::json ? recur_cli::json_of(displayed(r)) + "\n"
-                                                      : recur_cli::text_of(displayed(r)));
+      files.write(a.output, [&](const std::string& p) {
+        write_text_file(p, d.form == Form::json ? recur_cli::json_of(displayed(r)) + "\n"
+                                                : recur_cli::text_of(displayed(r)));
+      });
     }
-    status() << "wrote " << a.output << "\n";
   }
   if (!a.output_dir.empty()) {
     std::error_code ec;
@@ -1188,8 +1519,7 @@ void write_outputs(const RunArgs& a, const Destination& d, const RunResult& r) {
     const std::vector<std::string> names = display_names(r);
     for (std::size_t i = 0; i < r.arrays.size(); ++i) {
       const std::string path = a.output_dir + "/" + file_name(names[i]) + ".npy";
-      recur_cli::write_npy(path, r.arrays[i].second);
-      status() << "wrote " << path << "\n";
+      files.write(path, [&](const std::string& p) { recur_cli::write_npy(p, r.arrays[i].second); });
     }
   }
 }
@@ -1204,36 +1534,18 @@ int cmd_run(const RunArgs& a) {
   route_status(d, false);
   NamedArrays states;
   const RunResult out = run_any(a, a.states_out.empty() ? nullptr : &states);
-  write_outputs(a, d, out);
+  PendingFiles files;
+  write_outputs(a, d, out, files);
   if (!a.states_out.empty()) {
-    recur_cli::write_npz(a.states_out, states);
+    files.write(a.states_out, [&](const std::string& p) { recur_cli::write_npz(p, states); });
     for (const auto& kv : states) status() << "states " << kv.first << ": " << shape_string(kv.second.shape) << "\n";
-    status() << "wrote " << a.states_out << "\n";
   }
+  files.commit();
   return 0;
 }
 
 // ---------------------------------------------------------------------------------------------
 // stream
-
-// The rows [t0, t0 + n) of axis 1 of x (B, T, ...).
-std::vector<float> slice_steps(const std::vector<float>& x, int64_t B, int64_t T, int64_t t0, int64_t n) {
-  const std::size_t rest = x.size() / static_cast<std::size_t>(B * T);
-  std::vector<float> out;
-  out.reserve(static_cast<std::size_t>(B * n) * rest);
-  for (int64_t b = 0; b < B; ++b) {
-    const auto first = x.begin() + static_cast<long>((static_cast<std::size_t>(b * T + t0)) * rest);
-    out.insert(out.end(), first, first + static_cast<long>(static_cast<std::size_t>(n) * rest));
-  }
-  return out;
-}
-
-std::vector<uint8_t> slice_steps(const std::vector<uint8_t>& m, int64_t B, int64_t T, int64_t t0, int64_t n) {
-  std::vector<uint8_t> out;
-  for (int64_t b = 0; b < B; ++b)
-    out.insert(out.end(), m.begin() + static_cast<long>(b * T + t0), m.begin() + static_cast<long>(b * T + t0 + n));
-  return out;
-}
 
 // --per-step: step `index`, timesteps [t0, t0 + n), as text or as one JSON line, at once.
 void print_step(int64_t index, int64_t t0, int64_t n, const NamedArrays& outputs, bool json) {
@@ -1279,92 +1591,65 @@ int cmd_stream(const RunArgs& a) {
   if (!T) usage_error("stream: the model has no input with a timesteps axis");
   const int64_t B = in.batch;
   const std::vector<Tensor> outs = model_outputs(mh.m);
-  // The dims of output k of a step of n steps, from the C ABI.
-  const auto step_dims = [&](std::size_t k, int64_t n) {
-    int64_t d[RECUR_MAX_RANK];
-    int32_t rank = 0;
-    check(recur_model_state_output_dims(sh.s, static_cast<int32_t>(k), static_cast<int32_t>(n), d, &rank));
-    return std::vector<int64_t>(d, d + rank);
-  };
+  const std::vector<std::size_t> sel = selected_outputs(a, outs);
+  const std::vector<std::string> addresses = output_addresses(outs);
   // Sequence outputs hold a step's timesteps on axis 1 (written in place into the whole (B, T, ...)
   // result); the others are what the model outputs after the step (the last step's is kept).
-  std::vector<bool> seq_out(outs.size());
-  for (std::size_t k = 0; k < outs.size(); ++k) {
-    const std::vector<int64_t> one = step_dims(k, 1);
-    int64_t two[RECUR_MAX_RANK];
-    int32_t rank = 0;
-    if (recur_model_state_output_dims(sh.s, static_cast<int32_t>(k), 2, two, &rank) == RECUR_OK)
-      seq_out[k] = one.size() >= 2 && rank >= 2 && one[1] == 1 && two[1] == 2;
+  std::vector<bool> seq_out(sel.size());
+  for (std::size_t k = 0; k < sel.size(); ++k) {
+    const int32_t index = static_cast<int32_t>(sel[k]);
+    int64_t one[RECUR_MAX_RANK], two[RECUR_MAX_RANK];
+    int32_t rank1 = 0, rank2 = 0;
+    check(recur_model_state_output_dims(sh.s, index, 1, one, &rank1));
+    if (recur_model_state_output_dims(sh.s, index, 2, two, &rank2) == RECUR_OK)
+      seq_out[k] = rank1 >= 2 && rank2 >= 2 && one[1] == 1 && two[1] == 2;
     else  // a model that only steps one timestep at a time
-      seq_out[k] = one.size() >= 3 && one[1] == 1;
+      seq_out[k] = rank1 >= 3 && one[1] == 1;
   }
-  const std::vector<std::string> names = display_names(name_outputs(outs, std::vector<Array>(outs.size())));
-  std::vector<Array> result(outs.size());
+  RunResult named = name_outputs(outs, sel, std::vector<Array>(sel.size()));
+  std::vector<Array> result(sel.size());
   int64_t chunks = 0;
   for (int64_t t0 = 0; t0 < T; t0 += a.chunk, ++chunks) {
     const int64_t n = std::min<int64_t>(a.chunk, T - t0);
-    std::vector<float> x;
-    std::vector<uint8_t> masks;
-    for (std::size_t i = 0; i < in.desc.size(); ++i) {
-      if (!in.desc[i].sequence) {
-        x.insert(x.end(), in.x[i].data.begin(), in.x[i].data.end());
-        continue;
-      }
-      const std::vector<float> s = slice_steps(in.x[i].data, B, T, t0, n);
-      x.insert(x.end(), s.begin(), s.end());
-      if (in.has_masks) {
-        const std::vector<uint8_t> ms = slice_steps(in.masks[i], B, T, t0, n);
-        masks.insert(masks.end(), ms.begin(), ms.end());
-      }
-    }
-    size_t in_len = 0, out_len = 0;
-    check(recur_model_state_lengths(sh.s, static_cast<int32_t>(n), &in_len, &out_len));
-    if (in_len != x.size())
-      throw Failure{"stream: the model state reads " + std::to_string(in_len) + " floats for " + std::to_string(n) +
-                    " timestep(s); the inputs give " + std::to_string(x.size()) +
-                    " (an input the model does not step along its timesteps axis?)"};
-    std::vector<float> y(out_len);
-    check(recur_model_state_step(sh.s, static_cast<int32_t>(n), x.data(), x.size(), in.has_masks ? masks.data() : nullptr,
-                                 masks.size(), y.data(), y.size()));
-    std::size_t off = 0;
+    std::vector<Feed> feeds;
+    for (std::size_t i = 0; i < in.desc.size(); ++i)
+      feeds.push_back(in.desc[i].sequence ? slice_feed(in.x[i], t0, n) : in.x[i]);
+    const std::vector<recur_tensor> x = tensors(in.desc, feeds);
+    std::vector<recur_output> req = output_requests(addresses, sel);
+    const int32_t n_in = static_cast<int32_t>(x.size()), n_out = static_cast<int32_t>(req.size());
+    check(recur_model_state_output_shapes(sh.s, x.data(), n_in, req.data(), n_out));
+    std::vector<Array> parts = output_arrays(req);
+    check(recur_model_state_step_named(sh.s, x.data(), n_in, req.data(), n_out, run_options()));
     NamedArrays step;  // this step's outputs, for --per-step
-    for (std::size_t k = 0; k < outs.size(); ++k) {
-      const std::vector<int64_t> d = step_dims(k, n);
-      std::size_t count = 1;
-      for (int64_t v : d) count *= static_cast<std::size_t>(v);
-      if (off + count > y.size()) throw Failure{"stream: the outputs' dims exceed the step's outputs (a bug in recur)"};
-      const std::vector<float> part(y.begin() + static_cast<long>(off), y.begin() + static_cast<long>(off + count));
-      off += count;
-      if (a.per_step) {
-        Array sa;
-        sa.dtype = "<f4";
-        sa.shape = d;
-        sa.data = part;
-        step.emplace_back(names[k], std::move(sa));
-      }
+    for (std::size_t k = 0; k < sel.size(); ++k) {
+      const Array& part = parts[k];
+      if (a.per_step) step.emplace_back(named.display[k], part);
       Array& r = result[k];
       r.dtype = "<f4";
       if (!seq_out[k]) {
-        r.shape = d;
-        r.data = part;
+        r = part;
         continue;
       }
+      const std::size_t rest = part.data.size() / static_cast<std::size_t>(B * n);
       if (r.data.empty()) {
-        r.shape = d;
+        r.shape = part.shape;
         r.shape[1] = T;
-        r.data.assign(static_cast<std::size_t>(B * T) * (count / static_cast<std::size_t>(B * n)), 0.0f);
+        r.data.assign(static_cast<std::size_t>(B * T) * rest, 0.0f);
       }
-      const std::size_t rest = count / static_cast<std::size_t>(B * n);
       for (int64_t b = 0; b < B; ++b)
-        std::copy(part.begin() + static_cast<long>(static_cast<std::size_t>(b * n) * rest),
-                  part.begin() + static_cast<long>(static_cast<std::size_t>((b + 1) * n) * rest),
+        std::copy(part.data.begin() + static_cast<long>(static_cast<std::size_t>(b * n) * rest),
+                  part.data.begin() + static_cast<long>(static_cast<std::size_t>((b + 1) * n) * rest),
                   r.data.begin() + static_cast<long>(static_cast<std::size_t>(b * T + t0) * rest));
     }
-    if (off != y.size()) throw Failure{"stream: the outputs' dims do not cover the step's outputs (a bug in recur)"};
-    if (a.per_step) print_step(chunks, t0, n, step, a.json);
+    if (a.per_step) {
+      throw_if_cancelled();
+      print_step(chunks, t0, n, step, a.json);
+    }
   }
   status() << "stream: " << T << " timesteps in " << chunks << " step(s) of up to " << a.chunk << "\n";
-  write_outputs(a, d, name_outputs(outs, std::move(result)));
+  PendingFiles files;
+  write_outputs(a, d, name_outputs(outs, sel, std::move(result)), files);
+  files.commit();
   return 0;
 }
 
@@ -1375,9 +1660,9 @@ int cmd_stream(const RunArgs& a) {
 // names), or .npy files for the outputs in order (NAME=y.npy for output NAME).
 NamedArrays load_expected(const RunArgs& a, const RunResult& got) {
   NamedArrays expected;
-  std::vector<std::string> names;
-  for (const auto& kv : got.arrays) names.push_back(kv.first);
-  for (const std::string& n : got.keras_names) names.push_back(n);
+  std::vector<std::string> names = got.all_names;
+  if (names.empty())  // a --layer run
+    for (const auto& kv : got.arrays) names.push_back(kv.first);
   std::size_t positional = 0;
   for (const std::string& e : a.expected) {
     const auto [name, path] = split_named(e, names, "--expected", "output");
@@ -1404,6 +1689,7 @@ int cmd_verify(const RunArgs& a) {
   if (!(a.atol >= 0.0)) usage_error("--atol must be a non-negative number");
   if (a.expected.empty()) usage_error("--expected is required");
   const RunResult got = run_any(a);
+  throw_if_cancelled();
   const NamedArrays expected = load_expected(a, got);
   double max_abs = 0.0, max_rel = 0.0;
   std::size_t count = 0;
@@ -1411,8 +1697,15 @@ int cmd_verify(const RunArgs& a) {
   for (const auto& kv : expected) {
     const Array* g = nullptr;
     for (std::size_t i = 0; i < got.arrays.size(); ++i)
-      if (got.arrays[i].first == kv.first || (i < got.keras_names.size() && got.keras_names[i] == kv.first))
+      if (got.arrays[i].first == kv.first || (i < got.keras_names.size() && got.keras_names[i] == kv.first) ||
+          (i < got.display.size() && got.display[i] == kv.first))
         g = &got.arrays[i].second;
+    // An output --outputs left out: its expected values are not compared.
+    if (!g && !a.output_names.empty() &&
+        std::find(got.all_names.begin(), got.all_names.end(), kv.first) != got.all_names.end()) {
+      note("'" + kv.first + "' in " + list(a.expected) + " is not compared (not among --outputs)");
+      continue;
+    }
     if (!g) {
       std::vector<std::string> names;
       for (std::size_t i = 0; i < got.arrays.size(); ++i)
@@ -1501,6 +1794,17 @@ int main(int argc, char** argv) {
     sub->add_option("--limit", into, limit_help)->check(limit_check)->allow_extra_args(false);
   };
   add_limit(&app, global_limits);
+  // --log LEVEL / -v, before the subcommand or after it.
+  std::string log_level;
+  bool verbose = false;
+  const char* const log_help =
+      "print the library's log to stderr, one line a message: debug, info, warning or error (and above); off by "
+      "default";
+  auto add_log = [&](CLI::App* sub) {
+    sub->add_option("--log", log_level, log_help)->check(CLI::IsMember({"debug", "info", "warning", "error"}));
+    sub->add_flag("-v,--verbose", verbose, "the same as --log info");
+  };
+  add_log(&app);
 
   const char* const device_help = "where to run: cpu, cuda, cuda:N or auto (a GPU when one can run, else the CPU)";
   std::string info_file, info_device = "cpu";
@@ -1510,6 +1814,7 @@ int main(int argc, char** argv) {
   info->add_flag("--json", info_json, "print JSON");
   info->add_option("--device", info_device, device_help)->capture_default_str();
   add_limit(info, sub_limits);
+  add_log(info);
 
   RunArgs ra, va, sa;
   const char* const threads_help =
@@ -1520,11 +1825,13 @@ int main(int argc, char** argv) {
       "masked steps before the first valid one";
   auto common = [&](CLI::App* sub, RunArgs& a, bool layers) {
     add_limit(sub, sub_limits);
+    add_log(sub);
     sub->add_option("FILE", a.file, "the model file (.keras or .h5)")->required();
     // One value per occurrence: --input a.npy --input b.npy (FILE may follow).
     sub->add_option("--input,-i", a.inputs,
                     "input .npy, one per model input in the model's input order, or NAME=x.npy for input NAME, or "
-                    "one .npz with members named like the inputs: (B, T, F) floats, (B, T) token ids, ...")
+                    "one .npz with members named like the inputs: (B, T, F) floats, (B, T) token ids (integer .npy ids "
+                    "go as integers), ...")
         ->required()
         ->allow_extra_args(false);
     sub->add_option("--mask,-m", a.masks,
@@ -1540,6 +1847,12 @@ int main(int argc, char** argv) {
     sub->add_option("--threads", a.threads, threads_help)->capture_default_str();
     sub->add_option("--keras-backend", a.keras_backend, backend_help);
   };
+  const char* const outputs_help =
+      "run only these model outputs, in this order (NAME[,NAME...], repeatable; 'name:k' for the k-th of a Keras 3 "
+      "layer's several outputs)";
+  auto choose_outputs = [&](CLI::App* sub, RunArgs& a) {
+    sub->add_option("--outputs,--output-name", a.output_names, outputs_help)->allow_extra_args(false);
+  };
   auto outputs = [](CLI::App* sub, RunArgs& a) {
     sub->add_option("--output,-o", a.output,
                     "where the outputs go: - (stdout, the default without --output-dir), out.npz (output[, output_1 "
@@ -1551,12 +1864,14 @@ int main(int argc, char** argv) {
   CLI::App* run = app.add_subcommand("run", "run a model (or one of its recurrent layers) on .npy inputs");
   common(run, ra, true);
   outputs(run, ra);
+  choose_outputs(run, ra);
   run->add_option("--states-in", ra.states_in,
                   "stateful models: .npz of states to start from, (states, batch, units) per stateful layer name");
   run->add_option("--states-out", ra.states_out,
                   "stateful models: write the states the run leaves (what --states-in reads) to this .npz");
   CLI::App* verify = app.add_subcommand("verify", "run like `run` and compare with expected outputs");
   common(verify, va, true);
+  choose_outputs(verify, va);
   verify
       ->add_option("--expected,-e", va.expected,
                    "expected outputs: one .npz (members named like run's outputs, or by the model's output names), "
@@ -1569,11 +1884,13 @@ int main(int argc, char** argv) {
       "stream", "step a model through its inputs N timesteps at a time with one model state; gives what `run` gives");
   common(stream, sa, false);
   outputs(stream, sa);
+  choose_outputs(stream, sa);
   stream->add_option("--chunk", sa.chunk, "timesteps per step")->capture_default_str();
   stream->add_flag("--per-step", sa.per_step,
                    "print each step's outputs as it comes (text, or one JSON object per line with --json)");
   CLI::App* devices =
       app.add_subcommand("devices", "list the devices recur can run on, why a GPU cannot, and the CPU kernel set");
+  add_log(devices);
 
   try {
     app.parse(argc, argv);
@@ -1587,6 +1904,9 @@ int main(int argc, char** argv) {
       std::cout << "recur " << recur_version_string() << "\n";
       return 0;
     }
+    if (*run || *verify || *stream) start_signal_watch();
+    if (!log_level.empty()) start_log(log_level);
+    else if (verbose) start_log("info");
     apply_limits(global_limits);
     apply_limits(sub_limits);
     if (*info) rc = cmd_info(info_file, info_json, info_device);
@@ -1595,6 +1915,10 @@ int main(int argc, char** argv) {
     else if (*stream) rc = cmd_stream(sa);
     else if (*devices) rc = cmd_devices();
     else std::cerr << app.help();
+  } catch (const Cancelled&) {
+    std::cerr << "recur: cancelled\n";
+    const int sig = signal_cancel().signal.load();
+    rc = 128 + (sig ? sig : SIGINT);
   } catch (const Failure& f) {
     std::cerr << "recur: " << f.message << "\n";
   } catch (const recur_cli::NpyError& e) {
@@ -1604,7 +1928,12 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::cerr << "recur: " << e.what() << "\n";
   }
+  recur_set_log_callback(nullptr, nullptr, 0);
   // Every handle a command makes is freed when it returns, on errors too: one left is a leak.
+  if (!stop_signal_watch()) {
+    std::cerr << "recur: internal error: run options left at exit\n";
+    return 70;
+  }
   uint64_t layers = 0, states = 0, models = 0, streams = 0;
   if (recur_live_handles(&layers, &states, &models, &streams) == RECUR_OK && layers + states + models + streams) {
     std::cerr << "recur: internal error: handles left at exit (layers " << layers << ", states " << states

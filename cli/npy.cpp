@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -242,6 +243,19 @@ float convert(const unsigned char* p, const Dtype& d) {
   return 0.0f;
 }
 
+// An integer element exactly (uint64 is read by the caller, which checks its range).
+std::int64_t integer_value(const unsigned char* p, const Dtype& d) {
+  if (d.kind == Kind::i) {
+    if (d.size == 1) return static_cast<std::int8_t>(p[0]);
+    if (d.size == 2) return load_le<std::int16_t>(p);
+    if (d.size == 4) return load_le<std::int32_t>(p);
+    return load_le<std::int64_t>(p);
+  }
+  if (d.size == 1) return p[0];
+  if (d.size == 2) return load_le<std::uint16_t>(p);
+  return load_le<std::uint32_t>(p);
+}
+
 std::string read_file(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
@@ -355,6 +369,22 @@ Array parse_npy(const std::string& bytes, const std::string& name) {
   a.data.resize(static_cast<std::size_t>(count));
   const unsigned char* p = u + prefix + hlen;
   for (std::size_t i = 0; i < a.data.size(); ++i) a.data[i] = convert(p + i * static_cast<std::size_t>(dt.size), dt);
+  if (dt.kind == Kind::i || dt.kind == Kind::u) {
+    a.ints.resize(a.data.size());
+    for (std::size_t i = 0; i < a.ints.size(); ++i) {
+      const unsigned char* e = p + i * static_cast<std::size_t>(dt.size);
+      if (dt.kind == Kind::u && dt.size == 8) {
+        const std::uint64_t v = load_le<std::uint64_t>(e);
+        if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) && a.int_overflow == SIZE_MAX) {
+          a.int_overflow = i;
+          a.int_overflow_value = v;
+        }
+        a.ints[i] = static_cast<std::int64_t>(v);
+      } else {
+        a.ints[i] = integer_value(e, dt);
+      }
+    }
+  }
   return a;
 }
 

@@ -2,8 +2,9 @@
 //
 // read_npy accepts format versions 1, 2 and 3, C order only, and the dtypes
 // <f4 <f8 <f2 <i1 <i2 <i4 <i8 <u1 <u2 <u4 <u8 |b1 |i1 |u1 (1-byte types with any byte-order
-// character), all converted to float32. write_npy writes version 1.0 '<f4'. .npz archives are
-// zip files whose members are "<name>.npy" (read: stored or deflated; write: stored).
+// character), all converted to float32; integer arrays also keep their exact values as int64.
+// write_npy writes version 1.0 '<f4'. .npz archives are zip files whose members are
+// "<name>.npy" (read: stored or deflated; write: stored).
 // Every problem throws NpyError with a message that names the file and the problem.
 #ifndef RECUR_CLI_NPY_HPP
 #define RECUR_CLI_NPY_HPP
@@ -25,6 +26,13 @@ struct Array {
   std::vector<std::int64_t> shape;  // () for a scalar
   std::vector<float> data;          // row-major, product(shape) values
   std::string dtype;                // the dtype the file declared ("<f4" for written arrays)
+  // Integer dtypes only: the exact values (token ids must not round through float32). A uint64
+  // value above int64's range is not held: int_overflow is then the flat index of the first.
+  std::vector<std::int64_t> ints;
+  std::size_t int_overflow = static_cast<std::size_t>(-1);
+  std::uint64_t int_overflow_value = 0;
+
+  bool integer() const { return !ints.empty() || int_overflow != static_cast<std::size_t>(-1); }
 
   std::size_t size() const { return data.size(); }
 };

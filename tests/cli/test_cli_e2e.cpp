@@ -2,6 +2,8 @@
 // tests/cli/make_models.py with tf-keras 2.21 and Keras 3.15.1).
 #include "npy.hpp"
 
+#include <recur/recur.h>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <zip.h>
@@ -11,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <regex>
+#include <signal.h>
 #include <sstream>
 #include <sys/stat.h>
 #include <string>
@@ -62,6 +65,19 @@ class Cli : public ::testing::Test {
 
   std::string dir_;
 };
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+Array f32(std::vector<std::int64_t> shape, std::vector<float> data) {
+  Array a;
+  a.shape = std::move(shape);
+  a.data = std::move(data);
+  a.dtype = "<f4";
+  return a;
+}
 
 double max_abs(const Array& a, const Array& b) {
   EXPECT_EQ(a.shape, b.shape);
@@ -228,7 +244,7 @@ TEST_F(Cli, InfoText) {
   EXPECT_NE(r.out.find("dialect:       keras2 (keras_version 2.21.0)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("runnable:      yes"), std::string::npos);
   // The declared length (6) is only a default: the input line says T, and the length Keras built with.
-  EXPECT_NE(r.out.find("inputs:        1\n  ids    (B, T)  token ids; T: any length (declared 6)\n"), std::string::npos)
+  EXPECT_NE(r.out.find("inputs:        1\n  ids    (B, T)  int ids; T: any length (declared 6)\n"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("outputs:       1\n  dense  (B, 2)\n"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("input: "), std::string::npos) << "no one-input summary beside the list: " << r.out;
@@ -243,7 +259,7 @@ TEST_F(Cli, InfoText) {
 TEST_F(Cli, InfoTwoOutputs) {
   const Result r = run("info " + m("keras3", "binone.keras"));
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.out.find("inputs:        1\n  x     (B, T, 3)  T: any length (declared 6)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("inputs:        1\n  x     (B, T, 3)  float32; T: any length (declared 6)\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("outputs:       2\n  bin   (B, 2)\n  bin   (B, 2)\n"), std::string::npos) << r.out;
 }
 
@@ -261,6 +277,7 @@ TEST_F(Cli, InfoJson) {
     EXPECT_EQ(j["inputs"][0]["shape"], "(B, T, 3)");
     EXPECT_EQ(j["inputs"][0]["dims"], nlohmann::json::array({-1, -1, 3}));
     EXPECT_EQ(j["inputs"][0]["token_ids"], false);
+    EXPECT_EQ(j["inputs"][0]["dtype"], "float32");
     EXPECT_EQ(j["inputs"][0]["timesteps"]["symbol"], "T");
     EXPECT_EQ(j["inputs"][0]["timesteps"]["declared"], 6);
     EXPECT_EQ(j["inputs"][0]["timesteps"]["fixed"], false);
@@ -1030,7 +1047,7 @@ TEST_F(Graph, InputErrors) {
 TEST_F(Graph, InfoListsInputsOutputsStatesAndStreaming) {
   Result r = run("info " + graph("keras3", "multi_io", "keras"));
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.out.find("inputs:        2\n  seq     (B, T, 4)  T: any length (declared 7)\n  static  (B, 5)\n"),
+  EXPECT_NE(r.out.find("inputs:        2\n  seq     (B, T, 4)  float32; T: any length (declared 7)\n  static  (B, 5)     float32\n"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("outputs:       2\n  probs   (B, 3)\n  value   (B, 2)\n"), std::string::npos) << r.out;
@@ -1043,13 +1060,13 @@ TEST_F(Graph, InfoListsInputsOutputsStatesAndStreaming) {
   EXPECT_NE(r.out.find("stateful:      yes (lstm, gru)\n  lstm  states (2, 3, 4)\n  gru   states (1, 3, 3)\n"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("  x      (3, T, 3)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  x      (3, T, 3)  float32\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  dense  (3, T, 2)\n"), std::string::npos) << r.out;
   r = run("info " + m("keras3", "bigru.keras"));
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("streams:       no: layer 'bi' (Bidirectional)"), std::string::npos) << r.out;
   r = run("info " + graph("keras3", "embedding_masked_full_row", "keras"));
-  EXPECT_NE(r.out.find("  ids    (B, T)  token ids\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  ids    (B, T)  int ids\n"), std::string::npos) << r.out;
 
   const Result j = run("info --json " + graph("keras3", "stateful_functional_lstm_gru", "keras"));
   ASSERT_EQ(j.rc, 0) << j.err;
@@ -1339,7 +1356,7 @@ TEST_F(Cli, RunPrintsTheOutputs) {
   ASSERT_EQ(seq.rc, 0) << seq.err;
   EXPECT_EQ(seq.out.rfind("td: (3, 6, 2)\n  [0, 0]  ", 0), 0u) << seq.out;
   EXPECT_NE(seq.out.find("\n  [2, 5]  "), std::string::npos) << seq.out;
-  EXPECT_LE(max_abs(Array{{3, 6, 2}, text_values(seq.out), "<f4"}, recur_cli::read_npy(m("keras3", "bigru_y.npy"))), 1e-5);
+  EXPECT_LE(max_abs(f32({3, 6, 2}, text_values(seq.out)), recur_cli::read_npy(m("keras3", "bigru_y.npy"))), 1e-5);
 }
 
 TEST_F(Cli, RunPrintsJson) {
@@ -1433,7 +1450,7 @@ TEST_F(Graph, StreamPerStep) {
     ++steps;
   }
   EXPECT_EQ(steps, 3);  // 3 + 3 + 1
-  Array streamed{whole.shape, got, "<f4"};
+  Array streamed = f32(whole.shape, got);
   EXPECT_LE(max_abs(streamed, whole), 1e-6);
   EXPECT_NE(r.err.find("stream: 7 timesteps in 3 step(s)"), std::string::npos) << r.err;
   // Text: a header per step, then the step's outputs; -o still writes the whole outputs.
@@ -1446,7 +1463,7 @@ TEST_F(Graph, StreamPerStep) {
   r = run("stream " + model + in + " --chunk 2");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.out.rfind("dense: (3, 7, 3)\n", 0), 0u) << r.out;
-  EXPECT_LE(max_abs(Array{whole.shape, text_values(r.out), "<f4"}, whole), 1e-6);
+  EXPECT_LE(max_abs(f32(whole.shape, text_values(r.out)), whole), 1e-6);
 }
 
 // ------------------------------------------------------------------ messages that say what to do
@@ -1630,8 +1647,9 @@ TEST_F(Cli, MessagesUseTheOptionNames) {
   recur_cli::write_npy(tmp("x2.npy"), x);
   r = run("run " + graph("keras3", "stateful_sequential_gru", "keras") + " -i " + tmp("x2.npy"));
   EXPECT_EQ(r.rc, 2);
-  EXPECT_NE(r.err.find("recur: --input: "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("fixed batch of 3 (a stateful model), got 2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("recur: --input input_layer: the model fixes the batch at 3 (a stateful model), got 2"),
+            std::string::npos)
+      << r.err;
   for (const char* c_name : {"name:", "num_threads:", "batch:", "backend:", "timesteps:"}) {
     EXPECT_EQ(r.err.find(c_name), std::string::npos) << c_name << " in " << r.err;
   }
@@ -1658,11 +1676,10 @@ TEST_F(Cli, ConvertedInputsAreNoted) {
             std::string::npos)
       << r.err;
   EXPECT_EQ(r.err.find("note:"), r.err.rfind("note:")) << "once: " << r.err;
-  // int32 token ids.
+  // int32 token ids go on as integers: nothing to say.
   r = run("run " + m("keras3", "tokens.keras") + " -i " + m("keras3", "tokens_x.npy"));
-  EXPECT_NE(r.err.find("input 'ids' (" + m("keras3", "tokens_x.npy") + "): int32 ids passed as float32"),
-            std::string::npos)
-      << r.err;
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err.find("note:"), std::string::npos) << r.err;
   // bool and integer values for a float input.
   std::string b1 = npy.substr(0, 128);
   b1.replace(b1.find("'<f4'"), 5, "'|b1'");
@@ -1736,22 +1753,22 @@ TEST_F(Graph, InfoShapes) {
   // Lengths of their own: T1, T2, and the output follows the decoder's.
   Result r = run("info " + graph("keras3", "seq2seq_gru", "keras"));
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.out.find("  encoder_in  (B, T1, 3)  T1: any length (declared 7)\n"
-                       "  decoder_in  (B, T2, 2)  T2: any length (declared 5)\n"),
+  EXPECT_NE(r.out.find("  encoder_in  (B, T1, 3)  float32; T1: any length (declared 7)\n"
+                       "  decoder_in  (B, T2, 2)  float32; T2: any length (declared 5)\n"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("  dense       (B, T2, 3)\n"), std::string::npos) << r.out;
   // Sequences merged together take one length.
   r = run("info " + graph("keras3", "merges_mixed_masks", "keras"));
-  EXPECT_NE(r.out.find("  a     (B, T, 4)  T: any length, the same for a, b (declared 7)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  a     (B, T, 4)  float32; T: any length, the same for a, b (declared 7)\n"), std::string::npos) << r.out;
   // A RepeatVector's length does not follow the input's.
   r = run("info " + graph("keras3", "encoder_decoder_repeat", "keras"));
-  EXPECT_NE(r.out.find("  x                 (B, T, 3)  T: any length (declared 7)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  x                 (B, T, 3)  float32; T: any length (declared 7)\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  time_distributed  (B, 5, 2)\n"), std::string::npos) << r.out;
   // A Flatten before a Dense needs the declared length: info says so and run holds to it.
   const std::string flat = graph("keras3", "reshape_permute_flatten", "keras");
   r = run("info " + flat);
-  EXPECT_NE(r.out.find("  x        (B, 6, 3)  exactly 6 timesteps (a layer needs that length)\n"), std::string::npos)
+  EXPECT_NE(r.out.find("  x        (B, 6, 3)  float32; exactly 6 timesteps (a layer needs that length)\n"), std::string::npos)
       << r.out;
   const GraphCase g = graph_case("keras3", "reshape_permute_flatten");
   Array longer = g.calls[0].inputs[0];
@@ -1833,3 +1850,390 @@ TEST_F(Graph, InfoShapesAreWhatRunTakes) {
 }
 
 }  // namespace
+
+// ------------------------------------------------------- integer ids, --outputs, --log, signals
+
+// Writes an .npy of `descr` ('<i8', '|u1', ...) holding `values` as that type.
+template <typename T>
+void write_ints(const std::string& path, const std::string& descr, const std::vector<std::int64_t>& shape,
+                const std::vector<T>& values) {
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + recur_cli::shape_string(shape) + ", }";
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+  header += '\n';
+  std::string bytes = "\x93NUMPY\x01";
+  bytes += '\0';
+  bytes += static_cast<char>(header.size() & 0xff);
+  bytes += static_cast<char>(header.size() >> 8);
+  bytes += header;
+  bytes.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+TEST_F(Cli, IntegerIdsRunAsIntegers) {
+  const std::string model = m("keras3", "tokens.keras");
+  const Array ids = recur_cli::read_npy(m("keras3", "tokens_x.npy"));
+  ASSERT_TRUE(ids.integer()) << ids.dtype;
+  // The same ids as floats: what every integer type must give, bit for bit.
+  recur_cli::write_npy(tmp("f.npy"), f32(ids.shape, ids.data));
+  ASSERT_EQ(run("run " + model + " -i " + tmp("f.npy") + " -o " + tmp("f.npz")).rc, 0);
+  const Array want = recur_cli::read_npz(tmp("f.npz"))[0].second;
+  EXPECT_LE(max_abs(want, recur_cli::read_npy(m("keras3", "tokens_y.npy"))), 1e-5);
+  const auto as = [&](auto zero) {
+    std::vector<decltype(zero)> v;
+    for (std::int64_t i : ids.ints) v.push_back(static_cast<decltype(zero)>(i));
+    return v;
+  };
+  write_ints(tmp("i1.npy"), "|i1", ids.shape, as(std::int8_t{}));
+  write_ints(tmp("u1.npy"), "|u1", ids.shape, as(std::uint8_t{}));
+  write_ints(tmp("i2.npy"), "<i2", ids.shape, as(std::int16_t{}));
+  write_ints(tmp("u4.npy"), "<u4", ids.shape, as(std::uint32_t{}));
+  write_ints(tmp("i8.npy"), "<i8", ids.shape, as(std::int64_t{}));
+  write_ints(tmp("u8.npy"), "<u8", ids.shape, as(std::uint64_t{}));
+  for (const char* kind : {"i1", "u1", "i2", "u4", "i8", "u8"}) {
+    SCOPED_TRACE(kind);
+    const Result r = run("run " + model + " -i " + tmp(std::string(kind) + ".npy") + " -o " + tmp("o.npz"));
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.err.find("note:"), std::string::npos) << "integer ids are passed as they are: " << r.err;
+    EXPECT_EQ(recur_cli::read_npz(tmp("o.npz"))[0].second.data, want.data);
+    // Streamed step by step through the same named calls.
+    const Result s = run("stream " + model + " -i " + tmp(std::string(kind) + ".npy") + " --chunk 4 -o " + tmp("s.npz"));
+    ASSERT_EQ(s.rc, 0) << s.err;
+    EXPECT_LE(max_abs(recur_cli::read_npz(tmp("s.npz"))[0].second, want), 1e-6);
+  }
+  // verify takes them too.
+  const Result v = run("verify " + model + " -i " + tmp("i8.npy") + " -e " + m("keras3", "tokens_y.npy"));
+  EXPECT_EQ(v.rc, 0) << v.out << v.err;
+  // A uint64 beyond int64 is refused, naming the input, the value and where it is.
+  std::vector<std::uint64_t> big = as(std::uint64_t{});
+  big[4] = std::uint64_t(1) << 63;
+  write_ints(tmp("big.npy"), "<u8", ids.shape, big);
+  const Result b = run("run " + model + " -i " + tmp("big.npy") + " -o " + tmp("b.npz"));
+  EXPECT_EQ(b.rc, 2);
+  EXPECT_NE(b.err.find(tmp("big.npy") + ": input 'ids': uint64 value 9223372036854775808 at flat index 4 is beyond "
+                       "int64's range"),
+            std::string::npos)
+      << b.err;
+  EXPECT_FALSE(file_exists(tmp("b.npz")));
+  // An id past the Embedding's rows: the library's message, in the CLI's terms.
+  std::vector<std::int64_t> past = ids.ints;
+  past[1] = 1000;
+  write_ints(tmp("past.npy"), "<i8", ids.shape, past);
+  const Result p = run("run " + model + " -i " + tmp("past.npy"));
+  EXPECT_EQ(p.rc, 2);
+  EXPECT_NE(p.err.find("token id 1000"), std::string::npos) << p.err;
+  // Integers for a float input are cast to float32 as Keras casts them: noted.
+  const Array x = recur_cli::read_npy(m("keras3", "bigru_x.npy"));
+  std::vector<std::int16_t> tenths;
+  for (float f : x.data) tenths.push_back(static_cast<std::int16_t>(f * 10));
+  write_ints(tmp("xi.npy"), "<i2", x.shape, tenths);
+  const Result c = run("run " + m("keras3", "bigru.keras") + " -i " + tmp("xi.npy"));
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_NE(c.err.find("input 'input_layer' (" + tmp("xi.npy") + "): int16 values converted to float32"),
+            std::string::npos)
+      << c.err;
+}
+
+// An Embedding of 2^24 + 2 rows (tests/cli/make_big_embedding.py): int64 id 2^24 + 1 picks its
+// own row, as in Keras; the same id as a float32 rounds to 2^24 and picks that row.
+TEST_F(Cli, IdsAbove2To24AreExact) {
+  const std::string model = m("keras3", "big_embedding.keras");
+  const Array x = recur_cli::read_npy(m("keras3", "big_embedding_x.npy"));
+  ASSERT_EQ(x.ints, (std::vector<std::int64_t>{(1 << 24) + 1, 5, 1 << 24}));
+  const Result v = run("verify " + model + " -i " + m("keras3", "big_embedding_x.npy") + " -e " +
+                       m("keras3", "big_embedding_y.npy") + " --atol 0");
+  EXPECT_EQ(v.rc, 0) << v.out << v.err;
+  EXPECT_NE(v.out.find("max abs error: 0.000000e+00"), std::string::npos) << v.out;
+  EXPECT_EQ(v.err.find("note:"), std::string::npos) << v.err;
+  // Streamed too.
+  const Result s = run("stream " + model + " -i " + m("keras3", "big_embedding_x.npy") + " -o " + tmp("s.npy"));
+  ASSERT_EQ(s.rc, 0) << s.err;
+  EXPECT_EQ(recur_cli::read_npy(tmp("s.npy")).data, (std::vector<float>{7.0f, 1.5f, 3.0f}));
+  // As float32 the id is 2^24 already when the file is read: row 2^24, as Keras would give it too.
+  recur_cli::write_npy(tmp("f.npy"), f32(x.shape, x.data));
+  const Result f = run("run " + model + " -i " + tmp("f.npy") + " -o " + tmp("f.npy.out.npy"));
+  ASSERT_EQ(f.rc, 0) << f.err;
+  EXPECT_EQ(recur_cli::read_npy(tmp("f.npy.out.npy")).data, (std::vector<float>{3.0f, 1.5f, 3.0f}));
+}
+
+// The outputs of positional recur_model_run_inputs (float inputs, every output concatenated),
+// split per output: what the tool gave before it called recur_model_run_named.
+std::vector<Array> positional_run(const std::string& file, const std::vector<Array>& inputs) {
+  recur_model* model = nullptr;
+  EXPECT_EQ(recur_model_open(&model, file.c_str()), RECUR_OK) << recur_last_error();
+  std::vector<int32_t> ts;
+  std::vector<float> x;
+  for (const Array& a : inputs) {
+    ts.push_back(a.shape.size() > 1 ? static_cast<int32_t>(a.shape[1]) : 0);
+    x.insert(x.end(), a.data.begin(), a.data.end());
+  }
+  const int32_t batch = static_cast<int32_t>(inputs[0].shape[0]), n = static_cast<int32_t>(ts.size());
+  size_t len = 0;
+  EXPECT_EQ(recur_model_outputs_length(model, batch, ts.data(), n, &len), RECUR_OK) << recur_last_error();
+  std::vector<float> y(len);
+  EXPECT_EQ(recur_model_run_inputs(model, batch, ts.data(), n, x.data(), x.size(), nullptr, 0, y.data(), y.size()),
+            RECUR_OK)
+      << recur_last_error();
+  int32_t outs = 0;
+  recur_model_num_outputs(model, &outs);
+  std::vector<Array> out;
+  std::size_t off = 0;
+  for (int32_t k = 0; k < outs; ++k) {
+    int64_t dims[RECUR_MAX_RANK];
+    int32_t rank = 0;
+    EXPECT_EQ(recur_model_output_dims(model, k, batch, ts.data(), n, dims, &rank), RECUR_OK);
+    Array a = f32(std::vector<std::int64_t>(dims, dims + rank), {});
+    std::size_t count = 1;
+    for (int64_t d : a.shape) count *= static_cast<std::size_t>(d);
+    a.data.assign(y.begin() + static_cast<long>(off), y.begin() + static_cast<long>(off + count));
+    off += count;
+    out.push_back(std::move(a));
+  }
+  recur_model_destroy(model);
+  return out;
+}
+
+// The tool's named runs give bit for bit what the positional call gives, on every bundled model.
+TEST_F(Cli, NamedRunsMatchThePositionalCall) {
+  for (const std::string d : {"keras2", "keras3"})
+    for (const std::string name : {"tokens", "bigru", "binone"})
+      for (const std::string ext : {"keras", "h5"}) {
+        SCOPED_TRACE(d + "/" + name + "." + ext);
+        const std::string file = m(d, name + "." + ext), x = m(d, name + "_x.npy");
+        const Result r = run("run " + file + " -i " + x + " -o " + tmp("o.npz"));
+        ASSERT_EQ(r.rc, 0) << r.err;
+        const NamedArrays got = recur_cli::read_npz(tmp("o.npz"));
+        const std::vector<Array> want = positional_run(file, {recur_cli::read_npy(x)});
+        ASSERT_EQ(got.size(), want.size());
+        for (std::size_t k = 0; k < want.size(); ++k) {
+          EXPECT_EQ(got[k].second.shape, want[k].shape) << k;
+          EXPECT_EQ(got[k].second.data, want[k].data) << k;
+        }
+      }
+}
+
+// Several inputs, several outputs, and a model of sequences merged together.
+TEST_F(Graph, NamedRunsMatchThePositionalCall) {
+  for (const std::string name : {"multi_io", "merges_mixed_masks", "seq2seq_gru"}) {
+    SCOPED_TRACE(name);
+    const GraphCase g = graph_case("keras3", name);
+    const std::string file = graph("keras3", name, "keras");
+    const Result r = run("run " + file + inputs(g, 0) + " -o " + tmp("o.npz"));
+    ASSERT_EQ(r.rc, 0) << r.err;
+    const NamedArrays got = recur_cli::read_npz(tmp("o.npz"));
+    const std::vector<Array> want = positional_run(file, g.calls[0].inputs);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t k = 0; k < want.size(); ++k) EXPECT_EQ(got[k].second.data, want[k].data) << k;
+  }
+}
+
+TEST_F(Cli, InfoSaysWhichInputsTakeIntegerIds) {
+  const Result t = run("info --json " + m("keras3", "tokens.keras"));
+  ASSERT_EQ(t.rc, 0) << t.err;
+  const auto j = nlohmann::json::parse(t.out);
+  EXPECT_EQ(j["inputs"][0]["dtype"], "int");
+  EXPECT_EQ(j["inputs"][0]["token_ids"], true);
+  const Result g = run("info " + graph("keras3", "multi_io", "keras"));
+  EXPECT_NE(g.out.find("  seq     (B, T, 4)  float32; T: any length (declared 7)\n  static  (B, 5)     float32\n"),
+            std::string::npos)
+      << g.out;
+}
+
+TEST_F(Graph, OutputsChooseWhichAndInWhatOrder) {
+  const GraphCase g = graph_case("keras3", "multi_io");
+  const std::string model = graph("keras3", "multi_io", "keras");
+  const std::string in = inputs(g, 0);
+  ASSERT_EQ(run("run " + model + in + " -o " + tmp("all.npz")).rc, 0);
+  const NamedArrays all = recur_cli::read_npz(tmp("all.npz"));
+  // One output: named by its place among the model's outputs, so an .npy holds it too.
+  Result r = run("run " + model + in + " --outputs value -o " + tmp("v.npz"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  NamedArrays got = recur_cli::read_npz(tmp("v.npz"));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].first, "output_1");
+  EXPECT_EQ(got[0].second.data, member(all, "output_1").data);
+  r = run("run " + model + in + " --outputs value -o " + tmp("v.npy"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(recur_cli::read_npy(tmp("v.npy")).data, member(all, "output_1").data);
+  // Two, in the order given; --output-name is the repeatable spelling.
+  for (const std::string opts : {" --outputs value,probs", " --output-name value --output-name probs"}) {
+    r = run("run " + model + in + opts + " -o " + tmp("vp.npz") + " --output-dir " + tmp("dir" + std::to_string(opts.size())));
+    ASSERT_EQ(r.rc, 0) << r.err;
+    got = recur_cli::read_npz(tmp("vp.npz"));
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].first, "output_1");
+    EXPECT_EQ(got[1].first, "output");
+    EXPECT_EQ(got[1].second.data, member(all, "output").data);
+    EXPECT_EQ(recur_cli::read_npy(tmp("dir" + std::to_string(opts.size()) + "/value.npy")).data, got[0].second.data);
+  }
+  // --output-dir writes only those chosen.
+  r = run("run " + model + in + " --outputs probs --output-dir " + tmp("only"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(file_exists(tmp("only/probs.npy")));
+  EXPECT_FALSE(file_exists(tmp("only/value.npy")));
+  // Text and JSON on stdout.
+  r = run("run " + model + in + " --outputs value,probs");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.find("value: (3, 2)\n"), 0u) << r.out;
+  EXPECT_NE(r.out.find("probs: (3, 3)\n"), std::string::npos) << r.out;
+  r = run("run " + model + in + " --outputs value --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.size(), 1u);
+  EXPECT_EQ(j["value"]["dims"], nlohmann::json::array({3, 2}));
+  // stream gives the chosen ones too.
+  r = run("stream " + model + in + " --chunk 3 --outputs value -o " + tmp("s.npz"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  got = recur_cli::read_npz(tmp("s.npz"));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_LE(max_abs(got[0].second, member(all, "output_1")), 1e-6);
+  // Errors name the option and list the outputs; nothing is written.
+  r = run("run " + model + in + " --outputs nope -o " + tmp("e.npz"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("recur: --outputs: the model has no output 'nope'; its outputs are probs, value\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(file_exists(tmp("e.npz")));
+  r = run("run " + model + in + " --outputs value,value");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--outputs: 'value' is given twice"), std::string::npos) << r.err;
+  r = run("run " + model + in + " --outputs value,");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--outputs value,: an empty name"), std::string::npos) << r.err;
+  r = run("stream " + model + in + " --outputs nope");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("its outputs are probs, value"), std::string::npos) << r.err;
+  r = run("run " + m("keras3", "tokens.keras") + " -l gru -i " + m("keras3", "layer_gru_x.npy") + " --outputs output");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--outputs chooses among a model's outputs"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, OutputsOfOneKeras3Layer) {
+  // binone's two outputs are both called 'bin' (one Bidirectional's): 'bin:k' picks one.
+  const std::string run_args = "run " + m("keras3", "binone.keras") + " -i " + m("keras3", "binone_x.npy");
+  Result r = run(run_args + " --outputs bin");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--outputs: 'bin' names 2 outputs of one layer; ask for 'bin:0' to 'bin:1'"), std::string::npos)
+      << r.err;
+  r = run(run_args + " --outputs bin:1 -o " + tmp("o.npz"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const NamedArrays got = recur_cli::read_npz(tmp("o.npz"));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].first, "output_1");
+  EXPECT_LE(max_abs(got[0].second, member(recur_cli::read_npz(m("keras3", "binone_y.npz")), "output_1")), 1e-5);
+  r = run(run_args + " --outputs bin:2");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("its outputs are bin:0, bin:1"), std::string::npos) << r.err;
+}
+
+TEST_F(Graph, VerifyComparesOnlyTheChosenOutputs) {
+  const GraphCase g = graph_case("keras3", "multi_io");
+  const std::string model = graph("keras3", "multi_io", "keras");
+  const std::string in = inputs(g, 0);
+  // Keras's outputs, with probs spoiled: only a verify that leaves probs out passes.
+  GraphCase spoiled = g;
+  for (float& v : spoiled.calls[0].outputs[0].data) v += 1.0f;
+  const std::string want = expected(spoiled, 0);
+  Result r = run("verify " + model + in + " -e " + want);
+  EXPECT_EQ(r.rc, 1) << r.out << r.err;
+  r = run("verify " + model + in + " -e " + want + " --outputs value");
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("elements: 6\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("'output' in " + want + " is not compared (not among --outputs)"), std::string::npos) << r.err;
+  // An expected array for no output at all is still an error.
+  recur_cli::write_npy(tmp("y.npy"), g.calls[0].outputs[1]);
+  r = run("verify " + model + in + " -e nope=" + tmp("y.npy") + " --outputs value");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("no output is called 'nope'"), std::string::npos) << r.err;
+  // By name: value=y.npy.
+  r = run("verify " + model + in + " -e value=" + tmp("y.npy") + " --outputs value");
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+}
+
+TEST_F(Cli, LogPrintsWhatTheLibraryDecided) {
+  const std::string args = m("keras3", "tokens.keras") + " -i " + m("keras3", "tokens_x.npy");
+  Result r = run("run " + args);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err.find("recur: info:"), std::string::npos) << "off by default: " << r.err;
+  for (const std::string opt : {"-v", "--log info", "--log debug", "--verbose"}) {
+    SCOPED_TRACE(opt);
+    r = run("run " + args + " " + opt);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.err.find("recur: info: CPU kernels: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("recur: info: opened model '" + m("keras3", "tokens.keras") + "'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("recur: info: layer 'gru' (GRU): device cpu -> cpu, route cpu"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("recur: "), std::string::npos) << "the log goes to stderr: " << r.out;
+  }
+  // Before the subcommand too, and on every subcommand.
+  r = run("--log info info " + m("keras3", "tokens.keras"));
+  EXPECT_NE(r.err.find("recur: info: opened model"), std::string::npos) << r.err;
+  r = run("-v devices");
+  EXPECT_NE(r.err.find("recur: info: CPU kernels: "), std::string::npos) << r.err;
+  // Warnings and errors only: nothing here.
+  r = run("run " + args + " --log warning");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err.find("recur: info:"), std::string::npos) << r.err;
+  r = run("run " + args + " --log loud");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--log"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("loud"), std::string::npos) << r.err;
+}
+
+// Starts `recur <args>` in the background with stdout and stderr in files; returns its pid.
+pid_t spawn(const std::string& bin, const std::vector<std::string>& args, const std::string& out, const std::string& err) {
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(99);
+  std::vector<char*> argv{const_cast<char*>(bin.c_str())};
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execv(bin.c_str(), argv.data());
+  _exit(98);
+}
+
+class Cancel : public Cli, public ::testing::WithParamInterface<std::tuple<std::string, int>> {};
+
+// A long run (64 rows x 100000 token ids, seconds) stopped by a signal once it has started: it
+// says "cancelled", exits 128 + the signal, and leaves no output file, whole or partial.
+TEST_P(Cancel, SignalStopsTheRunAndWritesNothing) {
+  const auto& [command, sig] = GetParam();
+  const std::int64_t B = 64, T = 100000;
+  std::vector<std::uint8_t> ids(static_cast<std::size_t>(B * T));
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::uint8_t>((i * 7) % 20);
+  write_ints(tmp("long.npy"), "|u1", {B, T}, ids);
+  std::vector<std::string> args{command, m("keras3", "tokens.keras"), "-i", tmp("long.npy"), "-v"};
+  if (command == "verify") {
+    args.insert(args.end(), {"-e", m("keras3", "tokens_y.npy")});
+  } else {
+    args.insert(args.end(), {"-o", tmp("out.npz"), "--output-dir", tmp("dir")});
+    if (command == "stream") args.insert(args.end(), {"--chunk", "5000"});
+  }
+  const pid_t pid = spawn(kBin, args, tmp("stdout"), tmp("stderr"));
+  ASSERT_GT(pid, 0);
+  // Started: the model is open and placed (the log says so on stderr, unbuffered) ...
+  const std::string placed = "recur: info: model '" + m("keras3", "tokens.keras") + "': device";
+  for (int i = 0; i < 1000 && slurp(tmp("stderr")).find(placed) == std::string::npos; ++i) usleep(10000);
+  ASSERT_NE(slurp(tmp("stderr")).find(placed), std::string::npos) << slurp(tmp("stderr"));
+  usleep(300000);  // ... and is into the run (the inputs take milliseconds to read)
+  ASSERT_EQ(kill(pid, sig), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
+  const std::string err = slurp(tmp("stderr"));
+  EXPECT_NE(err.find("recur: cancelled\n"), std::string::npos) << err;
+  EXPECT_EQ(slurp(tmp("stdout")).find("wrote"), std::string::npos);
+  EXPECT_EQ(slurp(tmp("stdout")).find("OK"), std::string::npos);
+  // Nothing written: neither the outputs nor a temporary beside them.
+  EXPECT_FALSE(file_exists(tmp("out.npz")));
+  EXPECT_FALSE(file_exists(tmp("dir/dense.npy")));
+  for (const char* name : {"out.npz", "dir/dense.npy"}) {
+    const std::string part = tmp(name) + ".part-" + std::to_string(pid);
+    EXPECT_FALSE(file_exists(part)) << part;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, Cancel,
+                         ::testing::Combine(::testing::Values("run", "stream", "verify"), ::testing::Values(SIGINT, SIGTERM)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + (std::get<1>(info.param) == SIGINT ? "_sigint" : "_sigterm");
+                         });

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -130,6 +131,28 @@ TEST(NpyDtypes, UnsignedIntegers) {
             (std::vector<float>{4000000000.0f}));
   EXPECT_EQ(recur_cli::parse_npy(make_npy(dict("<u8", "(1,)"), raw<std::uint64_t>({12})), "x").data,
             (std::vector<float>{12}));
+}
+
+// Integer arrays keep their exact values beside the floats: ids above 2^24 must not round.
+TEST(NpyDtypes, IntegersKeepTheirExactValues) {
+  const std::int64_t big = (std::int64_t(1) << 24) + 1;
+  const Array a = recur_cli::parse_npy(make_npy(dict("<i8", "(3,)"), raw<std::int64_t>({-3, big, INT64_MAX})), "x");
+  EXPECT_TRUE(a.integer());
+  EXPECT_EQ(a.ints, (std::vector<std::int64_t>{-3, big, INT64_MAX}));
+  EXPECT_EQ(a.data[1], 16777216.0f) << "the float copy rounds; the ints do not";
+  EXPECT_EQ(recur_cli::parse_npy(make_npy(dict("|i1", "(2,)"), raw<std::int8_t>({-128, 5})), "x").ints,
+            (std::vector<std::int64_t>{-128, 5}));
+  EXPECT_EQ(recur_cli::parse_npy(make_npy(dict("<u4", "(1,)"), raw<std::uint32_t>({4000000000u})), "x").ints,
+            (std::vector<std::int64_t>{4000000000}));
+  const Array u = recur_cli::parse_npy(make_npy(dict("<u8", "(2,)"), raw<std::uint64_t>({7, std::uint64_t(1) << 63})), "x");
+  EXPECT_TRUE(u.integer());
+  EXPECT_EQ(u.int_overflow, 1u) << "a uint64 beyond int64 is marked, for the caller to refuse";
+  EXPECT_EQ(u.int_overflow_value, std::uint64_t(1) << 63);
+  EXPECT_EQ(u.ints[0], 7);
+  const Array f = recur_cli::parse_npy(make_npy(dict("<f4", "(1,)"), raw<float>({1.0f})), "x");
+  EXPECT_FALSE(f.integer());
+  EXPECT_FALSE(recur_cli::parse_npy(make_npy(dict("|b1", "(1,)"), raw<std::uint8_t>({1})), "x").integer());
+  EXPECT_EQ(a.int_overflow, static_cast<std::size_t>(-1));
 }
 
 TEST(NpyDtypes, Bool) {
