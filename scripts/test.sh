@@ -38,11 +38,33 @@ passed=0 failed=0 failed_passes=()
 run_pass() {
   local name=$1
   shift
-  local log=$logs/$name.log start=$SECONDS rc
+  local start=$SECONDS
   printf '\n=== %s\n' "$name"
-  (set -e; "$@") 2>&1 | tee "$log"
-  rc=${PIPESTATUS[0]}
-  local p=0 f=0
+  (set -e; "$@") 2>&1 | tee "$logs/$name.log"
+  count_pass "$name" "${PIPESTATUS[0]}" $((SECONDS - start))
+}
+# The same in the background, its output to the log only, for a pass that leaves a core idle (one
+# process at a time) beside one that builds; end_pass waits for it and prints its output.
+declare -A bg_pid bg_start
+start_pass() {
+  local name=$1
+  shift
+  printf '\n=== %s (in the background, beside the next pass)\n' "$name"
+  bg_start[$name]=$SECONDS
+  (set -e; "$@") >"$logs/$name.log" 2>&1 &
+  bg_pid[$name]=$!
+}
+end_pass() {
+  local name=$1 rc=0
+  wait "${bg_pid[$name]}" || rc=$?
+  printf '\n=== %s\n' "$name"
+  cat "$logs/$name.log"
+  count_pass "$name" "$rc" $((SECONDS - bg_start[$name]))
+}
+# Counts a finished pass's tests from its log: ctest's or GoogleTest's closing lines, or fuzz.sh's
+# table (one test per target), else the pass as one test.
+count_pass() {
+  local name=$1 rc=$2 secs=$3 log=$logs/$1.log p=0 f=0
   if grep -Eq 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$log"; then
     read -r p f < <(sed -nE 's/.*tests passed, ([0-9]+) tests? failed out of ([0-9]+).*/\1 \2/p' "$log" |
                     awk '{f += $1; t += $2} END {print t - f, f}')
@@ -60,10 +82,10 @@ run_pass() {
   if ((rc != 0 && f == 0)); then f=1; fi
   passed=$((passed + p)) failed=$((failed + f))
   if ((rc == 0 && f == 0)); then
-    printf '=== %s: ok, %d passed (%d s)\n' "$name" "$p" $((SECONDS - start))
+    printf '=== %s: ok, %d passed (%d s)\n' "$name" "$p" "$secs"
   else
     failed_passes+=("$name")
-    printf '=== %s: FAILED, %d passed, %d failed (%d s; log: %s)\n' "$name" "$p" "$f" $((SECONDS - start)) "$log"
+    printf '=== %s: FAILED, %d passed, %d failed (%d s; log: %s)\n' "$name" "$p" "$f" "$secs" "$log"
   fi
 }
 
@@ -134,10 +156,18 @@ else
   run_pass release release
   # On the build above (nothing rebuilt): install into a scratch prefix and build and run the C++, C,
   # Java, C#, NuGet and Go consumers against it, then build the .deb packages, install them with
-  # dpkg -i, use them and remove them (as root only).
-  skip PACKAGES || run_pass packages scripts/package-test.sh build
+  # dpkg -i, use them and remove them (as root only). Most of it is one process at a time (javac,
+  # mcs, go, cpack, dpkg), so it runs beside the static builds, which keep the other core busy.
+  if ! skip PACKAGES; then
+    if skip STATIC; then
+      run_pass packages scripts/package-test.sh build
+    else
+      start_pass packages scripts/package-test.sh build
+    fi
+  fi
   for step in static arm64 windows; do
     skip "${step^^}" || run_pass "cross-$step" scripts/cross.sh "$step"
+    if [[ $step == static ]] && ! skip PACKAGES && ! skip STATIC; then end_pass packages; fi
   done
   skip SANITIZERS || run_pass asan asan
   skip TSAN || run_pass tsan tsan
