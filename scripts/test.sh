@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The tests (docs/testing.md).
 #
-#   scripts/test.sh --quick   the Release build and its whole ctest suite but the bindings: unit, C
-#                             ABI, Keras layer and model parity (every CPU kernel set and the GPU
-#                             emulator), CLI, examples, valgrind memcheck, fuzz-corpus replays
+#   scripts/test.sh --quick   the Release build and its whole ctest suite: unit, C ABI, Keras layer
+#                             and model parity (every CPU kernel set and the GPU emulator), CLI,
+#                             examples, valgrind memcheck, fuzz-corpus replays, the Java, C# and Go
+#                             bindings; the GPU plugin only where an NVIDIA driver is present
 #   scripts/test.sh           everything CI runs: the Release build with the bindings and the GPU
 #                             plugin (when the CUDA toolkit and cuDNN are present) and its whole
 #                             suite, then the packaging tests (scripts/package-test.sh), the cross
@@ -23,7 +24,7 @@ quick=0
 case "${1:-}" in
   --quick) quick=1 ;;
   "") ;;
-  -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "test.sh: unknown argument '$1' (--quick, or nothing for every test)" >&2; exit 2 ;;
 esac
 skip() { local v=RECUR_SKIP_$1; [[ "${!v:-0}" == 1 ]]; }
@@ -93,7 +94,6 @@ count_pass() {
 # wherever the CUDA toolkit and cuDNN are found (its linkage and package are checked).
 release_options=(-DCMAKE_BUILD_TYPE=Release -DRECUR_BUILD_TESTS=ON)
 if ((quick)); then
-  release_options+=(-DRECUR_BUILD_BINDINGS=OFF)
   if ! command -v nvidia-smi >/dev/null && [[ ! -e /proc/driver/nvidia ]]; then
     release_options+=(-DRECUR_BUILD_CUDA=OFF)
   fi
@@ -147,7 +147,7 @@ fuzz() {
 }
 
 if ((quick)); then
-  scripts/install-deps.sh --test || exit 1
+  scripts/install-deps.sh --test --bindings || exit 1
   run_pass release release
 else
   groups=(--test --bindings --packaging --fuzz)
