@@ -17,6 +17,7 @@ configure=(-DCMAKE_BUILD_TYPE=Release -DRECUR_BUILD_TESTS=OFF -DRECUR_BUILD_BIND
            -DRECUR_BUILD_CLI=ON)
 if command -v nvidia-smi >/dev/null || [[ -e /proc/driver/nvidia ]]; then
   gpu_driver=1
+  configure+=(-URECUR_BUILD_CUDA)  # its default: on where the CUDA toolkit and cuDNN are found
 else
   gpu_driver=0
   configure+=(-DRECUR_BUILD_CUDA=OFF)

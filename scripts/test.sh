@@ -91,12 +91,14 @@ count_pass() {
 }
 
 # The GPU plugin is built for the quick pass only where a GPU can run it; the full run builds it
-# wherever the CUDA toolkit and cuDNN are found (its linkage and package are checked).
-release_options=(-DCMAKE_BUILD_TYPE=Release -DRECUR_BUILD_TESTS=ON)
-if ((quick)); then
-  if ! command -v nvidia-smi >/dev/null && [[ ! -e /proc/driver/nvidia ]]; then
-    release_options+=(-DRECUR_BUILD_CUDA=OFF)
-  fi
+# wherever the CUDA toolkit and cuDNN are found (its linkage and package are checked). Every part is
+# named, so that what scripts/main.sh left in build/'s cache (no tests, no bindings) does not stay.
+release_options=(-DCMAKE_BUILD_TYPE=Release -DRECUR_BUILD_TESTS=ON -DRECUR_BUILD_BINDINGS=ON -DRECUR_BUILD_CLI=ON
+                 -DRECUR_BUILD_EXAMPLES=ON)
+if ((quick)) && ! command -v nvidia-smi >/dev/null && [[ ! -e /proc/driver/nvidia ]]; then
+  release_options+=(-DRECUR_BUILD_CUDA=OFF)
+else
+  release_options+=(-URECUR_BUILD_CUDA)  # back to its default: on where the toolkit and cuDNN are found
 fi
 release() {
   cmake -S . -B build "${release_options[@]}" >"$logs/release-configure.log" || { cat "$logs/release-configure.log"; exit 1; }
