@@ -72,9 +72,9 @@ count_pass() {
   elif grep -Eq '^\[  PASSED  \] [0-9]+ tests?\.' "$log"; then
     p=$(sed -nE 's/^\[  PASSED  \] ([0-9]+) tests?\..*/\1/p' "$log" | awk '{s += $1} END {print s}')
     f=$(sed -nE 's/^\[  FAILED  \] ([0-9]+) tests?, listed below.*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
-  elif grep -Eq '^fuzz_[a-z_]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+' "$log"; then
+  elif grep -Eq '^fuzz_[a-z0-9_]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+' "$log"; then
     # scripts/fuzz.sh's table: target, executions, exec/s, findings, spurious.
-    read -r p f < <(awk '/^fuzz_[a-z_]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+/ {if ($4 == 0) p++; else f++}
+    read -r p f < <(awk '/^fuzz_[a-z0-9_]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+/ {if ($4 == 0) p++; else f++}
                          END {print p + 0, f + 0}' "$log")
   else
     ((rc == 0)) && p=1
