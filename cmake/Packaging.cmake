@@ -153,4 +153,6 @@ cpack_add_component(go DISPLAY_NAME "Go module source" DEPENDS dev)
 # are; the packaging tests run them (scripts/package-test.sh).
 if(RECUR_BUILD_TESTS AND NOT WIN32)
   add_test(NAME readme_quickstart_snippets COMMAND ${PROJECT_SOURCE_DIR}/tests/packaging/check_readme_snippets.sh)
+  # Every source file carries its SPDX licence line (LICENSE is Apache-2.0).
+  add_test(NAME spdx_headers COMMAND ${PROJECT_SOURCE_DIR}/tests/packaging/check_spdx.sh)
 endif()

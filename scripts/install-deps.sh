@@ -5,12 +5,12 @@
 #
 #   --main       build recur and run its examples and CLI (scripts/main.sh): the compiler, CMake,
 #                pkg-config, Eigen, nlohmann-json, libzip, zlib, CLI11
-#   --test       the test suite (scripts/quick-test.sh): GoogleTest, libhdf5 (hostile model files),
+#   --test       the test suite (scripts/test.sh --quick): GoogleTest, libhdf5 (hostile model files),
 #                valgrind (memcheck tests), python3 (the fixtures' structure check)
 #   --bindings   the Java, C# and Go bindings and their tests: SWIG, a JDK with JUnit 5, Mono with
 #                NUnit, Go
 #   --packaging  scripts/package-test.sh: dpkg-dev and file (cpack's library dependencies), NuGet,
-#                Maven with Debian's compiler and resources plugins (a Maven consumer build)
+#                Maven with Debian's compiler and resources plugins (a Maven consumer build), lintian
 #   --fuzz       clang and libFuzzer (scripts/fuzz.sh)
 #   --cross      scripts/cross.sh: the ARM64 cross compilers and arm64 libraries (multiarch),
 #                qemu-user, MinGW-w64 with zlib, wine64, and source entries for this machine's
@@ -21,7 +21,7 @@ set -euo pipefail
 main=(build-essential cmake pkg-config libeigen3-dev nlohmann-json3-dev libzip-dev zlib1g-dev libcli11-dev)
 test=(libgtest-dev libgmock-dev libhdf5-dev valgrind binutils python3)
 bindings=(swig default-jdk-headless junit5 mono-mcs mono-runtime nunit-console libnunit-cil-dev golang-go)
-packaging=(dpkg-dev file nuget maven libmaven-compiler-plugin-java libmaven-resources-plugin-java)
+packaging=(dpkg-dev file lintian nuget maven libmaven-compiler-plugin-java libmaven-resources-plugin-java)
 fuzz=(clang libclang-rt-14-dev)
 # The cross builds compile GoogleTest from libgtest-dev's sources and the C# glue with SWIG.
 cross=(libgtest-dev swig binutils crossbuild-essential-arm64 qemu-user libzip-dev:arm64 zlib1g-dev:arm64
