@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // recur_gpu_bench: recur's GPU routes, through the public C ABI, against cudnnRNNForward called
 // directly on the same weights and shapes. See README.md for what each line measures.
 #include <cuda_runtime.h>

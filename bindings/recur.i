@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * The one SWIG interface of recur, over the C ABI (recur.h), for Java, C# and Go.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // recur: command-line tool over the public C ABI (recur.h) only.
 //
 //   recur info FILE [--json] [--device DEV]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Minimal .npy / .npz reading and writing for the recur command-line tool.
 //
 // read_npy accepts format versions 1, 2 and 3, C order only, and the dtypes

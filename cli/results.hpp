@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A run's arrays as text for people and as JSON for programs: what `recur run` and `recur stream`
 // print to stdout and write to .txt / .json files.
 //

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Writes a file's bytes as a C array, for programs that carry a model inside the binary:
 #   cmake -DINPUT=model.keras -DOUTPUT=model_data.c -DNAME=recur_model_data -P EmbedFile.cmake
 # OUTPUT defines `const unsigned char NAME[]` and `const size_t NAME_size`. Plain CMake, so it works

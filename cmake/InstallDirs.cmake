@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Install folders: GNUInstallDirs, with Debian's multiarch library folder (lib/x86_64-linux-gnu)
 # under every prefix on Debian and its derivatives, not only under /usr. The .deb packages need it
 # (cpack installs with the folders this build was configured with), and one layout for every

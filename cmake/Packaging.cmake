@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Packages (cpack): one Debian package per install component, named and split as Debian splits a
 # library, and lintian-clean (scripts/package-test.sh checks; docs/install.md describes them).
 # Run from a configured and built folder:  (cd build && cpack -G DEB)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # One version for everything: project(VERSION) names the .deb packages, recur.pc, the CMake
 # package, the jar and its pom, the NuGet package and the C# assembly; recur.h's
 # RECUR_VERSION_MAJOR/MINOR/PATCH are what the library reports at run time. They must agree.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds that are not the host's default, each with the tests it can run:
 #   scripts/cross.sh static   librecur.a with and without file support (host): a test subset, a C
 #                             program linked statically against each, their dynamic dependencies

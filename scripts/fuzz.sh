@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Fuzzing campaign (tests/fuzz/README.md): builds build-fuzz with clang and -DRECUR_FUZZ=ON, runs
 # each libFuzzer target (all, or those named) for a while, and prints what each ran and found.
 #

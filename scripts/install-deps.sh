@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian 12 packages recur builds and tests with, skipping those already present.
 #
 #   scripts/install-deps.sh [GROUP...]      (no group: every group but --cross)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job: install what is missing, build recur, then run the bundled Keras model (a trained
 # Embedding -> masked GRU -> LSTM -> Dense network, saved by Keras 2 and Keras 3 as .keras and
 # .h5) through the C example (dlopen), the C++ example and the `recur` command-line tool, showing

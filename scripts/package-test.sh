@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Packaging tests on an already built folder (default: build), run by scripts/test.sh after the
 # Release suite; nothing is compiled again but the consumers.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The tests (docs/testing.md).
 #
 #   scripts/test.sh --quick   the Release build and its whole ctest suite: unit, C ABI, Keras layer

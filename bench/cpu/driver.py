@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Drives the contender processes, checks their outputs against the float64 Keras reference,
 times them interleaved, and writes results.json, results.md and bench.png (README.md)."""
 import argparse

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ONNX Runtime's CPU GRU and LSTM, driven over stdin with the protocol of src/common.hpp.
 
 The Python wheel has no C header, so ORT is timed from Python; every call goes through IOBinding

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Weights, inputs and the float64 reference: the Keras GRU and LSTM equations in numpy."""
 import numpy as np
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """results.json -> results.md and bench.png."""
 import json
 import sys

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # CPU benchmark of recur against oneDNN, PyTorch and ONNX Runtime (README.md): installs what is
 # missing, builds the contenders, runs them and writes results/ (results-quick/ with --quick).
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Puts the <license> element back into a .nupkg's .nuspec: nuget 2.8 (Debian's) refuses to pack
 a nuspec that has one, and newer NuGet clients read the licence from it.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * C# idioms for bindings/recur.i (included before the classes).
  *

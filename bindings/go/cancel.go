@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package recur
 
 // Cancelling runs and steps with a context.Context, through the C ABI's run options.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Fails when gofmt would change a Go file under the given folders: lists the files and the diff.
 # Usage: gofmt_check.sh GOFMT DIR...   (GOFMT empty or missing: the check is skipped, exit 77)
 gofmt=$1

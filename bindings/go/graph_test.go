@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package recur
 
 // Models as graphs (recur 0.4) through the Go binding: several inputs and outputs, models opened

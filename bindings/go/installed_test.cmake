@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ctest go_installed: install librecur and the Go module into a scratch prefix with the project's
 # own install rules, then build the Go example against that installed copy (cgo finds recur
 # through `#cgo pkg-config: recur`) and run it.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package recur
 
 // The library's log (recur 0.6): what recur decided and why, delivered to a Go function.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package recur
 
 // Named runs (recur 0.6): inputs addressed by name with their own dims and element type (token

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package recur
 
 // Named runs and steps, cancellation through a context and the log handler (recur 0.6).

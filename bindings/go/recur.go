@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package recur runs Keras recurrent layers (GRU, LSTM, CuDNNGRU, CuDNNLSTM, SimpleRNN, GRUCell,
 // LSTMCell, SimpleRNNCell) with Keras's exact numbers, through librecur's C ABI.
 //

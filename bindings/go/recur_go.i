@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * Go idioms for bindings/recur.i (included before the classes).
  *

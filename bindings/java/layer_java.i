@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Layer: typed public methods over the package-private raw ones. */
 %typemap(javacode) RecurLayer %{
   long ptr() {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* LayerOptions: the generated field accessors (getUnits/setUnits, setActivation, ...) plus close(). */
 %typemap(javacode) RecurLayerOptions %{
   /** Frees the native options. Idempotent. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Model: a Keras .keras or .h5 file: a graph with any number of inputs and outputs. */
 %typemap(javacode) RecurModel %{
   long ptr() {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ModelState: one stream (a batch of rows) through a whole model. */
 %typemap(javacode) RecurModelState %{
   private int batch, numInputs, numOutputs; // copied at creation (the state outlives its model)

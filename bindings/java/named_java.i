@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * Java: named runs and steps, run options and the log callback (C ABI 0.6), as JNI functions
  * written by hand for recur.NativeApi (SWIG's typemaps would take more code for arrays of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * Java idioms for bindings/recur.i (included by it before the classes).
  *

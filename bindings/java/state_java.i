@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* State: h (and c) of a batch of streams. */
 %typemap(javacode) RecurState %{
   private int numStates, batch, units; // cached shape (immutable for a state)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C ABI: argument checks that need no math, handle bookkeeping, and the mapping of core
 // exceptions to status codes. Every entry point is noexcept; nothing throws across the boundary.
 #include "recur/recur.h"

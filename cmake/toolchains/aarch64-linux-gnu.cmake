@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ARM64 Linux with Debian's cross compilers (crossbuild-essential-arm64) and arm64 libraries
 # installed through multiarch (libzip-dev:arm64, zlib1g-dev:arm64; scripts/install-deps.sh --cross).
 # Eigen, nlohmann-json and GoogleTest's sources are header-only or built here, from the host's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Windows x64 with Debian's MinGW-w64 cross compilers (g++-mingw-w64-x86-64-posix: the posix thread
 # model, since recur uses std::thread and std::mutex). zlib comes from libz-mingw-w64-dev; libzip
 # is cross-built from Debian's source package by scripts/cross.sh into RECUR_MINGW_PREFIX.

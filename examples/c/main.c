@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * recur from plain C through dlopen: no link-time dependency on librecur.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // recur from C++ through recur.hpp: opens the bundled Keras model, runs the sample sequences,
 // prints recur's predictions next to Keras's, runs it again by name with int64 token ids, streams
 // one sequence token by token through the whole model (ModelState) and through the model's GRU

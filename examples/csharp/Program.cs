@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // recur from C#: opens the bundled Keras models (Keras 2 and Keras 3, .keras and .h5), runs the
 // sample token sequences through them and prints recur's outputs next to Keras's, like
 // examples/c. Exits non-zero if any output differs from Keras by more than 1e-5.

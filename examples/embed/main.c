@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A program that carries its Keras model inside the binary: the bytes of
  * examples/models/sentiment_keras3.keras are compiled in as a C array (written at build time by

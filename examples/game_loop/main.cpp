@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A fixed-timestep game loop: one model shared by every NPC, one stream state per NPC, the NPCs
 // stepped each tick by a small pool of worker threads.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // recur from Go: builds a GRU and an LSTM from the JSON Keras 2 writes for them, sets
 // deterministic weights, runs one masked batch through both, then opens the bundled Keras model
 // files and prints recur's predictions next to the ones Keras computed (the same numbers as

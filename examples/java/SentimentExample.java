@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * recur from Java: loads the bundled Keras model files (.keras and .h5, from Keras 2 and Keras 3),
  * runs the sample token sequences and prints recur's predictions next to Keras's.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Trains the small model bundled with recur's examples, with real Keras, and saves it with the
 Keras outputs beside it.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Steady-state calls allocate nothing: this program replaces malloc and friends (glibc lets an
 // executable interpose them for every library it loads) and counts the calls made while a layer
 // streams or runs sequences, after the first calls have sized every workspace.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the C ABI tests. Only the public header is used: these tests see the library
 // exactly as a C caller does.
 #pragma once

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The core library needs nothing from CUDA at link or load time; the GPU plugin needs cuDNN and
 # cuBLAS but never the driver (libcuda.so.1), and exports its one entry symbol only.
 find_program(READELF readelf REQUIRED)

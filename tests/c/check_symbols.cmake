@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Fails unless every dynamic symbol the library defines starts with recur_ and it has a SONAME.
 find_program(NM nm REQUIRED)
 find_program(READELF readelf REQUIRED)

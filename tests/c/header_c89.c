@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Compiled with -std=c89 -pedantic -Werror by the c89_header test. */
 #include "recur/recur.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Error paths of every C ABI function that takes a layer or a state: NULL and destroyed handles,
 // NULL pointers, wrong lengths and counts, calls the object cannot do. After each failure the
 // objects and the caller's buffers must be unchanged.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cancelling named runs and steps from another thread (recur_run_options), and the log callback
 // (recur_set_log_callback): what arrives, levels, turning it off, and many threads at once.
 #include <gtest/gtest.h>

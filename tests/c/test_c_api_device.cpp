@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The device functions of the C ABI (recur.h, "Devices"): every error path, the CPU routes that
 // must always work, and, when a GPU backend can run (a GPU with librecur_cuda.so, or the GPU
 // emulator plugin named by RECUR_CUDA_PLUGIN), GPU results against the CPU's.

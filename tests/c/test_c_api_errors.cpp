@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Error paths of creation through the C ABI: options, option structs, names of activations,
 // initializers, regularizers and constraints, and Keras JSON. Every check looks at the exact
 // status code, at recur_last_error() naming the problem, and at *out being NULL afterwards.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A library built without file support (RECUR_WITH_FILES=OFF) keeps the model-file functions (the
 // ABI does not change) and answers RECUR_ERR_UNSUPPORTED, saying why. (That layers built from JSON
 // still match Keras there is the parity suite's job: it runs in that build too.)

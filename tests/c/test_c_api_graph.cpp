@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model-graph C ABI (0.4): inputs and outputs, runs of several inputs, stateful models and
 // their states, Keras backend semantics, model streams (many streams, many threads, one model),
 // models opened from memory, and every error path of those calls.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Positive behaviour through the C ABI: options, info, weights, losses, constraints, states,
 // streaming, cells, versions and the thread-local error message.
 #include <cstdio>

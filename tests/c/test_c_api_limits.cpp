@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Resource limits (0.5): every limit can be read, set and restored, every one of them refuses
 // what goes over it with RECUR_ERR_LIMIT and a message naming it, raising it lets the same call
 // through, and a refused call changes nothing. Also the status classes of malformed JSON.

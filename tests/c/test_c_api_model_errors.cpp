@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Error paths of the model-file functions that need no model file: NULL handles and pointers,
 // missing and corrupt files. (Opening real .keras/.h5 files is covered with the model tests.)
 #include <cstdio>

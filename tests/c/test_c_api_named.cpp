@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Named runs (0.6): inputs and outputs by name, int32/int64 token ids, per-output buffers, named
 // stream steps, and every error path of those calls, each message checked for the argument it
 // names.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU threads per call: the argument checks, and results that are bitwise the same for every
 // thread count (threads split units, never a sum), including calls that find the pool busy.
 #include <cstring>

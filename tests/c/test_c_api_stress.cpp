@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Thread stress through the C ABI, meant to run under ThreadSanitizer as well as in the normal
 // build: many states stepping one shared layer, many streams through one shared model, models
 // opened and destroyed concurrently, errors on every thread at once, and limits read while they

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Thread safety through the C ABI: one read-only layer shared by many threads, each with its own
 // state (the "500 NPCs" use), and concurrent non-stateful inference calls. The math is
 // deterministic, so every thread's result must equal a single-threaded run bit for bit.

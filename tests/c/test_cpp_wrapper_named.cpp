@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // recur.hpp's model API (0.6): inputs()/outputs(), runs by name with vectors and integer ids,
 // run_into caller buffers, ModelState streams, RunOptions cancellation and the log callback, with
 // errors as recur::Error carrying the status and the library's message.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Truncated, corrupt and hostile Keras model files through the C ABI (recur_model_open). Every
 // file is built at test time in a private temp directory, either from scratch or by copying a
 // model saved by real Keras (tests/cli/models) and breaking it with the HDF5 C API or libzip.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Build the model on which the `recur` CLI tests that token ids above 2^24 stay exact, with REAL Keras 3.
 
 Usage (from the repository root, any Keras 3 backend):

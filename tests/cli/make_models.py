@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Build the small Keras models that the `recur` CLI tests run, with REAL Keras.
 
 Usage (from the repository root; the venvs come from tests/keras/setup_venvs.sh):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // End-to-end tests of the `recur` binary on real Keras model files (tests/cli/models, written by
 // tests/cli/make_models.py with tf-keras 2.21 and Keras 3.15.1).
 #include "npy.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the CLI's .npy / .npz code (cli/npy.cpp).
 #include "npy.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the CLI's text and JSON printing of outputs (cli/results.cpp).
 #include "results.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C ABI call sequences: the input is a program of up to 64 calls on a few layers, states, cells,
 // models and resource limits (each input starts from the baseline limits), in any order,
 // with fuzzed arguments. Shapes, counts and batch sizes may be wrong; buffer lengths never are:

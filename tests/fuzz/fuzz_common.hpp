@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the fuzz targets: the fixture files they start from, an in-memory .keras zip
 // writer, and one pass over everything a model that opened can be asked.
 #ifndef RECUR_FUZZ_COMMON_HPP

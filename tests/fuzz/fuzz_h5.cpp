@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bytes as a legacy Keras .h5 file: the first 8 bytes are always the HDF5 signature, so every
 // input reaches the HDF5 reader and the model_config / model_weights code behind it.
 #include <cstddef>

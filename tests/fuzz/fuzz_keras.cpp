@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bytes as a .keras file (any file image recur_model_open_memory takes): open it and, when it
 // opens, query it and run it once on zeros.
 #include <cstddef>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Structure-aware .keras files: a valid zip built in memory from a fixture model's parts
 // (fuzz_common.hpp's base_models), of which the fuzzer changes some: config.json (replaced by
 // fuzzed bytes, edited as JSON: numbers, strings, removed and repeated entries, or edited

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The layer JSON parser (recur_layer_create_from_json). Three leading bytes pick the dialect, the
 // input size and the Keras version; the rest is the JSON. A layer that parses runs once on a
 // tiny batch (1-2 rows, 1-3 timesteps; a cell one step) and is destroyed.

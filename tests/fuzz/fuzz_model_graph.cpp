@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model graph builder: the bytes are a .keras config.json (a functional or Sequential model:
 // layers, inbound_nodes, input_layers / output_layers, nested models), zipped with a fixture's
 // valid metadata.json and model.weights.h5 and opened with recur_model_open_memory. The graph is

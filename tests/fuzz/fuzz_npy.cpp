@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The recur CLI's .npy / .npz readers (cli/npy.cpp). The first byte picks the reader: even, the
 // rest is a .npy image (parse_npy); odd, a .npz archive read from a memory file (read_npz takes
 // a path). An array that parses is encoded again and must parse back to the same values.

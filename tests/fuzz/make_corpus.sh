@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates the seed corpora tests/fuzz/corpus/<target>/ from the committed fixtures (Python's
 # standard library only). The output depends only on the fixtures: rerunning it gives the same
 # files. Keep the corpora small (they are committed and replayed by ctest): small models only,

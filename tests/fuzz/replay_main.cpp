@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A main for the fuzz targets without libFuzzer (any compiler): every file under the given paths
 // (directories are walked, recursively, in name order) goes through LLVMFuzzerTestOneInput once.
 // The ctest replays of tests/fuzz/regressions and tests/fuzz/corpus run through it. As a stand-in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU-only emulator's cuDNN route: a host model of cudnnRNNForward (cuDNN's weight layout,
 // equations, zero padding and final states), followed by the same checks, planning and
 // post-processing as the real route (cudnn_post.hpp). "Device" pointers are host pointers here.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // librecur_gpu_emulator.so: the GPU plugin table over the host execution policy, for machines (and
 // CI) without a GPU. It runs the plugin's own runner, staging and table code; only the policy
 // (host memory, loops, Eigen GEMM) and the cuDNN forward (emulated_cudnn.cpp) differ.

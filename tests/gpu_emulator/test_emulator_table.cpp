@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The plugin table (core/src/cuda/plugin_impl.hpp, shared with librecur_cuda.so) through the
 // emulator's C entry point: staging of host and device memory, step_rows over scattered state
 // buffers, the model ops, argument errors and concurrent runs, against the CPU backend.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // recur's HDF5 reader (core/src/io/hdf5_file.cpp) against libhdf5: every committed Keras file and
 // files written here in each format libhdf5 can produce read the same through both; corrupt,
 // truncated and hand-made hostile files give Error(io), never a crash, a hang or another error.

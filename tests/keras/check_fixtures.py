@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Structural check of the committed fixtures (standard library only; no Keras needed).
 
     python3 tests/keras/check_fixtures.py [fixtures_dir]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Generate reference fixtures for the recur C++ library with REAL Keras.
 
 Usage (from the repository root):

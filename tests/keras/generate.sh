@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Regenerate all fixtures with real Keras (see README.md). Run from anywhere.
 # generate.py writes the fixtures, generate_models.py then saves them as .keras/.h5 model files
 # and adds the model_files/model_layer fields (generate.py alone drops them).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Save the parity fixtures as Keras model files (.keras and legacy .h5), with REAL Keras.
 
 Usage (from the repository root, after generate.py wrote the fixtures of the dialect):

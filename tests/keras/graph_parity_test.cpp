@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whole Keras models (graphs) against Keras's own predictions: every model file under
 // tests/keras/graphs/ (saved by Keras 2, Keras 3 on TensorFlow and Keras 3 on JAX, as .keras and
 // .h5), run through the C ABI: input and output names, every call of a stateful model (with its

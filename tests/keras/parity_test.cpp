@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keras parity: runs every fixture that tests/keras/generate.py wrote with real Keras through the
 // C ABI and compares every output and state. The fixture format is described in
 // tests/keras/README.md. RECUR_TEST_DEVICE (e.g. "cuda") runs every layer on that device.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Create the Python virtual environments used by the generators in tests/keras/:
 #   .venv-keras2      tf_keras on tensorflow-cpu          (Keras 2 dialect)
 #   .venv-keras3      keras 3 on tensorflow-cpu           (Keras 3 dialect, TensorFlow backend)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # README.md quotes the quick-start programs: every fenced code block that follows a line
 # `<!-- snippet: examples/quickstart/<path> -->` must be that file, byte for byte. Prints a diff
 # and fails when one differs or names a file that does not exist; passes when there are none.

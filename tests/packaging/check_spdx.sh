@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Every source, build and script file of the project names its licence in an SPDX line near its
 # top. The quick-start programs are left out: the README quotes them whole, for users to copy.
 set -euo pipefail

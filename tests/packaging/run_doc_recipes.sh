@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the tested recipes of docs/install.md: every ```sh block that follows a line
 # `<!-- tested: NAME -->`, exactly as written, each in a fresh scratch folder that holds the
 # quick-start program of its language (examples/quickstart/<lang>/) and the bundled model

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A C program linked statically against librecur.a (scripts/cross.sh static): one SimpleRNN built
  * from its Keras config, weights set through the C ABI, two steps checked against the formula
  * h_t = tanh(W x_t + U h_{t-1} + b). Exit 0 on success. With "--no-files", recur_model_open must

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Activations (keras_semantics.md §6.1): every name per dialect against its formula, the three
 // hard_sigmoid forms exactly (float ops as Keras writes them), name acceptance per dialect, and the
 // row-wise ones. Expected values are computed here in double precision (or with the exact float

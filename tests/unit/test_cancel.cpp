@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cancellation inside the core: a layer's recurrent loop stops between timesteps once the run's
 // flag is set, on one thread and on several (whose barriers must all agree to stop), and throws
 // Error(cancelled) before a stateful layer keeps any state.

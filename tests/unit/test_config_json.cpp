@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Layer configs: Keras JSON in both dialects (keras_semantics.md §10.4), dialect detection,
 // input/batch size from the recorded shapes, validation errors, defaults per dialect (§1.4, §2.3).
 // The JSON samples are written by hand in the shape Keras serializes them.

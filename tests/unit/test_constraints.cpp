@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Constraints (keras_semantics.md §11.3): the projections the optimizer applies after an update.
 // Expected values are computed here in double from the Keras formulas with epsilon = 1e-7.
 #include <gtest/gtest.h>

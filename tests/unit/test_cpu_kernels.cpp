@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU kernel sets against plain loops: the packed GEMM for shapes that exercise every tile and
 // remainder (rows, panels, k blocks), the packing round trip through Cell, and every set this CPU
 // runs giving the same gate updates within float rounding.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cuDNN route's emulated twin (tests/gpu_emulator/emulated_cudnn.cpp) against the CPU backend:
 // a cuDNN weight space packed here by hand from Keras weights (cudnn_rnn.md §2.4, independently of
 // the core's packer), run through the route's checks, planning and post-processing, must give the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dropout and recurrent dropout (keras_semantics.md §8, §9, §1.3): mask values and statistics,
 // caching, counts per dialect/implementation, inference equivalence, and the per-gate masked cell
 // equations checked against an independent double-precision implementation.

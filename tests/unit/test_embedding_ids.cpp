@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Integer token ids reach an Embedding's lookup exactly: an id above 2^24, which float32 cannot
 // hold, picks its own row (through graph::Ids), while the same id as a float picks its neighbour.
 #include <gtest/gtest.h>

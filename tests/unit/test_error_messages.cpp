@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every Error's message is printable and bounded, whatever the parts it quotes: the core builds
 // messages from names and values in the caller's input, which may be megabytes or hold control bytes.
 #include <gtest/gtest.h>

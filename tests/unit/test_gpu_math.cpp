@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPU backend's math (core/src/cuda/gpu_math.hpp) against the CPU activations, and the
 // plugin's KERNEL-route runner (core/src/cuda/runner.hpp) run with the host policy against the CPU
 // backend over random GRU/LSTM configurations: the same source the CUDA plugin compiles.

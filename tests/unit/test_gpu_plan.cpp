@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The host side of the GPU backend, which runs everywhere: device strings, the route each layer
 // and call takes and why, masks as cuDNN lengths, and the cuDNN weight space packed from every
 // Keras layout (checked by evaluating cuDNN's own equations on the packed buffer).

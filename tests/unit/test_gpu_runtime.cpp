@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loading the GPU plugin: a plugin from another build, of another ABI, without the entry symbol or
 // without a driver is refused with a message that says which, and asking for a GPU that cannot run
 // fails cleanly while "auto" falls back to the CPU with the same results.

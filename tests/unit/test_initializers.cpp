@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Initializers (keras_semantics.md §7, §2.1, §3.1): Keras's shape rules, limits and statistics.
 // The random streams of TF/JAX cannot be reproduced, so the tests check limits, moments,
 // orthogonality and seeding properties with bounds computed here from the Keras formulas.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Regularizers and layer losses (keras_semantics.md §11.1, §11.2). Expected penalties are
 // computed here in double from the Keras formulas.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The RNN wrapper semantics of keras_semantics.md §4 (masks, go_backwards, states, stateful,
 // time_major, unroll) and the cell equations of §1.2/§2.2, checked against an independent
 // double-precision implementation of the equations and against properties that must hold.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keras weight layouts and the CuDNN conversions of keras_semantics.md §3.4, with input size != units.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The C# binding's native glue built for Windows (librecur_csharp.dll, the name Recur.dll's
  * DllImport asks for) loads beside recur.dll, and a call through it reaches recur: the version
  * it returns is recur.dll's own. Run under wine by scripts/cross.sh windows; there is no

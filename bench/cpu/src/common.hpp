@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the C++ contender processes: the stdin protocol, the data files the driver writes,
 // and peak-memory readings. See README.md for the protocol.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // recur (through its C ABI) and oneDNN's RNN primitives in one process, so that both run under
 // the same allocator, the same CPU state and the same load. Driven over stdin (common.hpp).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SGEMM peak the recurrent layers are measured against: 1024^3 single-precision GEMM through
 // oneDNN, OpenBLAS (when built with it) and Eigen, at each thread count asked for. Kept out of
 // the contender processes so that no BLAS thread pool lives beside them.

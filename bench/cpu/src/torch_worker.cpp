@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PyTorch's CPU GRU and LSTM through libtorch (ATen's at::gru / at::lstm, the ops nn.GRU and
 // nn.LSTM call), driven over stdin (common.hpp). Only libtorch_cpu and libc10 are linked, so the
 // CUDA build of the wheel serves as well as a CPU one.

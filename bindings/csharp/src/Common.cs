@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hand-written part of the Recur C# binding: exceptions, constants, small helpers.
 using System;
 using System.Runtime.InteropServices;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers the hand-written API shares around its native calls. Arrays themselves are pinned with
 // `fixed` at each call (a pinning helper would need a delegate, which allocates on the streaming
 // paths); what is written once here is the code around those calls.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Public API of Layer (a Keras sequence layer or cell). Arrays are pinned with `fixed` for the
 // duration of one native call (never copied); their Length is passed as the C length.
 using System;

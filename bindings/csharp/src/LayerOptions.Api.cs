@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Public API of LayerOptions (the SWIG proxy of recur_layer_options, with its own string storage).
 using System;
 

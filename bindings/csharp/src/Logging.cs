@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The process-wide log handler (recur_set_log_callback): one static native callback, alive for
 // the whole process, that forwards each message to the handler installed now.
 using System;

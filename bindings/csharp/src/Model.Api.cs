@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Public API of Model (a Keras .keras or .h5 file).
 using System;
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Public API of models as graphs (recur 0.4): several inputs and outputs, models opened from
 // memory, stateful models, Keras backends, and ModelState, one stream through a whole model.
 using System;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Named runs and steps (recur_model_run_named, recur_model_output_shapes,
 // recur_model_state_step_named, recur_model_state_output_shapes): the C descriptors, laid out in
 // stack memory, and the one routine that pins the managed arrays, fills the descriptors and calls.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The values a named run or step passes and gets back: NamedTensor (an input by name),
 // OutputBuffer (an output by name in the caller's array) and ModelOutput (an output the binding
 // allocated). The C descriptors they become are in NamedRun.cs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Finds and loads the binding's native libraries (librecur_csharp.so, the SWIG glue, and the
 // librecur.so.0 it needs) before the first P/Invoke, so that a missing library is reported as one
 // RecurNativeLoadException that names it, every place searched and what to do, instead of a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RunOptions: the handle another thread cancels a named run or step with (recur_run_options).
 using System;
 

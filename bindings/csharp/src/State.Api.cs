@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Public API of State (the h, and c, of a batch of streams).
 using System;
 

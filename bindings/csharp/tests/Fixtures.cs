@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads the parity cases written by extract_fixtures.py and runs them through the binding.
 using System;
 using System.Collections.Generic;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Models as graphs (recur 0.4) through the C# binding: several inputs and outputs, models opened
 // from memory, stateful models, Keras backends and ModelState streams, against the Keras graph
 // fixtures (tests/keras/graphs: model files and Keras's predictions) and the CLI's model files.

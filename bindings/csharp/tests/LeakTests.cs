@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Native leak checks with the live-handle counts (Library.LiveHandles): everything a test makes and
 // disposes of, on success and on every error path, and everything it forgets once the finalizers
 // have run, leaves the counts where they were; at the end of the whole program they read zero.

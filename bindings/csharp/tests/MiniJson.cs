@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small JSON reader for the Keras graph fixtures (tests/keras/graphs/*.json): objects become
 // Dictionary<string, object>, arrays List<object>, numbers double, true/false bool, null null.
 using System;

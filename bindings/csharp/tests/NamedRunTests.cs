@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Named runs and steps (C ABI 0.6) through the C# binding: NamedTensor inputs of float, int and
 // long, outputs by name (allocated or in the caller's arrays), RunOptions and CancellationToken
 // cancellation, the log handler, and their error paths and leak checks.

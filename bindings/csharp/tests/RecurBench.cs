@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One streaming step (batch 1, T=1, input size = units) through the C# binding against the same
 // step through the C ABI (a loop in C, recur_binding_c_step_ns), in the same process.
 // Prints the numbers; never asserts timings.

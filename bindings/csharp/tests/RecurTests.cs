@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tests of the Recur C# binding: a plain program (no test framework needed) that prints one line
 // per test and "N passed, N failed", and exits non-zero on any failure.
 // usage: mono RecurTests.exe parity_cases.txt examples/models tests/keras/graphs tests/cli/models

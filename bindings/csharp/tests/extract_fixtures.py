@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes a representative subset of the Keras parity fixtures in a plain text format that the C#
 tests read without a JSON library (standard library only).
 

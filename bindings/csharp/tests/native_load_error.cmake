@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ctest csharp_native_load_error: what a C# program sees when a native library is missing.
 # An application folder is made from the package folder (OUT) without librecur.so.0, then without
 # librecur_csharp.so; each run must fail with one Recur.RecurNativeLoadException that names the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * recur: Keras recurrent layers (GRU, LSTM, CuDNNGRU, CuDNNLSTM, SimpleRNN, GRUCell, LSTMCell,
  * SimpleRNNCell) with Keras's exact numbers, behind a small C ABI.

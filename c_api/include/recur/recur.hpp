@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // recur.hpp: a header-only C++17 wrapper over the C ABI in recur.h: RAII handles, exceptions
 // instead of status codes, std::vector in and out. It adds no symbols to the library and works
 // with any librecur of the same major version.

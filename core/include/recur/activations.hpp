@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The activation functions Keras accepts for recurrent layers, per dialect.
 #pragma once
 

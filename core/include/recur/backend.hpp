@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A backend runs a whole sequence for a layer, so it can batch the input projection of all
 // timesteps into one GEMM and keep the recurrent loop tight. The CPU backend (Eigen) is always
 // present; a GPU backend is a plugin that implements the same interface.

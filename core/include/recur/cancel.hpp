@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cancelling a run from another thread. The caller of a run installs its flag on the running
 // thread with a CancelScope; the graph checks it between layers and the recurrent loop between
 // timesteps, each check one relaxed atomic load. A cancelled run throws Error(Code::cancelled).

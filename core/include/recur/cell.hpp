@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One timestep of GRU, LSTM or SimpleRNN math over a batch: the only place the equations live.
 // A step is split in two halves so a sequence runner can batch the input half over all timesteps:
 //   project(): the input projection x @ K (+ input bias where Keras adds it there), for many rows;

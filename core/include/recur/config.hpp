@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LayerConfig: every constructor argument of a Keras recurrent layer or cell, resolved to plain
 // values. Built from options or from Keras JSON, validated once at creation.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keras weight constraints: projections an optimizer applies after each update (never in forward).
 #pragma once
 

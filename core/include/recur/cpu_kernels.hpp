@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU kernel sets: the GEMM over packed weights and the fused gate updates, compiled once per
 // instruction set (baseline, AVX2+FMA, AVX-512) from one source each and chosen when the library
 // loads. This header is plain C++ (no Eigen), so that the per-instruction-set translation units

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a layer, state or model runs: the device a caller asks for ("cpu", "cuda", "cuda:N",
 // "auto") and the placement recur chose for it, with the reason.
 #pragma once

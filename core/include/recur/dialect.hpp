@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keras dialects: Keras 2 (tf.keras / tf-keras) and Keras 3 differ in formulas and defaults.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Errors raised inside the core. The C ABI maps each Error::Code to a recur_status.
 #pragma once
 

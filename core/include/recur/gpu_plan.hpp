@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host-side planning for the GPU backend, kept out of the plugin so it is tested everywhere:
 // which route a layer and a call take (cuDNN or recur's kernels) and why, what a mask means to
 // cuDNN (per-row lengths when it is right-padded), and the cuDNN weight space built from Keras

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The boundary between the core library and a GPU backend plugin (librecur_cuda.so).
  *

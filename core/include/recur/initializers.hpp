@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keras initializers: same shape rules and distributions as Keras (the random streams of
 // TensorFlow/JAX cannot be reproduced, so values differ; statistics and limits do not).
 #pragma once

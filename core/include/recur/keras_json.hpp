@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keras JSON: layer configs as Keras serializes them (both dialects), and the initializer,
 // regularizer and constraint settings inside them.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Layer: a Keras recurrent layer (the RNN wrapper: sequence loop, masks, go_backwards,
 // return_sequences/return_state, initial_state, stateful) or, for GRUCell/LSTMCell/SimpleRNNCell
 // configs, the cell itself. Weights are set and read in Keras's own order and shapes; the kernels of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Process-wide resource limits. Every size that comes from a file, a JSON config or an argument
 // is checked against them before anything is allocated, so a small hostile input cannot make recur
 // take unbounded memory. They are generous for real models and can be raised (or lowered) at run

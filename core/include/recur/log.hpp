@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What recur decided and why (kernel set, device routes, fallbacks, model summaries, limits),
 // reported to one process-wide sink the application installs. Messages are only built when a
 // sink wants their level, so an unlogged decision costs one relaxed atomic load.

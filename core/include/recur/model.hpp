@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Model: a Keras model file (.keras zip or legacy .h5) read as it is: a graph of Keras layers with
 // its inputs and outputs, runnable end to end with Keras's mask propagation, stateful layers and
 // streaming, and with its recurrent layers usable one by one.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small, portable, seedable generator: the same seed gives the same numbers on every platform
 // and standard library (std::*_distribution does not promise that).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keras weight and activity regularizers: the penalty a weight or output adds to the loss.
 #pragma once
 

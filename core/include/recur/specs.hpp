@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Initializer, regularizer and constraint settings, as Keras configs describe them.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The recurrent state of a batch of streams (h, or h and c), with its own scratch space.
 // A stateful layer owns one; callers may create any number and step them against one shared,
 // read-only layer, each state used by one thread at a time.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dense float32 types the core computes with.
 #pragma once
 

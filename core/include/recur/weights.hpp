@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keras weight layouts (names, shapes, order) and the CuDNN <-> native conversions.
 #pragma once
 

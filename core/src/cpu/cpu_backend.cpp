@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU backend: one GEMM for the input projection of every timestep (or of chunks of timesteps,
 // for long sequences), then the recurrent loop with Keras's generic masking semantics. With
 // several threads, each owns the same slice of units (whole kernel panels) of every gate for the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chooses the CPU kernel set once, from the CPU's features, as oneDNN and ONNX Runtime do: one
 // binary runs everywhere and uses the widest vectors the machine has. RECUR_CPU_KERNELS asks for
 // a set (to test each one on a machine that can run several).

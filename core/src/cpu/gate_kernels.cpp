@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fused gate updates of one timestep, compiled once per instruction set (RECUR_ISA). This is
 // where the elementwise half of the GRU, LSTM and SimpleRNN equations lives, in Keras's association order
 // (the TU is built with -ffp-contract=off, so no multiply-add is fused behind Keras's back).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GEMM kernels over packed weights, compiled once per instruction set (RECUR_ISA names it; the
 // build passes that set's -m flags). Written with GCC vector extensions, so one source gives SSE2 /
 // NEON (4 lanes), AVX2+FMA (8) and AVX-512 (16) code. Weights are packed once into panels of

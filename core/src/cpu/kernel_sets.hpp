@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel sets this library is built with: each fills its part of a KernelSet from the
 // translation units compiled for its instruction set (gemm_kernels.cpp, gate_kernels.cpp).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The threads that share one call (recur_layer_set_num_threads). A call meets its threads once or
 // twice per timestep, so they spin briefly at those barriers and between back-to-back calls
 // instead of sleeping; they sleep when idle. When a barrier finds its partner descheduled (the

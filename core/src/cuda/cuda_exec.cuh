@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA execution policy of the runner (see runner.hpp): cuBLAS in pedantic math (no TF32,
 // no reduced-precision reductions), one generic grid-stride kernel for element-wise work, and a
 // per-thread, per-device stream, cuBLAS handle and scratch block, so runs from many threads on one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // librecur_cuda.so: the plugin table over the CUDA execution policy. The only exported symbol is
 // recur_gpu_plugin_entry; everything else is hidden (-fvisibility=hidden).
 #include <cudnn.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What turns a cuDNN forward pass into Keras's results, shared by the plugin's CUDA kernels
 // (cudnn_route.cu) and the CPU-only emulator (tests/gpu_emulator/emulated_cudnn.cpp), so that the
 // two differ only in how cudnnRNNForward itself is computed.

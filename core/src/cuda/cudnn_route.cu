@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cuDNN route of the GPU plugin (cudnn_route.hpp): cudnnRNNForward through cuDNN 9's v8 API,
 // followed by the kernels of cudnn_post.hpp that turn cuDNN's results into Keras's.
 #include <cuda_runtime.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cuDNN route of the GPU plugin: cudnnRNNForward for the layers cuDNN computes exactly
 // (GRU reset_after=True and LSTM with tanh/sigmoid, CuDNNGRU, CuDNNLSTM), plus the kernels that
 // turn cuDNN's results into Keras's masking semantics. The plugin's runner stages host buffers

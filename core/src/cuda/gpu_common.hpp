@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pieces the runner, the execution policies and the plugin table share: the error type that
 // carries an ABI code to the table boundary, copy directions, and the scratch carver.
 #pragma once

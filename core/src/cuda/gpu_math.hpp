@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scalar math of the GPU backend, written once for the device (nvcc) and the host (g++, the
 // emulator and the unit tests): every activation of recur::Activation with the formulas and
 // thresholds of core/src/activations.cpp, the row-wise ones as serial row functions, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The host execution policy: "device" memory is host memory, kernels are loops and the GEMM is
 // Eigen's (the CPU backend's). The emulator plugin and the unit tests run the runner with it.
 #pragma once

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # RECUR_PLUGIN_BUILD_ID: "recur <project version> abi <RECUR_GPU_PLUGIN_ABI_VERSION>", the string a
 # GPU plugin reports and the core compares with its own. Read from gpu_plugin_abi.h so the ABI
 # number has one source; include this file wherever the string is needed (plugins and the core).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The plugin table (gpu_plugin_abi.h), written once over a platform so the CUDA plugin and the
 // host emulator share validation, staging, step_rows and the model ops. A platform provides:
 //   using Exec = ...;                       the execution policy (see runner.hpp)

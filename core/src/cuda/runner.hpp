@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sequence runner of route KERNEL, written once against an execution policy so the same code
 // runs on CUDA (cuda_exec.cuh) and on the host (host_exec.hpp, the emulator and the unit tests).
 //

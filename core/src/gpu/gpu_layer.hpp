@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A layer's twin on a GPU: its weights uploaded through the plugin, the route its calls take,
 // and the Backend that runs the core's sequence jobs there.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPU plugin as the core sees it: loaded on first use with dlopen, checked, never unloaded.
 // Nothing here includes or links CUDA; every device operation goes through the plugin's table.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // recur's HDF5 reader: the subset of the HDF5 file format (specification version 3) that h5py and
 // libhdf5 write for Keras models, read from a copy of the whole file in memory. Every structure is
 // read through a bounds-checked cursor, every traversal is bounded (depth limits, visited sets and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Read-only access to the parts of an HDF5 file that Keras writes: groups, string attributes and
 // float datasets. recur's own reader for the subset of the format h5py and libhdf5 write (see
 // docs/architecture.md): the whole file is held in memory and every read is checked against its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Integers read from untrusted configs. A JSON number is checked before it narrows to int:
 // converting a float outside int's range is undefined behaviour, and an integer outside it wraps
 // (2^32 + 1 would pass as 1).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // parse_layer_json for a layer entry already parsed (a model file's): writing it out to parse it
 // again was a tenth of opening a model. Inside the core only: nlohmann-json is not a dependency of
 // what includes recur/keras_json.hpp.

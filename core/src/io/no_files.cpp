@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model-file readers of a build without file support (RECUR_WITH_FILES=OFF): no libzip, no
 // zlib, no HDF5 reader. The model loader refuses before it gets here (model.cpp); these bodies
 // only satisfy the graph's weight-loading code, which is compiled either way and never reached.

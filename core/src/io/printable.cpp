@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // JSON values quoted in messages. Its own file: builds without model-file reading quote layer
 // configs too.
 #include "printable.hpp"

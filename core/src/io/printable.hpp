@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Quoting what an input holds in a message: safe to print and of bounded length, however large or
 // hostile the input (a layer entry whose "units" is a list of a million numbers must not become a
 // message of megabytes). `printable` is inline: the CLI's .npy reader quotes file contents with it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Read-only access to the members of a zip archive (a .keras file), with size limits checked
 // before anything is inflated.
 #pragma once

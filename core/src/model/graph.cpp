@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Building a model graph from a Keras model config (Sequential or functional, Keras 2 and Keras 3
 // node formats, nested models), running it, loading its weights, and deciding whether it streams.
 #include "model/graph.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model runner's graph: Keras layers (ops) applied at call sites (nodes), tensors with their
 // masks, shape inference at build, and the per-stream states of model streaming. Internal to the
 // core; recur::Model is its public face.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Keras layers a model graph runs, each with Keras's shape rules, mask rules (compute_mask)
 // and inference-time arithmetic, in both dialects.
 #include <algorithm>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Plugins that are wrong in one way each, to show the core refuses them with a clear message
  * instead of calling into them. Built several times with one FAKE_* macro defined. */
 #include <stddef.h>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package recurswig is the SWIG-generated wrapper of librecur's C ABI (bindings/recur.i with
 // bindings/go/recur_go.i). It is internal: use package recur.dev/recur.
 //

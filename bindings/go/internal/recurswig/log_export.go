@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package recurswig
 
 // The log callback's way into Go: librecur calls recur_go_log_trampoline (recur_go.i), which

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package recur;
 
 /** {@link Recur#ERR_CANCELLED}: {@link RunOptions#cancel()} stopped the call; it changed nothing. */

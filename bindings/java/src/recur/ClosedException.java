@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package recur;
 
 /** A method was called on a Layer, State, Model or LayerOptions after close(). */

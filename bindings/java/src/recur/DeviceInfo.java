@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package recur;
 
 /** Where a layer, state or model runs, by which route, and why (recur_device_info). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package recur;
 
 /** {@link Recur#ERR_INTERNAL}: A bug in recur; the message says what happened. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package recur;
 
 /** {@link Recur#ERR_INVALID_ARGUMENT}: A NULL or out-of-range argument, or an unknown name. */

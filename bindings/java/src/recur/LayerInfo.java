@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package recur;
 
 /** What a layer is, after defaults were resolved (recur_layer_info). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package recur;
 
 /** The levels of recur's log messages (recur_log_level), least severe first. */

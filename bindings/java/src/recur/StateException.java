@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package recur;
 
 /** {@link Recur#ERR_STATE}: The object cannot do this (e.g. reset_states on a layer that is not stateful). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package recur;
 
 /** {@link Recur#ERR_UNSUPPORTED}: Valid Keras that this dialect or recur does not support. */
