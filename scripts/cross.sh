@@ -46,7 +46,8 @@ case "${1:-}" in
       cmake -S . -B "$dir" "${common[@]}" -DRECUR_BUILD_SHARED=OFF -DRECUR_WITH_FILES=$files >/dev/null
       # The core's unit tests do not depend on how librecur is packaged: the C ABI and parity only.
       cmake --build "$dir" -j"$jobs" --target recur recur_c_api_tests recur_keras_parity
-      (cd "$dir" && ctest --output-on-failure -j"$jobs" -R '^(CApi|NumThreadsApi|Shapes/|keras_parity$)')
+      # recur.hpp's tests too: a static archive carries the core's C++ symbols beside the wrapper's.
+      (cd "$dir" && ctest --output-on-failure -j"$jobs" -R '^(CApi|CppWrapper|NumThreadsApi|Shapes/|keras_parity$)')
       # A C program against librecur.a alone: the C++ runtime and, with files, libzip and zlib.
       libs=(-lstdc++ -lm -pthread)
       args=()

@@ -24,6 +24,11 @@
 #include "recur/recur.h"
 
 namespace recur {
+// Users write recur::Model, recur::Layer, ...; the inline namespace gives this header's classes
+// link names of their own. The library's internal C++ core also lives in namespace recur, and a
+// static librecur.a carries its symbols: without it, a wrapper class's inline members and the
+// core class of the same name would be one symbol to the linker, and it would keep either.
+inline namespace wrapper {
 
 class Error : public std::runtime_error {
  public:
@@ -591,6 +596,7 @@ inline void set_log_callback(LogSink sink, int min_level = RECUR_LOG_INFO) {
 
 inline std::string version() { return recur_version_string(); }
 
+}  // namespace wrapper
 }  // namespace recur
 
 #endif  // RECUR_RECUR_HPP
