@@ -37,8 +37,20 @@ struct LayerDeleter {
 struct StateDeleter {
   void operator()(recur_state* s) const { recur_state_destroy(s); }
 };
+struct ModelDeleter {
+  void operator()(recur_model* m) const { recur_model_destroy(m); }
+};
+struct StreamDeleter {
+  void operator()(recur_model_state* s) const { recur_model_state_destroy(s); }
+};
+struct RunOptionsDeleter {
+  void operator()(recur_run_options* o) const { recur_run_options_destroy(o); }
+};
 using Layer = std::unique_ptr<recur_layer, LayerDeleter>;
 using State = std::unique_ptr<recur_state, StateDeleter>;
+using Model = std::unique_ptr<recur_model, ModelDeleter>;
+using Stream = std::unique_ptr<recur_model_state, StreamDeleter>;
+using RunOptions = std::unique_ptr<recur_run_options, RunOptionsDeleter>;
 
 // Options with defaults, the given shape and a fixed seed (deterministic initial weights).
 inline recur_layer_options options(int32_t type, int32_t units, int32_t input_size,

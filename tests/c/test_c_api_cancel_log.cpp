@@ -18,18 +18,9 @@ namespace {
 
 const std::string kKeras = RECUR_TEST_KERAS_DIR;
 
-struct ModelDeleter {
-  void operator()(recur_model* m) const { recur_model_destroy(m); }
-};
-using Model = std::unique_ptr<recur_model, ModelDeleter>;
-struct OptionsDeleter {
-  void operator()(recur_run_options* o) const { recur_run_options_destroy(o); }
-};
-using Options = std::unique_ptr<recur_run_options, OptionsDeleter>;
-struct StreamDeleter {
-  void operator()(recur_model_state* s) const { recur_model_state_destroy(s); }
-};
-using Stream = std::unique_ptr<recur_model_state, StreamDeleter>;
+using Model = rt::Model;
+using Options = rt::RunOptions;
+using Stream = rt::Stream;
 
 std::string graph_path(const std::string& name) { return kKeras + "/graphs/keras3/" + name + ".keras"; }
 

@@ -19,10 +19,7 @@ constexpr float kGpuTolerance = 1e-5f;
 constexpr float kBatchRounding = 1e-6f;
 const char* const kBadDevices[] = {"gpu", "cuda:-1", "cuda:x", "CUDA", "", "cuda:", "cuda0", "cpu ", "auto:0", "cuda:0x"};
 
-struct ModelDeleter {
-  void operator()(recur_model* m) const { recur_model_destroy(m); }
-};
-using Model = std::unique_ptr<recur_model, ModelDeleter>;
+using Model = rt::Model;
 
 int32_t device_count() {
   int32_t n = -1;

@@ -23,14 +23,8 @@ using json = nlohmann::json;
 
 const std::string kKeras = RECUR_TEST_KERAS_DIR;
 
-struct ModelDeleter {
-  void operator()(recur_model* m) const { recur_model_destroy(m); }
-};
-using Model = std::unique_ptr<recur_model, ModelDeleter>;
-struct StreamDeleter {
-  void operator()(recur_model_state* s) const { recur_model_state_destroy(s); }
-};
-using Stream = std::unique_ptr<recur_model_state, StreamDeleter>;
+using Model = rt::Model;
+using Stream = rt::Stream;
 
 std::string graph_file(const std::string& name, const char* ext = "keras") {
   return kKeras + "/graphs/keras2/" + name + "." + ext;

@@ -15,14 +15,8 @@ namespace {
 
 const std::string kKeras = RECUR_TEST_KERAS_DIR;
 
-struct ModelDeleter {
-  void operator()(recur_model* m) const { recur_model_destroy(m); }
-};
-using Model = std::unique_ptr<recur_model, ModelDeleter>;
-struct StreamDeleter {
-  void operator()(recur_model_state* s) const { recur_model_state_destroy(s); }
-};
-using Stream = std::unique_ptr<recur_model_state, StreamDeleter>;
+using Model = rt::Model;
+using Stream = rt::Stream;
 
 Model open(const std::string& dialect, const std::string& name) {
   recur_model* m = nullptr;
