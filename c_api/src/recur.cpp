@@ -1274,17 +1274,16 @@ recur_status recur_live_handles(uint64_t* layers_out, uint64_t* states_out, uint
 
 namespace {
 
-const std::atomic<bool>* cancel_flag_of(const recur_run_options* o, const char* fn) {
-  if (!o) return nullptr;
-  if (!run_options().contains(o)) recur::fail(Error::Code::state, fn, ": options is not a live handle (destroyed?)");
-  return &o->cancelled;
-}
-
 template <typename Options>  // recur_run_options or const recur_run_options
 Options& options_of(Options* o, const char* fn) {
   if (!o) recur::fail(Error::Code::invalid_argument, fn, ": options is NULL");
   if (!run_options().contains(o)) recur::fail(Error::Code::state, fn, ": options is not a live handle (destroyed?)");
   return *o;
+}
+
+// The flag a run watches: none for NULL options (a run nobody can cancel).
+const std::atomic<bool>* cancel_flag_of(const recur_run_options* o, const char* fn) {
+  return o ? &options_of(o, fn).cancelled : nullptr;
 }
 
 template <typename T>
