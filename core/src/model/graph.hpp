@@ -198,9 +198,12 @@ class Graph {
   void analyse_streaming(const std::vector<bool>& stepped_inputs);
 };
 
-// Per-stream recurrent states: one set per recurrent call site (keyed by op and site).
+// Per-stream states, keyed by op and call site: the recurrent layers' States, and the past inputs
+// that causal layers keep (a causal Conv1D's last (kernel_size - 1) * dilation_rate steps, a causal
+// attention's keys and values), as a Value whose axis 1 is time.
 struct StreamStates {
   std::map<std::pair<const Op*, int>, std::vector<State>> states;
+  std::map<std::pair<const Op*, int>, Value> history;
   Index batch = 0;
   void reset();
 };

@@ -1008,10 +1008,11 @@ void ModelStream::step(Index timesteps, const float* inputs, std::size_t inputs_
 
 namespace {
 
-// A stream's recurrent states, kept so that a failed or cancelled step leaves the stream as it was.
+// A stream's recurrent states and causal layers' histories, kept so that a failed or cancelled
+// step leaves the stream as it was.
 class StreamSnapshot {
  public:
-  explicit StreamSnapshot(graph::StreamStates& states) : states_(states) {
+  explicit StreamSnapshot(graph::StreamStates& states) : states_(states), history_(states.history) {
     for (auto& [key, list] : states.states) {
       std::vector<Kept> k;
       for (State& st : list) {
@@ -1039,6 +1040,7 @@ class StreamSnapshot {
       }
       ++it;
     }
+    states_.history = std::move(history_);
   }
 
  private:
@@ -1048,6 +1050,7 @@ class StreamSnapshot {
   };
   graph::StreamStates& states_;
   std::map<std::pair<const graph::Op*, int>, std::vector<Kept>> kept_;
+  std::map<std::pair<const graph::Op*, int>, graph::Value> history_;
 };
 
 }  // namespace

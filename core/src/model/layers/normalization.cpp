@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: Apache-2.0
+// Keras's normalization layers: LayerNormalization, BatchNormalization (inference: moving statistics).
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <numeric>
+
+#include "io/json_int.hpp"
+#include "io/keras_entry.hpp"
+#include "io/printable.hpp"
+#include "model/layers/layer_util.hpp"
+#include "model/layers/registry.hpp"
+#include "recur/activations.hpp"
+#include "recur/error.hpp"
+#include "recur/keras_json.hpp"
+#include "recur/limits.hpp"
+#include "recur/weights.hpp"
+
+namespace recur::graph {
+namespace {
+
+class LayerNormOp : public Op {
+ public:
+  LayerNormOp(const json& cfg) {
+    axes_ = axes_of(cfg, -1);
+    eps_ = static_cast<float>(num_of(cfg, "epsilon", 1e-3));
+    center_ = bool_of(cfg, "center", true);
+    scale_ = bool_of(cfg, "scale", true);
+    rms_ = bool_of(cfg, "rms_scaling", false);
+    if (rms_) fail(Code::unsupported, "LayerNormalization: rms_scaling=True");
+  }
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext& ctx) override {
+    check_rank(in, 1, 2, "LayerNormalization");
+    const int rank = static_cast<int>(in[0].dims.size());
+    std::vector<int> ax = normalized_axes(axes_, in[0].dims.size(), "LayerNormalization", json(axes_));
+    std::sort(ax.begin(), ax.end());
+    for (std::size_t i = 0; i < ax.size(); ++i)
+      if (ax[i] != rank - static_cast<int>(ax.size()) + static_cast<int>(i) || ax[i] <= 0)
+        fail(Code::unsupported, "LayerNormalization: recur normalizes over the trailing axes, not axis ", io::excerpt(json(axes_)),
+             " of ", spec_string(in[0]));
+    Index g = 1;
+    for (int a : ax) {
+      if (in[0].dims[static_cast<std::size_t>(a)] <= 0) fail(Code::shape, "LayerNormalization: the normalized axes must be known");
+      g *= in[0].dims[static_cast<std::size_t>(a)];
+    }
+    if (group_ && g != group_) fail(Code::shape, "LayerNormalization: built for ", group_, " values, called on ", spec_string(in[0]));
+    if (!group_) {
+      ctx.reserve_weights(2.0 * g, "LayerNormalization: " + std::to_string(g) + " normalized values");
+      group_ = g;
+      nax_ = static_cast<int>(ax.size());
+      for (int a : ax) wshape_.push_back(in[0].dims[static_cast<std::size_t>(a)]);
+      gamma_.assign(static_cast<std::size_t>(g), 1.0f);
+      beta_.assign(static_cast<std::size_t>(g), 0.0f);
+    }
+    set_once(per_step, nax_ == 1 && rank == 3);
+    return in;
+  }
+  std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
+    Value y = *in.main[0];
+    const Index rows = static_cast<Index>(y.data.size()) / group_;
+    for (Index r = 0; r < rows; ++r) {
+      float* x = y.data.data() + r * group_;
+      double mean = 0;
+      for (Index j = 0; j < group_; ++j) mean += x[j];
+      mean /= static_cast<double>(group_);
+      double var = 0;
+      for (Index j = 0; j < group_; ++j) var += (x[j] - mean) * (x[j] - mean);
+      var /= static_cast<double>(group_);
+      const float m = static_cast<float>(mean);
+      const float inv0 = 1.0f / std::sqrt(static_cast<float>(var) + eps_);
+      for (Index j = 0; j < group_; ++j) {
+        const float inv = scale_ ? inv0 * gamma_[static_cast<std::size_t>(j)] : inv0;
+        float res = -m * inv;
+        if (center_) res += beta_[static_cast<std::size_t>(j)];
+        x[j] = x[j] * inv + res;
+      }
+    }
+    return {std::move(y)};
+  }
+  std::size_t num_weights() const override { return (scale_ ? 1 : 0) + (center_ ? 1 : 0); }
+  std::uint64_t weight_floats() const override { return 2 * static_cast<std::uint64_t>(group_); }
+  void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
+    std::vector<std::int64_t> shape(wshape_.begin(), wshape_.end());
+    if (scale_) gamma_ = take_weight(w, shape, where);
+    if (center_) beta_ = take_weight(w, shape, where);
+  }
+  void load_keras(const io::H5File& h5, const std::string& object, const std::string& file) override {
+    auto w = read_vars(h5, object, file, 2 * weight_floats() + 16);
+    check_count(w, num_weights(), file + ": model.weights.h5:/" + object, name);
+    load(w, false, file + ": model.weights.h5:/" + object);
+  }
+
+ private:
+  std::vector<int> axes_;
+  float eps_ = 1e-3f;
+  bool center_ = true, scale_ = true, rms_ = false;
+  Index group_ = 0;
+  int nax_ = 0;
+  std::vector<Index> wshape_;
+  std::vector<float> gamma_, beta_;
+};
+
+class BatchNormOp : public Op {
+ public:
+  BatchNormOp(const json& cfg) {
+    const auto axes = axes_of(cfg, -1);
+    if (axes.size() != 1) fail(Code::unsupported, "BatchNormalization: one axis, got ", io::excerpt(cfg["axis"]));
+    axis_ = axes[0];
+    eps_ = static_cast<float>(num_of(cfg, "epsilon", 1e-3));
+    center_ = bool_of(cfg, "center", true);
+    scale_ = bool_of(cfg, "scale", true);
+    if (bool_of(cfg, "renorm", false)) fail(Code::unsupported, "BatchNormalization: renorm=True");
+  }
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext& ctx) override {
+    check_rank(in, 1, 2, "BatchNormalization");
+    const int rank = static_cast<int>(in[0].dims.size());
+    const int ax = axis_ < 0 ? axis_ + rank : axis_;
+    if (ax <= 0 || ax >= rank || in[0].dims[static_cast<std::size_t>(ax)] <= 0)
+      fail(Code::shape, "BatchNormalization: axis ", axis_, " must be a known non-batch axis of ", spec_string(in[0]));
+    const Index c = in[0].dims[static_cast<std::size_t>(ax)];
+    if (channels_ && c != channels_) fail(Code::shape, "BatchNormalization: built for ", channels_, " channels");
+    if (!channels_) {
+      ctx.reserve_weights(4.0 * c, "BatchNormalization: " + std::to_string(c) + " channels");
+      channels_ = c;
+      gamma_.assign(static_cast<std::size_t>(c), 1.0f);
+      beta_.assign(static_cast<std::size_t>(c), 0.0f);
+      mean_.assign(static_cast<std::size_t>(c), 0.0f);
+      var_.assign(static_cast<std::size_t>(c), 1.0f);
+    }
+    set_once(per_step, ax == rank - 1 && rank == 3);
+    return in;
+  }
+  std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
+    Value y = *in.main[0];
+    const int rank = static_cast<int>(y.shape.size());
+    const int ax = axis_ < 0 ? axis_ + rank : axis_;
+    const Index inner = product(y.shape, static_cast<std::size_t>(ax) + 1);
+    // tf.nn.batch_normalization: inv = rsqrt(var + eps) * gamma; x * inv + (beta - mean * inv).
+    std::vector<float> inv(static_cast<std::size_t>(channels_)), off(static_cast<std::size_t>(channels_));
+    for (Index c = 0; c < channels_; ++c) {
+      const std::size_t i = static_cast<std::size_t>(c);
+      inv[i] = 1.0f / std::sqrt(var_[i] + eps_);
+      if (scale_) inv[i] *= gamma_[i];
+      off[i] = center_ ? beta_[i] - mean_[i] * inv[i] : -mean_[i] * inv[i];
+    }
+    for (std::size_t k = 0; k < y.data.size(); ++k) {
+      const std::size_t c = static_cast<std::size_t>((static_cast<Index>(k) / inner) % channels_);
+      y.data[k] = y.data[k] * inv[c] + off[c];
+    }
+    return {std::move(y)};
+  }
+  std::size_t num_weights() const override { return (scale_ ? 1 : 0) + (center_ ? 1 : 0) + 2; }
+  std::uint64_t weight_floats() const override { return 4 * static_cast<std::uint64_t>(channels_); }
+  void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
+    if (scale_) gamma_ = take_weight(w, {channels_}, where);
+    if (center_) beta_ = take_weight(w, {channels_}, where);
+    mean_ = take_weight(w, {channels_}, where);
+    var_ = take_weight(w, {channels_}, where);
+    for (float v : var_)
+      if (v < 0) fail(Code::io, where, ": moving_variance holds a negative value");
+  }
+  void load_keras(const io::H5File& h5, const std::string& object, const std::string& file) override {
+    auto w = read_vars(h5, object, file, 2 * weight_floats() + 16);
+    check_count(w, num_weights(), file + ": model.weights.h5:/" + object, name);
+    load(w, false, file + ": model.weights.h5:/" + object);
+  }
+
+ private:
+  int axis_ = -1;
+  float eps_ = 1e-3f;
+  bool center_ = true, scale_ = true;
+  Index channels_ = 0;
+  std::vector<float> gamma_, beta_, mean_, var_;
+};
+
+}  // namespace
+
+void register_normalization_layers(OpTable& t) {
+  t.add({"LayerNormalization"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<LayerNormOp>(e.at("config"));
+  });
+  t.add({"BatchNormalization"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<BatchNormOp>(e.at("config"));
+  });
+}
+
+}  // namespace recur::graph

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: Apache-2.0
+// Keras's reshaping layers: RepeatVector, Flatten, Reshape, Permute.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <numeric>
+
+#include "io/json_int.hpp"
+#include "io/keras_entry.hpp"
+#include "io/printable.hpp"
+#include "model/layers/layer_util.hpp"
+#include "model/layers/registry.hpp"
+#include "recur/activations.hpp"
+#include "recur/error.hpp"
+#include "recur/keras_json.hpp"
+#include "recur/limits.hpp"
+#include "recur/weights.hpp"
+
+namespace recur::graph {
+namespace {
+
+class RepeatVectorOp : public Op {
+ public:
+  explicit RepeatVectorOp(const json& cfg) : n_(int_of(cfg, "n", 0)) {
+    if (n_ <= 0) fail(Code::invalid_argument, "n: expected a positive integer");
+  }
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
+    check_rank(in, 1, 2, "RepeatVector");
+    if (in[0].dims.size() != 2) fail(Code::shape, "RepeatVector: expected (batch, features), got ", spec_string(in[0]));
+    Spec s;
+    s.dims = {in[0].dims[0], n_, in[0].dims[1]};
+    return {s};
+  }
+  std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
+    const Value& x = *in.main[0];
+    const Index B = x.shape[0], F = x.shape[1];
+    Value y = make_value({B, n_, F}, "RepeatVector");
+    for (Index b = 0; b < B; ++b)
+      for (Index t = 0; t < n_; ++t)
+        std::copy_n(x.data.data() + b * F, F, y.data.data() + (b * n_ + t) * F);
+    return {std::move(y)};
+  }
+
+ private:
+  int n_;
+};
+
+Value permute(const Value& x, const std::vector<int>& perm) {  // perm over all axes, batch included
+  std::vector<Index> shape(perm.size());
+  for (std::size_t i = 0; i < perm.size(); ++i) shape[i] = x.shape[static_cast<std::size_t>(perm[i])];
+  Value y = make_value(shape, "Permute");
+  const std::size_t rank = shape.size();
+  if (rank == 0) return y;  // (also keeps GCC 12 from a false -Wfree-nonheap-object below)
+  std::vector<Index> in_strides(rank);
+  Index s = 1;
+  for (std::size_t i = rank; i-- > 0;) {
+    in_strides[i] = s;
+    s *= x.shape[i];
+  }
+  std::vector<Index> idx(rank, 0);
+  const Index n = product(shape);
+  for (Index flat = 0; flat < n; ++flat) {
+    Index off = 0;
+    for (std::size_t i = 0; i < rank; ++i) off += idx[i] * in_strides[static_cast<std::size_t>(perm[i])];
+    y.data[static_cast<std::size_t>(flat)] = x.data[static_cast<std::size_t>(off)];
+    for (std::size_t i = rank; i-- > 0;) {
+      if (++idx[i] < shape[i]) break;
+      idx[i] = 0;
+    }
+  }
+  return y;
+}
+
+class FlattenOp : public Op {
+ public:
+  explicit FlattenOp(const json& cfg) : channels_first_(str_of(cfg, "data_format", "channels_last") == "channels_first") {}
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
+    check_rank(in, 1, 1, "Flatten");
+    Spec s;
+    bool known = true;
+    for (std::size_t i = 1; i < in[0].dims.size(); ++i) known = known && in[0].dims[i] >= 0;
+    s.dims = {in[0].dims[0], in[0].dims.size() == 1 ? 1 : (known ? product(in[0].dims, 1) : -1)};
+    return {s};
+  }
+  std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
+    const Value& x = *in.main[0];
+    Value y;
+    if (channels_first_ && x.shape.size() > 2) {
+      std::vector<int> perm{0};
+      for (int i = 2; i < static_cast<int>(x.shape.size()); ++i) perm.push_back(i);
+      perm.push_back(1);
+      y = permute(x, perm);
+    } else {
+      y.data = x.data;
+    }
+    y.shape = {x.shape[0], x.shape.size() == 1 ? 1 : product(x.shape, 1)};
+    return {std::move(y)};
+  }
+
+ private:
+  bool channels_first_;
+};
+
+class ReshapeOp : public Op {
+ public:
+  explicit ReshapeOp(const json& cfg) {
+    if (!cfg.contains("target_shape") || !cfg["target_shape"].is_array())
+      fail(Code::invalid_argument, "target_shape: expected a list of integers");
+    int unknown = 0;
+    for (const auto& d : cfg["target_shape"]) {
+      if (!d.is_number_integer() || d.get<std::int64_t>() < -1 || d.get<std::int64_t>() > (1 << 30))
+        fail(Code::invalid_argument, "target_shape: expected positive integers or one -1, got ", io::excerpt(cfg["target_shape"]));
+      target_.push_back(d.get<Index>());
+      unknown += d.get<Index>() == -1;
+    }
+    if (unknown > 1 || target_.size() > 7) fail(Code::invalid_argument, "target_shape: at most one -1 and 7 axes");
+  }
+  std::vector<Index> resolve(const std::vector<Index>& in, bool at_run) const {
+    bool known = true;
+    for (std::size_t i = 1; i < in.size(); ++i) known = known && in[i] >= 0;
+    std::vector<Index> out{in[0]};
+    Index fixed = 1;
+    for (Index d : target_) if (d > 0) fixed *= d;
+    for (Index d : target_) {
+      if (d != -1) out.push_back(d);
+      else if (!known) out.push_back(-1);
+      else {
+        const Index total = product(in, 1);
+        if (fixed == 0 || total % fixed) fail(Code::shape, "Reshape '", name, "': cannot reshape ", shape_string(in), " to ", shape_string(target_));
+        out.push_back(total / fixed);
+      }
+    }
+    if (known && product(out, 1) != product(in, 1))
+      fail(Code::shape, "Reshape '", name, "': cannot reshape ", shape_string(in), " (", product(in, 1), " values per row) to ",
+           shape_string(target_));
+    (void)at_run;
+    return out;
+  }
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
+    check_rank(in, 1, 1, "Reshape");
+    Spec s;
+    s.dims = resolve(in[0].dims, false);
+    return {s};
+  }
+  std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
+    Value y;
+    y.shape = resolve(in.main[0]->shape, true);
+    y.data = in.main[0]->data;
+    return {std::move(y)};
+  }
+
+ private:
+  std::vector<Index> target_;
+};
+
+class PermuteOp : public Op {
+ public:
+  explicit PermuteOp(const json& cfg) {
+    if (!cfg.contains("dims") || !cfg["dims"].is_array()) fail(Code::invalid_argument, "dims: expected a list of axes");
+    perm_.push_back(0);
+    for (const auto& d : cfg["dims"]) {
+      int a = 0;
+      if (!io::int_in(d, 1, 8, a)) fail(Code::invalid_argument, "dims: expected axes 1..rank-1, got ", io::excerpt(cfg["dims"]));
+      perm_.push_back(a);
+    }
+    std::vector<int> sorted = perm_;
+    std::sort(sorted.begin(), sorted.end());
+    for (std::size_t i = 0; i < sorted.size(); ++i)
+      if (sorted[i] != static_cast<int>(i)) fail(Code::invalid_argument, "dims: ", io::excerpt(cfg["dims"]), " is not a permutation");
+  }
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
+    check_rank(in, 1, 1, "Permute");
+    if (in[0].dims.size() != perm_.size())
+      fail(Code::shape, "Permute: dims has ", perm_.size() - 1, " axes, the input ", spec_string(in[0]));
+    Spec s;
+    for (int p : perm_) s.dims.push_back(in[0].dims[static_cast<std::size_t>(p)]);
+    return {s};
+  }
+  std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override { return {permute(*in.main[0], perm_)}; }
+
+ private:
+  std::vector<int> perm_;
+};
+
+}  // namespace
+
+void register_reshaping_layers(OpTable& t) {
+  t.add({"RepeatVector"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<RepeatVectorOp>(e.at("config"));
+  });
+  t.add({"Flatten"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<FlattenOp>(e.at("config"));
+  });
+  t.add({"Reshape"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<ReshapeOp>(e.at("config"));
+  });
+  t.add({"Permute"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<PermuteOp>(e.at("config"));
+  });
+}
+
+}  // namespace recur::graph

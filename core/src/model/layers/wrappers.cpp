@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+// Keras's layer wrappers: TimeDistributed.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <numeric>
+
+#include "io/json_int.hpp"
+#include "io/keras_entry.hpp"
+#include "io/printable.hpp"
+#include "model/layers/layer_util.hpp"
+#include "model/layers/registry.hpp"
+#include "recur/activations.hpp"
+#include "recur/error.hpp"
+#include "recur/keras_json.hpp"
+#include "recur/limits.hpp"
+#include "recur/weights.hpp"
+
+namespace recur::graph {
+namespace {
+
+class TimeDistributedOp : public Op {
+ public:
+  TimeDistributedOp(const json& entry, const BuildContext& ctx, const std::string& object_path) {
+    const json& cfg = entry.at("config");
+    if (!cfg.contains("layer") || !cfg["layer"].is_object()) fail(Code::invalid_argument, "TimeDistributed: config has no 'layer'");
+    inner_ = make_op(cfg["layer"], ctx, object_path + "/layer");
+    per_step = true;
+  }
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext& ctx) override {
+    check_rank(in, 1, 3, "TimeDistributed");
+    Spec inner_in = in[0];
+    inner_in.dims.erase(inner_in.dims.begin());
+    inner_in.dims[0] = -1;
+    std::vector<Spec> o = inner_->build({inner_in}, {}, ctx);
+    if (o.empty()) fail(Code::unsupported, "TimeDistributed: the inner layer has no output");
+    Spec s = o[0];
+    s.dims.insert(s.dims.begin(), in[0].dims[0]);
+    s.dims[1] = in[0].dims[1];
+    return {s};
+  }
+  std::vector<Value> forward(const CallInputs& in, RunContext& /*ctx*/, int site) const override {
+    const Value& x = *in.main[0];
+    Value flat;
+    flat.shape = x.shape;
+    flat.shape.erase(flat.shape.begin());
+    flat.shape[0] = x.shape[0] * x.shape[1];
+    flat.data = x.data;
+    CallInputs ci;
+    ci.main = {&flat};
+    RunContext inner_ctx;  // the inner layer sees each timestep as a sample of its own
+    std::vector<Value> o = inner_->forward(ci, inner_ctx, site);
+    Value y = std::move(o[0]);
+    y.shape.insert(y.shape.begin(), x.shape[0]);
+    y.shape[1] = x.shape[1];
+    y.mask = x.mask;
+    return {std::move(y)};
+  }
+  std::size_t num_weights() const override { return inner_->num_weights(); }
+  std::uint64_t weight_floats() const override { return inner_->weight_floats(); }
+  void load(std::vector<StoredWeight>& w, bool legacy, const std::string& where) override { inner_->load(w, legacy, where); }
+  void load_keras(const io::H5File& h5, const std::string& object, const std::string& file) override {
+    inner_->load_keras(h5, object + "/layer", file);
+  }
+  void collect_layers(std::vector<Layer*>& out) override { inner_->collect_layers(out); }
+
+ private:
+  std::shared_ptr<Op> inner_;
+};
+
+}  // namespace
+
+void register_wrapper_layers(OpTable& t) {
+  t.add({"TimeDistributed"}, [](const json& e, const BuildContext& ctx, const std::string& object_path) -> std::shared_ptr<Op> {
+    return std::make_shared<TimeDistributedOp>(e, ctx, object_path);
+  });
+}
+
+}  // namespace recur::graph
