@@ -16,10 +16,12 @@ Its weights are drawn from numpy.random.default_rng(crc32(case name)), uniform(-
 crc32(case name + "/inputs"). keras3 and keras3_jax therefore get the same weights and inputs,
 so their differences are the backends'.
 
-Writes, per dialect:
-  graphs/<dialect>/<case>.keras and <case>.h5    model.save() of each case (a format that cannot
-                                                 save a case is skipped and said in the case)
-  graphs/<dialect>.json                          the cases: inputs and Keras's predictions
+Cases come in suites: "core" (in this file) and one per module graph_suites/<suite>.py (a family
+of layers); `--suite NAME` (repeatable) regenerates only those. Writes, per dialect:
+  graphs/<dialect>/<case>.keras and <case>.h5    model.save() of each core case (a format that
+                                                 cannot save a case is skipped and said in it)
+  graphs/<dialect>.json                          the core cases: inputs and Keras's predictions
+  graphs/<suite>/<dialect>/..., graphs/<suite>/<dialect>.json   the same for another suite
 Every saved file is loaded back with Keras and predicted again; the numbers must be the same.
 A file Keras saved but cannot load back itself (Keras 3's legacy .h5 of a graph whose masks are
 op nodes) is kept and named in the case's "keras_load_errors". See graphs/README.md.
@@ -151,13 +153,44 @@ class Skip(Exception):
 
 # ---- the cases --------------------------------------------------------------------------------
 CASES = []
+# Cases are grouped in suites: "core" (this file; graphs/<dialect>.json and graphs/<dialect>/) and
+# one per module graph_suites/<suite>.py (graphs/<suite>/<dialect>.json and graphs/<suite>/<dialect>/),
+# so that a family of layers is regenerated alone (--suite) and its files stay apart.
+_SUITE = "core"
 
 
 def case(name, description, dialects=DIALECTS):
     def deco(fn):
-        CASES.append((name, description, tuple(dialects), fn))
+        CASES.append((name, description, tuple(dialects), fn, _SUITE))
         return fn
     return deco
+
+
+def load_suites():
+    """Imports graph_suites/*.py; each registers its cases with `case` from this module."""
+    global _SUITE
+    import importlib.util
+
+    sys.modules.setdefault("generate_graphs", sys.modules[__name__])
+    folder = os.path.join(HERE, "graph_suites")
+    for fname in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        if not fname.endswith(".py") or fname.startswith("_"):
+            continue
+        _SUITE = fname[:-3]
+        spec = importlib.util.spec_from_file_location(f"graph_suites.{_SUITE}", os.path.join(folder, fname))
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    _SUITE = "core"
+
+
+def suites():
+    return sorted({c[4] for c in CASES})
+
+
+def suite_paths(suite, dialect):
+    """(folder of the model files, path of the JSON) of a suite, relative to HERE."""
+    if suite == "core":
+        return os.path.join("graphs", dialect), os.path.join("graphs", f"{dialect}.json")
+    return os.path.join("graphs", suite, dialect), os.path.join("graphs", suite, f"{dialect}.json")
 
 
 # Each builder gets (g, d): g holds K (the keras module), L (its layers) and dialect; d draws the
@@ -842,15 +875,18 @@ class Graphs:
             assert a.shape == b.shape and np.array_equal(a, b)
         assert [type(x).__name__ for x in loaded.layers] == [type(x).__name__ for x in model.layers]
 
-    def run(self):
-        out_dir = os.path.join(HERE, "graphs", self.dialect)
+    def run(self, suite):
+        rel_dir, rel_json = suite_paths(suite, self.dialect)
+        out_dir = os.path.join(HERE, rel_dir)
         os.makedirs(out_dir, exist_ok=True)
         for old in os.listdir(out_dir):
             if old.endswith((".keras", ".h5")):
                 os.remove(os.path.join(out_dir, old))
         self.reload_diff = 0.0
         cases, left_out = [], []
-        for name, description, dialects, fn in CASES:
+        for name, description, dialects, fn, in_suite in CASES:
+            if in_suite != suite:
+                continue
             if self.dialect not in dialects:
                 left_out.append((name, "not in this dialect"))
                 continue
@@ -869,10 +905,10 @@ class Graphs:
                "versions": dict(python=platform.python_version(), numpy=np.__version__,
                                 **self.versions),
                "generator": "tests/keras/generate_graphs.py", "cases": cases}
-        path = os.path.join(HERE, "graphs", f"{self.dialect}.json")
+        path = os.path.join(HERE, rel_json)
         dump_doc(path, doc)
         total = sum(os.path.getsize(os.path.join(out_dir, f)) for f in os.listdir(out_dir))
-        print(f"{self.dialect}: {len(cases)} cases, model files {total / 1024:.1f} KiB, "
+        print(f"{self.dialect} {suite}: {len(cases)} cases, model files {total / 1024:.1f} KiB, "
               f"{os.path.relpath(path, HERE)} {os.path.getsize(path) / 1024:.1f} KiB; "
               f"loaded back: max difference {self.reload_diff:.3g}")
         for name, why in left_out:
@@ -883,8 +919,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dialect", required=True, choices=DIALECTS)
+    ap.add_argument("--suite", action="append",
+                    help="regenerate only this suite (repeatable): core, or a module of graph_suites/")
     args = ap.parse_args()
-    Graphs(args.dialect).run()
+    load_suites()
+    for s in args.suite or []:
+        if s not in suites():
+            ap.error(f"no suite {s!r}; there are: {', '.join(suites())}")
+    g = Graphs(args.dialect)
+    for s in args.suite or suites():
+        g.run(s)
 
 
 if __name__ == "__main__":

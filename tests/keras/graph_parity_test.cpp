@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -27,16 +28,24 @@ struct Case {
   json data;
 };
 
+// graphs/<dialect>.json (the core suite) and graphs/<suite>/<dialect>.json (one per family of layers).
 std::vector<Case> load_cases() {
+  std::vector<std::string> folders = {kDir + "/graphs"};
+  std::vector<std::string> suites;
+  for (const auto& e : std::filesystem::directory_iterator(kDir + "/graphs"))
+    if (e.is_directory() && std::filesystem::exists(e.path() / "keras2.json")) suites.push_back(e.path().string());
+  std::sort(suites.begin(), suites.end());
+  folders.insert(folders.end(), suites.begin(), suites.end());
   std::vector<Case> out;
-  for (const char* d : {"keras2", "keras3", "keras3_jax"}) {
-    std::ifstream f(kDir + "/graphs/" + d + ".json");
-    if (!f) continue;
-    const json doc = json::parse(f);
-    for (const auto& c : doc.at("cases"))
-      for (const auto& file : c.at("files"))
-        out.push_back({d, doc.value("backend", "tensorflow"), c.at("name").get<std::string>(), file.get<std::string>(), c});
-  }
+  for (const std::string& folder : folders)
+    for (const char* d : {"keras2", "keras3", "keras3_jax"}) {
+      std::ifstream f(folder + "/" + d + ".json");
+      if (!f) continue;
+      const json doc = json::parse(f);
+      for (const auto& c : doc.at("cases"))
+        for (const auto& file : c.at("files"))
+          out.push_back({d, doc.value("backend", "tensorflow"), c.at("name").get<std::string>(), file.get<std::string>(), c});
+    }
   return out;
 }
 
@@ -261,7 +270,11 @@ TEST_P(GraphParity, StreamsLikeOneCall) {
 
 std::string case_name(const ::testing::TestParamInfo<std::size_t>& p) {
   const Case& c = cases()[p.param];
-  std::string s = c.dialect + "_" + c.file.substr(c.file.rfind('/') + 1);
+  // graphs/<dialect>/x.keras -> <dialect>_x_keras; graphs/<suite>/<dialect>/x.keras -> <dialect>_<suite>_x_keras
+  const std::string rel = c.file.substr(c.file.find('/') + 1);
+  const std::size_t slash = rel.find('/');
+  const std::string suite = rel.rfind('/') != slash ? rel.substr(0, slash) + "_" : "";
+  std::string s = c.dialect + "_" + suite + c.file.substr(c.file.rfind('/') + 1);
   for (auto& ch : s)
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return s;
