@@ -1732,14 +1732,19 @@ TEST_F(Cli, InfoOfAModelThatCannotRun) {
   const Result r = run("info " + tmp("einsum.keras"));
   ASSERT_EQ(r.rc, 0) << r.err;
   // Why it cannot run, and what it can: its layers, and which --layer runs.
-  EXPECT_NE(r.out.find("runnable:      no: unsupported layer EinsumDense at dense\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("runnable:      no: unsupported layer EinsumDense at dense: recur does not run this Keras "
+                       "layer; docs/keras-layers.md lists the layers it runs\n"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("run --layer:   gru, lstm\n"), std::string::npos) << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex("\n  dense +EinsumDense +3 +0 +no\n"))) << r.out;
   for (const char* absent : {"inputs:", "outputs:", "stateful:", "streams:", "(B, 0)"})
     EXPECT_EQ(r.out.find(absent), std::string::npos) << absent << " in " << r.out;
   const auto j = nlohmann::json::parse(run("info --json " + tmp("einsum.keras")).out);
   EXPECT_EQ(j["runnable"], false);
-  EXPECT_EQ(j["unsupported"], "unsupported layer EinsumDense at dense");
+  EXPECT_EQ(j["unsupported"],
+            "unsupported layer EinsumDense at dense: recur does not run this Keras layer; docs/keras-layers.md lists "
+            "the layers it runs");
   EXPECT_FALSE(j.contains("inputs") || j.contains("outputs") || j.contains("streams")) << j;
   EXPECT_EQ(j["run_layers"], nlohmann::json::array({"gru", "lstm"}));
   EXPECT_EQ(j["layers"].size(), 5u);

@@ -2,6 +2,7 @@
 // Building a model graph from a Keras model config (Sequential or functional, Keras 2 and Keras 3
 // node formats, nested models), running it, loading its weights, and deciding whether it streams.
 #include "model/graph.hpp"
+#include "model/layers/registry.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -499,7 +500,7 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
       if (g->unsupported.empty()) {
         const std::string why = err.what();
         g->unsupported = err.code() == Code::unsupported && why.rfind("unsupported layer", 0) == 0
-                             ? why + " at " + le.name
+                             ? why + " at " + le.name + ": " + unsupported_layer_advice(*le.entry)
                              : "layer " + le.class_name + " '" + le.name + "': " + why;
       }
     }

@@ -42,6 +42,22 @@ const OpTable& op_table() {
   return table;
 }
 
+std::string unsupported_layer_advice(const json& entry) {
+  const std::string cls = entry.value("class_name", std::string());
+  const json* reg = entry.contains("registered_name") ? &entry["registered_name"] : nullptr;
+  const std::string module = entry.value("module", std::string());
+  const bool keras_module = module.empty() || module.rfind("keras", 0) == 0 || module.rfind("tf_keras", 0) == 0;
+  if (cls == "Lambda")
+    return "a Lambda layer holds Python code, which runs only in Python; rebuild the model with built-in layers "
+           "(docs/keras-layers.md lists those recur runs)";
+  if (cls == "TFOpLambda" || cls == "SlicingOpLambda")
+    return "this TensorFlow function is not among those recur runs (docs/keras-layers.md lists them)";
+  if ((reg && reg->is_string() && reg->get<std::string>().find('>') != std::string::npos) || !keras_module)
+    return "a custom layer (its code is the user's, not Keras's); recur runs Keras's built-in layers "
+           "(docs/keras-layers.md lists them)";
+  return "recur does not run this Keras layer; docs/keras-layers.md lists the layers it runs";
+}
+
 bool is_sequence_model_class(const std::string& cls) {
   return cls == "Sequential" || cls == "Functional" || cls == "Model";
 }

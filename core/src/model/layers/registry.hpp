@@ -43,6 +43,10 @@ void register_recurrent_layers(OpTable& t);
 void register_wrapper_layers(OpTable& t);
 void register_nested_models(OpTable& t);
 
+// What to tell a user whose model has a layer no family registers (a Lambda, a custom layer, a
+// Keras layer recur lacks).
+std::string unsupported_layer_advice(const json& entry);
+
 // Keras 3 op nodes (keras.ops.*) are found by their module, not their class (layers/keras_ops.cpp).
 std::shared_ptr<Op> make_keras_op(const json& entry, const std::string& cls);
 
