@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -44,6 +45,41 @@ TEST(ModelHostileCore, UnsupportedLayersSayWhatToDo) {
     EXPECT_NE(r.message.find("at dense"), std::string::npos) << r.message;
     EXPECT_NE(r.message.find("docs/keras-layers.md"), std::string::npos) << r.message;
   }
+}
+
+// A config error makes the layer unbuildable: the open succeeds (the file's recurrent layers stay
+// usable) and the run reports the layer and the argument.
+struct Bad {
+  keras_edit::json value;
+  const char* says;
+};
+
+void expect_refused(const std::string& file, const std::string& layer, const char* key, const std::vector<Bad>& bads) {
+  for (const Bad& b : bads) {
+    const auto r = keras_edit::open_edited(file, [&](keras_edit::json& c) { keras_edit::layer(c, layer)["config"][key] = b.value; });
+    EXPECT_EQ(r.status, RECUR_ERR_UNSUPPORTED) << key << "=" << b.value.dump() << ": " << r.message;
+    EXPECT_NE(r.message.find(b.says), std::string::npos) << key << "=" << b.value.dump() << ": " << r.message;
+  }
+}
+
+TEST(ModelHostileCore, DotAxes) {
+  const std::string file = kKeras + "/graphs/merging/keras3/dot_luong_attention.keras";
+  expect_refused(file, "dot", "axes",
+                 {{"x", "axes: expected an integer or a list of two integers"},
+                  {keras_edit::json::array({1, 2, 3}), "a list of two integers"},
+                  {keras_edit::json::array({0, 0}), "not a non-batch axis"},
+                  {keras_edit::json::array({1, 2}), "differ in size"},
+                  {nullptr, "config has no 'axes'"}});
+}
+
+TEST(ModelHostileCore, NormalizationAxesAndEpsilon) {
+  expect_refused(kKeras + "/graphs/normalization/keras3/unit_norm_masked.keras", "unit_normalization", "axis",
+                 {{5, "axis 5 of a rank-3 tensor"},
+                  {1, "trailing axes"},
+                  {"last", "axis: expected an integer or a list of integers"}});
+  expect_refused(kKeras + "/graphs/normalization/keras3/rms_norm.keras", "rms_normalization", "epsilon",
+                 {{-1.0, "epsilon: expected a number >= 0"},
+                  {"small", "epsilon"}});
 }
 
 TEST(ModelHostileCore, TheUneditedFileRuns) {

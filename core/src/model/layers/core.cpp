@@ -211,7 +211,7 @@ class DenseOp : public Op {
 
 void register_core_layers(OpTable& t) {
   t.add({"Dropout", "SpatialDropout1D", "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization",
-         "InputLayer"},
+         "InputLayer", "Identity"},
         [](const json&, const BuildContext&, const std::string&) -> std::shared_ptr<Op> { return std::make_shared<IdentityOp>(); });
   t.add({"Masking"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
     return std::make_shared<MaskingOp>(e.at("config"));

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Keras's merging layers: Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate, with
-// each dialect's mask rule (Keras 2 ANDs the inputs' masks, Keras 3 ORs them).
+// each dialect's mask rule (Keras 2 ANDs the inputs' masks, Keras 3 ORs them), and Dot.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -206,6 +207,109 @@ class ConcatenateOp : public Op {
   int axis_;
 };
 
+// Dot: the batchwise dot product of two tensors over one axis of each (Keras's batch_dot): the
+// output's axes are x's without the summed one, then y's without the batch and the summed one
+// (a rank-1 result becomes (batch, 1)). No mask comes out, in either dialect.
+class DotOp : public Op {
+ public:
+  DotOp(const json& cfg, const DialectInfo& d) : keras3_(d.dialect == Dialect::keras3) {
+    if (!cfg.contains("axes") || cfg["axes"].is_null()) fail(Code::invalid_argument, "Dot: config has no 'axes'");
+    const json& a = cfg["axes"];
+    std::vector<int> axes;
+    if (!io::int_or_ints(a, axes) || axes.empty() || axes.size() > 2 || (a.is_array() && axes.size() != 2))
+      fail(Code::invalid_argument, "Dot: axes: expected an integer or a list of two integers, got ", io::excerpt(a));
+    axes_[0] = axes[0];
+    axes_[1] = axes.size() == 2 ? axes[1] : axes[0];
+    normalize_ = bool_of(cfg, "normalize", false);
+  }
+
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
+    if (in.size() != 2) fail(Code::invalid_argument, "Dot: expected exactly 2 inputs, got ", in.size());
+    const auto ax = axes_for(in[0].dims, in[1].dims);
+    const Index d1 = in[0].dims[ax[0]], d2 = in[1].dims[ax[1]];
+    if (d1 >= 0 && d2 >= 0 && d1 != d2)
+      fail(Code::shape, "Dot: axis ", ax[0], " of ", spec_string(in[0]), " and axis ", ax[1], " of ", spec_string(in[1]),
+           " differ in size");
+    Spec out;
+    out.dims = out_dims(in[0].dims, in[1].dims, ax);
+    return {out};
+  }
+
+  std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
+    const Value& x0 = *in.main[0];
+    const Value& y0 = *in.main[1];
+    const auto ax = axes_for(x0.shape, y0.shape);
+    if (x0.shape[0] != y0.shape[0] || x0.shape[ax[0]] != y0.shape[ax[1]])
+      fail(Code::shape, "Dot '", io::printable(name), "': shapes ", shape_string(x0.shape), " and ", shape_string(y0.shape),
+           " do not fit axes (", ax[0], ", ", ax[1], ")");
+    const Value x = normalize_ ? l2_normalized(x0, ax[0]) : x0;
+    const Value y = normalize_ ? l2_normalized(y0, ax[1]) : y0;
+    Value out = make_value(out_dims(x.shape, y.shape, ax), "Dot");
+    // x as (B, xo, K, xi) and y as (B, yo, K, yi): out[b, xo, xi, yo, yi] = sum_k x * y.
+    const Index B = x.shape[0], K = x.shape[ax[0]];
+    const Index xo = product(x.shape, 1, ax[0]), xi = product(x.shape, ax[0] + 1);
+    const Index yo = product(y.shape, 1, ax[1]), yi = product(y.shape, ax[1] + 1);
+    float* o = out.data.data();
+    for (Index b = 0; b < B; ++b)
+      for (Index i = 0; i < xo; ++i)
+        for (Index j = 0; j < xi; ++j)
+          for (Index p = 0; p < yo; ++p)
+            for (Index q = 0; q < yi; ++q) {
+              float acc = 0.0f;
+              for (Index k = 0; k < K; ++k)
+                acc += x.data[static_cast<std::size_t>(((b * xo + i) * K + k) * xi + j)] *
+                       y.data[static_cast<std::size_t>(((b * yo + p) * K + k) * yi + q)];
+              *o++ = acc;
+            }
+    return {std::move(out)};
+  }
+
+ private:
+  std::array<std::size_t, 2> axes_for(const std::vector<Index>& a, const std::vector<Index>& b) const {
+    if (a.size() < 2 || b.size() < 2)
+      fail(Code::shape, "Dot: inputs must have rank >= 2, got ", shape_string(a), " and ", shape_string(b));
+    std::array<std::size_t, 2> ax{};
+    const std::size_t ranks[2] = {a.size(), b.size()};
+    for (int i = 0; i < 2; ++i) {
+      const long r = static_cast<long>(ranks[i]);
+      const long v = axes_[i] < 0 ? ((axes_[i] % r) + r) % r : axes_[i];  // Keras: axis % rank
+      if (v <= 0 || v >= r)
+        fail(Code::invalid_argument, "Dot: axes: ", axes_[i], " is not a non-batch axis of a rank-", r, " input");
+      ax[static_cast<std::size_t>(i)] = static_cast<std::size_t>(v);
+    }
+    return ax;
+  }
+  static std::vector<Index> out_dims(const std::vector<Index>& a, const std::vector<Index>& b, const std::array<std::size_t, 2>& ax) {
+    std::vector<Index> d;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (i != ax[0]) d.push_back(a[i]);
+    for (std::size_t i = 1; i < b.size(); ++i)
+      if (i != ax[1]) d.push_back(b[i]);
+    if (d.size() == 1) d.push_back(1);
+    return d;
+  }
+  // Keras 3: x * min(rsqrt(sum x^2), 1 / 1e-7); Keras 2 (tf.linalg.l2_normalize): x * rsqrt(max(sum x^2, 1e-12)).
+  Value l2_normalized(const Value& v, std::size_t axis) const {
+    Value out = v;
+    const Index outer = product(v.shape, 0, axis), K = v.shape[axis], inner = product(v.shape, axis + 1);
+    for (Index o = 0; o < outer; ++o)
+      for (Index j = 0; j < inner; ++j) {
+        float ss = 0.0f;
+        for (Index k = 0; k < K; ++k) {
+          const float e = v.data[static_cast<std::size_t>((o * K + k) * inner + j)];
+          ss += e * e;
+        }
+        const float inv = keras3_ ? std::min(1.0f / std::sqrt(ss), 1.0f / 1e-7f) : 1.0f / std::sqrt(std::max(ss, 1e-12f));
+        for (Index k = 0; k < K; ++k) out.data[static_cast<std::size_t>((o * K + k) * inner + j)] *= inv;
+      }
+    return out;
+  }
+
+  int axes_[2] = {0, 0};
+  bool normalize_ = false;
+  bool keras3_ = false;
+};
+
 }  // namespace
 
 void register_merging_layers(OpTable& t) {
@@ -220,6 +324,9 @@ void register_merging_layers(OpTable& t) {
   t.add({"Minimum"}, merge(MergeOp::minimum));
   t.add({"Concatenate"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
     return std::make_shared<ConcatenateOp>(e.at("config"));
+  });
+  t.add({"Dot"}, [](const json& e, const BuildContext& ctx, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<DotOp>(e.at("config"), ctx.dialect);
   });
 }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Keras's normalization layers: LayerNormalization, BatchNormalization (inference: moving statistics).
+// Keras's normalization layers: LayerNormalization, BatchNormalization (inference: moving statistics),
+// UnitNormalization, RMSNormalization.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -174,11 +175,119 @@ class BatchNormOp : public Op {
   std::vector<float> gamma_, beta_, mean_, var_;
 };
 
+// The trailing axes `given` names for an input of `in`'s shape, as (rows, values per row), or
+// Error naming `who`: recur normalizes over trailing axes only.
+std::pair<int, Index> trailing_group(const std::vector<int>& given, const Spec& in, const char* who) {
+  const int rank = static_cast<int>(in.dims.size());
+  std::vector<int> ax = normalized_axes(given, in.dims.size(), who, json(given));
+  std::sort(ax.begin(), ax.end());
+  Index g = 1;
+  for (std::size_t i = 0; i < ax.size(); ++i) {
+    if (ax[i] != rank - static_cast<int>(ax.size()) + static_cast<int>(i) || ax[i] <= 0)
+      fail(Code::unsupported, who, ": recur normalizes over the trailing axes, not axis ", io::excerpt(json(given)), " of ",
+           spec_string(in));
+    const Index d = in.dims[static_cast<std::size_t>(ax[i])];
+    if (d <= 0) fail(Code::shape, who, ": the normalized axes must be known, got ", spec_string(in));
+    g *= d;
+  }
+  return {static_cast<int>(ax.size()), g};
+}
+
+// UnitNormalization: x / ||x|| over the axes; masks pass. Keras 3: x * min(rsqrt(sum x^2), 1e12);
+// Keras 2 (tf.linalg.l2_normalize): x * rsqrt(max(sum x^2, 1e-12)).
+class UnitNormOp : public Op {
+ public:
+  UnitNormOp(const json& cfg, const DialectInfo& d) : axes_(axes_of(cfg, -1)), keras3_(d.dialect == Dialect::keras3) {}
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
+    check_rank(in, 1, 2, "UnitNormalization");
+    const auto [nax, g] = trailing_group(axes_, in[0], "UnitNormalization");
+    set_once(group_, g);
+    set_once(per_step, nax == 1 && in[0].dims.size() == 3);
+    return in;
+  }
+  std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
+    Value y = *in.main[0];
+    const Index rows = static_cast<Index>(y.data.size()) / group_;
+    for (Index r = 0; r < rows; ++r) {
+      float* x = y.data.data() + r * group_;
+      float ss = 0.0f;
+      for (Index j = 0; j < group_; ++j) ss += x[j] * x[j];
+      const float inv = keras3_ ? std::min(1.0f / std::sqrt(ss), 1e12f) : 1.0f / std::sqrt(std::max(ss, 1e-12f));
+      for (Index j = 0; j < group_; ++j) x[j] *= inv;
+    }
+    return {std::move(y)};
+  }
+
+ private:
+  std::vector<int> axes_;
+  bool keras3_;
+  Index group_ = 0;
+};
+
+// RMSNormalization (Keras 3): x * rsqrt(mean(x^2) + epsilon) * scale over the axes. It does not
+// support masking, so no mask comes out.
+class RMSNormOp : public Op {
+ public:
+  explicit RMSNormOp(const json& cfg) : axes_(axes_of(cfg, -1)), eps_(static_cast<float>(num_of(cfg, "epsilon", 1e-6))) {
+    if (!std::isfinite(eps_) || eps_ < 0)
+      fail(Code::invalid_argument, "RMSNormalization: epsilon: expected a number >= 0, got ", io::excerpt(cfg["epsilon"]));
+  }
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext& ctx) override {
+    check_rank(in, 1, 2, "RMSNormalization");
+    const auto [nax, g] = trailing_group(axes_, in[0], "RMSNormalization");
+    if (group_ && g != group_) fail(Code::shape, "RMSNormalization: built for ", group_, " values, called on ", spec_string(in[0]));
+    if (!group_) {
+      ctx.reserve_weights(static_cast<double>(g), "RMSNormalization: " + std::to_string(g) + " normalized values");
+      group_ = g;
+      for (std::size_t i = in[0].dims.size() - static_cast<std::size_t>(nax); i < in[0].dims.size(); ++i) wshape_.push_back(in[0].dims[i]);
+      scale_.assign(static_cast<std::size_t>(g), 1.0f);
+    }
+    set_once(per_step, nax == 1 && in[0].dims.size() == 3);
+    return in;
+  }
+  std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
+    Value y = *in.main[0];
+    y.mask.reset();
+    const Index rows = static_cast<Index>(y.data.size()) / group_;
+    for (Index r = 0; r < rows; ++r) {
+      float* x = y.data.data() + r * group_;
+      float ss = 0.0f;
+      for (Index j = 0; j < group_; ++j) ss += x[j] * x[j];
+      const float rrms = 1.0f / std::sqrt(ss / static_cast<float>(group_) + eps_);
+      for (Index j = 0; j < group_; ++j) x[j] = x[j] * rrms * scale_[static_cast<std::size_t>(j)];
+    }
+    return {std::move(y)};
+  }
+  std::size_t num_weights() const override { return 1; }
+  std::uint64_t weight_floats() const override { return static_cast<std::uint64_t>(group_); }
+  void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
+    scale_ = take_weight(w, std::vector<std::int64_t>(wshape_.begin(), wshape_.end()), where);
+  }
+  void load_keras(const io::H5File& h5, const std::string& object, const std::string& file) override {
+    auto w = read_vars(h5, object, file, weight_floats() + 16);
+    check_count(w, num_weights(), file + ": model.weights.h5:/" + object, name);
+    load(w, false, file + ": model.weights.h5:/" + object);
+  }
+
+ private:
+  std::vector<int> axes_;
+  float eps_;
+  Index group_ = 0;
+  std::vector<Index> wshape_;
+  std::vector<float> scale_;
+};
+
 }  // namespace
 
 void register_normalization_layers(OpTable& t) {
   t.add({"LayerNormalization"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
     return std::make_shared<LayerNormOp>(e.at("config"));
+  });
+  t.add({"UnitNormalization"}, [](const json& e, const BuildContext& ctx, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<UnitNormOp>(e.at("config"), ctx.dialect);
+  });
+  t.add({"RMSNormalization"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<RMSNormOp>(e.at("config"));
   });
   t.add({"BatchNormalization"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
     return std::make_shared<BatchNormOp>(e.at("config"));
