@@ -760,6 +760,26 @@ TEST(CApiDeviceGpu, ModelMatchesTheCpu) {
     const std::vector<float> cpu = run_model(m.get(), x, 3, 6);
     ASSERT_RECUR_OK(recur_model_set_device(m.get(), "cuda"));
     expect_on_gpu(model_device(m.get(), -1));
+    // Recurrent layers run on the GPU; every other layer says it runs on the CPU between them.
+    recur_model_info mi;
+    mi.version = RECUR_MODEL_INFO_VERSION;
+    ASSERT_RECUR_OK(recur_model_get_info(m.get(), &mi));
+    int32_t on_cpu = 0;
+    for (int32_t i = 0; i < mi.num_layers; ++i) {
+      const char* cls = nullptr;
+      int32_t recurrent = 0;
+      ASSERT_RECUR_OK(recur_model_layer(m.get(), i, nullptr, &cls, nullptr, nullptr, nullptr, &recurrent));
+      SCOPED_TRACE(cls);
+      const recur_device_info layer = model_device(m.get(), i);
+      if (recurrent) {
+        expect_on_gpu(layer);
+      } else {
+        EXPECT_STREQ(layer.backend, "cpu");
+        EXPECT_NE(std::string(layer.reason).find("on the CPU between the model's GPU layers"), std::string::npos) << layer.reason;
+        ++on_cpu;
+      }
+    }
+    EXPECT_GT(on_cpu, 0) << "the model has layers besides its recurrent ones";
     EXPECT_LE(max_diff(run_model(m.get(), x, 3, 6), cpu), kGpuTolerance);
     ASSERT_RECUR_OK(recur_model_set_device(m.get(), "cpu"));
     EXPECT_EQ(run_model(m.get(), x, 3, 6), cpu);

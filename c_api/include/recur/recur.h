@@ -513,8 +513,9 @@ RECUR_API recur_status recur_layer_forward_device(recur_layer *layer, void *cuda
 /* Moves a model's recurrent layers to `device`; they run there, the graph's other layers on the
  * CPU between them. Errors as recur_layer_set_device. */
 RECUR_API recur_status recur_model_set_device(recur_model *model, const char *device);
-/* layer_index -1: where the model runs; otherwise that layer (recur_model_layer order); layers
- * without weights report the model's backend. Errors: INVALID_ARGUMENT (index). */
+/* layer_index -1: where the model runs; otherwise that layer (recur_model_layer order). On a GPU,
+ * only recurrent layers run there: every other layer reports "cpu" with the reason that it runs on
+ * the CPU between the GPU layers. Errors: INVALID_ARGUMENT (index). */
 RECUR_API recur_status recur_model_get_device(const recur_model *model, int32_t layer_index, recur_device_info *info);
 
 /* ------------------------------------------------------------------------------------------ */

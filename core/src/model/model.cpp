@@ -927,13 +927,23 @@ Placement Model::layer_placement(int index) const {
   if (index < 0 || static_cast<std::size_t>(index) >= m.infos.size())
     fail(Code::invalid_argument, "layer_index: expected -1 (the model) or 0..", m.infos.size() - 1, ", got ", index);
   const std::string& name = m.infos[static_cast<std::size_t>(index)].name;
+  std::string cls;
   for (const graph::LayerEntry& le : m.graph().layers) {
-    if (le.name != name || !le.op) continue;
+    if (le.name != name) continue;
+    cls = le.class_name;
+    if (!le.op) continue;
     std::vector<Layer*> ls;
     le.op->collect_layers(ls);
     if (!ls.empty()) return ls[0]->placement();
   }
-  return m.placement;
+  if (!m.placement.on_gpu()) return m.placement;
+  // Only recurrent layers have GPU kernels: every other layer of a model on a GPU runs on the
+  // CPU between them, and says so.
+  Placement p;
+  p.requested = m.placement.requested;
+  p.reason = "recur runs " + (cls.empty() ? std::string("this layer") : cls) +
+             " on the CPU between the model's GPU layers (only recurrent layers have GPU kernels)";
+  return p;
 }
 
 // ---- streams ---------------------------------------------------------------------------------
