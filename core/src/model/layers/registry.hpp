@@ -41,6 +41,7 @@ void register_pooling_layers(OpTable& t);
 void register_convolutional_layers(OpTable& t);
 void register_recurrent_layers(OpTable& t);
 void register_wrapper_layers(OpTable& t);
+void register_attention_layers(OpTable& t);
 void register_nested_models(OpTable& t);
 
 // Keras 3 op nodes (keras.ops.*) are found by their module, not their class (layers/keras_ops.cpp).
