@@ -169,3 +169,53 @@ def _(g, d):
     a, s = L.MultiHeadAttention(num_heads=2, key_dim=2)(h, h, use_causal_mask=True,
                                                         return_attention_scores=True)
     return {"model": g.K.Model(x, [L.Dense(2)(a), s]), "inputs": [d.masked(6, 3, pattern="leading")]}
+
+
+@case("mha_attention_mask_input", "inputs x (6, 3) and attention_mask (6, 6) of 0/1 -> Dense(4) -> "
+      "MultiHeadAttention(2, 2)(h, h, attention_mask=m) -> Dense(2); one query row fully masked")
+def _(g, d):
+    L = g.L
+    x = g.K.Input(shape=(6, 3), name="x")
+    m = g.K.Input(shape=(6, 6), name="attention_mask")
+    h = L.Dense(4)(x)
+    a = L.MultiHeadAttention(num_heads=2, key_dim=2)(h, h, attention_mask=m)
+    mask = (d.rng.uniform(0, 1, (B, 6, 6)) > 0.4).astype("float32")
+    mask[1, 2, :] = 0
+    return {"model": g.K.Model([x, m], L.Dense(2)(a)), "inputs": [d.seq(B, 6, 3), mask]}
+
+
+@case("mha_keywords", "inputs q (5, 3), v (6, 4), k (6, 2) -> MultiHeadAttention(3, 2)(query=q, "
+      "value=v, key=k) -> Dense(2): tensors passed by keyword")
+def _(g, d):
+    L = g.L
+    q = g.K.Input(shape=(5, 3), name="q")
+    v = g.K.Input(shape=(6, 4), name="v")
+    k = g.K.Input(shape=(6, 2), name="k")
+    a = L.MultiHeadAttention(num_heads=3, key_dim=2)(query=q, value=v, key=k)
+    return {"model": g.K.Model([q, v, k], L.Dense(2)(a)),
+            "inputs": [d.seq(B, 5, 3), d.seq(B, 6, 4), d.seq(B, 6, 2)]}
+
+
+@case("mha_static_encoder", "static Input(4,) -> Dense(10) -> Reshape((5, 2)) as value and key; "
+      "sequence Input(6, 3) -> LSTM(4, rs) query -> MultiHeadAttention(2, 3)(q, v) -> Dense(2): a "
+      "cross-attention over a value that does not step streams over the query")
+def _(g, d):
+    L = g.L
+    s = g.K.Input(shape=(4,), name="static")
+    x = g.K.Input(shape=(6, 3), name="x")
+    v = L.Reshape((5, 2))(L.Dense(10)(s))
+    q = L.LSTM(4, return_sequences=True)(x)
+    a = L.MultiHeadAttention(num_heads=2, key_dim=3)(q, v)
+    return {"model": g.K.Model([s, x], L.Dense(2)(a)), "inputs": [d.seq(B, 4), d.seq(B, 6, 3)]}
+
+
+@case("mha_dropout_masked", "Input(7, 3) -> Masking -> LSTM(4, rs) -> MultiHeadAttention(2, 2, "
+      "dropout=0.1)(h, h) -> Add([h, a]) -> LayerNormalization -> Dense(1); a fully masked row "
+      "(Keras 3 runs its Softmax layer when dropout > 0)")
+def _(g, d):
+    L = g.L
+    x = g.K.Input(shape=(7, 3), name="x")
+    h = L.LSTM(4, return_sequences=True)(L.Masking()(x))
+    a = L.MultiHeadAttention(num_heads=2, key_dim=2, dropout=0.1)(h, h)
+    y = L.Dense(1)(L.LayerNormalization()(L.Add()([h, a])))
+    return {"model": g.K.Model(x, y), "inputs": [d.masked(7, 3)]}

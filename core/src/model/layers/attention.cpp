@@ -29,6 +29,11 @@ bool call_flag(const CallArgs* call, const char* key) {
   return bool_of(call->kwargs, key, false);
 }
 
+// At build, so that a bad call argument is refused naming the layer before anything runs.
+void check_call_flags(const CallArgs* call) {
+  for (const char* key : {"use_causal_mask", "return_attention_scores"}) call_flag(call, key);
+}
+
 // Softmax of one row in double, Keras's exp(x - max) / sum, written back as floats.
 void softmax_row(float* x, Index n) {
   if (n == 0) return;
@@ -104,6 +109,7 @@ class DenseAttentionOp : public Op {
   std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext& ctx) override {
     if (in.size() != 2 && in.size() != 3)
       fail(Code::invalid_argument, who_, ": takes [query, value] or [query, value, key], got ", in.size(), " input(s)");
+    check_call_flags(ctx.call);
     if (ctx.call)
       for (const std::string& r : ctx.call->roles)
         if (!r.empty()) fail(Code::unsupported, who_, ": a tensor passed as '", r, "' (Keras calls it on a list)");
@@ -229,7 +235,8 @@ class DenseAttentionOp : public Op {
     return outs;
   }
 
-  std::size_t num_weights() const override { return (use_scale_ ? 1 : 0) + (score_mode_ == "concat" ? 1 : 0); }
+  // None before a build (one that failed leaves the layer's own error to report, not the weights').
+  std::size_t num_weights() const override { return built_ ? (use_scale_ ? 1 : 0) + (score_mode_ == "concat" ? 1 : 0) : 0; }
   std::uint64_t weight_floats() const override { return static_cast<std::uint64_t>(dim_) + 1; }
   void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
     if (use_scale_) {
@@ -333,6 +340,7 @@ class MultiHeadAttentionOp : public Op {
 
   std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext& ctx) override {
     const MhaSlots sl = mha_slots(ctx.call, in.size());
+    check_call_flags(ctx.call);
     const Spec& q = in[static_cast<std::size_t>(sl.query)];
     const Spec& v = in[static_cast<std::size_t>(sl.value)];
     const Spec& k = in[static_cast<std::size_t>(sl.key)];
@@ -511,7 +519,7 @@ class MultiHeadAttentionOp : public Op {
     return outs;
   }
 
-  std::size_t num_weights() const override { return use_bias_ ? 8 : 4; }
+  std::size_t num_weights() const override { return built_ ? (use_bias_ ? 8 : 4) : 0; }
   std::uint64_t weight_floats() const override {
     return wq_.size() + wk_.size() + wv_.size() + wo_.size() + bq_.size() + bk_.size() + bv_.size() + bo_.size();
   }
