@@ -2,6 +2,7 @@
 // Hostile configs of the attention layers in Keras-saved models: each is refused with a status and
 // a message naming the layer's argument, never a crash or an allocation past the limits; and Keras
 // 2's older `causal` config argument runs as the use_causal_mask call it replaced.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -169,6 +170,89 @@ TEST(ModelHostileAttention, Keras2CausalConfigRunsAsTheCausalCall) {
   ASSERT_EQ(recur_model_run_inputs(m, 3, &steps, 1, x.data(), x.size(), nullptr, 0, out.data(), out.size()), RECUR_OK)
       << recur_last_error();
   for (std::size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(out[i], y[i], 1e-5 * std::max(1.0f, std::fabs(y[i]))) << i;
+  recur_model_destroy(m);
+}
+
+// Steps `x` (batch 3, `T` steps of `F` floats, row-major) through `st` in pieces of 1, 2, 3...
+// steps: the sequence outputs of every piece, interleaved back into (3, T, ...) order.
+std::vector<float> stream_pieces(recur_model_state* st, const std::vector<float>& x, int32_t T, int32_t F, int32_t out_per_step) {
+  std::vector<float> got(static_cast<std::size_t>(3 * T * out_per_step));
+  for (int32_t t0 = 0, chunk = 1; t0 < T; t0 += chunk, chunk = std::min(chunk + 1, 3)) {
+    const int32_t n = std::min(chunk, T - t0);
+    std::vector<float> in;
+    for (int32_t b = 0; b < 3; ++b)
+      in.insert(in.end(), x.begin() + (b * T + t0) * F, x.begin() + (b * T + t0 + n) * F);
+    std::vector<float> out(static_cast<std::size_t>(3 * n * out_per_step));
+    EXPECT_EQ(recur_model_state_step(st, n, in.data(), in.size(), nullptr, 0, out.data(), out.size()), RECUR_OK)
+        << recur_last_error();
+    for (int32_t b = 0; b < 3; ++b)
+      std::copy_n(out.begin() + b * n * out_per_step, n * out_per_step, got.begin() + (b * T + t0) * out_per_step);
+  }
+  return got;
+}
+
+// A causal self-attention's stream keeps the past keys and values; a reset forgets them, so the
+// same sequence streamed again gives Keras's numbers again.
+TEST(ModelStreamAttention, ResetForgetsThePastSteps) {
+  std::ifstream f(kKeras + "/graphs/attention/keras3.json");
+  ASSERT_TRUE(f);
+  const json doc = json::parse(f);
+  for (const char* name : {"attn_causal_call", "mha_causal", "attn_causal_masked"}) {
+    json call;
+    for (const auto& c : doc.at("cases"))
+      if (c.at("name") == name) call = c.at("calls")[0];
+    ASSERT_FALSE(call.is_null()) << name;
+    recur_model* m = nullptr;
+    ASSERT_EQ(recur_model_open(&m, (kK3 + name + ".keras").c_str()), RECUR_OK) << recur_last_error();
+    recur_model_state* st = nullptr;
+    ASSERT_EQ(recur_model_state_create(&st, m, 3), RECUR_OK) << recur_last_error();
+    const auto x = call.at("inputs")[0].at("data").get<std::vector<float>>();
+    const auto y = call.at("outputs")[0].at("data").get<std::vector<float>>();
+    for (int pass = 0; pass < 2; ++pass) {
+      const auto got = stream_pieces(st, x, 6, 3, 2);
+      ASSERT_EQ(got.size(), y.size());
+      for (std::size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(got[i], y[i], 1e-5 * std::max(1.0f, std::fabs(y[i]))) << name << " " << i;
+      ASSERT_EQ(recur_model_state_reset(st), RECUR_OK);
+    }
+    recur_model_state_destroy(st);
+    recur_model_destroy(m);
+  }
+}
+
+// A streamed query step with nothing unmasked to attend to yet (Keras spreads it over the whole
+// sequence) is refused naming the layer, and the stream stays as it was before the step.
+TEST(ModelStreamAttention, AStepWithNothingToAttendToIsRefusedAndTheStreamKept) {
+  auto members = keras_edit::read_members(kK3 + "mha_text_masked.keras");
+  for (auto& [name, data] : members)
+    if (name == "config.json") {
+      json config = json::parse(data);
+      keras_edit::layer(config, "multi_head_attention")["inbound_nodes"][0]["kwargs"]["use_causal_mask"] = true;
+      data = config.dump();
+    }
+  const std::string path = (std::filesystem::temp_directory_path() / ("recur_causal_mha_" + std::to_string(::getpid()) + ".keras")).string();
+  keras_edit::write_members(path, members);
+  recur_model* m = nullptr;
+  ASSERT_EQ(recur_model_open(&m, path.c_str()), RECUR_OK) << recur_last_error();
+  std::filesystem::remove(path);
+  const char* why = nullptr;
+  ASSERT_EQ(recur_model_streamable(m, &why), RECUR_OK);
+  ASSERT_STREQ(why, "");
+  recur_model_state *a = nullptr, *b = nullptr;
+  ASSERT_EQ(recur_model_state_create(&a, m, 3), RECUR_OK) << recur_last_error();
+  ASSERT_EQ(recur_model_state_create(&b, m, 3), RECUR_OK) << recur_last_error();
+  const std::vector<float> first = {3, 5, 1, 7, 2, 2}, padded = {0, 4, 9}, next = {6, 1, 8};
+  std::vector<float> out_a(6), out_b(6), out_a2(6);  // Dense(2) after LSTM(3): (3, 2)
+  ASSERT_EQ(recur_model_state_step(a, 2, first.data(), first.size(), nullptr, 0, out_a.data(), out_a.size()), RECUR_OK) << recur_last_error();
+  ASSERT_EQ(recur_model_state_step(b, 2, first.data(), first.size(), nullptr, 0, out_b.data(), out_b.size()), RECUR_OK) << recur_last_error();
+  EXPECT_EQ(recur_model_state_step(a, 1, padded.data(), padded.size(), nullptr, 0, out_a.data(), out_a.size()), RECUR_ERR_UNSUPPORTED);
+  const std::string msg = recur_last_error();
+  EXPECT_NE(msg.find("'multi_head_attention'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("whole sequence"), std::string::npos) << msg;
+  ASSERT_EQ(recur_model_state_step(a, 1, next.data(), next.size(), nullptr, 0, out_a2.data(), out_a2.size()), RECUR_OK) << recur_last_error();
+  ASSERT_EQ(recur_model_state_step(b, 1, next.data(), next.size(), nullptr, 0, out_b.data(), out_b.size()), RECUR_OK) << recur_last_error();
+  EXPECT_EQ(out_a2, out_b);
+  recur_model_state_destroy(a);
+  recur_model_state_destroy(b);
   recur_model_destroy(m);
 }
 

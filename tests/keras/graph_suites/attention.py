@@ -219,3 +219,14 @@ def _(g, d):
     a = L.MultiHeadAttention(num_heads=2, key_dim=2, dropout=0.1)(h, h)
     y = L.Dense(1)(L.LayerNormalization()(L.Add()([h, a])))
     return {"model": g.K.Model(x, y), "inputs": [d.masked(7, 3)]}
+
+
+@case("attn_causal_masked", "Input(6, 3) -> Masking -> Dense(4) -> Attention()([h, h], "
+      "use_causal_mask=True) -> Dense(2); padded head, tail and holes: a masked causal "
+      "self-attention that streams (a masked query is zeroed, a valid one sees itself)")
+def _(g, d):
+    L = g.L
+    x = g.K.Input(shape=(6, 3), name="x")
+    h = L.Dense(4)(L.Masking()(x))
+    a = _causal(g, L.Attention(), [h, h])
+    return {"model": g.K.Model(x, L.Dense(2)(a)), "inputs": [d.masked(6, 3, pattern="leading")]}

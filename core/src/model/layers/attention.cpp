@@ -44,17 +44,15 @@ void softmax_row(float* x, Index n) {
   for (Index j = 0; j < n; ++j) x[j] = static_cast<float>(std::exp(double(x[j]) - m) / sum);
 }
 
-// Causal streaming: this step's keys/values rows (B, n, w) appended to the call site's history,
-// which is returned (every step so far, with the value mask when there is one). The caller checks
-// the width.
-const Value& extend_history(RunContext& ctx, const Op* op, int site, Value now) {
-  Value& h = ctx.stream->history[{op, site}];
+// Causal streaming: the call site's history (every past step's keys/values rows, with the value
+// mask when there is one) with this step's rows (B, n, w) appended. The caller stores it back once
+// the step has run, so that a step it refuses leaves the stream as it was.
+Value with_history(const RunContext& ctx, const Op* op, int site, Value now) {
+  const auto it = ctx.stream->history.find({op, site});
+  if (it == ctx.stream->history.end()) return now;
+  const Value& h = it->second;
   const Index B = now.shape[0], n = now.shape[1], w = now.shape[2];
-  if (h.shape.empty()) {
-    h = std::move(now);
-    return h;
-  }
-  if (h.shape[0] != B || h.shape[2] != w)
+  if (h.shape.size() != 3 || h.shape[0] != B || h.shape[2] != w)
     fail(Code::shape, "layer '", op->name, "' (", op->class_name, "): the stream's past steps have shape ", shape_string(h.shape),
          ", this step ", shape_string(now.shape));
   const Index P = h.shape[1];
@@ -68,8 +66,14 @@ const Value& extend_history(RunContext& ctx, const Op* op, int site, Value now) 
     }
     all.mask = std::move(m);
   }
-  h = std::move(all);
-  return h;
+  return all;
+}
+
+// A causal stream's query step that sees no valid step yet: Keras spreads it over every step of
+// the whole sequence (all its scores are masked alike), which a stream has not seen yet.
+[[noreturn]] void no_valid_step(const Op& op, Index b, Index t) {
+  fail(Code::unsupported, "layer '", op.name, "' (", op.class_name, "): streamed step ", t, " of batch row ", b,
+       " attends to no unmasked step so far; Keras spreads such a step over the whole sequence, so run the whole sequence at once");
 }
 
 // The stream rule both layers share: a query that steps over a key/value that does not is per
@@ -171,7 +175,7 @@ class DenseAttentionOp : public Op {
            " and key ", shape_string(k0.shape), " do not fit");
     // The keys and values attended over: this call's, or (a causal stream) every step so far.
     const Value* kv = nullptr;
-    Value joined;
+    Value joined;  // a causal stream's keys and values so far
     Index past = 0;
     if (ctx.stream && ctx.stepped && causal) {
       Value now = make_value({B, v0.shape[1], d + dv}, who_.c_str());
@@ -180,7 +184,8 @@ class DenseAttentionOp : public Op {
         std::copy_n(v0.data.data() + r * dv, dv, now.data.data() + r * (d + dv) + d);
       }
       now.mask = v0.mask;
-      kv = &extend_history(ctx, this, site, std::move(now));
+      joined = with_history(ctx, this, site, std::move(now));
+      kv = &joined;
       past = kv->shape[1] - v0.shape[1];
     }
     const Index Tv = kv ? kv->shape[1] : v0.shape[1];
@@ -196,6 +201,7 @@ class DenseAttentionOp : public Op {
       for (Index i = 0; i < Tq; ++i) {
         const float* qi = q.data.data() + (b * Tq + i) * d;
         float* row = s.data.data() + (b * Tq + i) * Tv;
+        bool any_valid = false;
         for (Index j = 0; j < Tv; ++j) {
           const float* kj = K + (b * Tv + j) * kstride;
           float score;
@@ -217,11 +223,13 @@ class DenseAttentionOp : public Op {
             if (use_scale_) score *= scale_[0];
           }
           const bool valid = (!vmask || (*vmask)[static_cast<std::size_t>(b * Tv + j)]) && (!causal || j <= past + i);
+          any_valid = any_valid || valid;
           row[j] = valid ? score : score - kMaskedScore;
         }
         softmax_row(row, Tv);
         float* out = y.data.data() + (b * Tq + i) * dv;
         if (qmask && !(*qmask)[static_cast<std::size_t>(b * Tq + i)]) continue;  // Keras zeroes masked queries
+        if (kv && !any_valid) no_valid_step(*this, b, past + i);
         for (Index c = 0; c < dv; ++c) {
           double acc = 0;
           for (Index j = 0; j < Tv; ++j) acc += double(row[j]) * V[(b * Tv + j) * vstride + c];
@@ -229,6 +237,7 @@ class DenseAttentionOp : public Op {
         }
       }
     if (qmask) y.mask = q.mask;  // the output mask is the query's
+    if (kv) ctx.stream->history[{this, site}] = std::move(joined);
     std::vector<Value> outs;
     outs.push_back(std::move(y));
     if (scores_out) outs.push_back(std::move(s));
@@ -458,12 +467,10 @@ class MultiHeadAttentionOp : public Op {
       for (std::size_t r = 0; r < m->size(); ++r) (*m)[r] = (!v.mask || (*v.mask)[r]) && (!k.mask || (*k.mask)[r]);
       now.mask = std::move(m);
     }
+    const bool streaming = ctx.stream && ctx.stepped && causal;
+    if (streaming) now = with_history(ctx, this, site, std::move(now));
     const Value* kv = &now;
-    Index past = 0;
-    if (ctx.stream && ctx.stepped && causal) {
-      kv = &extend_history(ctx, this, site, std::move(now));
-      past = kv->shape[1] - Tn;
-    }
+    const Index past = kv->shape[1] - Tn;
     const Index Tv = kv->shape[1], W = HK + HV;
     const std::vector<std::uint8_t>* kvmask = kv->mask.get();
     const std::vector<std::uint8_t>* qmask = q.mask.get();
@@ -503,6 +510,11 @@ class MultiHeadAttentionOp : public Op {
           if (zero_masked && any_mask)
             for (Index j = 0; j < Tv; ++j)
               if (!valid(j)) row[j] = 0.0f;
+          if (streaming && any_mask && !zero_masked) {  // see no_valid_step
+            bool any = false;
+            for (Index j = 0; j < Tv && !any; ++j) any = valid(j);
+            if (!any) no_valid_step(*this, b, past + i);
+          }
           float* oi = o.data.data() + (b * Tq + i) * HV + h * dv;
           for (Index c = 0; c < dv; ++c) {
             double acc = 0;
@@ -513,6 +525,7 @@ class MultiHeadAttentionOp : public Op {
     Value y = make_value({B, Tq, out_}, "MultiHeadAttention");
     project(o.data.data(), B * Tq, HV, wo_, bo_, out_, y.data.data(), out_);
     y.mask = q.mask;  // the output mask is the query's
+    if (streaming) ctx.stream->history[{this, site}] = std::move(now);
     std::vector<Value> outs;
     outs.push_back(std::move(y));
     if (scores_out) outs.push_back(std::move(s));
