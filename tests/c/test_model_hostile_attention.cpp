@@ -79,6 +79,8 @@ TEST(ModelHostileAttention, UnsupportedOrUnknownOptions) {
                  {"dropout"}, "dropout");
   expect_refused(kK3 + "mha_cross_scores.keras", "multi_head_attention", [](json& l) { l["config"]["use_gate"] = true; },
                  {"use_gate"}, "use_gate");
+  expect_refused(kK3 + "mha_cross_scores.keras", "multi_head_attention", [](json& l) { l["config"]["sliding_window"] = 2; },
+                 {"sliding_window"}, "sliding_window");
   expect_refused(kK3 + "additive_attention.keras", "additive_attention", [](json& l) { l["config"]["dropout"] = 7; },
                  {"dropout"}, "dropout 7");
 }
@@ -111,6 +113,25 @@ TEST(ModelHostileAttention, InputsOfTheWrongNumberRankOrArgument) {
                    kw.erase("key");
                  },
                  {"multi_head_attention", "'bias'"}, "a tensor as bias");
+  expect_refused(kK3 + "mha_keywords.keras", "multi_head_attention",
+                 [](json& l) {
+                   json& node = l["inbound_nodes"][0];
+                   node["args"] = json::array({node["kwargs"]["query"]});
+                 },
+                 {"multi_head_attention", "two tensors for the same argument"}, "query twice");
+  expect_refused(kK3 + "mha_keywords.keras", "multi_head_attention",
+                 [](json& l) {
+                   json& node = l["inbound_nodes"][0];
+                   json& kw = node["kwargs"];
+                   node["args"] = json::array({kw["query"], kw["value"], kw["key"], kw["query"]});
+                   node["kwargs"] = json::object();
+                 },
+                 {"multi_head_attention", "more than 3 positional"}, "four positional tensors");
+  const auto steps = keras_edit::open_edited(kK3 + "mha_cross_scores.keras", [](json& c) {
+    keras_edit::layer(c, "key_in")["config"]["batch_shape"] = json::array({nullptr, 4, 2});
+  });
+  EXPECT_NE(steps.status, RECUR_OK);
+  EXPECT_NE(steps.message.find("same steps"), std::string::npos) << steps.message;
   const auto r = keras_edit::open_edited(kK3 + "attn_query_value_key.keras", [](json& c) {
     keras_edit::layer(c, "q")["config"]["batch_shape"] = json::array({nullptr, 5, 3, 1});
   });
