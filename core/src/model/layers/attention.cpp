@@ -4,12 +4,9 @@
 // attention scores. A causal self-attention streams: each call site keeps the keys and values of
 // the steps so far in StreamStates::history.
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstddef>
-#include <limits>
 
-#include "io/json_int.hpp"
 #include "io/printable.hpp"
 #include "model/layers/layer_util.hpp"
 #include "model/layers/registry.hpp"
