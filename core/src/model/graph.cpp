@@ -98,19 +98,57 @@ struct CallSpec {
   std::vector<TensorRef> main, init;
   bool explicit_mask = false;  // Keras 3: the call names a mask tensor
   TensorRef mask;
+  std::shared_ptr<CallArgs> args;  // made when the call has more than positional tensors
+  CallArgs& arguments() {
+    if (!args) args = std::make_shared<CallArgs>();
+    return *args;
+  }
 };
+
+// Tensors a layer takes by keyword as further main inputs (MultiHeadAttention's value, key and
+// attention_mask), after the positional ones; the op tells them apart by CallArgs::roles.
+bool named_main(const std::string& key) {
+  return key == "query" || key == "value" || key == "key" || key == "attention_mask";
+}
+
+// Keras 2's tensors passed by keyword: [layer name, node, tensor] (or a Keras 3 tensor), or lists.
+void k2_refs(const json& v, std::vector<TensorRef>& out, const std::string& where, int depth = 0) {
+  if (depth > 64) fail(Code::io, where, ": arguments nested too deeply");
+  if (is_k3_tensor(v)) out.push_back(ref_of_history(v["config"]["keras_history"], where));
+  else if (v.is_array() && v.size() >= 3 && v[0].is_string()) out.push_back(ref_of_history(v, where));
+  else if (v.is_array())
+    for (const auto& x : v) k2_refs(x, out, where, depth + 1);
+}
 
 CallSpec parse_call(const json& node, bool recurrent, const std::string& where) {
   CallSpec c;
+  auto add_main = [&](const TensorRef& r, const std::string& role) {
+    c.main.push_back(r);
+    if (!role.empty() || c.args) {
+      CallArgs& a = c.arguments();
+      a.roles.resize(c.main.size() - 1);
+      a.roles.push_back(role);
+    }
+  };
   if (node.is_array()) {  // Keras 2: [[name, node, tensor, kwargs], ...]; extra tensors are initial states
     for (const auto& t : node) {
       if (!t.is_array()) fail(Code::io, where, ": an inbound node entry must be a list, got ", io::excerpt(t));
       TensorRef r = ref_of_history(t, where);
-      (recurrent && !c.main.empty() ? c.init : c.main).push_back(r);
+      if (recurrent && !c.main.empty()) c.init.push_back(r);
+      else add_main(r, "");
       if (t.size() > 3 && t[3].is_object()) {
         std::vector<TensorRef> extra;
         k3_tensors(t[3].contains("initial_state") ? t[3]["initial_state"] : json(), extra, where);
         for (auto& e : extra) c.init.push_back(e);
+        if (&t != &node[0] || recurrent) continue;  // a list call repeats the same arguments by each tensor
+        for (const auto& [key, value] : t[3].items()) {
+          if (key == "initial_state" || key == "mask" || value.is_null()) continue;
+          std::vector<TensorRef> refs;
+          k2_refs(value, refs, where);
+          if (refs.empty()) c.arguments().kwargs[key] = value;
+          else if (named_main(key))
+            for (auto& x : refs) add_main(x, key);
+        }
       }
     }
   } else if (node.is_object()) {  // Keras 3: {"args": [...], "kwargs": {...}}
@@ -119,7 +157,10 @@ CallSpec parse_call(const json& node, bool recurrent, const std::string& where) 
     for (std::size_t i = 0; i < args.size(); ++i) {
       std::vector<TensorRef> t;
       k3_tensors(args[i], t, where);
-      for (auto& r : t) (recurrent && i > 0 ? c.init : c.main).push_back(r);
+      for (auto& r : t) {
+        if (recurrent && i > 0) c.init.push_back(r);
+        else add_main(r, "");
+      }
     }
     if (node.contains("kwargs") && node["kwargs"].is_object()) {
       for (const auto& [key, value] : node["kwargs"].items()) {
@@ -130,9 +171,14 @@ CallSpec parse_call(const json& node, bool recurrent, const std::string& where) 
           if (c.explicit_mask) c.mask = t[0];
           continue;
         }
-        if (t.empty()) continue;
+        if (t.empty()) {
+          if (!value.is_null()) c.arguments().kwargs[key] = value;
+          continue;
+        }
         if (key == "initial_state" && recurrent) {
           for (auto& r : t) c.init.push_back(r);
+        } else if (named_main(key) && !recurrent) {
+          for (auto& r : t) add_main(r, key);
         } else {
           fail(Code::unsupported, where, ": a tensor passed as '", key, "'");
         }
@@ -141,6 +187,7 @@ CallSpec parse_call(const json& node, bool recurrent, const std::string& where) 
   } else {
     fail(Code::io, where, ": an inbound node must be a list or an object, got ", io::excerpt(node));
   }
+  if (c.args) c.args->roles.resize(c.main.size());
   return c;
 }
 
@@ -351,6 +398,7 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
         // layer called with initial_state tensors runs unmasked unless the call names a mask.
         n.drop_mask = ctx.dialect.dialect == Dialect::keras3 && !calls[i][k].init.empty() && !calls[i][k].explicit_mask;
         if (calls[i][k].explicit_mask) n.mask = resolve(calls[i][k].mask, where);
+        n.call = calls[i][k].args;
         if (n.main.empty()) fail(Code::io, where, ": a call with no input tensor");
       }
     }
@@ -479,7 +527,9 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
         if (!le.why.empty()) fail(Code::unsupported, le.why);
         n.op = le.op;
         const std::uint64_t before = le.op->weight_floats();
-        n.out = le.op->build(main, init, ctx);
+        BuildContext at = ctx;  // the call site's own arguments
+        at.call = n.call.get();
+        n.out = le.op->build(main, init, at);
         if (!is_sequence_model_class(le.class_name))  // a nested model counts its own layers
           *ctx.weight_floats += le.op->weight_floats() - before;
         ctx.reserve_weights(0, "the layers up to '" + io::printable(le.name) + "'");
@@ -514,7 +564,9 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
     if (!shape) continue;
     try {
       if (!le.op) le.op = make_op(*le.entry, ctx, le.object_path);
-      le.op->build({spec_of_shape(*shape, false, file)}, {}, ctx);
+      BuildContext at = ctx;
+      at.call = nullptr;
+      le.op->build({spec_of_shape(*shape, false, file)}, {}, at);
     } catch (const std::exception& e) {
       if (le.why.empty()) le.why = e.what();
       le.op.reset();
@@ -607,6 +659,7 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
     }
     RunContext local = ctx;
     local.stepped = n.stepped_main;
+    local.call = n.call.get();
     std::vector<Value> out = n.op->forward(ci, local, id);
     if (!n.op->passes_ids())
       for (Value& v : out) v.ids.reset();
@@ -634,7 +687,9 @@ std::vector<Spec> Graph::infer(const std::vector<Spec>& inputs) const {
     std::vector<Spec> main, init;
     for (const Ref& r : n.main) main.push_back(specs[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
     for (const Ref& r : n.initial_state) init.push_back(specs[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
-    specs[static_cast<std::size_t>(id)] = n.op->build(main, init, context);
+    BuildContext at = context;
+    at.call = n.call.get();
+    specs[static_cast<std::size_t>(id)] = n.op->build(main, init, at);
   }
   std::vector<Spec> out;
   for (const Ref& r : outputs) out.push_back(specs[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
@@ -714,7 +769,7 @@ void Graph::analyse_streaming(const std::vector<bool>& stepped_inputs) {
       init_computed = init_computed || !nodes[static_cast<std::size_t>(r.node)].is_input;
     }
     std::vector<bool> out(n.out.size(), false);
-    std::string why = init_stepped ? "its initial_state changes with every step" : n.op->stream_rule(in, init_computed, out);
+    std::string why = init_stepped ? "its initial_state changes with every step" : n.op->stream_rule_at(in, init_computed, out, n.call.get());
     n.stepped_main = !in.empty() && in[0];
     if (!why.empty() && not_streamable.empty()) not_streamable = "layer '" + le.name + "' (" + le.class_name + "): " + why;
     stepped[static_cast<std::size_t>(id)] = out;

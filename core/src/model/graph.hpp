@@ -59,6 +59,14 @@ struct StoredWeight {
 class Graph;
 struct StreamStates;
 
+// A call site's arguments besides its main tensors: the non-tensor keyword arguments (Keras 3's
+// "kwargs", Keras 2's dict beside each tensor: use_causal_mask, return_attention_scores...) and
+// the argument each main tensor was passed as ("" positional, else its keyword: "value", "key").
+struct CallArgs {
+  json kwargs = json::object();
+  std::vector<std::string> roles;
+};
+
 // What a run needs besides the inputs: the stream being stepped (null for a whole-sequence run).
 struct RunContext {
   StreamStates* stream = nullptr;
@@ -66,6 +74,7 @@ struct RunContext {
   // A sequence input has another length than the model declares (Keras warns and runs it): the
   // timesteps axis of every tensor may differ from its declared size.
   bool free_time = false;
+  const CallArgs* call = nullptr;  // the call site's arguments (null: none besides its tensors)
 };
 
 // What build() knows about the model being read.
@@ -87,6 +96,7 @@ struct BuildContext {
   // Called before a layer allocates `floats` weights: Error(io) past what the file holds,
   // Error(limit) past the weight_bytes limit, counting the layers built before it.
   void reserve_weights(double floats, const std::string& what) const;
+  const CallArgs* call = nullptr;  // the call site being built (null: none besides its tensors)
 };
 
 // One call site's view of its inputs: the main tensors and, for recurrent layers, the initial
@@ -121,6 +131,13 @@ class Op {
   // the stream's time axis.
   virtual std::string stream_rule(const std::vector<bool>& stepped_in, bool has_initial_state,
                                   std::vector<bool>& stepped_out) const;
+  // The same for one call site, whose arguments (`call`, may be null) can change the rule (a
+  // causal attention call). Default: stream_rule.
+  virtual std::string stream_rule_at(const std::vector<bool>& stepped_in, bool has_initial_state,
+                                     std::vector<bool>& stepped_out, const CallArgs* call) const {
+    (void)call;
+    return stream_rule(stepped_in, has_initial_state, stepped_out);
+  }
 
   // Recurrent layers (and models holding them).
   virtual void collect_layers(std::vector<Layer*>&) {}
@@ -149,6 +166,7 @@ struct Node {
   bool stepped_main = false;  // streaming: its main input carries the stream's time axis
   bool drop_mask = false;     // Keras 3 passes no mask to this call (several tensor arguments)
   Ref mask;                   // Keras 3: the mask the call names (node -1: none)
+  std::shared_ptr<const CallArgs> call;  // null when the call passes nothing but its tensors
 };
 
 // A Keras layer entry of the model config.

@@ -36,6 +36,7 @@ const OpTable& op_table() {
     register_convolutional_layers(t);
     register_recurrent_layers(t);
     register_wrapper_layers(t);
+    register_attention_layers(t);
     register_nested_models(t);
     return t;
   }();

@@ -41,6 +41,7 @@ void register_pooling_layers(OpTable& t);
 void register_convolutional_layers(OpTable& t);
 void register_recurrent_layers(OpTable& t);
 void register_wrapper_layers(OpTable& t);
+void register_attention_layers(OpTable& t);
 void register_nested_models(OpTable& t);
 
 // What to tell a user whose model has a layer no family registers (a Lambda, a custom layer, a
