@@ -607,7 +607,7 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
     RunContext local = ctx;
     local.stepped = n.stepped_main;
     std::vector<Value> out = n.op->forward(ci, local, id);
-    if (!n.op->passes_ids())
+    if (!n.op->passes_ids() && !n.op->makes_ids())
       for (Value& v : out) v.ids.reset();
     if (out.size() != n.out.size())
       fail(Code::state, "layer '", le.name, "' gave ", out.size(), " outputs, ", n.out.size(), " expected");
