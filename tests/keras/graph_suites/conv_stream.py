@@ -36,3 +36,16 @@ def _(g, d):
     h = L.Conv1D(3, 2, padding="causal", dilation_rate=3)(h)
     y = L.SimpleRNN(2, return_sequences=True)(h)
     return {"model": g.K.Model(x, y), "inputs": [d.seq(B, 6, 2)]}
+
+
+@case("causal_conv_with_ids", "inputs x (None, 2) float and ids (None,) int: x -> Conv1D(3, 3, "
+      "causal, dilation 2); ids -> Embedding(5, 2); Concatenate -> GRU(3, rs) -> Dense(2)")
+def _(g, d):
+    L = g.L
+    x = g.K.Input(shape=(None, 2), name="x")
+    ids = g.K.Input(shape=(None,), dtype="int32", name="ids")
+    h = L.Conv1D(3, 3, padding="causal", dilation_rate=2, activation="tanh")(x)
+    y = L.Concatenate()([h, L.Embedding(5, 2)(ids)])
+    y = L.Dense(2)(L.GRU(3, return_sequences=True)(y))
+    return {"model": g.K.Model([x, ids], y),
+            "inputs": [d.seq(B, 7, 2), d.rng.integers(0, 5, (B, 7)).astype("int32")]}
