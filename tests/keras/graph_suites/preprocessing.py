@@ -190,6 +190,16 @@ def _(g, d):
     return done(g, g.K.Model([seq, tok], y), [d.seq(B, 6, 3), toks])
 
 
+@case("category_encoding_output", "inputs seq (6, 3) -> LSTM(3), and tokens (4,) int -> "
+      "CategoryEncoding(5, count) as a model output of its own")
+def _(g, d):
+    L = g.L
+    seq = g.K.Input(shape=(6, 3), name="seq")
+    tok = g.K.Input(shape=(4,), dtype="int32", name="tokens")
+    outs = [L.LSTM(3)(seq), L.CategoryEncoding(5, output_mode="count")(tok)]
+    return done(g, g.K.Model([seq, tok], outs), [d.seq(B, 6, 3), d.rng.integers(0, 5, (B, 4)).astype(np.int32)])
+
+
 VOCAB = [7, 3, 16777217, 16777219, 250]  # two ids above 2^24 that float32 cannot tell apart
 
 
