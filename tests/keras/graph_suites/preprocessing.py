@@ -263,3 +263,28 @@ def _(g, d):
     ids = L.IntegerLookup(vocabulary=[2, 5, 7, 9])(terms)
     y = L.GRU(3)(L.Embedding(5, 3)(ids))
     return done(g, g.K.Model(x, y), [d.rng.integers(0, 5, (B, 6)).astype(np.int32)])
+
+
+@case("discretization_drops_mask", "Input(6, 1) -> Masking -> Discretization([0.0, 0.5]) -> "
+      "Reshape((6,)) -> Embedding(3, 2) -> GRU(3, rs): Discretization does not support masking, so the GRU runs "
+      "unmasked (Keras 2 refuses the mask at build)", dialects=("keras3", "keras3_jax"))
+def _(g, d):
+    L = g.L
+    x = g.K.Input(shape=(6, 1), name="x")
+    with g.warnings_ignored():
+        ids = L.Discretization(bin_boundaries=[0.0, 0.5])(L.Masking()(x))
+    y = L.GRU(3, return_sequences=True)(L.Embedding(3, 2)(L.Reshape((6,))(ids)))
+    return done(g, g.K.Model(x, y), [d.masked(6, 1)])
+
+
+@case("integer_lookup_one_hot_lstm", "Input(None,) int -> IntegerLookup(vocabulary=[4, 8, 15], "
+      "mask_token=0, output_mode=one_hot) -> (B, T, 4): the mask token encodes as zeros -> LSTM(3, rs)",
+      dialects=("keras3",))
+def _(g, d):
+    L = g.L
+    needs_tensorflow(g, "IntegerLookup")
+    x = g.K.Input(shape=(None,), dtype="int32", name="ids")
+    oh = L.IntegerLookup(vocabulary=[4, 8, 15], mask_token=0, output_mode="one_hot")(x)
+    y = L.LSTM(3, return_sequences=True)(oh)
+    ids = np.array([0, 4, 8, 15, 16])[d.rng.integers(0, 5, (B, 6))].astype(np.int32)
+    return done(g, g.K.Model(x, y), [ids])
