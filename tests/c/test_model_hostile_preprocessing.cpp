@@ -130,6 +130,22 @@ TEST(ModelHostilePreprocessing, IntegerLookupVocabulary) {
   expect_refused(f, "integer_lookup", "sparse", {json(true)}, "sparse");
 }
 
+TEST(ModelHostilePreprocessing, OptionsRecurRefusesByName) {
+  const std::string lookup = "integer_lookup_vocab_gru.keras";
+  expect_refused(lookup, "integer_lookup", "vocabulary_dtype", {json("string")}, "vocabulary_dtype");
+  expect_refused(lookup, "integer_lookup", "pad_to_max_tokens", {json(true)}, "pad_to_max_tokens needs max_tokens");
+  const auto r = keras_edit::open_edited(kDir + lookup, [](json& c) {
+    json& cfg = keras_edit::layer(c, "integer_lookup")["config"];
+    cfg["num_oov_indices"] = 2;
+    cfg["oov_method"] = "farmhash";
+  });
+  EXPECT_EQ(r.status, RECUR_ERR_UNSUPPORTED) << r.message;
+  EXPECT_NE(r.message.find("oov_method='farmhash'"), std::string::npos) << r.message;
+  expect_refused("rescaling_gru.keras", "rescaling", "scale", {json::array({json::array({1.0, 2.0, 3.0})})},
+                 "Rescaling: a scale or offset of shape (1, 3)");
+  expect_refused("discretization_embedding_gru.keras", "discretization", "bin_boundaries", {json(nullptr)}, "num_bins");
+}
+
 TEST(ModelHostilePreprocessing, IntegerLookupHugeVocabulary) {
   uint64_t before = 0;
   ASSERT_EQ(recur_get_limit(RECUR_LIMIT_WEIGHT_BYTES, &before), RECUR_OK);
