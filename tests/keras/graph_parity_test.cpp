@@ -64,6 +64,10 @@ struct Inputs {
   std::vector<int32_t> timesteps;
   std::vector<std::vector<float>> per_input;
   std::vector<std::vector<int64_t>> shapes;
+  // Integer inputs (ids) as Keras got them: run through the named API with their dtype, so that
+  // ids above 2^24 stay exact (their float32 values in per_input are not).
+  std::vector<std::vector<int32_t>> ints;
+  bool any_int = false;
 };
 
 Inputs inputs_of(const json& call) {
@@ -74,8 +78,38 @@ Inputs inputs_of(const json& call) {
     in.timesteps.push_back(shape.size() >= 2 ? static_cast<int32_t>(shape[1]) : 0);
     in.per_input.push_back(x.at("data").get<std::vector<float>>());
     in.shapes.push_back(shape);
+    const bool is_int = x.value("dtype", std::string("float32")) == "int32";
+    in.ints.push_back(is_int ? x.at("data").get<std::vector<int32_t>>() : std::vector<int32_t>());
+    in.any_int = in.any_int || is_int;
   }
   return in;
+}
+
+// Steps [t0, t0 + n) of input i (every step when `whole`), as a named tensor; `keep` holds its data.
+recur_tensor named_input(const Inputs& in, std::size_t i, const char* name, bool whole, int64_t t0, int64_t n,
+                         std::vector<float>& keep_f, std::vector<int32_t>& keep_i) {
+  recur_tensor t;
+  recur_tensor_init(&t, RECUR_TENSOR_VERSION);
+  t.name = name;
+  const auto& shape = in.shapes[i];
+  const bool is_int = !in.ints[i].empty();
+  std::size_t step = 1;
+  for (std::size_t a = 2; a < shape.size(); ++a) step *= static_cast<std::size_t>(shape[a]);
+  keep_f.clear();
+  keep_i.clear();
+  for (int64_t b = 0; b < (whole ? 1 : shape[0]); ++b) {
+    const std::size_t from = whole ? 0 : static_cast<std::size_t>((b * shape[1] + t0)) * step;
+    const std::size_t to = whole ? in.per_input[i].size() : static_cast<std::size_t>((b * shape[1] + t0 + n)) * step;
+    if (is_int) keep_i.insert(keep_i.end(), in.ints[i].begin() + static_cast<long>(from), in.ints[i].begin() + static_cast<long>(to));
+    else keep_f.insert(keep_f.end(), in.per_input[i].begin() + static_cast<long>(from), in.per_input[i].begin() + static_cast<long>(to));
+  }
+  t.dtype = is_int ? RECUR_DTYPE_INT32 : RECUR_DTYPE_FLOAT32;
+  t.data = is_int ? static_cast<const void*>(keep_i.data()) : static_cast<const void*>(keep_f.data());
+  t.length = is_int ? keep_i.size() : keep_f.size();
+  t.rank = static_cast<int32_t>(shape.size());
+  for (std::size_t a = 0; a < shape.size(); ++a) t.dims[a] = shape[a];
+  if (!whole) t.dims[1] = n;
+  return t;
 }
 
 std::string last_error() { return recur_last_error(); }
@@ -144,10 +178,31 @@ TEST_P(GraphParity, MatchesKeras) {
     std::size_t out_len = 0;
     ASSERT_EQ(recur_model_outputs_length(model.m, in.batch, in.timesteps.data(), ni, &out_len), RECUR_OK) << last_error();
     std::vector<float> out(out_len);
-    ASSERT_EQ(recur_model_run_inputs(model.m, in.batch, in.timesteps.data(), ni, flat.data(), flat.size(), nullptr, 0,
-                                     out.data(), out.size()),
-              RECUR_OK)
-        << last_error();
+    if (in.any_int) {
+      std::vector<std::vector<float>> kf(static_cast<std::size_t>(ni));
+      std::vector<std::vector<int32_t>> ki(static_cast<std::size_t>(ni));
+      std::vector<recur_tensor> named;
+      for (int32_t i = 0; i < ni; ++i)
+        named.push_back(named_input(in, static_cast<std::size_t>(i), in_names[static_cast<std::size_t>(i)].c_str(), true, 0, 0,
+                                    kf[static_cast<std::size_t>(i)], ki[static_cast<std::size_t>(i)]));
+      std::vector<recur_output> outs(static_cast<std::size_t>(no));
+      std::size_t off = 0;
+      for (int32_t k = 0; k < no; ++k) {
+        recur_output& o = outs[static_cast<std::size_t>(k)];
+        recur_output_init(&o, RECUR_OUTPUT_VERSION);
+        o.name = out_names[static_cast<std::size_t>(k)].c_str();
+        const std::size_t want = call.at("outputs")[static_cast<std::size_t>(k)].at("data").size();
+        o.data = out.data() + std::min(off, out.size());
+        o.capacity = std::min(want, out.size() - std::min(off, out.size()));
+        off += want;
+      }
+      ASSERT_EQ(recur_model_run_named(model.m, named.data(), ni, outs.data(), no, nullptr), RECUR_OK) << last_error();
+    } else {
+      ASSERT_EQ(recur_model_run_inputs(model.m, in.batch, in.timesteps.data(), ni, flat.data(), flat.size(), nullptr, 0,
+                                       out.data(), out.size()),
+                RECUR_OK)
+          << last_error();
+    }
     std::size_t off = 0;
     for (int32_t k = 0; k < no; ++k) {
       const auto& want = call.at("outputs")[static_cast<std::size_t>(k)].at("data").get<std::vector<float>>();
@@ -181,6 +236,8 @@ TEST_P(GraphParity, StreamsLikeOneCall) {
   int32_t ni = 0, no = 0;
   ASSERT_EQ(recur_model_num_inputs(model.m, &ni), RECUR_OK);
   ASSERT_EQ(recur_model_num_outputs(model.m, &no), RECUR_OK);
+  const auto in_names = c.data.at("input_names").get<std::vector<std::string>>();
+  const auto out_names = c.data.at("output_names").get<std::vector<std::string>>();
   // Which inputs and outputs carry the timesteps axis: their axis 1 follows the input length.
   const json& first = c.data.at("calls")[0];
   const Inputs in0 = inputs_of(first);
@@ -232,8 +289,35 @@ TEST_P(GraphParity, StreamsLikeOneCall) {
       ASSERT_EQ(recur_model_state_lengths(st, n, &in_len, &out_len), RECUR_OK) << last_error();
       ASSERT_EQ(in_len, flat.size());
       std::vector<float> out(out_len);
-      ASSERT_EQ(recur_model_state_step(st, n, flat.data(), flat.size(), nullptr, 0, out.data(), out.size()), RECUR_OK)
-          << last_error();
+      if (in.any_int) {
+        std::vector<std::vector<float>> kf(static_cast<std::size_t>(ni));
+        std::vector<std::vector<int32_t>> ki(static_cast<std::size_t>(ni));
+        std::vector<recur_tensor> named;
+        for (int32_t i = 0; i < ni; ++i)
+          named.push_back(named_input(in, static_cast<std::size_t>(i), in_names[static_cast<std::size_t>(i)].c_str(),
+                                      !seq_in[static_cast<std::size_t>(i)], t0, n, kf[static_cast<std::size_t>(i)],
+                                      ki[static_cast<std::size_t>(i)]));
+        std::vector<recur_output> outs(static_cast<std::size_t>(no));
+        std::size_t off = 0;
+        for (int32_t k = 0; k < no; ++k) {
+          int64_t dims[RECUR_MAX_RANK];
+          int32_t rank = 0;
+          std::vector<int32_t> ts(static_cast<std::size_t>(ni), n);
+          ASSERT_EQ(recur_model_output_dims(model.m, k, in.batch, ts.data(), ni, dims, &rank), RECUR_OK);
+          std::size_t len = 1;
+          for (int32_t a = 0; a < rank; ++a) len *= static_cast<std::size_t>(dims[a]);
+          recur_output& o = outs[static_cast<std::size_t>(k)];
+          recur_output_init(&o, RECUR_OUTPUT_VERSION);
+          o.name = out_names[static_cast<std::size_t>(k)].c_str();
+          o.data = out.data() + off;
+          o.capacity = len;
+          off += len;
+        }
+        ASSERT_EQ(recur_model_state_step_named(st, named.data(), ni, outs.data(), no, nullptr), RECUR_OK) << last_error();
+      } else {
+        ASSERT_EQ(recur_model_state_step(st, n, flat.data(), flat.size(), nullptr, 0, out.data(), out.size()), RECUR_OK)
+            << last_error();
+      }
       std::size_t off = 0;
       for (int32_t k = 0; k < no; ++k) {
         int64_t dims[RECUR_MAX_RANK];

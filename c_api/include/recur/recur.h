@@ -653,7 +653,9 @@ RECUR_API recur_status recur_model_set_keras_backend(recur_model *model, const c
  * over the whole sequence. A model streams when every layer between its inputs and outputs
  * allows it: recurrent layers without go_backwards or initial_state tensors, per-timestep layers
  * (Dense, Activation, Masking, Embedding, merges, normalizations over features, TimeDistributed,
- * Dropout) and, after a recurrent layer without return_sequences, per-sample layers. */
+ * Dropout, the numeric preprocessing layers except multi_hot/count encodings), causal Conv1D
+ * with strides 1 (each stream keeps its last (kernel_size - 1) * dilation_rate input steps) and,
+ * after a recurrent layer without return_sequences, per-sample layers. */
 typedef struct recur_model_state recur_model_state;
 
 /* "" when the model streams, else why not, naming the layer (e.g. "layer 'bi' (Bidirectional)

@@ -661,7 +661,7 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
     local.stepped = n.stepped_main;
     local.call = n.call.get();
     std::vector<Value> out = n.op->forward(ci, local, id);
-    if (!n.op->passes_ids())
+    if (!n.op->passes_ids() && !n.op->makes_ids())
       for (Value& v : out) v.ids.reset();
     if (out.size() != n.out.size())
       fail(Code::state, "layer '", le.name, "' gave ", out.size(), " outputs, ", n.out.size(), " expected");

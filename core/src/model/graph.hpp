@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -97,6 +98,9 @@ struct BuildContext {
   // Error(limit) past the weight_bytes limit, counting the layers built before it.
   void reserve_weights(double floats, const std::string& what) const;
   const CallArgs* call = nullptr;  // the call site being built (null: none besides its tensors)
+  // A .keras file's member (e.g. a layer's asset) into `out`, at most `max_bytes`: false when the
+  // file has no such member. Empty for .h5 files; valid only while the model is being opened.
+  std::function<bool(const std::string& member, std::uint64_t max_bytes, std::vector<char>& out)> read_member;
 };
 
 // One call site's view of its inputs: the main tensors and, for recurrent layers, the initial
@@ -144,6 +148,8 @@ class Op {
   virtual bool stateful() const { return false; }
   // Returns its input unchanged (Dropout at inference...), so integer ids stay exact through it.
   virtual bool passes_ids() const { return false; }
+  // Makes integer ids of its own (Discretization, IntegerLookup), in Value::ids.
+  virtual bool makes_ids() const { return false; }
 
   std::string name, class_name;
   bool per_step = false;

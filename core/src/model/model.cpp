@@ -430,8 +430,20 @@ std::unique_ptr<Model::Impl> open_image(const std::string& display, const std::s
     }
   };
   // `weights_bytes`: the size of the file holding the weights, which bounds how many there can be.
-  auto build = [&](json model_config, std::uint64_t weights_bytes) {
+  auto build = [&](json model_config, std::uint64_t weights_bytes,
+                   std::shared_ptr<const io::ZipArchive> zip = nullptr) {
     graph::BuildContext ctx;
+    if (zip) {
+      // Layers' assets (an adapted IntegerLookup's vocabulary). A weak reference: contexts kept
+      // by the graph must not hold the archive open, and it reads nothing once the file is open.
+      std::weak_ptr<const io::ZipArchive> weak = zip;
+      ctx.read_member = [weak](const std::string& member, std::uint64_t max_bytes, std::vector<char>& out) {
+        const auto z = weak.lock();
+        if (!z || !z->contains(member)) return false;
+        out = z->read(member, max_bytes);
+        return true;
+      };
+    }
     ctx.document = std::make_shared<const json>(std::move(model_config));
     ctx.file_weight_floats = weights_bytes / 2 + (std::uint64_t(1) << 20);
     ctx.file = path;
@@ -482,7 +494,9 @@ std::unique_ptr<Model::Impl> open_image(const std::string& display, const std::s
       build(parse_json(h5.attribute_string("", "model_config"), path + ": /model_config"), file_size);
       impl->graph().load_legacy(h5, h5.is_group("model_weights") ? "model_weights" : "", path);
     } else if (std::memcmp(sig, "PK\x03\x04", 4) == 0) {
-      const io::ZipArchive zip = bytes ? io::ZipArchive::open_memory(bytes, path) : io::ZipArchive::open(path_on_disk);
+      const auto zip_ptr = std::make_shared<const io::ZipArchive>(
+          bytes ? io::ZipArchive::open_memory(bytes, path) : io::ZipArchive::open(path_on_disk));
+      const io::ZipArchive& zip = *zip_ptr;
       const std::vector<char> meta = zip.read("metadata.json", kMaxJsonBytes);
       const json m = parse_json(std::string(meta.begin(), meta.end()), path + ": metadata.json");
       if (!m.is_object() || !m.contains("keras_version") || !m["keras_version"].is_string())
@@ -492,7 +506,7 @@ std::unique_ptr<Model::Impl> open_image(const std::string& display, const std::s
       std::vector<char> weights = zip.read("model.weights.h5", limit(Limit::file_bytes));
       const std::uint64_t weights_bytes = weights.size();
       const io::H5File h5 = io::H5File::open_image(std::move(weights), path + ": model.weights.h5");
-      build(parse_json(std::string(cfg.begin(), cfg.end()), path + ": config.json"), weights_bytes);
+      build(parse_json(std::string(cfg.begin(), cfg.end()), path + ": config.json"), weights_bytes, zip_ptr);
       impl->graph().load_keras(h5, path);
     } else {
       fail(Code::io, path, ": neither a .keras (zip) nor an .h5 (HDF5) file");

@@ -74,10 +74,40 @@ class Conv1DOp : public Op {
     set_once(per_step, k_ == 1 && s_ == 1);
     return {s};
   }
-  std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
+  std::vector<Value> forward(const CallInputs& in, RunContext& ctx, int site) const override {
     const Value& x = *in.main[0];
+    const Index span = static_cast<Index>(k_ - 1) * d_;
+    if (!ctx.stream || !ctx.stepped || span == 0) {
+      const auto [To, pad] = geometry(x.shape[1]);
+      return {convolve(x, To, pad)};
+    }
+    // A streamed piece of a causal convolution: its past is the last `span` input steps the
+    // stream has seen at this call site (zeros before the first, as causal padding gives).
     const Index B = x.shape[0], T = x.shape[1];
-    const auto [To, pad] = geometry(T);
+    Value& past = ctx.stream->history[{static_cast<const Op*>(this), site}];
+    if (past.shape != std::vector<Index>{B, span, cin_}) past = make_value({B, span, cin_}, "Conv1D history");
+    Value joined = make_value({B, span + T, cin_}, "Conv1D");
+    join_values({&past, &x}, 1, joined);
+    Value y = convolve(joined, T, 0);
+    Value kept = make_value({B, span, cin_}, "Conv1D history");
+    for (Index b = 0; b < B; ++b)
+      std::copy_n(joined.data.data() + (b * (span + T) + T) * cin_, span * cin_, kept.data.data() + b * span * cin_);
+    past = std::move(kept);
+    return {std::move(y)};
+  }
+  // Causal with stride 1 streams (each output step reads only earlier inputs); k=1 is per step.
+  std::string stream_rule(const std::vector<bool>& stepped_in, bool, std::vector<bool>& stepped_out) const override {
+    stepped_out.assign(stepped_out.size(), !stepped_in.empty() && stepped_in[0]);
+    if (stepped_in.empty() || !stepped_in[0] || per_step) return "";
+    if (s_ != 1) return "strides=" + std::to_string(s_) + " (only a causal Conv1D with strides 1 streams)";
+    if (padding_ != "causal")
+      return "padding='" + padding_ + "' " + (padding_ == "same" ? "reads later steps" : "gives fewer steps than it reads") +
+             " (only padding='causal' streams)";
+    return "";
+  }
+  // `To` output steps of x with `pad` zero steps before it.
+  Value convolve(const Value& x, Index To, Index pad) const {
+    const Index B = x.shape[0], T = x.shape[1];
     if (To <= 0) fail(Code::shape, "Conv1D '", name, "': ", T, " steps are fewer than the kernel spans");
     Value y = make_value({B, To, filters_}, "Conv1D");
     const Index cg = cin_ / groups_, fg = filters_ / groups_;
@@ -101,7 +131,7 @@ class Conv1DOp : public Op {
           for (Index o = 0; o < filters_; ++o) out[o] += bias_[static_cast<std::size_t>(o)];
       }
     apply_activation(act_, y.data.data(), B * To, filters_);
-    return {std::move(y)};
+    return y;
   }
   std::size_t num_weights() const override { return use_bias_ ? 2 : 1; }
   std::uint64_t weight_floats() const override { return kernel_.size() + bias_.size(); }

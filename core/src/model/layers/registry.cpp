@@ -34,6 +34,7 @@ const OpTable& op_table() {
     register_normalization_layers(t);
     register_pooling_layers(t);
     register_convolutional_layers(t);
+    register_preprocessing_layers(t);
     register_recurrent_layers(t);
     register_wrapper_layers(t);
     register_attention_layers(t);

@@ -39,6 +39,7 @@ void register_reshaping_layers(OpTable& t);
 void register_normalization_layers(OpTable& t);
 void register_pooling_layers(OpTable& t);
 void register_convolutional_layers(OpTable& t);
+void register_preprocessing_layers(OpTable& t);
 void register_recurrent_layers(OpTable& t);
 void register_wrapper_layers(OpTable& t);
 void register_attention_layers(OpTable& t);
