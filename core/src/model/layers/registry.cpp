@@ -39,6 +39,7 @@ const OpTable& op_table() {
     register_recurrent_layers(t);
     register_wrapper_layers(t);
     register_nested_models(t);
+    register_tf_op_lambda_layers(t);
     return t;
   }();
   return table;
