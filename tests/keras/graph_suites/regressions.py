@@ -112,3 +112,18 @@ def _(g, d):
     y = L.GRU(4, stateful=True, return_sequences=True)(x, initial_state=h0)
     calls = [(i > 0, [d.seq(B, T, 3), d.seq(B, 4)]) for i, T in enumerate((4, 3, 5, 4, 2))]
     return {"model": g.K.Model([x, h0], L.Dense(2)(y)), "calls": calls}
+
+
+@case("nested_model_sequence_and_repeated", "a nested model (Input(6, 3) -> GRU(4) -> Dense(2)) "
+      "called on a sequence input a and on RepeatVector(6)(Dense(3)(static input s)) -> "
+      "Concatenate -> Dense(2): one call site steps with a stream, the other does not (recur "
+      "refuses to stream it)")
+def _(g, d):
+    L = g.L
+    xi = g.K.Input(shape=(6, 3), name="inner_in")
+    inner = g.K.Model(xi, L.Dense(2)(L.GRU(4)(xi)), name="inner")
+    a = g.K.Input(shape=(6, 3), name="a")
+    s = g.K.Input(shape=(3,), name="s")
+    r = L.RepeatVector(6)(L.Dense(3)(s))
+    y = L.Dense(2)(L.Concatenate()([inner(a), inner(r)]))
+    return {"model": g.K.Model([a, s], y), "inputs": [d.seq(B, 6, 3), d.seq(B, 3)]}

@@ -136,6 +136,8 @@ class TfOpLambda : public Op {
     }
     if ((kind_ == Kind::concat || kind_ == Kind::stack) && !first_is_list_)
       fail(Code::invalid_argument, who_, ": expected a list of tensors");
+    if (kind_ != Kind::concat && kind_ != Kind::stack && (first_is_list_ || first_.size() != 1))
+      fail(Code::invalid_argument, who_, ": expected one tensor or number as its first argument, got ", first_.size());
   }
 
   std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
@@ -148,8 +150,12 @@ class TfOpLambda : public Op {
     out.dims = shape_of(shapes, &timed, &issue);
     if (out.dims.empty() || (!in.empty() && in[0].dims.size() >= 1 && out.dims[0] != in[0].dims[0]))
       fail(Code::unsupported, who_, ": a result without the batch axis first");
-    set_once(per_step, timed);
-    set_once(stream_issue_, issue);
+    // Decided by the model's own shapes (the first build); later builds infer shapes only.
+    if (!built_) {
+      per_step = timed;
+      stream_issue_ = issue;
+      built_ = true;
+    }
     return {out};
   }
 
@@ -340,6 +346,7 @@ class TfOpLambda : public Op {
   float y_ = 0.0f;
   std::vector<SliceItem> key_;
   std::string stream_issue_;
+  bool built_ = false;
 };
 
 }  // namespace
