@@ -128,3 +128,14 @@ def _(g, d):
     y = L.GRU(4, return_sequences=True)(x)
     out = [y[:, :, 1:3] + y[:, :, ::-2], L.Dense(2)(y[:, :, -1:])]
     return done(g, {"model": g.K.Model(x, out), "inputs": [d.seq(B, 6, 3)]})
+
+
+@case("ops_slicing_ellipsis", "Input(6, 3) -> GRU(4, rs) -> y; y[..., -1:] + y[..., :1], "
+      "y[:, None, 1] and y[..., None, ::-1] -> Dense(2): an ellipsis and new axes (tf_keras cannot "
+      "save an ellipsis in a .keras file: .h5 only in Keras 2)")
+def _(g, d):
+    L = g.L
+    x = g.K.Input(shape=(6, 3), name="x")
+    y = L.GRU(4, return_sequences=True)(x)
+    out = [y[..., -1:] + y[..., :1], y[:, None, 1], L.Dense(2)(y[..., None, ::-1])]
+    return done(g, {"model": g.K.Model(x, out), "inputs": [d.seq(B, 6, 3)]})

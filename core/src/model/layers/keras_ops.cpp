@@ -100,8 +100,18 @@ class KerasOp : public Op {
       return true;
     }
     if (kind_ == "Transpose") return rank < 2 || perm(rank)[1] == 1;
-    if (kind_ == "GetItem") return key_.size() < 2 || key_[1].whole();
+    if (kind_ == "GetItem") return key_keeps_time(key_, rank, kind_);
     return true;
+  }
+
+  std::string stream_rule(const std::vector<bool>& stepped_in, bool init, std::vector<bool>& stepped_out) const override {
+    const bool any = std::find(stepped_in.begin(), stepped_in.end(), true) != stepped_in.end();
+    if (!any || per_step) return Op::stream_rule(stepped_in, init, stepped_out);
+    stepped_out.assign(stepped_out.size(), false);
+    if (reduction()) return "it reduces over the time axis";
+    if (kind_ == "GetItem") return "it slices the time axis or moves it";
+    if (kind_ == "Concatenate" || kind_ == "Stack") return "it joins along the time axis";
+    return "it moves the time axis";
   }
 
   bool reduction() const { return kind_ == "Any" || kind_ == "All" || kind_ == "Sum" || kind_ == "Mean" || kind_ == "Max" || kind_ == "Min"; }
@@ -167,6 +177,12 @@ class KerasOp : public Op {
                  it["config"].is_object()) {
         const json& c = it["config"];
         key_.push_back(slice_item(c.value("start", json()), c.value("stop", json()), c.value("step", json()), "GetItem"));
+      } else if (it.is_object() && it.value("class_name", std::string()) == "__ellipsis__") {
+        key_.push_back(SliceItem{});
+        key_.back().ellipsis = true;
+      } else if (it.is_null()) {  // None: a new axis
+        key_.push_back(SliceItem{});
+        key_.back().newaxis = true;
       } else {
         fail(Code::unsupported, "GetItem: a key item recur cannot read: ", io::excerpt(it));
       }

@@ -460,19 +460,45 @@ std::vector<Index> positions(const SliceItem& s, Index n, const std::string& who
 
 }  // namespace
 
+std::vector<SliceItem> full_key(const std::vector<SliceItem>& key, std::size_t rank, const std::string& who) {
+  std::size_t consuming = 0, ellipses = 0;
+  for (const SliceItem& s : key) {
+    ellipses += s.ellipsis;
+    consuming += !s.ellipsis && !s.newaxis;
+  }
+  if (ellipses > 1) fail(Code::invalid_argument, who, ": a slice key with more than one ellipsis");
+  if (consuming > rank) fail(Code::shape, who, ": ", consuming, " slice items for a rank-", rank, " tensor");
+  std::vector<SliceItem> out;
+  for (const SliceItem& s : key) {
+    if (!s.ellipsis) out.push_back(s);
+    else out.insert(out.end(), rank - consuming, SliceItem{});
+  }
+  if (!ellipses) out.insert(out.end(), rank - consuming, SliceItem{});
+  return out;
+}
+
+bool key_keeps_time(const std::vector<SliceItem>& key, std::size_t rank, const std::string& who) {
+  const std::vector<SliceItem> full = full_key(key, rank, who);
+  return full.size() < 2 || rank < 2 || (full[0].whole() && full[1].whole());
+}
+
 std::vector<Index> sliced_shape(const std::vector<Index>& x, const std::vector<SliceItem>& key, const std::string& who) {
-  if (key.size() > x.size())
-    fail(Code::shape, who, ": ", key.size(), " slice items for a rank-", x.size(), " tensor");
-  if (!key.empty() && !key[0].whole()) fail(Code::unsupported, who, ": slicing the batch axis");
+  const std::vector<SliceItem> full = full_key(key, x.size(), who);
+  if (!full.empty() && !full[0].whole()) fail(Code::unsupported, who, ": slicing the batch axis or a new axis before it");
   std::vector<Index> out;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    if (i >= key.size() || key[i].whole()) {
-      out.push_back(x[i]);
-    } else if (x[i] < 0) {
-      if (!key[i].index) out.push_back(-1);
+  std::size_t i = 0;  // the input axis the next item takes
+  for (const SliceItem& s : full) {
+    if (s.newaxis) {
+      out.push_back(1);
+      continue;
+    }
+    const Index n = x[i++];
+    if (s.whole()) out.push_back(n);
+    else if (n < 0) {
+      if (!s.index) out.push_back(-1);
     } else {
-      const Index n = static_cast<Index>(positions(key[i], x[i], who).size());
-      if (!key[i].index) out.push_back(n);
+      const Index k = static_cast<Index>(positions(s, n, who).size());
+      if (!s.index) out.push_back(k);
     }
   }
   return out;
@@ -480,16 +506,14 @@ std::vector<Index> sliced_shape(const std::vector<Index>& x, const std::vector<S
 
 void slice_values(const Value& x, const std::vector<SliceItem>& key, Value& y, const std::string& who) {
   const std::size_t r = x.shape.size();
+  std::vector<SliceItem> taken;  // new axes do not move the values
+  for (const SliceItem& s : full_key(key, r, who))
+    if (!s.newaxis) taken.push_back(s);
   std::vector<std::vector<Index>> pos(r);
   std::vector<Index> stride(r, 1);
   for (std::size_t i = r; i-- > 1;) stride[i - 1] = stride[i] * x.shape[i];
   for (std::size_t i = 0; i < r; ++i) {
-    if (i < key.size()) {
-      pos[i] = positions(key[i], x.shape[i], who);
-    } else {
-      pos[i].resize(static_cast<std::size_t>(x.shape[i]));
-      std::iota(pos[i].begin(), pos[i].end(), Index(0));
-    }
+    pos[i] = positions(taken[i], x.shape[i], who);
     if (pos[i].empty()) return;  // an empty result
   }
   std::vector<std::size_t> idx(r, 0);

@@ -99,15 +99,21 @@ std::vector<Index> transposed_shape(const std::vector<Index>& x, const std::vect
 void transpose_values(const Value& x, const std::vector<int>& perm, Value& y);
 
 // x[key]: per axis an index (the axis goes) or a slice with optional start, stop, step (Python's
-// rules); axes past the key are taken whole.
+// rules); an ellipsis stands for the axes the other items leave, a new axis (None) inserts one of
+// size 1; axes past the key are taken whole.
 struct SliceItem {
-  bool index = false;
+  bool index = false, ellipsis = false, newaxis = false;
   bool has_start = false, has_stop = false, has_step = false;
   Index start = 0, stop = 0, step = 1;
-  bool whole() const { return !index && !has_start && !has_stop && (!has_step || step == 1); }
+  bool whole() const { return !index && !ellipsis && !newaxis && !has_start && !has_stop && (!has_step || step == 1); }
 };
 // One item from JSON: an integer, or a {start, stop, step} object (each an integer or null).
 SliceItem slice_item(const json& start, const json& stop, const json& step, const std::string& who);
+// The key with its ellipsis expanded and whole slices after it, one item per axis of a rank-`rank`
+// tensor (new axes besides).
+std::vector<SliceItem> full_key(const std::vector<SliceItem>& key, std::size_t rank, const std::string& who);
+// Whether x[key] keeps the batch and time axes (axes 0 and 1) whole and in place.
+bool key_keeps_time(const std::vector<SliceItem>& key, std::size_t rank, const std::string& who);
 std::vector<Index> sliced_shape(const std::vector<Index>& x, const std::vector<SliceItem>& key, const std::string& who);
 void slice_values(const Value& x, const std::vector<SliceItem>& key, Value& y, const std::string& who);
 

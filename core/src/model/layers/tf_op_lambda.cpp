@@ -128,8 +128,15 @@ class TfOpLambda : public Op {
           key_.push_back(s);
         } else if (it.is_object() && it.contains("start") && it.contains("stop") && it.contains("step")) {
           key_.push_back(slice_item(it["start"], it["stop"], it["step"], who_));
+        } else if (it.is_object() && it.value("class_name", json()) == json("__ellipsis__")) {  // .h5 only
+          key_.push_back(SliceItem{});
+          key_.back().ellipsis = true;
+        } else if (it.is_null()) {  // tf.newaxis
+          key_.push_back(SliceItem{});
+          key_.back().newaxis = true;
         } else {
-          fail(Code::invalid_argument, who_, ": slice_spec: each item must be an integer or a {start, stop, step} slice, got ",
+          fail(Code::invalid_argument, who_,
+               ": slice_spec: each item must be an integer, a {start, stop, step} slice, an ellipsis or null, got ",
                io::excerpt(it));
         }
       }
@@ -320,7 +327,7 @@ class TfOpLambda : public Op {
         return transposed_shape(x, p);
       }
       case Kind::getitem: {
-        if (key_.size() >= 2 && !key_[1].whole()) not_timed("slices the time axis");
+        if (!key_keeps_time(key_, x.size(), who_)) not_timed("slices the time axis or moves it");
         return sliced_shape(x, key_, who_);
       }
     }
