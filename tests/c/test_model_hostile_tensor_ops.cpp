@@ -71,7 +71,9 @@ TEST(ModelHostileTensorOps, ABadPermutation) {
 TEST(ModelHostileTensorOps, ASliceSpecOfTheWrongType) {
   const json bad_specs[] = {json("::2"), json::array({json::object({{"start", "a"}, {"stop", nullptr}, {"step", nullptr}})}),
                             json::array({json::object({{"start", nullptr}, {"stop", nullptr}, {"step", 0}})}),
-                            json::array({1.5}), json::array({nullptr, 1, 2, 3})};
+                            json::array({1.5}), json::array({json::object({{"class_name", "__ellipsis__"}}),
+                                                             json::object({{"class_name", "__ellipsis__"}})}),
+                            json::array({json::object({{"start", nullptr}, {"stop", nullptr}, {"step", nullptr}}), 1, 2, 3})};
   for (const json& bad : bad_specs) {
     const auto r = keras_edit::open_edited(kOps + "ops_slicing.keras", [&](json& c) {
       kwargs_of(c, "tf.__operators__.getitem")["slice_spec"] = bad;
