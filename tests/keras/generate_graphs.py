@@ -195,8 +195,9 @@ def suite_paths(suite, dialect):
 
 # Each builder gets (g, d): g holds K (the keras module), L (its layers) and dialect; d draws the
 # inputs. It returns {"model", "inputs"} (one call) or {"model", "calls": [(reset_before,
-# [inputs])]} for stateful models, and may add "skip_formats": {"h5": "why"}. Layer names are Keras's defaults unless given (the session is
-# cleared before each case, so they are the same on every run).
+# [inputs])]} for stateful models ("skip_formats": {ext: why} leaves a format out). Layer names are
+# Keras's defaults unless given (the session is cleared before each case, so they are the same on
+# every run).
 
 
 @case("masking_sequential", "Sequential(Input(7, 4), Masking(0.0), LSTM(5, return_sequences=True), "

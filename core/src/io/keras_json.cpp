@@ -343,7 +343,11 @@ void check_dtype(const json& cfg) {
 }
 
 // The first and last axes of a serialized input shape: [batch, T, F].
-bool shape_dims(const json& shape, int& batch, int& features, int& axis1) {
+bool shape_dims(const json& shape_or_list, int& batch, int& features, int& axis1) {
+  // Keras 2 records a layer called with initial_state tensors as a list of shapes, the input's
+  // first.
+  const bool listed = shape_or_list.is_array() && !shape_or_list.empty() && shape_or_list[0].is_array();
+  const json& shape = listed ? shape_or_list[0] : shape_or_list;
   if (!shape.is_array() || shape.size() < 2) return false;
   // An integer dimension; anything else (null) is unknown.
   auto dim = [&](const json& d) {

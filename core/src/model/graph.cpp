@@ -9,6 +9,7 @@
 #include <set>
 
 #include "io/printable.hpp"
+#include "model/layers/layer_util.hpp"
 #include "recur/cancel.hpp"
 #include "recur/error.hpp"
 
@@ -18,7 +19,7 @@ namespace {
 using Code = Error::Code;
 
 constexpr std::size_t kMaxLayers = 10000;
-constexpr std::size_t kMaxNodes = 100000;
+constexpr std::size_t kMaxNodes = kMaxGraphNodes;
 
 // Keras's to_snake_case: drop non-word characters, then "_" before each capitalised word that
 // follows any character and between a lower-case and an upper-case letter, then lower-case.
@@ -120,7 +121,7 @@ void k2_refs(const json& v, std::vector<TensorRef>& out, const std::string& wher
     for (const auto& x : v) k2_refs(x, out, where, depth + 1);
 }
 
-CallSpec parse_call(const json& node, bool recurrent, const std::string& where) {
+CallSpec parse_call(const json& node, bool recurrent, bool op_layer, const std::string& where) {
   CallSpec c;
   auto add_main = [&](const TensorRef& r, const std::string& role) {
     c.main.push_back(r);
@@ -130,7 +131,18 @@ CallSpec parse_call(const json& node, bool recurrent, const std::string& where) 
       a.roles.push_back(role);
     }
   };
-  if (node.is_array()) {  // Keras 2: [[name, node, tensor, kwargs], ...]; extra tensors are initial states
+  if (op_layer && node.is_array()) {
+    // Keras 2 TFOpLambda: the first argument's tensors (constants are the op's to read), then the
+    // tensors among the kwargs, in key order (TFOpLambda's op takes them in the same order).
+    const std::vector<const json*> entries = keras2_node_entries(node, where);
+    for (const json* t : entries)
+      if ((*t)[0] != "_CONSTANT_VALUE") add_main(ref_of_history(*t, where), "");
+    if (!entries.empty() && entries.back()->size() > 3) {
+      std::vector<const json*> refs;
+      keras2_kwarg_refs((*entries.back())[3], refs, where);
+      for (const json* r : refs) add_main(ref_of_history(*r, where), "");
+    }
+  } else if (node.is_array()) {  // Keras 2: [[name, node, tensor, kwargs], ...]; extra tensors are initial states
     for (const auto& t : node) {
       if (!t.is_array()) fail(Code::io, where, ": an inbound node entry must be a list, got ", io::excerpt(t));
       TensorRef r = ref_of_history(t, where);
@@ -236,8 +248,11 @@ bool int_dtype(const json& cfg) {
 
 // The recorded input shape of a layer entry (build_config or batch_input_shape), when it has one.
 const json* recorded_shape(const json& e) {
-  if (e.contains("build_config") && e["build_config"].is_object() && e["build_config"].contains("input_shape"))
-    return &e["build_config"]["input_shape"];
+  if (e.contains("build_config") && e["build_config"].is_object() && e["build_config"].contains("input_shape")) {
+    // Keras 2 records a call with initial_state tensors as a list of shapes, the input's first.
+    const json& s = e["build_config"]["input_shape"];
+    return s.is_array() && !s.empty() && s[0].is_array() ? &s[0] : &s;
+  }
   if (e["config"].contains("batch_input_shape")) return &e["config"]["batch_input_shape"];
   if (e["config"].contains("batch_shape")) return &e["config"]["batch_shape"];
   return nullptr;
@@ -246,6 +261,22 @@ const json* recorded_shape(const json& e) {
 bool is_op_entry(const json& e) {
   const std::string module = e.value("module", std::string());
   return module.find(".ops") != std::string::npos;
+}
+
+// Keras 2 (tf_keras's _should_skip_first_node): a nested functional model, or a nested
+// Sequential whose first layer is an InputLayer or has an input shape, was called once when it was
+// built; that call is not saved, so the saved calls are numbered from 1.
+bool keras2_skips_first_call(const json& e) {
+  const std::string cls = e.value("class_name", std::string());
+  if (cls == "Functional" || cls == "Model") return true;
+  if (cls != "Sequential") return false;
+  const json& cfg = e["config"];
+  if (!cfg.contains("layers") || !cfg["layers"].is_array() || cfg["layers"].empty() || !cfg["layers"][0].is_object())
+    return false;
+  const json& first = cfg["layers"][0];
+  if (first.value("class_name", std::string()) == "InputLayer") return true;
+  return first.contains("config") && first["config"].is_object() &&
+         (first["config"].contains("batch_input_shape") || first["config"].contains("batch_shape"));
 }
 
 }  // namespace
@@ -369,24 +400,33 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
       const bool recurrent = le.class_name == "GRU" || le.class_name == "LSTM" || le.class_name == "SimpleRNN" ||
                              le.class_name == "CuDNNGRU" || le.class_name == "CuDNNLSTM" || le.class_name == "Bidirectional";
       for (const auto& node : e["inbound_nodes"]) {
-        calls[i].push_back(parse_call(node, recurrent, where));
+        calls[i].push_back(parse_call(node, recurrent, le.class_name == "TFOpLambda" || le.class_name == "SlicingOpLambda", where));
         add_node(static_cast<int>(i));
       }
     }
+    // Keras 2 numbers the calls of a nested model that has its own InputLayer from 1: its call 0
+    // is the one that built it, which the config leaves out (tf_keras's
+    // _should_skip_first_node). Every reference to such a model is one above its call's place
+    // in inbound_nodes. Plain layers (shared ones included) and Keras 3 number from 0.
+    std::vector<int> first_call(g->layers.size(), 0);
+    if (ctx.dialect.dialect == Dialect::keras2)
+      for (std::size_t i = 0; i < g->layers.size(); ++i)
+        first_call[i] = keras2_skips_first_call(*g->layers[i].entry) ? 1 : 0;
     auto resolve = [&](const TensorRef& r, const std::string& where) {
       auto it = by_name.find(r.layer);
       if (it == by_name.end())
         fail(Code::io, where, ": refers to layer '", io::printable(r.layer), "', which the model does not have");
       const LayerEntry& target = g->layers[static_cast<std::size_t>(it->second)];
       const auto& sites = target.nodes;
-      // Keras 2 numbers a nested functional model's calls from 1: its node 0 is the one that
-      // built it, which the config leaves out.
-      if (ctx.dialect.dialect == Dialect::keras2 && is_sequence_model_class(target.class_name) && r.node >= 1 &&
-          static_cast<std::size_t>(r.node) == sites.size())
-        return Ref{sites[static_cast<std::size_t>(r.node - 1)], r.tensor};
-      if (static_cast<std::size_t>(r.node) >= sites.size())
-        fail(Code::io, where, ": refers to call ", r.node, " of layer '", io::printable(r.layer), "', which has ", sites.size());
-      return Ref{sites[static_cast<std::size_t>(r.node)], r.tensor};
+      const int base = first_call[static_cast<std::size_t>(it->second)];
+      if (r.node < base)
+        fail(Code::io, where, ": refers to call ", r.node, " of model '", io::printable(r.layer),
+             "', which Keras 2 numbers from ", base, " (call 0 built it and is not in the config)");
+      const std::size_t k = static_cast<std::size_t>(r.node - base);
+      if (k >= sites.size())
+        fail(Code::io, where, ": refers to call ", r.node, " of layer '", io::printable(r.layer), "', which has ",
+             sites.size(), base ? " (numbered from 1)" : "");
+      return Ref{sites[k], r.tensor};
     };
     for (std::size_t i = 0; i < g->layers.size(); ++i) {
       const std::string where = file + ": model_config: layer '" + io::printable(g->layers[i].name) + "'";
@@ -660,7 +700,7 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
     RunContext local = ctx;
     local.stepped = n.stepped_main;
     local.call = n.call.get();
-    std::vector<Value> out = n.op->forward(ci, local, id);
+    std::vector<Value> out = n.op->forward(ci, local, ctx.site_base + id);
     if (!n.op->passes_ids() && !n.op->makes_ids())
       for (Value& v : out) v.ids.reset();
     if (out.size() != n.out.size())

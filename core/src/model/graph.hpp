@@ -26,6 +26,7 @@ namespace recur::graph {
 using json = nlohmann::json;
 
 constexpr std::size_t RECUR_MAX_RANK_CORE = 8;  // the largest tensor rank (batch included)
+constexpr int kMaxGraphNodes = 100000;           // the most call sites one graph holds
 
 // A tensor's static shape: dims[0] is the batch; -1 marks a size known only at run time.
 struct Spec {
@@ -76,6 +77,9 @@ struct RunContext {
   // timesteps axis of every tensor may differ from its declared size.
   bool free_time = false;
   const CallArgs* call = nullptr;  // the call site's arguments (null: none besides its tensors)
+  // Added to the node ids of the graph being run to give the call sites of StreamStates' keys: a
+  // nested model's graph runs with a base of its own at each of its call sites (StreamStates::scope).
+  int site_base = 0;
 };
 
 // What build() knows about the model being read.
@@ -230,6 +234,13 @@ struct StreamStates {
   std::map<std::pair<const Op*, int>, Value> history;
   Index batch = 0;
   void reset();
+  // The site base for the graph of nested model `model` run at call site `site` (with its own
+  // base added): a range of `nodes` sites past every other graph's, the same at every step.
+  int scope(const Op* model, int site, std::size_t nodes);
+
+ private:
+  std::map<std::pair<const Op*, int>, int> scopes_;
+  int next_base_ = kMaxGraphNodes;  // the top-level graph's sites are its node ids
 };
 
 // The op for a layer entry's class ("" why when recur has none: the caller records it).

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <map>
 #include <numeric>
 
 #include "io/json_int.hpp"
@@ -20,21 +21,6 @@
 namespace recur::graph {
 namespace {
 
-// Right-aligned numpy broadcasting of two shapes.
-std::vector<Index> broadcast2(const std::vector<Index>& a, const std::vector<Index>& b, const std::string& what) {
-  const std::size_t r = std::max(a.size(), b.size());
-  std::vector<Index> out(r);
-  for (std::size_t i = 0; i < r; ++i) {
-    const Index x = i < r - a.size() ? 1 : a[i - (r - a.size())];
-    const Index y = i < r - b.size() ? 1 : b[i - (r - b.size())];
-    if (x == y || y == 1) out[i] = x;
-    else if (x == 1) out[i] = y;
-    else if (x < 0 || y < 0) out[i] = std::max(x, y);
-    else fail(Code::shape, what, ": shapes ", shape_string(a), " and ", shape_string(b), " do not broadcast");
-  }
-  return out;
-}
-
 class KerasOp : public Op {
  public:
   KerasOp(const json& entry, const std::string& cls) : kind_(cls) {
@@ -43,7 +29,9 @@ class KerasOp : public Op {
     const json& nodes = entry.value("inbound_nodes", json::array());
     if (nodes.is_array() && nodes.size() == 1 && nodes[0].is_object() && nodes[0].contains("args") && nodes[0]["args"].is_array())
       for (const auto& a : nodes[0]["args"]) {
-        if (a.is_object() && a.value("class_name", std::string()) == "__keras_tensor__") {
+        if (cls == "GetItem" && !args_.empty()) {  // x[key]: the key after the tensor
+          read_key(a);
+        } else if (a.is_object() && a.value("class_name", std::string()) == "__keras_tensor__") {
           args_.push_back({true, 0.0f});
         } else if (a.is_array()) {  // Concatenate's list of tensors
           for (std::size_t k = 0; k < a.size(); ++k) args_.push_back({true, 0.0f});
@@ -57,7 +45,7 @@ class KerasOp : public Op {
                                   "Multiply", "Divide", "TrueDivide", "Maximum", "Minimum", "LogicalAnd", "LogicalOr",
                                   "LogicalXor", "LogicalNot", "Absolute", "Abs", "Negative", "Square", "Sqrt", "Any", "All",
                                   "Sum", "Mean", "Max", "Min", "ExpandDims", "Squeeze", "ZerosLike", "OnesLike",
-                                  "Concatenate", "Cast"};
+                                  "Concatenate", "Cast", "Stack", "Transpose", "GetItem"};
     bool ok = false;
     for (const char* k : known) ok = ok || cls == k;
     if (!ok) fail(Code::unsupported, "unsupported layer ", cls, " (a Keras op)");
@@ -70,6 +58,62 @@ class KerasOp : public Op {
            kind_ == "TrueDivide" || kind_ == "Maximum" || kind_ == "Minimum" || kind_ == "LogicalAnd" ||
            kind_ == "LogicalOr" || kind_ == "LogicalXor";
   }
+  BinaryFn binary_fn() const {
+    static const std::map<std::string, BinaryFn> table = {
+        {"NotEqual", [](float x, float z) { return float(x != z); }},
+        {"Equal", [](float x, float z) { return float(x == z); }},
+        {"Greater", [](float x, float z) { return float(x > z); }},
+        {"GreaterEqual", [](float x, float z) { return float(x >= z); }},
+        {"Less", [](float x, float z) { return float(x < z); }},
+        {"LessEqual", [](float x, float z) { return float(x <= z); }},
+        {"Add", arithmetic_fn("add")},
+        {"Subtract", arithmetic_fn("subtract")},
+        {"Multiply", arithmetic_fn("multiply")},
+        {"Divide", arithmetic_fn("divide")},
+        {"TrueDivide", arithmetic_fn("divide")},
+        {"Maximum", arithmetic_fn("maximum")},
+        {"Minimum", arithmetic_fn("minimum")},
+        {"LogicalAnd", [](float x, float z) { return float((x != 0) && (z != 0)); }},
+        {"LogicalOr", [](float x, float z) { return float((x != 0) || (z != 0)); }},
+        {"LogicalXor", [](float x, float z) { return float((x != 0) != (z != 0)); }},
+    };
+    return table.at(kind_);
+  }
+
+  // Whether each timestep (axis 1) of a rank-`rank` first argument maps to itself.
+  bool timed(std::size_t rank) const {
+    if (reduction()) {
+      for (int a : axes(rank))
+        if (a <= 1) return false;
+      return true;
+    }
+    if (kind_ == "Concatenate") return concat_axis(rank) >= 2;
+    if (kind_ == "Stack") return stack_axis(int_of(cfg_, "axis", 0), rank, kind_) >= 2;
+    if (kind_ == "ExpandDims") {
+      const int a = int_of(cfg_, "axis", -1);
+      return (a < 0 ? a + static_cast<int>(rank) + 1 : a) >= 2;
+    }
+    if (kind_ == "Squeeze") {
+      if (!cfg_.contains("axis") || cfg_["axis"].is_null()) return false;
+      for (int a : axes(rank))
+        if (a <= 1) return false;
+      return true;
+    }
+    if (kind_ == "Transpose") return rank < 2 || perm(rank)[1] == 1;
+    if (kind_ == "GetItem") return key_keeps_time(key_, rank, kind_);
+    return true;
+  }
+
+  std::string stream_rule(const std::vector<bool>& stepped_in, bool init, std::vector<bool>& stepped_out) const override {
+    const bool any = std::find(stepped_in.begin(), stepped_in.end(), true) != stepped_in.end();
+    if (!any || per_step) return Op::stream_rule(stepped_in, init, stepped_out);
+    stepped_out.assign(stepped_out.size(), false);
+    if (reduction()) return "it reduces over the time axis";
+    if (kind_ == "GetItem") return "it slices the time axis or moves it";
+    if (kind_ == "Concatenate" || kind_ == "Stack") return "it joins along the time axis";
+    return "it moves the time axis";
+  }
+
   bool reduction() const { return kind_ == "Any" || kind_ == "All" || kind_ == "Sum" || kind_ == "Mean" || kind_ == "Max" || kind_ == "Min"; }
 
   // The listed axes, normalized; Keras's axis=None reduces every axis. A repeated axis is an
@@ -96,49 +140,53 @@ class KerasOp : public Op {
   std::vector<Index> out_shape(const std::vector<std::vector<Index>>& in) const {
     if (binary()) {
       std::vector<Index> a = in.size() > 0 ? in[0] : std::vector<Index>{}, b = in.size() > 1 ? in[1] : std::vector<Index>{};
-      return broadcast2(a, b, kind_);
+      return broadcast_shape(a, b, kind_);
     }
     if (in.empty()) fail(Code::invalid_argument, kind_, ": no tensor argument");
     const std::vector<Index>& x = in[0];
-    if (reduction()) {
-      const auto ax = axes(x.size());
-      const bool keep = cfg_.value("keepdims", false);
-      std::vector<Index> out;
-      for (std::size_t i = 0; i < x.size(); ++i) {
-        const bool reduced = std::find(ax.begin(), ax.end(), static_cast<int>(i)) != ax.end();
-        if (!reduced) out.push_back(x[i]);
-        else if (keep) out.push_back(1);
-      }
-      return out;
-    }
-    if (kind_ == "ExpandDims") {
-      int a = int_of(cfg_, "axis", -1);
-      const int r = static_cast<int>(x.size()) + 1;
-      if (a < 0) a += r;
-      if (a < 0 || a >= r) fail(Code::shape, "ExpandDims: axis out of range");
-      std::vector<Index> out = x;
-      out.insert(out.begin() + a, 1);
-      return out;
-    }
-    if (kind_ == "Squeeze") {
-      std::vector<Index> out;
-      const auto ax = cfg_.contains("axis") && !cfg_["axis"].is_null() ? axes(x.size()) : std::vector<int>{};
-      for (std::size_t i = 0; i < x.size(); ++i) {
-        const bool listed = std::find(ax.begin(), ax.end(), static_cast<int>(i)) != ax.end();
-        if ((ax.empty() && x[i] == 1) || listed) {
-          if (listed && x[i] != 1 && x[i] >= 0) fail(Code::shape, "Squeeze: axis ", i, " has size ", x[i]);
-          continue;
-        }
-        out.push_back(x[i]);
-      }
-      return out;
-    }
-    if (kind_ == "Concatenate") {
+    if (reduction()) return reduced_shape(x, axes(x.size()), cfg_.value("keepdims", false));
+    if (kind_ == "ExpandDims") return expanded_shape(x, int_of(cfg_, "axis", -1), kind_);
+    if (kind_ == "Squeeze")
+      return squeezed_shape(x, cfg_.contains("axis") && !cfg_["axis"].is_null() ? axes(x.size()) : std::vector<int>{}, kind_);
+    if (kind_ == "Concatenate" || kind_ == "Stack") {
       std::vector<const std::vector<Index>*> parts;
       for (const auto& p : in) parts.push_back(&p);
+      if (kind_ == "Stack") return stacked_shape(parts, stack_axis(int_of(cfg_, "axis", 0), x.size(), kind_), kind_);
       return joined_shape(parts, concat_axis(x.size()), "Concatenate");
     }
+    if (kind_ == "Transpose") return transposed_shape(x, perm(x.size()));
+    if (kind_ == "GetItem") return sliced_shape(x, key_, kind_);
     return x;  // elementwise
+  }
+
+  std::vector<int> perm(std::size_t rank) const {
+    if (!cfg_.contains("axes") || cfg_["axes"].is_null())
+      fail(Code::unsupported, "Transpose: without 'axes' it reverses the axes, the batch axis among them");
+    return permutation_of(cfg_["axes"], rank, "Transpose");
+  }
+
+  // GetItem's key: one item or a list of them (integers, {"class_name": "__slice__"} slices).
+  void read_key(const json& key) {
+    const json items = key.is_array() ? key : json::array({key});
+    for (const json& it : items) {
+      if (it.is_number_integer()) {
+        SliceItem s = slice_item(it, json(), json(), "GetItem");
+        s.index = true;
+        key_.push_back(s);
+      } else if (it.is_object() && it.value("class_name", std::string()) == "__slice__" && it.contains("config") &&
+                 it["config"].is_object()) {
+        const json& c = it["config"];
+        key_.push_back(slice_item(c.value("start", json()), c.value("stop", json()), c.value("step", json()), "GetItem"));
+      } else if (it.is_object() && it.value("class_name", std::string()) == "__ellipsis__") {
+        key_.push_back(SliceItem{});
+        key_.back().ellipsis = true;
+      } else if (it.is_null()) {  // None: a new axis
+        key_.push_back(SliceItem{});
+        key_.back().newaxis = true;
+      } else {
+        fail(Code::unsupported, "GetItem: a key item recur cannot read: ", io::excerpt(it));
+      }
+    }
   }
 
   std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
@@ -155,12 +203,7 @@ class KerasOp : public Op {
     s.dims = out_shape(all);
     if (s.dims.empty() || (!in.empty() && in[0].dims.size() >= 2 && s.dims[0] != in[0].dims[0] && s.dims[0] >= 0))
       fail(Code::unsupported, kind_, ": an op that reduces the batch axis");
-    set_once(per_step, !reduction() || [&] {
-      const auto ax = axes(all.empty() ? 0 : all[0].size());
-      for (int a : ax)
-        if (a <= 1) return false;
-      return true;
-    }());
+    set_once(per_step, timed(all.empty() ? 0 : all[0].size()));
     return {s};
   }
 
@@ -184,88 +227,26 @@ class KerasOp : public Op {
     for (const Value* v : args) shapes.push_back(v->shape);
     Value y = make_value(out_shape(shapes), kind_.c_str());
     if (binary()) {
-      const Value& a = *args.at(0);
-      const Value& b = *args.at(1);
-      const std::size_t r = y.shape.size();
-      auto strides = [&](const std::vector<Index>& s) {
-        std::vector<Index> st(r, 0);
-        Index m = 1;
-        for (std::size_t i = r; i-- > 0;) {
-          const std::size_t off = r - s.size();
-          if (i < off) continue;
-          st[i] = s[i - off] == 1 ? 0 : m;
-          m *= s[i - off];
-        }
-        return st;
-      };
-      const auto sa = strides(a.shape), sb = strides(b.shape);
-      std::vector<Index> idx(r, 0);
-      for (std::size_t flat = 0; flat < y.data.size(); ++flat) {
-        Index oa = 0, ob = 0;
-        for (std::size_t i = 0; i < r; ++i) {
-          oa += idx[i] * sa[i];
-          ob += idx[i] * sb[i];
-        }
-        const float x = a.data[static_cast<std::size_t>(oa)], z = b.data[static_cast<std::size_t>(ob)];
-        float v = 0;
-        if (kind_ == "NotEqual") v = x != z;
-        else if (kind_ == "Equal") v = x == z;
-        else if (kind_ == "Greater") v = x > z;
-        else if (kind_ == "GreaterEqual") v = x >= z;
-        else if (kind_ == "Less") v = x < z;
-        else if (kind_ == "LessEqual") v = x <= z;
-        else if (kind_ == "Add") v = x + z;
-        else if (kind_ == "Subtract") v = x - z;
-        else if (kind_ == "Multiply") v = x * z;
-        else if (kind_ == "Divide" || kind_ == "TrueDivide") v = x / z;
-        else if (kind_ == "Maximum") v = std::max(x, z);
-        else if (kind_ == "Minimum") v = std::min(x, z);
-        else if (kind_ == "LogicalAnd") v = (x != 0) && (z != 0);
-        else if (kind_ == "LogicalOr") v = (x != 0) || (z != 0);
-        else if (kind_ == "LogicalXor") v = (x != 0) != (z != 0);
-        y.data[flat] = v;
-        for (std::size_t i = r; i-- > 0;) {
-          if (++idx[i] < y.shape[i]) break;
-          idx[i] = 0;
-        }
-      }
+      broadcast_binary(*args.at(0), *args.at(1), y, binary_fn());
       return {std::move(y)};
     }
     const Value& x = *args.at(0);
     if (reduction()) {
-      const auto ax = axes(x.shape.size());
-      const std::size_t r = x.shape.size();
-      // Output index of each input element: drop the reduced axes.
-      std::vector<Index> out_strides(r, 0);
-      Index m = 1;
-      for (std::size_t i = r; i-- > 0;) {
-        if (std::find(ax.begin(), ax.end(), static_cast<int>(i)) != ax.end()) continue;
-        out_strides[i] = m;
-        m *= x.shape[i];
-      }
-      const bool any = kind_ == "Any", all = kind_ == "All", mx = kind_ == "Max", mn = kind_ == "Min";
-      const float init = all ? 1.0f : mx ? -std::numeric_limits<float>::infinity() : mn ? std::numeric_limits<float>::infinity() : 0.0f;
-      std::fill(y.data.begin(), y.data.end(), init);
-      std::vector<Index> idx(r, 0);
-      Index count = 1;
-      for (int a : ax) count *= x.shape[static_cast<std::size_t>(a)];
-      for (std::size_t flat = 0; flat < x.data.size(); ++flat) {
-        Index o = 0;
-        for (std::size_t i = 0; i < r; ++i) o += idx[i] * out_strides[i];
-        float& acc = y.data[static_cast<std::size_t>(o)];
-        const float v = x.data[flat];
-        if (any) acc = (acc != 0) || (v != 0);
-        else if (all) acc = (acc != 0) && (v != 0);
-        else if (mx) acc = std::max(acc, v);
-        else if (mn) acc = std::min(acc, v);
-        else acc += v;
-        for (std::size_t i = r; i-- > 0;) {
-          if (++idx[i] < x.shape[i]) break;
-          idx[i] = 0;
-        }
-      }
-      if (kind_ == "Mean")
-        for (float& v : y.data) v /= static_cast<float>(count);
+      const Reduction how = kind_ == "Any" ? Reduction::any : kind_ == "All" ? Reduction::all : kind_ == "Max" ? Reduction::max
+                            : kind_ == "Min" ? Reduction::min : kind_ == "Mean" ? Reduction::mean : Reduction::sum;
+      reduce_values(x, axes(x.shape.size()), how, y);
+      return {std::move(y)};
+    }
+    if (kind_ == "Stack") {
+      stack_values(args, stack_axis(int_of(cfg_, "axis", 0), x.shape.size(), kind_), y);
+      return {std::move(y)};
+    }
+    if (kind_ == "Transpose") {
+      transpose_values(x, perm(x.shape.size()), y);
+      return {std::move(y)};
+    }
+    if (kind_ == "GetItem") {
+      slice_values(x, key_, y, kind_);
       return {std::move(y)};
     }
     if (kind_ == "Concatenate") {
@@ -295,6 +276,7 @@ class KerasOp : public Op {
   std::string kind_;
   json cfg_;
   std::vector<Arg> args_;
+  std::vector<SliceItem> key_;  // GetItem
 };
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <numeric>
 
 #include "io/json_int.hpp"
 #include "io/keras_entry.hpp"
@@ -220,6 +222,348 @@ std::string spec_string(const Spec& s) {
     out += s.dims[i] < 0 ? std::string("None") : std::to_string(s.dims[i]);
   }
   return out + (s.dims.size() == 1 ? ",)" : ")");
+}
+
+}  // namespace recur::graph
+
+namespace recur::graph {
+
+std::vector<Index> broadcast_shape(const std::vector<Index>& a, const std::vector<Index>& b, const std::string& who) {
+  const std::size_t r = std::max(a.size(), b.size());
+  std::vector<Index> out(r);
+  for (std::size_t i = 0; i < r; ++i) {
+    const Index x = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    const Index y = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (x == y || y == 1) out[i] = x;
+    else if (x == 1) out[i] = y;
+    else if (x < 0 || y < 0) out[i] = std::max(x, y);
+    else fail(Code::shape, who, ": shapes ", shape_string(a), " and ", shape_string(b), " do not broadcast");
+  }
+  return out;
+}
+
+BinaryFn arithmetic_fn(const std::string& name) {
+  if (name == "add") return [](float x, float y) { return x + y; };
+  if (name == "subtract") return [](float x, float y) { return x - y; };
+  if (name == "multiply") return [](float x, float y) { return x * y; };
+  if (name == "divide") return [](float x, float y) { return x / y; };
+  if (name == "maximum") return [](float x, float y) { return std::max(x, y); };
+  if (name == "minimum") return [](float x, float y) { return std::min(x, y); };
+  return nullptr;
+}
+
+void broadcast_binary(const Value& a, const Value& b, Value& y, BinaryFn f) {
+  const std::size_t r = y.shape.size();
+  auto strides = [&](const std::vector<Index>& s) {
+    std::vector<Index> st(r, 0);
+    Index m = 1;
+    for (std::size_t i = r; i-- > 0;) {
+      const std::size_t off = r - s.size();
+      if (i < off) continue;
+      st[i] = s[i - off] == 1 ? 0 : m;
+      m *= s[i - off];
+    }
+    return st;
+  };
+  const auto sa = strides(a.shape), sb = strides(b.shape);
+  std::vector<Index> idx(r, 0);
+  Index oa = 0, ob = 0;
+  for (std::size_t flat = 0; flat < y.data.size(); ++flat) {
+    y.data[flat] = f(a.data[static_cast<std::size_t>(oa)], b.data[static_cast<std::size_t>(ob)]);
+    for (std::size_t i = r; i-- > 0;) {  // the next index, the offsets following it
+      oa += sa[i];
+      ob += sb[i];
+      if (++idx[i] < y.shape[i]) break;
+      oa -= sa[i] * idx[i];
+      ob -= sb[i] * idx[i];
+      idx[i] = 0;
+    }
+  }
+}
+
+std::vector<Index> reduced_shape(const std::vector<Index>& x, const std::vector<int>& axes, bool keepdims) {
+  std::vector<Index> out;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const bool reduced = std::find(axes.begin(), axes.end(), static_cast<int>(i)) != axes.end();
+    if (!reduced) out.push_back(x[i]);
+    else if (keepdims) out.push_back(1);
+  }
+  return out;
+}
+
+void reduce_values(const Value& x, const std::vector<int>& axes, Reduction how, Value& y) {
+  const std::size_t r = x.shape.size();
+  // Output offset of each input element: the reduced axes do not move it.
+  std::vector<Index> out_strides(r, 0);
+  Index m = 1;
+  for (std::size_t i = r; i-- > 0;) {
+    if (std::find(axes.begin(), axes.end(), static_cast<int>(i)) != axes.end()) continue;
+    out_strides[i] = m;
+    m *= x.shape[i];
+  }
+  const float init = how == Reduction::all   ? 1.0f
+                     : how == Reduction::max ? -std::numeric_limits<float>::infinity()
+                     : how == Reduction::min ? std::numeric_limits<float>::infinity()
+                                             : 0.0f;
+  std::fill(y.data.begin(), y.data.end(), init);
+  std::vector<Index> idx(r, 0);
+  Index count = 1;
+  for (int a : axes) count *= x.shape[static_cast<std::size_t>(a)];
+  for (std::size_t flat = 0; flat < x.data.size(); ++flat) {
+    Index o = 0;
+    for (std::size_t i = 0; i < r; ++i) o += idx[i] * out_strides[i];
+    float& acc = y.data[static_cast<std::size_t>(o)];
+    const float v = x.data[flat];
+    switch (how) {
+      case Reduction::any: acc = (acc != 0) || (v != 0); break;
+      case Reduction::all: acc = (acc != 0) && (v != 0); break;
+      case Reduction::max: acc = std::max(acc, v); break;
+      case Reduction::min: acc = std::min(acc, v); break;
+      default: acc += v;
+    }
+    for (std::size_t i = r; i-- > 0;) {
+      if (++idx[i] < x.shape[i]) break;
+      idx[i] = 0;
+    }
+  }
+  if (how == Reduction::mean)
+    for (float& v : y.data) v /= static_cast<float>(count);
+}
+
+std::vector<Index> expanded_shape(const std::vector<Index>& x, int axis, const std::string& who) {
+  const int r = static_cast<int>(x.size()) + 1;
+  const int a = axis < 0 ? axis + r : axis;
+  if (a < 0 || a >= r) fail(Code::shape, who, ": axis ", axis, " is out of range for a rank-", r, " result");
+  std::vector<Index> out = x;
+  out.insert(out.begin() + a, 1);
+  return out;
+}
+
+std::vector<Index> squeezed_shape(const std::vector<Index>& x, const std::vector<int>& axes, const std::string& who) {
+  std::vector<Index> out;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const bool listed = std::find(axes.begin(), axes.end(), static_cast<int>(i)) != axes.end();
+    if ((axes.empty() && x[i] == 1) || listed) {
+      if (listed && x[i] != 1 && x[i] >= 0) fail(Code::shape, who, ": axis ", i, " has size ", x[i], ", not 1");
+      continue;
+    }
+    out.push_back(x[i]);
+  }
+  return out;
+}
+
+int stack_axis(int given, std::size_t rank, const std::string& who) {
+  const int r = static_cast<int>(rank) + 1;
+  const int a = given < 0 ? given + r : given;
+  if (a < 0 || a >= r) fail(Code::shape, who, ": axis ", given, " is out of range for a rank-", r, " result");
+  return a;
+}
+
+std::vector<Index> stacked_shape(const std::vector<const std::vector<Index>*>& parts, int axis, const std::string& who) {
+  if (parts.empty()) fail(Code::invalid_argument, who, ": expected at least 1 tensor");
+  std::vector<Index> out = *parts[0];
+  for (const auto* p : parts) {
+    if (p->size() != out.size()) fail(Code::shape, who, ": tensors of different ranks: ", shape_string(out), " and ", shape_string(*p));
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      if ((*p)[i] >= 0 && out[i] >= 0 && (*p)[i] != out[i])
+        fail(Code::shape, who, ": shapes ", shape_string(*parts[0]), " and ", shape_string(*p), " differ");
+      if (out[i] < 0) out[i] = (*p)[i];
+    }
+  }
+  out.insert(out.begin() + axis, static_cast<Index>(parts.size()));
+  return out;
+}
+
+void stack_values(const std::vector<const Value*>& parts, int axis, Value& y) {
+  const auto a = static_cast<std::size_t>(axis);
+  const Index outer = product(y.shape, 0, a), inner = product(y.shape, a + 1);
+  const Index n = static_cast<Index>(parts.size());
+  for (Index o = 0; o < outer; ++o)
+    for (Index k = 0; k < n; ++k)
+      std::copy_n(parts[static_cast<std::size_t>(k)]->data.data() + o * inner, inner, y.data.data() + (o * n + k) * inner);
+}
+
+std::vector<int> permutation_of(const json& perm, std::size_t rank, const std::string& who) {
+  std::vector<int> given;
+  if (!io::int_or_ints(perm, given) || !perm.is_array())
+    fail(Code::invalid_argument, who, ": the permutation must be a list of integers, got ", io::excerpt(perm));
+  if (given.size() != rank)
+    fail(Code::shape, who, ": the permutation ", io::excerpt(perm), " does not have one entry per axis of a rank-", rank, " tensor");
+  std::vector<int> p = normalized_axes(given, rank, who, perm);
+  if (p[0] != 0) fail(Code::unsupported, who, ": a permutation that moves the batch axis");
+  return p;
+}
+
+std::vector<Index> transposed_shape(const std::vector<Index>& x, const std::vector<int>& perm) {
+  std::vector<Index> out;
+  for (int p : perm) out.push_back(x[static_cast<std::size_t>(p)]);
+  return out;
+}
+
+void transpose_values(const Value& x, const std::vector<int>& perm, Value& y) {
+  const std::size_t r = x.shape.size();
+  std::vector<Index> in_stride(r, 1);
+  for (std::size_t i = r; i-- > 1;) in_stride[i - 1] = in_stride[i] * x.shape[i];
+  std::vector<Index> step(r);  // the input offset one output step along each axis moves
+  for (std::size_t i = 0; i < r; ++i) step[i] = in_stride[static_cast<std::size_t>(perm[i])];
+  std::vector<Index> idx(r, 0);
+  Index off = 0;
+  for (std::size_t flat = 0; flat < y.data.size(); ++flat) {
+    y.data[flat] = x.data[static_cast<std::size_t>(off)];
+    for (std::size_t i = r; i-- > 0;) {
+      off += step[i];
+      if (++idx[i] < y.shape[i]) break;
+      off -= step[i] * idx[i];
+      idx[i] = 0;
+    }
+  }
+}
+
+SliceItem slice_item(const json& start, const json& stop, const json& step, const std::string& who) {
+  SliceItem s;
+  auto read = [&](const json& v, bool& has, Index& into, const char* what) {
+    if (v.is_null()) return;
+    std::int64_t x = 0;
+    if (!v.is_number_integer() || (x = v.get<std::int64_t>()) < -(std::int64_t(1) << 40) || x > (std::int64_t(1) << 40))
+      fail(Code::invalid_argument, who, ": a slice's ", what, " must be an integer or null, got ", io::excerpt(v));
+    has = true;
+    into = static_cast<Index>(x);
+  };
+  read(start, s.has_start, s.start, "start");
+  read(stop, s.has_stop, s.stop, "stop");
+  read(step, s.has_step, s.step, "step");
+  if (s.has_step && s.step == 0) fail(Code::invalid_argument, who, ": a slice step cannot be zero");
+  return s;
+}
+
+namespace {
+
+// The positions an item takes along an axis of size n (Python's slice.indices), for a known n.
+std::vector<Index> positions(const SliceItem& s, Index n, const std::string& who) {
+  if (s.index) {
+    const Index i = s.start < 0 ? s.start + n : s.start;
+    if (i < 0 || i >= n) fail(Code::shape, who, ": index ", s.start, " is out of range for an axis of size ", n);
+    return {i};
+  }
+  const Index st = s.has_step ? s.step : 1;
+  const Index lower = st > 0 ? 0 : -1, upper = st > 0 ? n : n - 1;
+  auto clamp = [&](bool has, Index v, Index fallback) {
+    if (!has) return fallback;
+    return v < 0 ? std::max(v + n, lower) : std::min(v, upper);
+  };
+  const Index a = clamp(s.has_start, s.start, st > 0 ? lower : upper);
+  const Index b = clamp(s.has_stop, s.stop, st > 0 ? upper : lower);
+  std::vector<Index> out;
+  for (Index i = a; st > 0 ? i < b : i > b; i += st) out.push_back(i);
+  return out;
+}
+
+}  // namespace
+
+std::vector<SliceItem> full_key(const std::vector<SliceItem>& key, std::size_t rank, const std::string& who) {
+  std::size_t consuming = 0, ellipses = 0;
+  for (const SliceItem& s : key) {
+    ellipses += s.ellipsis;
+    consuming += !s.ellipsis && !s.newaxis;
+  }
+  if (ellipses > 1) fail(Code::invalid_argument, who, ": a slice key with more than one ellipsis");
+  if (consuming > rank) fail(Code::shape, who, ": ", consuming, " slice items for a rank-", rank, " tensor");
+  std::vector<SliceItem> out;
+  for (const SliceItem& s : key) {
+    if (!s.ellipsis) out.push_back(s);
+    else out.insert(out.end(), rank - consuming, SliceItem{});
+  }
+  if (!ellipses) out.insert(out.end(), rank - consuming, SliceItem{});
+  return out;
+}
+
+bool key_keeps_time(const std::vector<SliceItem>& key, std::size_t rank, const std::string& who) {
+  const std::vector<SliceItem> full = full_key(key, rank, who);
+  return full.size() < 2 || rank < 2 || (full[0].whole() && full[1].whole());
+}
+
+std::vector<Index> sliced_shape(const std::vector<Index>& x, const std::vector<SliceItem>& key, const std::string& who) {
+  const std::vector<SliceItem> full = full_key(key, x.size(), who);
+  if (!full.empty() && !full[0].whole()) fail(Code::unsupported, who, ": slicing the batch axis or a new axis before it");
+  std::vector<Index> out;
+  std::size_t i = 0;  // the input axis the next item takes
+  for (const SliceItem& s : full) {
+    if (s.newaxis) {
+      out.push_back(1);
+      continue;
+    }
+    const Index n = x[i++];
+    if (s.whole()) out.push_back(n);
+    else if (n < 0) {
+      if (!s.index) out.push_back(-1);
+    } else {
+      const Index k = static_cast<Index>(positions(s, n, who).size());
+      if (!s.index) out.push_back(k);
+    }
+  }
+  return out;
+}
+
+void slice_values(const Value& x, const std::vector<SliceItem>& key, Value& y, const std::string& who) {
+  const std::size_t r = x.shape.size();
+  std::vector<SliceItem> taken;  // new axes do not move the values
+  for (const SliceItem& s : full_key(key, r, who))
+    if (!s.newaxis) taken.push_back(s);
+  std::vector<std::vector<Index>> pos(r);
+  std::vector<Index> stride(r, 1);
+  for (std::size_t i = r; i-- > 1;) stride[i - 1] = stride[i] * x.shape[i];
+  for (std::size_t i = 0; i < r; ++i) {
+    pos[i] = positions(taken[i], x.shape[i], who);
+    if (pos[i].empty()) return;  // an empty result
+  }
+  std::vector<std::size_t> idx(r, 0);
+  for (std::size_t flat = 0; flat < y.data.size(); ++flat) {
+    Index off = 0;
+    for (std::size_t i = 0; i < r; ++i) off += pos[i][idx[i]] * stride[i];
+    y.data[flat] = x.data[static_cast<std::size_t>(off)];
+    for (std::size_t i = r; i-- > 0;) {
+      if (++idx[i] < pos[i].size()) break;
+      idx[i] = 0;
+    }
+  }
+}
+
+namespace {
+
+bool is_keras2_entry(const json& v) { return v.is_array() && (v.size() == 3 || v.size() == 4) && v[0].is_string(); }
+
+void node_entries(const json& v, std::vector<const json*>& out, const std::string& where, int depth) {
+  if (depth > 64) fail(Code::io, where, ": an inbound node nested too deeply");
+  if (is_keras2_entry(v)) {
+    out.push_back(&v);
+  } else if (v.is_array()) {
+    for (const auto& x : v) node_entries(x, out, where, depth + 1);
+  } else {
+    fail(Code::io, where, ": an inbound node entry must be a list, got ", io::excerpt(v));
+  }
+}
+
+}  // namespace
+
+std::vector<const json*> keras2_node_entries(const json& node, const std::string& where) {
+  std::vector<const json*> out;
+  node_entries(node, out, where, 0);
+  return out;
+}
+
+bool is_keras2_ref(const json& v) {
+  return v.is_array() && v.size() == 3 && v[0].is_string() && v[1].is_number_integer() && v[2].is_number_integer();
+}
+
+void keras2_kwarg_refs(const json& kwargs, std::vector<const json*>& out, const std::string& where, int depth) {
+  if (depth > 64) fail(Code::io, where, ": call arguments nested too deeply");
+  if (is_keras2_ref(kwargs)) {
+    out.push_back(&kwargs);
+  } else if (kwargs.is_array()) {
+    for (const auto& x : kwargs) keras2_kwarg_refs(x, out, where, depth + 1);
+  } else if (kwargs.is_object()) {
+    for (const auto& item : kwargs.items()) keras2_kwarg_refs(item.value(), out, where, depth + 1);
+  }
 }
 
 }  // namespace recur::graph

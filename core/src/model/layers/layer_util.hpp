@@ -65,3 +65,65 @@ std::vector<int> axes_of(const json& cfg, int fallback);
 std::vector<int> normalized_axes(const std::vector<int>& given, std::size_t rank, const std::string& who, const json& shown);
 
 }  // namespace recur::graph
+
+namespace recur::graph {
+
+// ---- tensor ops (Keras 2 TFOpLambda, Keras 3 keras.ops nodes) --------------------------------
+
+// Right-aligned numpy broadcasting of two shapes (a scalar is the shape {}).
+std::vector<Index> broadcast_shape(const std::vector<Index>& a, const std::vector<Index>& b, const std::string& who);
+using BinaryFn = float (*)(float, float);
+// add, subtract, multiply, divide, maximum, minimum (nullptr for another name).
+BinaryFn arithmetic_fn(const std::string& name);
+// y = f(a, b) elementwise with broadcasting; y is shaped broadcast_shape(a, b).
+void broadcast_binary(const Value& a, const Value& b, Value& y, BinaryFn f);
+
+enum class Reduction { sum, mean, max, min, any, all };
+std::vector<Index> reduced_shape(const std::vector<Index>& x, const std::vector<int>& axes, bool keepdims);
+// y is shaped reduced_shape(x, axes, ...).
+void reduce_values(const Value& x, const std::vector<int>& axes, Reduction how, Value& y);
+
+// expand_dims / squeeze (the values stay as they are).
+std::vector<Index> expanded_shape(const std::vector<Index>& x, int axis, const std::string& who);
+// `axes` empty: every axis of size 1.
+std::vector<Index> squeezed_shape(const std::vector<Index>& x, const std::vector<int>& axes, const std::string& who);
+
+// stack: `axis` of the output (rank + 1), normalized by stack_axis.
+int stack_axis(int given, std::size_t rank, const std::string& who);
+std::vector<Index> stacked_shape(const std::vector<const std::vector<Index>*>& parts, int axis, const std::string& who);
+void stack_values(const std::vector<const Value*>& parts, int axis, Value& y);
+
+// transpose: `perm` a permutation of the axes (checked by permutation_of).
+std::vector<int> permutation_of(const json& perm, std::size_t rank, const std::string& who);
+std::vector<Index> transposed_shape(const std::vector<Index>& x, const std::vector<int>& perm);
+void transpose_values(const Value& x, const std::vector<int>& perm, Value& y);
+
+// x[key]: per axis an index (the axis goes) or a slice with optional start, stop, step (Python's
+// rules); an ellipsis stands for the axes the other items leave, a new axis (None) inserts one of
+// size 1; axes past the key are taken whole.
+struct SliceItem {
+  bool index = false, ellipsis = false, newaxis = false;
+  bool has_start = false, has_stop = false, has_step = false;
+  Index start = 0, stop = 0, step = 1;
+  bool whole() const { return !index && !ellipsis && !newaxis && !has_start && !has_stop && (!has_step || step == 1); }
+};
+// One item from JSON: an integer, or a {start, stop, step} object (each an integer or null).
+SliceItem slice_item(const json& start, const json& stop, const json& step, const std::string& who);
+// The key with its ellipsis expanded and whole slices after it, one item per axis of a rank-`rank`
+// tensor (new axes besides).
+std::vector<SliceItem> full_key(const std::vector<SliceItem>& key, std::size_t rank, const std::string& who);
+// Whether x[key] keeps the batch and time axes (axes 0 and 1) whole and in place.
+bool key_keeps_time(const std::vector<SliceItem>& key, std::size_t rank, const std::string& who);
+std::vector<Index> sliced_shape(const std::vector<Index>& x, const std::vector<SliceItem>& key, const std::string& who);
+void slice_values(const Value& x, const std::vector<SliceItem>& key, Value& y, const std::string& who);
+
+// Keras 2's inbound node of a call: the entries of its first argument ([name, node, tensor(,
+// kwargs)] or ["_CONSTANT_VALUE", -1, value(, kwargs)]), flattened in order. A layer that keeps its
+// argument's structure (TFOpLambda) saves a lone tensor as the node itself.
+std::vector<const json*> keras2_node_entries(const json& node, const std::string& where);
+// [name, node index, tensor index]
+bool is_keras2_ref(const json& v);
+// The tensor references inside a call's kwargs, in key order.
+void keras2_kwarg_refs(const json& kwargs, std::vector<const json*>& out, const std::string& where, int depth = 0);
+
+}  // namespace recur::graph

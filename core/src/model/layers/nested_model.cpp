@@ -35,10 +35,13 @@ class ModelOp : public Op {
       fail(Code::shape, "model '", name, "' takes ", graph_->input_specs.size(), " inputs, got ", in.size());
     return graph_->infer(in);
   }
-  std::vector<Value> forward(const CallInputs& in, RunContext& ctx, int) const override {
+  std::vector<Value> forward(const CallInputs& in, RunContext& ctx, int site) const override {
     std::vector<Value> inputs;
     for (const Value* v : in.main) inputs.push_back(*v);
-    return graph_->run(inputs, ctx);
+    // A stream keeps the states of the graph's layers apart for each call site of the model.
+    RunContext local = ctx;
+    if (ctx.stream) local.site_base = ctx.stream->scope(this, site, graph_->nodes.size());
+    return graph_->run(inputs, local);
   }
   std::size_t num_weights() const override { return graph_ ? graph_->num_weights() : 0; }
   std::uint64_t weight_floats() const override { return graph_ ? graph_->weight_floats() : 0; }
@@ -47,7 +50,15 @@ class ModelOp : public Op {
   std::string stream_rule(const std::vector<bool>& stepped_in, bool, std::vector<bool>& stepped_out) const override {
     graph_->analyse_streaming(stepped_in);
     stepped_out = graph_->stepped_outputs;
-    return graph_->not_streamable;
+    if (!graph_->not_streamable.empty()) return graph_->not_streamable;
+    // Which of its nodes step is one plan for every call site (the graph holds one).
+    std::vector<bool> plan;
+    for (const Node& n : graph_->nodes) plan.push_back(n.stepped_main);
+    plan.insert(plan.end(), stepped_out.begin(), stepped_out.end());
+    if (!stream_plan_.empty() && stream_plan_ != plan)
+      return "model '" + name + "' is called at several sites whose inputs carry the stream's time axis differently";
+    stream_plan_ = std::move(plan);
+    return "";
   }
   void collect_layers(std::vector<Layer*>& out) override {
     if (graph_) graph_->collect_layers(out);
@@ -64,6 +75,7 @@ class ModelOp : public Op {
   std::shared_ptr<const json> document_;  // holds entry_
   std::string object_path_;
   std::unique_ptr<Graph> graph_;
+  mutable std::vector<bool> stream_plan_;  // the stepped nodes and outputs of its first call site
 };
 
 }  // namespace

@@ -2,6 +2,8 @@
 // The layer table and make_op.
 #include "model/layers/registry.hpp"
 
+#include <climits>
+
 #include "recur/error.hpp"
 
 namespace recur::graph {
@@ -39,6 +41,7 @@ const OpTable& op_table() {
     register_wrapper_layers(t);
     register_attention_layers(t);
     register_nested_models(t);
+    register_tf_op_lambda_layers(t);
     return t;
   }();
   return table;
@@ -83,6 +86,17 @@ std::shared_ptr<Op> make_op(const json& entry, const BuildContext& ctx, const st
 void StreamStates::reset() {  // the next step starts each state afresh
   states.clear();
   history.clear();
+}
+
+int StreamStates::scope(const Op* model, int site, std::size_t nodes) {
+  const auto it = scopes_.find({model, site});
+  if (it != scopes_.end()) return it->second;
+  if (nodes > static_cast<std::size_t>(INT_MAX - next_base_))
+    fail(Error::Code::limit, "model '", model->name, "': its nested calls have more call sites than a stream can key");
+  const int base = next_base_;
+  next_base_ += static_cast<int>(nodes);
+  scopes_.emplace(std::make_pair(model, site), base);
+  return base;
 }
 
 }  // namespace recur::graph
