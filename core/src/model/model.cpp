@@ -430,8 +430,9 @@ std::unique_ptr<Model::Impl> open_image(const std::string& display, const std::s
     }
   };
   // `weights_bytes`: the size of the file holding the weights, which bounds how many there can be.
-  auto build = [&](json model_config, std::uint64_t weights_bytes) {
+  auto build = [&](json model_config, std::uint64_t weights_bytes, bool legacy_h5) {
     graph::BuildContext ctx;
+    ctx.legacy_h5 = legacy_h5;
     ctx.document = std::make_shared<const json>(std::move(model_config));
     ctx.file_weight_floats = weights_bytes / 2 + (std::uint64_t(1) << 20);
     ctx.file = path;
@@ -479,7 +480,7 @@ std::unique_ptr<Model::Impl> open_image(const std::string& display, const std::s
         holder = "/model_weights";
       }
       set_version(version, holder);
-      build(parse_json(h5.attribute_string("", "model_config"), path + ": /model_config"), file_size);
+      build(parse_json(h5.attribute_string("", "model_config"), path + ": /model_config"), file_size, true);
       impl->graph().load_legacy(h5, h5.is_group("model_weights") ? "model_weights" : "", path);
     } else if (std::memcmp(sig, "PK\x03\x04", 4) == 0) {
       const io::ZipArchive zip = bytes ? io::ZipArchive::open_memory(bytes, path) : io::ZipArchive::open(path_on_disk);
@@ -492,7 +493,7 @@ std::unique_ptr<Model::Impl> open_image(const std::string& display, const std::s
       std::vector<char> weights = zip.read("model.weights.h5", limit(Limit::file_bytes));
       const std::uint64_t weights_bytes = weights.size();
       const io::H5File h5 = io::H5File::open_image(std::move(weights), path + ": model.weights.h5");
-      build(parse_json(std::string(cfg.begin(), cfg.end()), path + ": config.json"), weights_bytes);
+      build(parse_json(std::string(cfg.begin(), cfg.end()), path + ": config.json"), weights_bytes, false);
       impl->graph().load_keras(h5, path);
     } else {
       fail(Code::io, path, ": neither a .keras (zip) nor an .h5 (HDF5) file");

@@ -167,11 +167,18 @@ Index reduction_groups(const std::vector<Index>& shape, const std::vector<int>& 
 // the outputs there to 0 afterwards. The mask passes on.
 class SoftmaxOp : public Op {
  public:
-  SoftmaxOp(const json& cfg, const DialectInfo& d)
+  SoftmaxOp(const json& cfg, const DialectInfo& d, bool legacy_h5)
       : given_(axes_of(cfg, -1)), shown_(cfg.contains("axis") ? cfg["axis"] : json(-1)),
         several_(cfg.contains("axis") && cfg["axis"].is_array() && cfg["axis"].size() > 1),
         keras3_(d.dialect != Dialect::keras2), robust_(bool_of(cfg, "robust_masking", false)) {
     if (given_.empty()) fail(Code::invalid_argument, "Softmax: axis: expected an axis or a list of axes, got []");
+    per_step = true;  // unless it normalizes over the batch or the timesteps (stream_rule)
+    // Keras 3 reading a legacy .h5 drops an axis list of several (legacy/saving/saving_utils.py
+    // keeps only an integer or a list of one), so the layer runs over its default, the last axis.
+    if (keras3_ && legacy_h5 && several_) {
+      given_ = {-1};
+      several_ = false;
+    }
   }
   std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
     check_rank(in, 1, 1, "Softmax");
@@ -214,8 +221,9 @@ class SoftmaxOp : public Op {
     const bool stepped = !stepped_in.empty() && stepped_in[0];
     if (stepped && std::any_of(axes_.begin(), axes_.end(), [](int a) { return a <= 1; })) {
       stepped_out.assign(stepped_out.size(), true);
-      return "it normalizes over axis " + std::to_string(*std::min_element(axes_.begin(), axes_.end())) +
-             " (the " + (axes_.front() == 0 ? "batch" : "timesteps") + "), which needs the whole sequence";
+      const int a = *std::min_element(axes_.begin(), axes_.end());
+      return "it normalizes over axis " + std::to_string(a) + " (the " + (a == 0 ? "batch" : "timesteps") +
+             "), which needs the whole sequence";
     }
     return Op::stream_rule(stepped_in, has_init, stepped_out);
   }
@@ -358,7 +366,7 @@ void register_activation_layers(OpTable& t) {
   t.add({"ELU"}, [](const json& e, const BuildContext&, const std::string&) { return make_elu(e.at("config")); });
   t.add({"ThresholdedReLU"}, [](const json& e, const BuildContext&, const std::string&) { return make_thresholded_relu(e.at("config")); });
   t.add({"Softmax"}, [](const json& e, const BuildContext& ctx, const std::string&) -> std::shared_ptr<Op> {
-    return std::make_shared<SoftmaxOp>(e.at("config"), ctx.dialect);
+    return std::make_shared<SoftmaxOp>(e.at("config"), ctx.dialect, ctx.legacy_h5);
   });
   t.add({"PReLU"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
     return std::make_shared<PReluOp>(e.at("config"));
