@@ -45,6 +45,11 @@ TEST(ModelHostileActivations, LeakyReluEluThresholdedRelu) {
   expect_refused(kLeaky2, "thresholded_re_lu", "theta", {json(-1.0), json("1"), json(nullptr)}, "theta");
 }
 
+TEST(ModelHostileActivations, SoftmaxRobustMaskingIsABool) {
+  expect_refused(kKeras + "/graphs/activations/keras2/softmax_masked_broadcast.keras", "softmax", "robust_masking",
+                 {json("yes"), json(1)}, "robust_masking");
+}
+
 TEST(ModelHostileActivations, SoftmaxAxis) {
   expect_refused(kSoftmax, "softmax", "axis", {json(5), json(-4), json("a"), json::array(), json::array({1, 1}), json(1e12)}, "axis");
 }

@@ -2,7 +2,15 @@
 """Activation layers: ReLU (max_value, negative_slope, threshold), LeakyReLU, ELU,
 ThresholdedReLU (Keras 2), PReLU (shared_axes), Softmax (axes, masks) and Activation with every
 activation name of each dialect, between recurrent layers, with masked inputs (they pass the mask
-on; Softmax also applies it)."""
+on; Softmax also applies it).
+
+What these files pin down: in a graph, Softmax is called with its input's (batch, timesteps)
+mask, which both dialects broadcast against the input from the last axis (numpy's rule), not
+along the batch and time axes: for a (batch, T, F) input Keras only runs when the batch is 1 or T
+and T is 1 or F (softmax_masked_broadcast has batch = T = F = 3), and fails otherwise. Keras 2
+adds -1e9 at masked positions (robust_masking=True: sets them to -1e9); Keras 3 sets them to -1e9
+and the outputs there to 0. Keras 3 reads a legacy .h5's Softmax axis list of several back as the
+default axis (saving_utils.py keeps only an integer or a list of one)."""
 import itertools
 
 from generate_graphs import B, case
@@ -103,20 +111,24 @@ def _(g, d):
 
 
 @case("softmax_masked_broadcast", "Input(3, 3) -> Masking -> GRU(3, rs) -> Softmax() and "
-      "Softmax(axis=1) -> LSTM(2, rs): the Softmax gets the (batch, 3) mask and broadcasts it "
-      "against (batch, 3, 3) from the last axis, as numpy does (with a batch of 3 the shapes fit): "
-      "Keras 2 adds -1e9 there, Keras 3 replaces and zeroes the outputs there; the mask passes on")
+      "Softmax(axis=1) -> LSTM(2, rs), and Softmax(robust_masking=True) in Keras 2: the Softmax "
+      "gets the (batch, 3) mask and broadcasts it against (batch, 3, 3) from the last axis, as "
+      "numpy does (with a batch of 3 the shapes fit): "
+      "Keras 2 adds -1e9 there (robust_masking: replaces), Keras 3 replaces and zeroes the "
+      "outputs there; the mask passes on")
 def _(g, d):
     L = g.L
     x = g.K.Input(shape=(3, 3), name="x")
     h = L.Dense(3)(L.GRU(3, return_sequences=True)(L.Masking()(x)))
     s1 = L.Softmax()(h)
     s2 = L.Softmax(axis=1)(h)
+    outs = [s1, s2, L.LSTM(2, return_sequences=True)(s1)]
+    if g.dialect == "keras2":
+        outs.append(L.Softmax(robust_masking=True)(h))
     x_in = d.seq(B, 3, 3)
     x_in[0, 2] = 0.0
     x_in[1, 0] = 0.0
-    return {"model": g.K.Model(x, [s1, s2, L.LSTM(2, return_sequences=True)(s1)]),
-            "inputs": [x_in]}
+    return {"model": g.K.Model(x, outs), "inputs": [x_in]}
 
 
 @case("activation_names", "Input(6, 3) -> Masking -> Dense(4) -> Activation(name) for every "

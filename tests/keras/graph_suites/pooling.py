@@ -1,8 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """Pooling over time: MaxPooling1D / AveragePooling1D (pool_size, strides, valid and same
 padding, channels_last and channels_first) and the global poolings' keepdims and channels_first,
-between recurrent layers, with masked inputs (neither dialect passes a mask through the windowed
-poolings)."""
+between recurrent layers, with masked inputs.
+
+What these files pin down: neither dialect passes a mask through MaxPooling1D / AveragePooling1D
+(Keras 2's layers do not support masking and drop it; Keras 3 warns and drops it), so the
+recurrent layers after them run unmasked. With padding='same' TensorFlow and JAX pad as
+TensorFlow does (the extra step at the end) and the average divides by the steps inside the
+input. GlobalAveragePooling1D expands its input's (batch, axis 1) mask on the features axis:
+with channels_first that weighs the steps by the mask of the features axis, which only
+broadcasts when both are as long."""
 from generate_graphs import B, case
 
 
@@ -42,7 +49,8 @@ def _(g, d):
 def _(g, d):
     L = g.L
     x = g.K.Input(shape=(None, 3), name="x")
-    h = L.GRU(3, return_sequences=True)(L.MaxPooling1D(2, padding="same")(L.GRU(4, return_sequences=True)(x)))
+    gru = L.GRU(3, return_sequences=True)  # made first, as the fixtures' layer names say
+    h = gru(L.MaxPooling1D(2, padding="same")(L.GRU(4, return_sequences=True)(x)))
     y = L.Dense(2)(L.AveragePooling1D(3, strides=2)(h))
     return {"model": g.K.Model(x, y), "inputs": [d.seq(B, 9, 3)]}
 

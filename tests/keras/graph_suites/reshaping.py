@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Shifting and stretching the time axis: ZeroPadding1D, Cropping1D, UpSampling1D between
-recurrent layers, with masked inputs (neither dialect passes a mask through them) and a time axis
-of unknown length."""
+recurrent layers, with masked inputs and a time axis of unknown length.
+
+What these files pin down: neither dialect passes a mask through ZeroPadding1D, Cropping1D or
+UpSampling1D (Keras 2 drops it silently, Keras 3 with a warning). Only Keras 3's ZeroPadding1D
+takes a data_format."""
 from generate_graphs import B, case
 
 

@@ -133,9 +133,11 @@ std::shared_ptr<Op> make_thresholded_relu(const json& cfg) {
   return std::make_shared<ElementwiseOp>([theta](float x) { return x > theta ? x : 0.0f; });
 }
 
-// For each element of a tensor of `shape`, the index of its group: the elements that agree on
-// every axis outside `axes`. Returns the number of groups.
-Index reduction_groups(const std::vector<Index>& shape, const std::vector<int>& axes, std::vector<Index>& group) {
+// Calls fn(flat index, group) for every element of a tensor of `shape`, in order, where a group
+// holds the elements that agree on every axis outside `axes` (numbered as in a tensor without
+// them). No per-element table: the group follows the index like an odometer.
+template <typename Fn>
+void for_each_in_groups(const std::vector<Index>& shape, const std::vector<int>& axes, Fn&& fn) {
   std::vector<char> reduced(shape.size(), 0);
   for (int a : axes) reduced[static_cast<std::size_t>(a)] = 1;
   std::vector<Index> stride(shape.size(), 0);  // a group's stride along each kept axis
@@ -146,11 +148,10 @@ Index reduction_groups(const std::vector<Index>& shape, const std::vector<int>& 
       groups *= shape[i];
     }
   const Index n = product(shape);
-  group.assign(static_cast<std::size_t>(n), 0);
   std::vector<Index> idx(shape.size(), 0);
   Index g = 0;
   for (Index flat = 0; flat < n; ++flat) {
-    group[static_cast<std::size_t>(flat)] = g;
+    fn(static_cast<std::size_t>(flat), static_cast<std::size_t>(g));
     for (std::size_t i = shape.size(); i-- > 0;) {
       g += stride[i];
       if (++idx[i] < shape[i]) break;
@@ -158,7 +159,6 @@ Index reduction_groups(const std::vector<Index>& shape, const std::vector<int>& 
       idx[i] = 0;
     }
   }
-  return groups;
 }
 
 // Softmax over one axis or several. A mask it is called with (the (batch, timesteps) mask of its
@@ -191,27 +191,28 @@ class SoftmaxOp : public Op {
     Value y = *in.main[0];
     const std::vector<Index>& shape = y.shape;
     const std::vector<int> axes = normalized_axes(given_, shape.size(), "Softmax", shown_);
-    std::vector<Index> group;
-    const Index groups = reduction_groups(shape, axes, group);
     const std::size_t n = y.data.size();
     std::vector<std::uint8_t> keep;
     if (y.mask && !in.drop_mask) {
       keep = broadcast_mask(*y.mask, y.rows(), static_cast<Index>(y.mask->size()) / std::max<Index>(y.rows(), 1), shape);
       for (std::size_t i = 0; i < n; ++i)
-        if (!keep[i]) y.data[i] = keras3_ || robust_ ? -1e9f : y.data[i] + (1.0f - 0.0f) * -1e9f;
+        if (!keep[i]) y.data[i] = keras3_ || robust_ ? -1e9f : y.data[i] + -1e9f;  // Keras 2 adds (1 - mask) * -1e9
     }
+    Index groups = 1;
+    for (std::size_t i = 0; i < shape.size(); ++i)
+      if (std::find(axes.begin(), axes.end(), static_cast<int>(i)) == axes.end()) groups *= shape[i];
     std::vector<float> mx(static_cast<std::size_t>(groups), -std::numeric_limits<float>::infinity());
     std::vector<float> sum(static_cast<std::size_t>(groups), 0.0f);
-    for (std::size_t i = 0; i < n; ++i) mx[static_cast<std::size_t>(group[i])] = std::max(mx[static_cast<std::size_t>(group[i])], y.data[i]);
-    for (std::size_t i = 0; i < n; ++i) {
-      y.data[i] -= mx[static_cast<std::size_t>(group[i])];
-      sum[static_cast<std::size_t>(group[i])] += std::exp(y.data[i]);
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-      const float s = sum[static_cast<std::size_t>(group[i])];
-      // Several axes: Keras takes exp(x - logsumexp(x)); one axis: exp(x - max) / sum.
-      y.data[i] = several_ ? std::exp(y.data[i] - std::log(s)) : std::exp(y.data[i]) / s;
-    }
+    float* v = y.data.data();
+    for_each_in_groups(shape, axes, [&](std::size_t i, std::size_t g) { mx[g] = std::max(mx[g], v[i]); });
+    for_each_in_groups(shape, axes, [&](std::size_t i, std::size_t g) {
+      v[i] -= mx[g];
+      sum[g] += std::exp(v[i]);
+    });
+    // Several axes: Keras takes exp(x - logsumexp(x)); one axis: exp(x - max) / sum.
+    for_each_in_groups(shape, axes, [&](std::size_t i, std::size_t g) {
+      v[i] = several_ ? std::exp(v[i] - std::log(sum[g])) : std::exp(v[i]) / sum[g];
+    });
     if (keras3_ && !keep.empty())
       for (std::size_t i = 0; i < n; ++i)
         if (!keep[i]) y.data[i] = 0.0f;
