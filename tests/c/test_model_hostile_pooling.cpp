@@ -42,6 +42,15 @@ TEST(ModelHostilePooling, PoolSizeLongerThanTheStepsWithValidPadding) {
   EXPECT_NE(r.message.find("pool_size=100"), std::string::npos) << r.message;
 }
 
+// A time axis of unknown length: a window longer than the steps fails at run time.
+TEST(ModelHostilePooling, PoolSizeLongerThanTheStepsAtRunTime) {
+  const auto r = keras_edit::open_edited(kKeras + "/graphs/pooling/keras3/pool1d_variable_length.keras", [](json& c) {
+    keras_edit::layer(c, "average_pooling1d")["config"]["pool_size"] = json::array({50});
+  });
+  EXPECT_EQ(r.status, RECUR_ERR_SHAPE) << r.message;
+  EXPECT_NE(r.message.find("pool_size=50"), std::string::npos) << r.message;
+}
+
 TEST(ModelHostilePooling, StridesMustBeAPositiveInteger) {
   expect_refused(kWindows, "max_pooling1d_1", "strides", {json(0), json::array({0}), json(-1), json("x"), json::array({1, 2})},
                  "strides");

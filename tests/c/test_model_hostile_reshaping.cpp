@@ -52,6 +52,14 @@ TEST(ModelHostileReshaping, CroppingMustLeaveSteps) {
   EXPECT_NE(r.message.find("cropping (5, 5)"), std::string::npos) << r.message;
 }
 
+// A time axis of unknown length: the cropping is checked when the steps are known, at run time
+// (4 steps, padded to 7, cropped by 8).
+TEST(ModelHostileReshaping, CroppingPastTheStepsAtRunTime) {
+  const auto r = keras_edit::open_edited(kPadVar, [](json& c) { keras_edit::layer(c, "cropping1d")["config"]["cropping"] = json::array({4, 4}); });
+  EXPECT_EQ(r.status, RECUR_ERR_SHAPE) << r.message;
+  EXPECT_NE(r.message.find("cropping (4, 4)"), std::string::npos) << r.message;
+}
+
 TEST(ModelHostileReshaping, UpSamplingSizeIsAPositiveInteger) {
   expect_refused(kUp, "up_sampling1d", "size", {json(0), json(-2), json("2"), json(2.5), json(1e12)}, "size");
 }

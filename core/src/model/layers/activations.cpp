@@ -23,7 +23,19 @@ namespace {
 
 class ActivationOp : public Op {
  public:
-  ActivationOp(const json& cfg, const DialectInfo& d) : act_(activation_of(cfg, d)) { per_step = true; }
+  ActivationOp(const json& cfg, const DialectInfo& d) : act_(activation_of(checked(cfg), d)) { per_step = true; }
+  // Keras 3 names two activations recur does not run in a layer: glu changes the shape the
+  // layer declares, threshold needs arguments a config cannot give.
+  static const json& checked(const json& cfg) {
+    const std::string a = cfg.contains("activation") && cfg["activation"].is_string() ? cfg["activation"].get<std::string>() : "";
+    if (a == "glu")
+      fail(Code::unsupported, "activation: 'glu' halves the last axis, which the Activation layer declares unchanged; recur "
+                              "does not run it");
+    if (a == "threshold")
+      fail(Code::invalid_argument, "activation: 'threshold' needs its threshold and default_value arguments, which a "
+                                   "layer config cannot give (Keras fails too)");
+    return cfg;
+  }
   std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
     check_rank(in, 1, 1, "Activation");
     return in;
