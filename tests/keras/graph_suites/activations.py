@@ -144,3 +144,15 @@ def _(g, d):
     x_in = d.masked(6, 3)
     x_in *= 5
     return {"model": g.K.Model(x, outs), "inputs": [x_in]}
+
+
+@case("activations_sequential", "Sequential(Input(6, 3), Masking, GRU(4, rs), "
+      "PReLU(shared_axes=[1]), LeakyReLU(), ReLU(max_value=0.5), ELU(alpha=0.7), LSTM(2, rs)): "
+      "every layer passes the mask on to the LSTM; PReLU's weights in a Sequential .h5 (no "
+      "Softmax: its (batch, 6) mask does not broadcast against (batch, 6, 4), and Keras fails)")
+def _(g, d):
+    L = g.L
+    m = g.K.Sequential([g.K.Input(shape=(6, 3)), L.Masking(), L.GRU(4, return_sequences=True),
+                        L.PReLU(shared_axes=[1]), L.LeakyReLU(), L.ReLU(max_value=0.5),
+                        L.ELU(alpha=0.7), L.LSTM(2, return_sequences=True)])
+    return {"model": m, "inputs": [d.masked(6, 3)]}

@@ -95,3 +95,14 @@ def _(g, d):
     h = L.GRU(5, return_sequences=True)(L.Masking()(x))
     y = L.GlobalAveragePooling1D(data_format="channels_first")(h)
     return {"model": g.K.Model(x, y), "inputs": [d.masked(5, 3, pattern="no_full_row")]}
+
+
+@case("pool1d_sequential", "Sequential(Input(8, 3), Masking, GRU(4, rs), MaxPooling1D(2), "
+      "AveragePooling1D(2, padding='same'), LSTM(3), Dense(2)): the LSTM runs unmasked")
+def _(g, d):
+    L = g.L
+    with g.warnings_ignored():
+        m = g.K.Sequential([g.K.Input(shape=(8, 3)), L.Masking(), L.GRU(4, return_sequences=True),
+                            L.MaxPooling1D(2), L.AveragePooling1D(2, padding="same"), L.LSTM(3),
+                            L.Dense(2)])
+    return {"model": m, "inputs": [d.masked(8, 3)]}

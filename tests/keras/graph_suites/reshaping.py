@@ -63,3 +63,13 @@ def _(g, d):
     x = g.K.Input(shape=(6, 3), name="x")
     h = L.ZeroPadding1D((1, 2), data_format="channels_first")(L.GRU(5, return_sequences=True)(x))
     return {"model": g.K.Model(x, [h, L.GRU(2)(h)]), "inputs": [d.seq(B, 6, 3)]}
+
+
+@case("reshaping_sequential", "Sequential(Input(5, 3), Masking, GRU(4, rs), ZeroPadding1D(1), "
+      "UpSampling1D(2), Cropping1D((2, 1)), LSTM(3)): the LSTM runs unmasked over 11 steps")
+def _(g, d):
+    L = g.L
+    with g.warnings_ignored():
+        m = g.K.Sequential([g.K.Input(shape=(5, 3)), L.Masking(), L.GRU(4, return_sequences=True),
+                            L.ZeroPadding1D(1), L.UpSampling1D(2), L.Cropping1D((2, 1)), L.LSTM(3)])
+    return {"model": m, "inputs": [d.masked(5, 3)]}
