@@ -12,6 +12,7 @@ adds -1e9 at masked positions (robust_masking=True: sets them to -1e9); Keras 3 
 and the outputs there to 0. Keras 3 reads a legacy .h5's Softmax axis list of several back as the
 default axis (saving_utils.py keeps only an integer or a list of one)."""
 import itertools
+import os
 
 from generate_graphs import B, case
 
@@ -108,6 +109,31 @@ def _(g, d):
         built["left_out_formats"] = {"h5": "Keras 3 loads a Softmax axis list of several from a "
                                            "legacy .h5 as axis=-1, so the file predicts otherwise"}
     return built
+
+
+@case("softmax_several_axes_keras3_h5", "Keras 3: the model of softmax_several_axes saved as a "
+      "legacy .h5 only, and its outputs those of Keras 3 loading that .h5 back, which runs the "
+      "Softmax layers over the last axis (the axis lists of several are dropped)",
+      dialects=("keras3", "keras3_jax"))
+def _(g, d):
+    import tempfile
+
+    L = g.L
+    x = g.K.Input(shape=(7, 3), name="x")
+    h = L.Dense(4)(L.GRU(4, return_sequences=True)(x))
+    model = g.K.Model(x, [L.Softmax(axis=[1, 2])(h), L.GRU(2)(L.Softmax(axis=[2, 1])(h))])
+    g.randomize(model)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.h5")
+        with g.warnings_ignored():
+            model.save(path)
+        as_keras_reads_it = g.K.models.load_model(path, compile=False)
+    assert [lay.axis for lay in as_keras_reads_it.layers if type(lay).__name__ == "Softmax"] == [-1, -1]
+    x_in = d.seq(B, 7, 3)
+    x_in *= 3
+    return {"model": model, "predict_model": as_keras_reads_it, "weights_set": True,
+            "left_out_formats": {"keras": "the .keras file keeps the axis lists (softmax_several_axes)"},
+            "inputs": [x_in]}
 
 
 @case("softmax_masked_broadcast", "Input(3, 3) -> Masking -> GRU(3, rs) -> Softmax() and "
