@@ -91,6 +91,7 @@ struct BuildContext {
   DialectInfo dialect;
   std::string keras_version;
   int batch_size = 0;  // the batch of the Input feeding the call site, when fixed (stateful layers)
+  bool legacy_h5 = false;  // the config is a legacy .h5 file's (Keras 3 reads some arguments of it differently)
   // Weights created so far across the whole model (nested models included), checked against the
   // most recur loads after every layer, before the next allocates.
   std::shared_ptr<std::uint64_t> weight_floats = std::make_shared<std::uint64_t>(0);

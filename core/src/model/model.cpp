@@ -430,9 +430,10 @@ std::unique_ptr<Model::Impl> open_image(const std::string& display, const std::s
     }
   };
   // `weights_bytes`: the size of the file holding the weights, which bounds how many there can be.
-  auto build = [&](json model_config, std::uint64_t weights_bytes,
+  auto build = [&](json model_config, std::uint64_t weights_bytes, bool legacy_h5,
                    std::shared_ptr<const io::ZipArchive> zip = nullptr) {
     graph::BuildContext ctx;
+    ctx.legacy_h5 = legacy_h5;
     if (zip) {
       // Layers' assets (an adapted IntegerLookup's vocabulary). A weak reference: contexts kept
       // by the graph must not hold the archive open, and it reads nothing once the file is open.
@@ -491,7 +492,7 @@ std::unique_ptr<Model::Impl> open_image(const std::string& display, const std::s
         holder = "/model_weights";
       }
       set_version(version, holder);
-      build(parse_json(h5.attribute_string("", "model_config"), path + ": /model_config"), file_size);
+      build(parse_json(h5.attribute_string("", "model_config"), path + ": /model_config"), file_size, true);
       impl->graph().load_legacy(h5, h5.is_group("model_weights") ? "model_weights" : "", path);
     } else if (std::memcmp(sig, "PK\x03\x04", 4) == 0) {
       const auto zip_ptr = std::make_shared<const io::ZipArchive>(
@@ -506,7 +507,7 @@ std::unique_ptr<Model::Impl> open_image(const std::string& display, const std::s
       std::vector<char> weights = zip.read("model.weights.h5", limit(Limit::file_bytes));
       const std::uint64_t weights_bytes = weights.size();
       const io::H5File h5 = io::H5File::open_image(std::move(weights), path + ": model.weights.h5");
-      build(parse_json(std::string(cfg.begin(), cfg.end()), path + ": config.json"), weights_bytes, zip_ptr);
+      build(parse_json(std::string(cfg.begin(), cfg.end()), path + ": config.json"), weights_bytes, false, zip_ptr);
       impl->graph().load_keras(h5, path);
     } else {
       fail(Code::io, path, ": neither a .keras (zip) nor an .h5 (HDF5) file");

@@ -52,6 +52,13 @@ ActivationFn activation_of(const json& cfg, const DialectInfo& d) {
   return parse_activation(cfg["activation"].get<std::string>(), d, "activation");
 }
 
+bool channels_first_of(const json& cfg) {
+  const std::string f = str_of(cfg, "data_format", "channels_last");
+  if (f != "channels_last" && f != "channels_first")
+    fail(Code::invalid_argument, "data_format: expected 'channels_last' or 'channels_first', got '", io::printable(f), "'");
+  return f == "channels_first";
+}
+
 Index product(const std::vector<Index>& d, std::size_t from, std::size_t to) {
   const std::size_t end = std::min(to, d.size());
   Index p = 1;

@@ -34,6 +34,9 @@ std::string str_of(const json& cfg, const char* key, const std::string& fallback
 bool bool_of(const json& cfg, const char* key, bool fallback);
 double num_of(const json& cfg, const char* key, double fallback);
 ActivationFn activation_of(const json& cfg, const DialectInfo& d);
+// "data_format": true for 'channels_first', false for 'channels_last' or none; anything else is
+// Error(invalid_argument).
+bool channels_first_of(const json& cfg);
 
 // The product of dims [from, to).
 Index product(const std::vector<Index>& d, std::size_t from = 0, std::size_t to = std::size_t(-1));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Keras's pooling layers over time.
+// Keras's pooling layers over time: windows (MaxPooling1D, AveragePooling1D) and global.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -20,10 +21,12 @@
 namespace recur::graph {
 namespace {
 
+// GlobalAveragePooling1D / GlobalMaxPooling1D. Keras's global max ignores a mask (Keras 2 and 3
+// drop it); the global average weighs the steps by it and hands no mask on (compute_mask: None).
 class GlobalPool1DOp : public Op {
  public:
-  GlobalPool1DOp(const json& cfg, bool max) : max_(max) {
-    channels_first_ = str_of(cfg, "data_format", "channels_last") == "channels_first";
+  GlobalPool1DOp(const json& cfg, bool max, const DialectInfo& d) : max_(max), keras2_(d.dialect == Dialect::keras2) {
+    channels_first_ = channels_first_of(cfg);
     keepdims_ = bool_of(cfg, "keepdims", false);
   }
   std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
@@ -41,7 +44,14 @@ class GlobalPool1DOp : public Op {
     Value y = make_value(keepdims_ ? (channels_first_ ? std::vector<Index>{B, F, 1} : std::vector<Index>{B, 1, F})
                                    : std::vector<Index>{B, F},
                          class_name.c_str());
-    const bool masked = !max_ && x.mask && !channels_first_;
+    const bool masked = !max_ && x.mask;
+    // The mask covers (batch, axis 1). Keras expands it on the features axis and multiplies: with
+    // channels_first, axis 1 holds the features, so its mask lands on the steps only when there
+    // are as many features as steps (or one feature, broadcast); other shapes fail in Keras too.
+    const Index mask_len = x.shape[1];
+    if (masked && channels_first_ && mask_len != T && mask_len != 1)
+      fail(Code::shape, class_name, " '", name, "': with data_format='channels_first', Keras applies the input's (batch, ",
+           mask_len, ") mask along the ", T, " steps; the shapes do not broadcast (Keras fails too)");
     for (Index b = 0; b < B; ++b)
       for (Index f = 0; f < F; ++f) {
         float acc = max_ ? -std::numeric_limits<float>::infinity() : 0.0f, count = 0.0f;
@@ -50,9 +60,11 @@ class GlobalPool1DOp : public Op {
           if (max_) {
             acc = std::max(acc, v);
           } else if (masked) {
-            const float m = (*x.mask)[static_cast<std::size_t>(b * T + t)] ? 1.0f : 0.0f;
-            acc += v * m;
-            count += m;
+            const bool on = (*x.mask)[static_cast<std::size_t>(b * mask_len + (mask_len == 1 ? 0 : t))] != 0;
+            // Keras 2 multiplies by the mask (a masked inf or NaN gives NaN); Keras 3 selects.
+            if (keras2_) acc += v * (on ? 1.0f : 0.0f);
+            else if (on) acc += v;
+            count += on ? 1.0f : 0.0f;
           } else {
             acc += v;
           }
@@ -64,17 +76,95 @@ class GlobalPool1DOp : public Op {
   }
 
  private:
-  bool max_, channels_first_ = false, keepdims_ = false;
+  bool max_, keras2_, channels_first_ = false, keepdims_ = false;
+};
+
+// MaxPooling1D / AveragePooling1D: windows of pool_size steps every `strides` steps. "same" pads
+// as TensorFlow does (the extra step at the end); the max ignores the padding, the average divides
+// by the steps inside the input only. Neither dialect passes a mask through them (Keras 2 drops
+// it, Keras 3 warns and drops it).
+class Pool1DOp : public Op {
+ public:
+  Pool1DOp(const json& cfg, bool max) : max_(max) {
+    pool_ = int_of(cfg, "pool_size", 2);
+    // Keras uses pool_size for strides=None.
+    strides_ = cfg.contains("strides") && !cfg["strides"].is_null() ? int_of(cfg, "strides", 0) : pool_;
+    if (pool_ <= 0) fail(Code::invalid_argument, "pool_size: expected a positive integer, got ", pool_);
+    if (strides_ <= 0) fail(Code::invalid_argument, "strides: expected a positive integer, got ", strides_);
+    std::string p = str_of(cfg, "padding", "valid");
+    std::transform(p.begin(), p.end(), p.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (p != "valid" && p != "same")
+      fail(Code::invalid_argument, "padding: expected 'valid' or 'same', got '", io::printable(p), "'");
+    same_ = p == "same";
+    channels_first_ = channels_first_of(cfg);
+  }
+  // Output steps and the padding before the first for T input steps.
+  std::pair<Index, Index> geometry(Index T) const {
+    if (same_) {
+      const Index out = (T + strides_ - 1) / strides_;
+      return {out, std::max<Index>((out - 1) * strides_ + pool_ - T, 0) / 2};
+    }
+    return {T >= pool_ ? (T - pool_) / strides_ + 1 : 0, 0};
+  }
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
+    check_rank(in, 1, 3, class_name.c_str());
+    if (in[0].dims.size() != 3)
+      fail(Code::shape, class_name, ": expected (batch, ", channels_first_ ? "features, steps" : "steps, features", "), got ",
+           spec_string(in[0]));
+    Spec s = in[0];
+    s.ids = false;
+    const std::size_t axis = channels_first_ ? 2 : 1;
+    if (in[0].dims[axis] >= 0) {
+      s.dims[axis] = geometry(in[0].dims[axis]).first;
+      if (s.dims[axis] <= 0)
+        fail(Code::shape, class_name, ": ", in[0].dims[axis], " steps are fewer than pool_size=", pool_, " (padding='valid')");
+    }
+    return {s};
+  }
+  std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
+    const Value& x = *in.main[0];
+    const Index B = x.shape[0];
+    const Index T = channels_first_ ? x.shape[2] : x.shape[1], F = channels_first_ ? x.shape[1] : x.shape[2];
+    const auto [To, pad] = geometry(T);
+    if (To <= 0) fail(Code::shape, class_name, " '", name, "': ", T, " steps are fewer than pool_size=", pool_);
+    Value y = make_value(channels_first_ ? std::vector<Index>{B, F, To} : std::vector<Index>{B, To, F}, class_name.c_str());
+    auto at = [&](const std::vector<Index>& shape, Index b, Index t, Index f) {
+      return static_cast<std::size_t>(channels_first_ ? (b * F + f) * shape[2] + t : (b * shape[1] + t) * F + f);
+    };
+    for (Index b = 0; b < B; ++b)
+      for (Index o = 0; o < To; ++o) {
+        const Index lo = std::max<Index>(o * strides_ - pad, 0), hi = std::min<Index>(o * strides_ - pad + pool_, T);
+        for (Index f = 0; f < F; ++f) {
+          float acc = max_ ? -std::numeric_limits<float>::infinity() : 0.0f;
+          for (Index t = lo; t < hi; ++t) {
+            const float v = x.data[at(x.shape, b, t, f)];
+            acc = max_ ? std::max(acc, v) : acc + v;
+          }
+          y.data[at(y.shape, b, o, f)] = max_ ? acc : acc / static_cast<float>(hi - lo);
+        }
+      }
+    return {std::move(y)};
+  }
+
+ private:
+  bool max_, same_ = false, channels_first_ = false;
+  int pool_ = 2, strides_ = 2;
 };
 
 }  // namespace
 
 void register_pooling_layers(OpTable& t) {
-  t.add({"GlobalAveragePooling1D", "GlobalAvgPool1D"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
-    return std::make_shared<GlobalPool1DOp>(e.at("config"), false);
+  t.add({"GlobalAveragePooling1D", "GlobalAvgPool1D"}, [](const json& e, const BuildContext& ctx, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<GlobalPool1DOp>(e.at("config"), false, ctx.dialect);
   });
-  t.add({"GlobalMaxPooling1D", "GlobalMaxPool1D"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
-    return std::make_shared<GlobalPool1DOp>(e.at("config"), true);
+  t.add({"GlobalMaxPooling1D", "GlobalMaxPool1D"}, [](const json& e, const BuildContext& ctx, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<GlobalPool1DOp>(e.at("config"), true, ctx.dialect);
+  });
+  t.add({"MaxPooling1D", "MaxPool1D"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<Pool1DOp>(e.at("config"), true);
+  });
+  t.add({"AveragePooling1D", "AvgPool1D"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<Pool1DOp>(e.at("config"), false);
   });
 }
 

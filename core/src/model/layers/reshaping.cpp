@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Keras's reshaping layers: RepeatVector, Flatten, Reshape, Permute.
+// Keras's reshaping layers: RepeatVector, Flatten, Reshape, Permute, ZeroPadding1D, Cropping1D,
+// UpSampling1D.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -183,6 +184,122 @@ class PermuteOp : public Op {
   std::vector<int> perm_;
 };
 
+// "padding" / "cropping": an integer for both ends or [start, end], each in [0, 2^30].
+std::pair<Index, Index> ends_of(const json& cfg, const char* key, int fallback) {
+  if (!cfg.contains(key) || cfg[key].is_null()) return {fallback, fallback};
+  const json& v = cfg[key];
+  int a = 0, b = 0;
+  const bool ok = v.is_array() ? v.size() == 2 && io::int_in(v[0], 0, 1 << 30, a) && io::int_in(v[1], 0, 1 << 30, b)
+                               : io::int_in(v, 0, 1 << 30, a);
+  if (!ok) fail(Code::invalid_argument, key, ": expected a non-negative integer or a pair of them, got ", io::excerpt(v));
+  return {a, v.is_array() ? b : a};
+}
+
+// The (batch, steps, features) input of ZeroPadding1D, Cropping1D, UpSampling1D: the steps axis.
+std::size_t steps_axis_of(const std::vector<Spec>& in, const std::string& who, bool channels_first) {
+  check_rank(in, 1, 3, who.c_str());
+  if (in[0].dims.size() != 3)
+    fail(Code::shape, who, ": expected (batch, ", channels_first ? "features, steps" : "steps, features", "), got ", spec_string(in[0]));
+  return channels_first ? 2 : 1;
+}
+
+// Copies x into y with its steps axis (1 or 2) shifted: y's step t + shift holds x's step t, for
+// x's steps [from, to). y is zeros elsewhere.
+void copy_steps(const Value& x, Value& y, std::size_t axis, Index from, Index to, Index shift) {
+  const Index outer = product(x.shape, 0, axis), inner = product(x.shape, axis + 1);
+  const Index tx = x.shape[axis], ty = y.shape[axis];
+  for (Index o = 0; o < outer; ++o)
+    std::copy(x.data.data() + (o * tx + from) * inner, x.data.data() + (o * tx + to) * inner,
+              y.data.data() + (o * ty + from + shift) * inner);
+}
+
+// ZeroPadding1D: zeros before and after the steps. Neither dialect passes a mask through it.
+class ZeroPadding1DOp : public Op {
+ public:
+  explicit ZeroPadding1DOp(const json& cfg) : pad_(ends_of(cfg, "padding", 1)), channels_first_(channels_first_of(cfg)) {}
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
+    const std::size_t axis = steps_axis_of(in, "ZeroPadding1D", channels_first_);
+    Spec s = in[0];
+    s.ids = false;
+    if (s.dims[axis] >= 0) s.dims[axis] += pad_.first + pad_.second;
+    return {s};
+  }
+  std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
+    const Value& x = *in.main[0];
+    const std::size_t axis = channels_first_ ? 2 : 1;
+    std::vector<Index> shape = x.shape;
+    shape[axis] += pad_.first + pad_.second;
+    Value y = make_value(shape, "ZeroPadding1D");
+    copy_steps(x, y, axis, 0, x.shape[axis], pad_.first);
+    return {std::move(y)};
+  }
+
+ private:
+  std::pair<Index, Index> pad_;
+  bool channels_first_;
+};
+
+// Cropping1D: drops steps at both ends (channels_last only, in both dialects); no mask passes.
+class Cropping1DOp : public Op {
+ public:
+  explicit Cropping1DOp(const json& cfg) : crop_(ends_of(cfg, "cropping", 1)) {}
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
+    steps_axis_of(in, "Cropping1D", false);
+    Spec s = in[0];
+    s.ids = false;
+    if (s.dims[1] >= 0) s.dims[1] = steps(s.dims[1]);
+    return {s};
+  }
+  Index steps(Index T) const {
+    if (crop_.first + crop_.second >= T)
+      fail(Code::shape, "Cropping1D '", name, "': cropping (", crop_.first, ", ", crop_.second, ") must leave some of the ", T,
+           " steps (Keras refuses it too)");
+    return T - crop_.first - crop_.second;
+  }
+  std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
+    const Value& x = *in.main[0];
+    std::vector<Index> shape = x.shape;
+    shape[1] = steps(x.shape[1]);
+    Value y = make_value(shape, "Cropping1D");
+    copy_steps(x, y, 1, crop_.first, x.shape[1] - crop_.second, -crop_.first);
+    return {std::move(y)};
+  }
+
+ private:
+  std::pair<Index, Index> crop_;
+};
+
+// UpSampling1D: each step repeated `size` times. It acts on each step alone, so it streams: a
+// piece of n steps becomes n * size steps. No mask passes.
+class UpSampling1DOp : public Op {
+ public:
+  explicit UpSampling1DOp(const json& cfg) : size_(int_of(cfg, "size", 2)) {
+    if (size_ <= 0) fail(Code::invalid_argument, "size: expected a positive integer, got ", size_);
+  }
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
+    steps_axis_of(in, "UpSampling1D", false);
+    Spec s = in[0];
+    s.ids = false;
+    if (s.dims[1] >= 0) s.dims[1] *= size_;
+    return {s};
+  }
+  std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
+    const Value& x = *in.main[0];
+    const Index B = x.shape[0], T = x.shape[1], F = x.shape[2];
+    Value y = make_value({B, T * size_, F}, "UpSampling1D");
+    for (Index r = 0; r < B * T; ++r)
+      for (Index k = 0; k < size_; ++k) std::copy_n(x.data.data() + r * F, F, y.data.data() + (r * size_ + k) * F);
+    return {std::move(y)};
+  }
+  std::string stream_rule(const std::vector<bool>& stepped_in, bool, std::vector<bool>& stepped_out) const override {
+    stepped_out.assign(stepped_out.size(), !stepped_in.empty() && stepped_in[0]);
+    return "";
+  }
+
+ private:
+  int size_;
+};
+
 }  // namespace
 
 void register_reshaping_layers(OpTable& t) {
@@ -194,6 +311,15 @@ void register_reshaping_layers(OpTable& t) {
   });
   t.add({"Reshape"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
     return std::make_shared<ReshapeOp>(e.at("config"));
+  });
+  t.add({"ZeroPadding1D"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<ZeroPadding1DOp>(e.at("config"));
+  });
+  t.add({"Cropping1D"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<Cropping1DOp>(e.at("config"));
+  });
+  t.add({"UpSampling1D"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<UpSampling1DOp>(e.at("config"));
   });
   t.add({"Permute"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
     return std::make_shared<PermuteOp>(e.at("config"));
