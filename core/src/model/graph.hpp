@@ -20,6 +20,10 @@
 #include "recur/layer.hpp"
 #include "recur/state.hpp"
 
+namespace recur::io {
+class ZipArchive;
+}
+
 namespace recur::graph {
 
 using json = nlohmann::json;
@@ -30,6 +34,7 @@ constexpr std::size_t RECUR_MAX_RANK_CORE = 8;  // the largest tensor rank (batc
 struct Spec {
   std::vector<Index> dims;
   bool ids = false;  // integer ids (an int Input), carried as floats
+  bool strings = false;  // strings (a string Input): only the text layers take them
 };
 std::string spec_string(const Spec& s);
 
@@ -47,6 +52,9 @@ struct Value {
   std::vector<float> data;
   std::shared_ptr<const std::vector<std::uint8_t>> mask;
   std::shared_ptr<const Ids> ids;  // the same values as data, exact; only from ops that pass them
+  // A string model input (UTF-8, row-major over shape; data is then empty), only between the
+  // input and the text layers (layers/text.cpp) that turn it into ids.
+  std::shared_ptr<const std::vector<std::string>> strings;
   Index rows() const { return shape.empty() ? 0 : shape[0]; }
 };
 
@@ -76,6 +84,9 @@ struct BuildContext {
   std::shared_ptr<const json> document;
   DialectInfo dialect;
   std::string keras_version;
+  // The .keras archive, for layers whose state Keras saves as assets (a text layer's vocabulary);
+  // null for an .h5. Valid only while Graph::build runs: ops read their assets when made.
+  const io::ZipArchive* assets = nullptr;
   int batch_size = 0;  // the batch of the Input feeding the call site, when fixed (stateful layers)
   // Weights created so far across the whole model (nested models included), checked against the
   // most recur loads after every layer, before the next allocates.
@@ -127,6 +138,8 @@ class Op {
   virtual bool stateful() const { return false; }
   // Returns its input unchanged (Dropout at inference...), so integer ids stay exact through it.
   virtual bool passes_ids() const { return false; }
+  // Reads string tensors (the text layers); every other op given one is refused at build.
+  virtual bool takes_strings() const { return false; }
 
   std::string name, class_name;
   bool per_step = false;

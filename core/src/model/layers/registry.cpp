@@ -37,6 +37,7 @@ const OpTable& op_table() {
     register_recurrent_layers(t);
     register_wrapper_layers(t);
     register_nested_models(t);
+    register_text_layers(t);
     return t;
   }();
   return table;

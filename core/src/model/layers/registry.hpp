@@ -42,6 +42,7 @@ void register_convolutional_layers(OpTable& t);
 void register_recurrent_layers(OpTable& t);
 void register_wrapper_layers(OpTable& t);
 void register_nested_models(OpTable& t);
+void register_text_layers(OpTable& t);
 
 // Keras 3 op nodes (keras.ops.*) are found by their module, not their class (layers/keras_ops.cpp).
 std::shared_ptr<Op> make_keras_op(const json& entry, const std::string& cls);
