@@ -228,7 +228,7 @@ RECUR_GO_SLICE(const long long, []int64, const long long *handles)
 RECUR_GO_OUT(int32_t, int32, int32_t *count, int32_t *ndims, int32_t *num_states, int32_t *batch,
              int32_t *units, int32_t *input_size, int32_t *output_size, int32_t *recurrent,
              int32_t *num_threads, int32_t *rank, int32_t *token_ids, int32_t *stateful,
-             int32_t *sequence)
+             int32_t *sequence, int32_t *dtype)
 RECUR_GO_OUT(int64_t, int64, int64_t *dim0, int64_t *dim1)
 RECUR_GO_OUT(size_t, uint64, size_t *out_len, size_t *len, size_t *inputs_len, size_t *outputs_len)
 RECUR_GO_OUT(uint64_t, uint64, uint64_t *value, uint64_t *layers, uint64_t *states, uint64_t *models,
