@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "c_api_test_util.hpp"
+#include "recur/recur.hpp"
 
 namespace {
 
@@ -183,6 +184,20 @@ TEST(CApiText, UnknownTokenWithoutOovIndexNamesTheLayer) {
   ASSERT_EQ(ok.run(m.get()), RECUR_OK) << recur_last_error();
   TextRun bad({"the", "cat", "", "café", "zebra", "sat", "sat", "sat", "sat", "sat", "", "", "", "", ""}, 5);
   EXPECT_RECUR_ERR(bad.run(m.get()), RECUR_ERR_INVALID_ARGUMENT, "'zebra' is not in the vocabulary");
+}
+
+// recur.hpp: texts as std::string, and TensorInfo::strings.
+TEST(CApiText, CppWrapperTakesStrings) {
+  const recur::Model m(kKeras + "/graphs/text/keras3/text_vectorization_lstm.keras");
+  ASSERT_EQ(m.inputs().size(), 1u);
+  EXPECT_TRUE(m.inputs()[0].strings);
+  EXPECT_FALSE(m.inputs()[0].token_ids);
+  const std::vector<std::string> texts = {"The cat sat", "naïve «café»", ""};
+  const auto out = m.run({recur::Input("text", texts, {3, 1})});
+  TextRun c({"The cat sat", "naïve «café»", ""});
+  ASSERT_EQ(c.run(m.get()), RECUR_OK) << recur_last_error();
+  ASSERT_EQ(out.at(0).data.size(), 6u);
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(out[0].data[i], c.buf[i]) << i;
 }
 
 }  // namespace

@@ -141,6 +141,46 @@ TEST(ModelHostileText, StringsOnlyReachTextLayers) {
   EXPECT_NE(t.message.find("TextVectorization: expected a string tensor"), std::string::npos) << t.message;
 }
 
+// Keras reads the vocabulary in text mode, where "\r\n" ends a line as "\n" does.
+TEST(ModelHostileText, CrLfVocabularyReadsAsKerasReadsIt) {
+  const std::string asset = "assets/layers/text_vectorization/vocabulary.txt";
+  auto members = keras_edit::read_members(kTv);
+  for (auto& [name, data] : members)
+    if (name == asset) {
+      std::string crlf;
+      for (char c : data) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+      data = crlf;
+    }
+  const std::string p = (std::filesystem::temp_directory_path() / ("recur_crlf_" + std::to_string(::getpid()) + ".keras")).string();
+  keras_edit::write_members(p, members);
+  auto run = [](const std::string& file) {
+    recur_model* m = nullptr;
+    EXPECT_EQ(recur_model_open(&m, file.c_str()), RECUR_OK) << recur_last_error();
+    const char* texts[3] = {"the cat sat", "dogs end", "unknown"};
+    recur_tensor in;
+    recur_tensor_init(&in, RECUR_TENSOR_VERSION);
+    in.name = "text";
+    in.dtype = RECUR_DTYPE_STRING;
+    in.data = texts;
+    in.length = 3;
+    in.rank = 2;
+    in.dims[0] = 3;
+    in.dims[1] = 1;
+    std::vector<float> buf(6);
+    recur_output out;
+    recur_output_init(&out, RECUR_OUTPUT_VERSION);
+    out.name = "out";
+    out.data = buf.data();
+    out.capacity = buf.size();
+    EXPECT_EQ(recur_model_run_named(m, &in, 1, &out, 1, nullptr), RECUR_OK) << recur_last_error();
+    recur_model_destroy(m);
+    return buf;
+  };
+  EXPECT_EQ(run(kTv), run(p));
+  std::error_code ec;
+  std::filesystem::remove(p, ec);
+}
+
 TEST(ModelHostileText, BadVocabularyAssets) {
   const std::string asset = "assets/layers/text_vectorization/vocabulary.txt";
   auto r = edit_members(kTv, [&](auto& ms) {
