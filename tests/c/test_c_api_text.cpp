@@ -186,6 +186,25 @@ TEST(CApiText, UnknownTokenWithoutOovIndexNamesTheLayer) {
   EXPECT_RECUR_ERR(bad.run(m.get()), RECUR_ERR_INVALID_ARGUMENT, "'zebra' is not in the vocabulary");
 }
 
+// Sizing the outputs of a stateful text model runs it to count the tokens, and leaves its states
+// as they were.
+TEST(CApiText, OutputShapesOfAStatefulTextModelKeepTheStates) {
+  const rt::Model m = open("graphs/text/keras3/text_vectorization_stateful_gru.keras");
+  TextRun first({"the cat sat", "dogs", ""});
+  ASSERT_EQ(first.run(m.get()), RECUR_OK) << recur_last_error();
+  ASSERT_EQ(recur_model_reset_states(m.get()), RECUR_OK);
+  TextRun again({"the cat sat", "dogs", ""});
+  recur_output shape = again.out;
+  ASSERT_EQ(recur_model_output_shapes(m.get(), &again.in, 1, &shape, 1), RECUR_OK) << recur_last_error();
+  EXPECT_EQ(shape.length, 6u);
+  ASSERT_EQ(again.run(m.get()), RECUR_OK) << recur_last_error();
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(first.buf[i], again.buf[i]) << i;
+  // Without the reset the states carry on: another output.
+  TextRun carried({"the cat sat", "dogs", ""});
+  ASSERT_EQ(carried.run(m.get()), RECUR_OK);
+  EXPECT_NE(carried.buf[0], first.buf[0]);
+}
+
 // recur.hpp: texts as std::string, and TensorInfo::strings.
 TEST(CApiText, CppWrapperTakesStrings) {
   const recur::Model m(kKeras + "/graphs/text/keras3/text_vectorization_lstm.keras");

@@ -581,8 +581,9 @@ RECUR_API recur_status recur_model_input(const recur_model *model, int32_t index
  * TextVectorization layers; pass it only through recur_model_run_named, the float entry points
  * refuse such a model with INVALID_ARGUMENT naming the input), RECUR_DTYPE_INT64 for token ids
  * (recur_model_input's token_ids; int32 and float32 are taken too), else RECUR_DTYPE_FLOAT32.
- * A model with a string input does not stream (recur_model_state_create refuses it, naming the
- * input). Errors: INVALID_ARGUMENT (index out of range, dtype NULL), STATE. */
+ * A model with a string input does not stream (recur_model_state_create refuses it with
+ * UNSUPPORTED, naming the text layer). Errors: INVALID_ARGUMENT (index out of range, dtype NULL),
+ * STATE. */
 RECUR_API recur_status recur_model_input_dtype(const recur_model *model, int32_t index, int32_t *dtype);
 
 /* Output `index`: its name (Keras's model.output_names: Keras 3 repeats a layer's name for each
@@ -882,8 +883,9 @@ RECUR_API recur_status recur_model_run_named(const recur_model *model, const rec
  * still fit their dims). Errors as recur_model_run_named, less the run's own.
  * Since 0.7: where an output's size depends on the text (a TextVectorization without
  * output_sequence_length gives as many ids as the longest row has tokens), the model is run to
- * tell, so the string inputs' data is then required. recur_model_run_named checks a text model's
- * output buffers after the run and, when one is too small, writes nothing (SHAPE). */
+ * tell (a stateful model's states are left as they were), so the string inputs' data is then
+ * required. recur_model_run_named checks a text model's output buffers after the run and, when
+ * one is too small, writes nothing (SHAPE). */
 RECUR_API recur_status recur_model_output_shapes(const recur_model *model, const recur_tensor *inputs,
                                                  int32_t num_inputs, recur_output *outputs, int32_t num_outputs);
 

@@ -155,8 +155,10 @@ class Model {
 
  private:
   explicit Model(std::unique_ptr<Impl> impl);
-  // Runs the graph, one run at a time for a stateful model, whose states are restored on failure.
-  std::vector<graph::Value> run_restoring(const std::vector<graph::Value>& in, graph::RunContext& ctx) const;
+  // Runs the graph, one run at a time for a stateful model, whose states are restored on failure
+  // (and after the run too when `always`: a run that only measures the outputs).
+  std::vector<graph::Value> run_restoring(const std::vector<graph::Value>& in, graph::RunContext& ctx,
+                                          bool always = false) const;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -824,12 +824,12 @@ void Model::named_output_shapes(const std::vector<NamedInput>& inputs, std::vect
     // has tokens: only a run tells.
     if (e.code() != Code::shape || !s.any_strings()) throw;
     graph::RunContext ctx;
-    dims = ModelShared::dims_of(run_restoring(s.named_values(inputs, 0, ctx.free_time), ctx));
+    dims = ModelShared::dims_of(run_restoring(s.named_values(inputs, 0, ctx.free_time), ctx, true));
   }
   s.shape_outputs(idx, dims, outputs, false);
 }
 
-std::vector<Value> Model::run_restoring(const std::vector<Value>& in, graph::RunContext& ctx) const {
+std::vector<Value> Model::run_restoring(const std::vector<Value>& in, graph::RunContext& ctx, bool always) const {
   const ModelShared& s = *impl_->shared;
   std::unique_lock<std::mutex> lock(s.stateful_mutex, std::defer_lock);
   const bool has_states = stateful();
@@ -837,7 +837,9 @@ std::vector<Value> Model::run_restoring(const std::vector<Value>& in, graph::Run
   std::optional<StatefulSnapshot> before;
   if (has_states) before.emplace(impl_->layers());
   try {
-    return s.graph->run(in, ctx);
+    std::vector<Value> out = s.graph->run(in, ctx);
+    if (always && before) before->restore();
+    return out;
   } catch (...) {
     if (before) before->restore();
     throw;

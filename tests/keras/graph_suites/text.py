@@ -183,3 +183,23 @@ def _(g, d):
     model = K.Model(inp, y)
     _randomize(g, model)
     return {"model": model, "weights_set": True, "inputs": [TOKENS]}
+
+
+@case("text_vectorization_stateful_gru", "TextVectorization(no output_sequence_length) -> "
+      "Embedding(mask_zero) -> GRU(stateful) -> Dense, with a fixed batch of 3: the states carry "
+      "from one call of texts to the next, and a reset clears them")
+def _(g, d):
+    _text_layers(g)
+    if g.dialect == "keras2":
+        raise Skip("tf_keras's TextVectorization loses the batch size its Input fixes, so a stateful "
+                   "GRU after it cannot be built")
+    K, L = g.K, g.L
+    tv = L.TextVectorization(max_tokens=20)
+    tv.adapt(np.array(CORPUS, dtype=object) if g.dialect == "keras2" else CORPUS)
+    inp = K.Input(shape=(1,), batch_size=B, dtype="string", name="text")
+    x = L.Embedding(tv.vocabulary_size(), 4, mask_zero=True)(tv(inp))
+    y = L.Dense(2, name="out")(L.GRU(3, stateful=True)(x))
+    model = K.Model(inp, y)
+    _randomize(g, model)
+    return {"model": model, "weights_set": True, "skip_formats": _no_h5(g),
+            "calls": [(False, [TEXTS]), (False, [TEXTS2]), (True, [TEXTS2])]}
