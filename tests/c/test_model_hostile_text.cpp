@@ -2,6 +2,8 @@
 // Hostile configs and assets of the text layers (TextVectorization, StringLookup) in Keras-saved
 // models: each is refused with a status and a message naming the argument, never a crash or an
 // allocation past the limits.
+#include <hdf5.h>
+
 #include "keras_config_edit.hpp"
 
 namespace {
@@ -111,6 +113,37 @@ TEST(ModelHostileText, UnknownStandardizeSplitAndModes) {
   expect_refused(kTv, "text_vectorization", "encoding", json("latin-1"), "encoding 'latin-1'");
 }
 
+TEST(ModelHostileText, ShapesAndModesThatDoNotFit) {
+  expect_refused(kTv, "text_vectorization", "output_mode", json("multi_hot"), "output_sequence_length is set only with");
+  // A split text input is (B,) or (B, 1); without a split, (B, tokens).
+  auto r = keras_edit::open_edited(kTv, [](json& c) { keras_edit::layer(c, "text")["config"]["batch_shape"] = json::array({nullptr, 2}); });
+  EXPECT_NE(r.message.find("TextVectorization: a split input must be (batch,) or (batch, 1)"), std::string::npos) << r.message;
+  r = keras_edit::open_edited(kTv, [](json& c) {
+    keras_edit::layer(c, "text")["config"]["batch_shape"] = json::array({nullptr});
+    keras_edit::layer(c, "text_vectorization")["config"]["split"] = nullptr;
+  });
+  EXPECT_NE(r.message.find("with split=None the input must be (batch, tokens)"), std::string::npos) << r.message;
+  r = keras_edit::open_edited(kSl, [](json& c) {
+    keras_edit::layer(c, "text")["config"]["batch_shape"] = json::array({nullptr, 5, 1});
+    keras_edit::layer(c, "string_lookup")["config"]["output_mode"] = "count";
+  });
+  EXPECT_NE(r.message.find("StringLookup: output_mode multi_hot/count takes (batch,) or (batch, tokens)"), std::string::npos)
+      << r.message;
+}
+
+// The ngrams of a row are counted against the tensor limit before any is made.
+TEST(ModelHostileText, NgramsPastTheTensorLimit) {
+  uint64_t old = 0;
+  ASSERT_EQ(recur_get_limit(RECUR_LIMIT_TENSOR_BYTES, &old), RECUR_OK);
+  ASSERT_EQ(recur_set_limit(RECUR_LIMIT_TENSOR_BYTES, 8192), RECUR_OK);
+  std::string text;
+  while (text.size() < 6000) text += "the cat ";
+  const auto r = run_texts(kKeras + "/graphs/text/keras3/text_vectorization_ragged_bigrams.keras", {text.c_str(), "a", "b"}, 1);
+  EXPECT_EQ(r.status, RECUR_ERR_LIMIT);
+  EXPECT_NE(r.message.find("the ngrams of row 0"), std::string::npos) << r.message;
+  ASSERT_EQ(recur_set_limit(RECUR_LIMIT_TENSOR_BYTES, old), RECUR_OK);
+}
+
 TEST(ModelHostileText, BadNgrams) {
   for (const json& bad : {json(0), json(-1), json(1 << 20), json::array(), json::array({1, "2"}), json::array({0}),
                           json("2"), json(2.5)})
@@ -206,6 +239,48 @@ TEST(ModelHostileText, BadVocabularyAssets) {
   });
   EXPECT_NE(r.status, RECUR_OK);
   EXPECT_NE(r.message.find("the vocabulary is empty"), std::string::npos) << r.message;
+}
+
+// A legacy .h5 keeps no assets: a text layer whose config holds no vocabulary (an adapted one, as
+// Keras 3 saves it there) is refused, naming the layer and what to do.
+TEST(ModelHostileText, AnH5WithoutTheVocabularyIsRefused) {
+  const std::string src = kKeras + "/graphs/text/keras3/string_lookup_gru.h5";
+  const std::string p = (std::filesystem::temp_directory_path() / ("recur_novocab_" + std::to_string(::getpid()) + ".h5")).string();
+  std::filesystem::copy_file(src, p, std::filesystem::copy_options::overwrite_existing);
+  {
+    const hid_t f = H5Fopen(p.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    const hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    H5Tset_cset(t, H5T_CSET_UTF8);
+    const hid_t a = H5Aopen_by_name(f, "/", "model_config", H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(a, 0);
+    const hid_t ft = H5Aget_type(a);
+    H5Tset_cset(t, H5Tget_cset(ft));  // HDF5 converts no strings between character sets
+    H5Tclose(ft);
+    char* text = nullptr;
+    ASSERT_GE(H5Aread(a, t, &text), 0);
+    json config = json::parse(text);
+    H5free_memory(text);
+    H5Aclose(a);
+    keras_edit::layer(config, "string_lookup")["config"]["vocabulary"] = nullptr;
+    const std::string edited = config.dump();
+    ASSERT_GE(H5Adelete_by_name(f, "/", "model_config", H5P_DEFAULT), 0);
+    const hid_t sp = H5Screate(H5S_SCALAR);
+    const hid_t b = H5Acreate_by_name(f, "/", "model_config", t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const char* w = edited.c_str();
+    ASSERT_GE(H5Awrite(b, t, &w), 0);
+    H5Aclose(b);
+    H5Sclose(sp);
+    H5Tclose(t);
+    H5Fclose(f);
+  }
+  const auto r = run_texts(p, {"the", "cat", "", "x", "y", "a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}, 5);
+  EXPECT_EQ(r.status, RECUR_ERR_UNSUPPORTED);
+  EXPECT_NE(r.message.find("StringLookup: the vocabulary is not in this file"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("save the model as .keras"), std::string::npos) << r.message;
+  std::error_code ec;
+  std::filesystem::remove(p, ec);
 }
 
 }  // namespace
