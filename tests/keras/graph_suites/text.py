@@ -203,3 +203,19 @@ def _(g, d):
     _randomize(g, model)
     return {"model": model, "weights_set": True, "skip_formats": _no_h5(g),
             "calls": [(False, [TEXTS]), (False, [TEXTS2]), (True, [TEXTS2])]}
+
+
+@case("text_vectorization_sequential", "Sequential: TextVectorization(output_sequence_length=5) on a "
+      "rank-1 (batch,) string input -> Embedding(mask_zero) -> LSTM -> Dense (tf_keras: no Input, the "
+      "layer's own string dtype; Keras 3: Input(shape=(), dtype='string'))")
+def _(g, d):
+    _text_layers(g)
+    K, L = g.K, g.L
+    tv = L.TextVectorization(max_tokens=16, output_sequence_length=5)
+    tv.adapt(np.array(CORPUS, dtype=object) if g.dialect == "keras2" else CORPUS)
+    head = [] if g.dialect == "keras2" else [K.Input(shape=(), dtype="string")]
+    model = K.Sequential(head + [tv, L.Embedding(tv.vocabulary_size(), 4, mask_zero=True), L.LSTM(3),
+                                 L.Dense(2, name="out")])
+    model(g.tf_strings(TEXTS[:, 0]))  # builds a tf_keras Sequential that has no Input
+    _randomize(g, model)
+    return {"model": model, "weights_set": True, "skip_formats": _no_h5(g), "inputs": [TEXTS[:, 0]]}
