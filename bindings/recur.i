@@ -486,6 +486,8 @@ typedef struct {} RecurModel;
   recur_rc input_sequence(int32_t index, int32_t *sequence) {
     return recur_model_input_sequence($self, index, sequence);
   }
+  /* The recur_dtype input `index` takes: RECUR_DTYPE_STRING for text (since 0.7). */
+  recur_rc input_dtype(int32_t index, int32_t *dtype) { return recur_model_input_dtype($self, index, dtype); }
   /* The stateful layers in config order (the names set_states takes), with their states' shape. */
   recur_rc num_stateful_layers(int32_t *count) { return recur_model_num_stateful_layers($self, count); }
   recur_rc stateful_layer(int32_t index, const char **name, int32_t *num_states, int32_t *batch, int32_t *units) {

@@ -300,6 +300,7 @@ struct Tensor {
   std::string name;
   std::vector<int64_t> dims;  // batch first; -1 where given at run time
   bool token_ids = false;
+  bool strings = false;  // a string input (recur_model_input_dtype): texts from a .txt
   // An input with a timesteps axis (axis 1) that masks and streams address
   // (recur_model_input_sequence); false for outputs.
   bool sequence = false;
@@ -318,6 +319,9 @@ std::vector<Tensor> model_inputs(const recur_model* m) {
     t.name = str(name);
     t.dims.assign(dims, dims + rank);
     t.token_ids = ids != 0;
+    int32_t dtype = 0;
+    check(recur_model_input_dtype(m, i, &dtype));
+    t.strings = dtype == RECUR_DTYPE_STRING;
     int32_t seq = 0;
     check(recur_model_input_sequence(m, i, &seq));
     t.sequence = seq != 0;
@@ -490,7 +494,7 @@ nlohmann::ordered_json dims_json(const std::vector<std::string>& axes) {
 
 // What an input takes: integer token ids (int8 to int64, uint8 to uint64 within int64; reaching
 // the Embedding exactly) or float32 values.
-const char* input_dtype(const Tensor& t) { return t.token_ids ? "int ids" : "float32"; }
+const char* input_dtype(const Tensor& t) { return t.strings ? "strings" : t.token_ids ? "int ids" : "float32"; }
 
 // What an input line says besides its shape: its dtype, how its length runs.
 std::string input_notes(const Tensor& t, const Timesteps& ts, const ModelShapes& s, const std::vector<Tensor>& inputs) {
@@ -723,7 +727,7 @@ void print_info_json(const std::string& file, const ModelReport& r) {
       j["inputs"].push_back({{"name", t.name},
                              {"shape", layout(r.shapes.inputs[i])},
                              {"dims", dims_json(r.shapes.inputs[i])},
-                             {"dtype", t.token_ids ? "int" : "float32"},
+                             {"dtype", t.strings ? "string" : t.token_ids ? "int" : "float32"},
                              {"token_ids", t.token_ids},
                              {"sequence", t.sequence},
                              {"timesteps", timesteps}});
@@ -879,6 +883,11 @@ struct Loaded {
   Array array;
 };
 
+// An --input file: a .txt of texts (one per line) for a string input, else an .npy.
+Array read_array(const std::string& path) {
+  return ends_with(path, ".txt") ? recur_cli::read_text_lines(path) : recur_cli::read_npy(path);
+}
+
 // Assigns `args` (paths, NAME=path, or for --input an .npz whose members are named like the
 // inputs) to the slots named `names` for which `eligible` holds: named ones by name, the others in
 // order. Returns each slot's array (no source for none).
@@ -919,7 +928,7 @@ std::vector<Loaded> assign(const std::vector<std::string>& args, const std::vect
       }
       continue;
     }
-    if (!name.empty()) put(index_of(name), {path, recur_cli::read_npy(path)});
+    if (!name.empty()) put(index_of(name), {path, read_array(path)});
     else positional.push_back(path);
   }
   std::size_t next = 0;
@@ -932,7 +941,7 @@ std::vector<Loaded> assign(const std::vector<std::string>& args, const std::vect
       usage_error("too many " + option + " files: the model takes " + std::to_string(want.size()) + " (" + list(want) +
                   "); got " + std::to_string(args.size()));
     }
-    slot[next++] = {p, recur_cli::read_npy(p)};
+    slot[next++] = {p, option == "--input" ? read_array(p) : recur_cli::read_npy(p)};
   }
   return slot;
 }
@@ -967,6 +976,8 @@ struct Feed {
   std::vector<float> f;
   std::vector<int32_t> i32;
   std::vector<int64_t> i64;
+  std::vector<std::string> texts;            // RECUR_DTYPE_STRING
+  mutable std::vector<const char*> pointers;  // to texts, made with the descriptors
   std::vector<int64_t> dims;
   std::vector<uint8_t> mask;  // (B, T); empty for none
 };
@@ -1031,16 +1042,65 @@ std::vector<recur_tensor> tensors(const std::vector<Desc>& desc, const std::vect
     check(recur_tensor_init(&t, RECUR_TENSOR_VERSION));
     t.name = desc[i].name.c_str();
     t.dtype = f.dtype;
-    t.data = f.dtype == RECUR_DTYPE_INT32   ? static_cast<const void*>(f.i32.data())
+    f.pointers.clear();
+    for (const std::string& s : f.texts) f.pointers.push_back(s.c_str());
+    t.data = f.dtype == RECUR_DTYPE_STRING  ? static_cast<const void*>(f.pointers.data())
+             : f.dtype == RECUR_DTYPE_INT32 ? static_cast<const void*>(f.i32.data())
              : f.dtype == RECUR_DTYPE_INT64 ? static_cast<const void*>(f.i64.data())
                                             : static_cast<const void*>(f.f.data());
-    t.length = f.dtype == RECUR_DTYPE_INT32 ? f.i32.size() : f.dtype == RECUR_DTYPE_INT64 ? f.i64.size() : f.f.size();
+    t.length = f.dtype == RECUR_DTYPE_STRING  ? f.pointers.size()
+               : f.dtype == RECUR_DTYPE_INT32 ? f.i32.size()
+               : f.dtype == RECUR_DTYPE_INT64 ? f.i64.size()
+                                              : f.f.size();
     t.rank = static_cast<int32_t>(f.dims.size());
     std::copy(f.dims.begin(), f.dims.end(), t.dims);
     t.mask = f.mask.empty() ? nullptr : f.mask.data();
     t.mask_length = f.mask.size();
   }
   return out;
+}
+
+// A string input's texts from a .txt: one row per line; a (B, W) input with W > 1 takes W
+// tab-separated fields per line (pre-split tokens for a StringLookup).
+Feed text_feed(const Tensor& d, recur_cli::Array x, const std::string& source, int32_t batch, const std::string& first) {
+  if (!x.is_text)
+    throw recur_cli::NpyError(source + ": input '" + d.name + "' holds strings, which an .npy cannot carry here; pass a .txt "
+                              "with one text per line (-i " + d.name + "=lines.txt)");
+  if (!d.strings)
+    throw recur_cli::NpyError(source + ": a .txt of texts is for a string input; input '" + d.name + "' takes " +
+                              (d.token_ids ? "token ids" : "numbers") + " (an .npy)");
+  Feed f;
+  f.dtype = RECUR_DTYPE_STRING;
+  const int64_t B = static_cast<int64_t>(x.texts.size());
+  const int64_t W = d.dims.size() == 2 ? d.dims[1] : 1;
+  if (d.dims.size() > 2 || W < 1)
+    throw recur_cli::NpyError(source + ": input '" + d.name + "' is " + shape_string(d.dims) + "; a .txt gives (B,) or (B, W) "
+                              "texts");
+  for (std::size_t r = 0; r < x.texts.size(); ++r) {
+    if (W == 1) {
+      f.texts.push_back(std::move(x.texts[r]));
+      continue;
+    }
+    std::size_t start = 0, fields = 0;
+    const std::string& line = x.texts[r];
+    for (;;) {
+      const std::size_t tab = line.find('\t', start);
+      f.texts.push_back(line.substr(start, tab == std::string::npos ? std::string::npos : tab - start));
+      ++fields;
+      if (tab == std::string::npos) break;
+      start = tab + 1;
+    }
+    if (fields != static_cast<std::size_t>(W))
+      throw recur_cli::NpyError(source + ": line " + std::to_string(r + 1) + " holds " + std::to_string(fields) +
+                                " tab-separated texts; input '" + d.name + "' takes " + std::to_string(W) + " per row");
+  }
+  if (B > std::numeric_limits<int32_t>::max())
+    throw recur_cli::NpyError(source + ": " + std::to_string(B) + " lines: the batch must be below 2^31");
+  if (!first.empty() && B != batch)
+    throw recur_cli::NpyError(source + ": batch " + std::to_string(B) + " (lines) differs from input '" + first + "' (" +
+                              std::to_string(batch) + ")");
+  f.dims = d.dims.size() == 1 ? std::vector<int64_t>{B} : std::vector<int64_t>{B, W};
+  return f;
 }
 
 // The model's inputs read from the --input files, checked against the model, and their masks.
@@ -1070,6 +1130,12 @@ ModelInputs load_model_inputs(const recur_model* m, const RunArgs& a) {
     const std::string& source = given[i].source;
     Array x = std::move(given[i].array);
     const std::string what = one ? std::string("the model") : "input '" + d.name + "' of the model";
+    if (d.strings || x.is_text) {
+      in.x.push_back(text_feed(d, std::move(x), source, in.batch, i == 0 ? "" : in.desc[0].name));
+      if (i == 0) in.batch = static_cast<int32_t>(in.x.back().dims[0]);
+      in.timesteps.push_back(0);
+      continue;
+    }
     // (B, T, 1) token ids are (B, T).
     if (d.token_ids && d.dims.size() == 2 && x.shape.size() == 3 && x.shape[2] == 1) x.shape.pop_back();
     bool fits = x.shape.size() == d.dims.size();

@@ -391,6 +391,32 @@ Array parse_npy(const std::string& bytes, const std::string& name) {
 
 Array read_npy(const std::string& path) { return parse_npy(read_file(path), path); }
 
+Array read_text_lines(const std::string& path) {
+  const std::string text = read_file(path);
+  if (text.empty()) fail(path, "the file holds no lines (one text per line; an empty text is an empty line)");
+  const std::size_t bad = recur::io::utf8_error_at(text.data(), text.size());
+  if (bad != std::string::npos) {
+    const std::size_t line = static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<long>(bad), '\n')) + 1;
+    fail(path, "line " + std::to_string(line) + ": not valid UTF-8 at byte " + std::to_string(bad) + "; texts must be UTF-8");
+  }
+  Array a;
+  a.is_text = true;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::size_t stop = end;
+    if (stop > start && text[stop - 1] == '\r') --stop;
+    const std::string line = text.substr(start, stop - start);
+    if (line.find('\0') != std::string::npos)
+      fail(path, "line " + std::to_string(a.texts.size() + 1) + ": holds a NUL byte, which a text cannot carry");
+    a.texts.push_back(line);
+    start = end + 1;
+  }
+  a.shape = {static_cast<std::int64_t>(a.texts.size())};
+  return a;
+}
+
 std::string encode_npy(const Array& a) {
   std::uint64_t count = 1;
   for (std::int64_t d : a.shape) {

@@ -33,6 +33,10 @@ struct Array {
   std::size_t int_overflow = static_cast<std::size_t>(-1);
   std::uint64_t int_overflow_value = 0;
 
+  // A .txt of texts (read_text_lines): one string per element, UTF-8; data is empty.
+  std::vector<std::string> texts;
+  bool is_text = false;
+
   bool integer() const { return !ints.empty() || int_overflow != static_cast<std::size_t>(-1); }
 
   std::size_t size() const { return data.size(); }
@@ -47,6 +51,9 @@ constexpr std::uint64_t kMaxNpzMember = std::uint64_t(1) << 32;
 Array parse_npy(const std::string& bytes, const std::string& name);
 // Reads a .npy file.
 Array read_npy(const std::string& path);
+// Reads a .txt of texts for a string model input: one text per line ("\n" or "\r\n" ends a line;
+// the last may lack it), shape (lines,). Refuses an empty file and text that is not UTF-8.
+Array read_text_lines(const std::string& path);
 // The .npy bytes of `a` (version 1.0, '<f4', C order, header padded to 64 bytes).
 std::string encode_npy(const Array& a);
 void write_npy(const std::string& path, const Array& a);

@@ -22,7 +22,8 @@
 %apply unsigned long long *OUTPUT { size_t *out_len, size_t *len, size_t *inputs_len, size_t *outputs_len };
 %apply int *OUTPUT { int32_t *count, int32_t *ndims, int32_t *num_states, int32_t *batch, int32_t *units,
                      int32_t *input_size, int32_t *output_size, int32_t *recurrent, int32_t *num_threads,
-                     int32_t *rank, int32_t *token_ids, int32_t *stateful, int32_t *sequence, int32_t *cancelled };
+                     int32_t *rank, int32_t *token_ids, int32_t *stateful, int32_t *sequence, int32_t *cancelled,
+                     int32_t *dtype };
 %apply long long *OUTPUT { int64_t *dim0, int64_t *dim1 };
 %apply unsigned long long *OUTPUT { uint64_t *value, uint64_t *layers, uint64_t *states, uint64_t *models,
                                    uint64_t *model_states, uint64_t *run_options };

@@ -156,6 +156,15 @@ func (m *Model) Input(index int) (TensorInfo, error) {
 	return t, nil
 }
 
+// TakesStrings reports whether input index holds texts (Keras dtype "string", read by
+// StringLookup or TextVectorization): pass it as NewStringTensor (since 0.7). ErrInvalidArgument
+// for an index out of range.
+func (m *Model) TakesStrings(index int) (bool, error) {
+	var dtype int32
+	err := m.reading(func(h recurswig.SwigcptrModel) error { return h.Input_dtype(clampInt32(index), &dtype) })
+	return dtype == dtypeString, err
+}
+
 // IsSequence reports whether input index has a timesteps axis (axis 1): its length comes from the
 // run's timesteps, masks address it, and ModelState.Step feeds it a few steps at a time (the others
 // are given whole on every step). ErrInvalidArgument for an index out of range.

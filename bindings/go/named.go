@@ -18,17 +18,25 @@ import (
 
 // Tensor is one model input of a named run or step: Name is the model input's name
 // (TensorInfo.Name), Dims its dims with the batch first (a sequence input's Dims[1] is its
-// timesteps), and exactly one of Float32, Int32 and Int64 holds its row-major values. Int32 and
-// Int64 values that feed an Embedding reach it as integers, exact at any size; elsewhere they are
-// cast to float32 as Keras casts them. Mask is nil or the (batch, timesteps) mask of a sequence
-// input (nonzero = valid step). Nothing is copied or kept after the call.
+// timesteps), and exactly one of Float32, Int32, Int64 and Strings holds its row-major values.
+// Int32 and Int64 values that feed an Embedding reach it as integers, exact at any size; elsewhere
+// they are cast to float32 as Keras casts them. Strings (since 0.7) are the UTF-8 texts of a
+// string input (TensorInfo.Strings), e.g. (batch, 1) for a TextVectorization; a text holding a NUL
+// byte is refused. Mask is nil or the (batch, timesteps) mask of a sequence input (nonzero = valid
+// step). Nothing is kept after the call (texts are copied for it).
 type Tensor struct {
 	Name    string
 	Dims    []int64
 	Float32 []float32
 	Int32   []int32
 	Int64   []int64
+	Strings []string
 	Mask    []byte
+}
+
+// NewStringTensor is a Tensor of texts for a string input.
+func NewStringTensor(name string, texts []string, dims ...int64) Tensor {
+	return Tensor{Name: name, Dims: dims, Strings: texts}
 }
 
 // NewFloat32Tensor is a Tensor of float32 values.
@@ -197,6 +205,7 @@ const (
 	dtypeFloat32 = 1
 	dtypeInt32   = 2
 	dtypeInt64   = 3
+	dtypeString  = 4
 )
 
 // values is the tensor's data as a pointer, element count and dtype, or an error naming the
@@ -224,11 +233,33 @@ func (t *Tensor) values(i int) (unsafe.Pointer, int, int64, error) {
 			p = unsafe.Pointer(&t.Int64[0])
 		}
 	}
+	if t.Strings != nil {
+		set, n, dtype = set+1, len(t.Strings), dtypeString
+	}
 	if set != 1 {
-		return nil, 0, 0, argError("inputs[" + strconv.Itoa(i) + "] ('" + t.Name + "'): set exactly one of Float32, Int32 " +
-			"and Int64, got " + strconv.Itoa(set))
+		return nil, 0, 0, argError("inputs[" + strconv.Itoa(i) + "] ('" + t.Name + "'): set exactly one of Float32, Int32, " +
+			"Int64 and Strings, got " + strconv.Itoa(set))
 	}
 	return p, n, dtype, nil
+}
+
+// textBlob is the texts one after another, each NUL-terminated, as the C glue splits them
+// (recur_go.i), or an error naming the text that holds a NUL byte.
+func (t *Tensor) textBlob(i int) ([]byte, error) {
+	size := 0
+	for _, s := range t.Strings {
+		size += len(s) + 1
+	}
+	b := make([]byte, 0, size)
+	for k, s := range t.Strings {
+		if strings.IndexByte(s, 0) >= 0 {
+			return nil, argError("inputs[" + strconv.Itoa(i) + "] ('" + t.Name + "').Strings[" + strconv.Itoa(k) +
+				"]: holds a NUL byte, which a text input cannot carry")
+		}
+		b = append(b, s...)
+		b = append(b, 0)
+	}
+	return b, nil
 }
 
 // namedScratch is what one named call passes to the C glue (recur_go.i): the records, the
@@ -333,7 +364,21 @@ func namedCall(op int, handle int64, inputs []Tensor, outputs []Output, options 
 		if dtype == dtypeInt64 {
 			size = 8
 		}
+		if dtype == dtypeString {
+			// The texts go as one block of NUL-terminated strings; length stays their count.
+			blob, err := t.textBlob(i)
+			if err != nil {
+				return err
+			}
+			p, size, count = nil, 1, len(blob)
+			if count > 0 {
+				p = unsafe.Pointer(&blob[0]) // the slot (or the staged copy) holds it for the call
+			}
+		}
 		r[1], r[2], r[3] = dtype, int64(count), int64(len(t.Dims))
+		if dtype == dtypeString {
+			r[2] = int64(len(t.Strings))
+		}
 		for k := 0; k < maxRank; k++ {
 			r[4+k] = 0
 			if k < len(t.Dims) {

@@ -23,6 +23,7 @@
 
 %{
 #include <stdio.h>
+#include <string.h>
 
 /* "" (no allocation) for RECUR_OK; "<status>\n<message>" in malloc'd memory otherwise. The
  * message is read here, on the thread that just failed. */
@@ -228,7 +229,7 @@ RECUR_GO_SLICE(const long long, []int64, const long long *handles)
 RECUR_GO_OUT(int32_t, int32, int32_t *count, int32_t *ndims, int32_t *num_states, int32_t *batch,
              int32_t *units, int32_t *input_size, int32_t *output_size, int32_t *recurrent,
              int32_t *num_threads, int32_t *rank, int32_t *token_ids, int32_t *stateful,
-             int32_t *sequence)
+             int32_t *sequence, int32_t *dtype)
 RECUR_GO_OUT(int64_t, int64, int64_t *dim0, int64_t *dim1)
 RECUR_GO_OUT(size_t, uint64, size_t *out_len, size_t *len, size_t *inputs_len, size_t *outputs_len)
 RECUR_GO_OUT(uint64_t, uint64, uint64_t *value, uint64_t *layers, uint64_t *states, uint64_t *models,
@@ -337,8 +338,10 @@ recur_rc recur_go_named(int32_t op, long long handle, int64_t *records, int32_t 
   recur_output out_stack[RECUR_GO_STACK];
   recur_tensor *in = in_stack;
   recur_output *out = out_stack;
+  const char **texts[RECUR_GO_STACK] = {0}; /* a string input's pointers, the first RECUR_GO_STACK inputs */
+  const char ***more_texts = NULL;
   const char *text = (const char *)names;
-  recur_rc st;
+  recur_rc st = RECUR_OK;
   int32_t i, k;
   if (num_inputs > RECUR_GO_STACK) in = (recur_tensor *)malloc(sizeof *in * (size_t)num_inputs);
   if (num_outputs > RECUR_GO_STACK) out = (recur_output *)malloc(sizeof *out * (size_t)num_outputs);
@@ -359,6 +362,26 @@ recur_rc recur_go_named(int32_t op, long long handle, int64_t *records, int32_t 
     in[i].data = recur_go_ref(r[12], slots);
     in[i].mask = (const uint8_t *)recur_go_ref(r[13], slots);
     in[i].mask_length = (size_t)r[14];
+    if (in[i].dtype == RECUR_DTYPE_STRING && in[i].data) {
+      /* The Go side sends length NUL-terminated texts one after another (no NUL inside one). */
+      const char *p = (const char *)in[i].data;
+      const char **ptrs = (const char **)malloc(sizeof *ptrs * ((size_t)in[i].length + 1));
+      size_t e;
+      if (i >= RECUR_GO_STACK && !more_texts) more_texts = (const char ***)calloc((size_t)num_inputs, sizeof *more_texts);
+      if (!ptrs || (i >= RECUR_GO_STACK && !more_texts)) {
+        free(ptrs);
+        recur_go_own_error = "out of memory for a string input's pointers";
+        st = RECUR_ERR_OUT_OF_MEMORY;
+        break;
+      }
+      for (e = 0; e < in[i].length; ++e) {
+        ptrs[e] = p;
+        p += strlen(p) + 1;
+      }
+      in[i].data = ptrs;
+      if (i < RECUR_GO_STACK) texts[i] = ptrs;
+      else more_texts[i] = ptrs;
+    }
   }
   for (i = 0; i < num_outputs; ++i) {
     const int64_t *r = records + (size_t)num_inputs * RECUR_GO_IN_WORDS + (size_t)i * RECUR_GO_OUT_WORDS;
@@ -367,7 +390,10 @@ recur_rc recur_go_named(int32_t op, long long handle, int64_t *records, int32_t 
     out[i].data = (float *)recur_go_ref(r[1], slots);
     out[i].capacity = (size_t)r[2];
   }
+  if (st != RECUR_OK) op = -1;
   switch (op) {
+    case -1:
+      break;
     case RECUR_GO_RUN:
       st = recur_model_run_named((const recur_model *)handle, in, num_inputs, out, num_outputs,
                                  (const recur_run_options *)options);
@@ -391,6 +417,9 @@ recur_rc recur_go_named(int32_t op, long long handle, int64_t *records, int32_t 
       r[12] = (int64_t)out[i].length;
     }
   }
+  for (i = 0; i < num_inputs && i < RECUR_GO_STACK; ++i) free((void *)texts[i]);
+  for (i = RECUR_GO_STACK; more_texts && i < num_inputs; ++i) free((void *)more_texts[i]);
+  free(more_texts);
   if (in != in_stack) free(in);
   if (out != out_stack) free(out);
   return st;

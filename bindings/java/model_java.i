@@ -222,7 +222,10 @@
     int[] rank = new int[1], ids = new int[1];
     long[] dims = new long[Recur.MAX_RANK];
     inputRaw(index, name, rank, ids, dims);
-    return new ModelTensor(index, name[0], java.util.Arrays.copyOf(dims, rank[0]), ids[0] != 0, isSequence(index));
+    int[] dtype = new int[1];
+    inputDtypeRaw(index, dtype);
+    return new ModelTensor(index, name[0], java.util.Arrays.copyOf(dims, rank[0]), ids[0] != 0, isSequence(index),
+                           dtype[0] == Tensor.DType.STRING.code);
   }
 
   /**
@@ -243,7 +246,7 @@
     int[] rank = new int[1];
     long[] dims = new long[Recur.MAX_RANK];
     outputRaw(index, name, rank, dims);
-    return new ModelTensor(index, name[0], java.util.Arrays.copyOf(dims, rank[0]), false, false);
+    return new ModelTensor(index, name[0], java.util.Arrays.copyOf(dims, rank[0]), false, false, false);
   }
 
   /** Every input, in Keras's model.inputs order. */

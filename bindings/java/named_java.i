@@ -12,6 +12,7 @@
 
 %{
 #include <stdlib.h>
+#include <string.h>
 
 /* Element bytes of a recur_dtype (0: not one). */
 static size_t recur_java_dtype_size(jint dtype) {
@@ -83,6 +84,53 @@ static void recur_java_unhold(JNIEnv *jenv, recur_java_held *h, int copy_back) {
   h->p = NULL;
 }
 
+/* A string input's texts during a named call (RECUR_DTYPE_STRING, since 0.7): Tensor.ofStrings
+ * hands a byte[][] of NUL-terminated UTF-8; each element is held and the pointers gathered. */
+typedef struct {
+  jobjectArray arr;
+  jsize count;
+  jbyteArray *items;
+  jbyte **bytes;
+  const char **ptrs;
+} recur_java_texts;
+
+static int recur_java_hold_texts(JNIEnv *jenv, jobject obj, recur_java_texts *t, size_t *len) {
+  jsize k;
+  memset(t, 0, sizeof *t);
+  *len = 0;
+  if (!obj) return 1;
+  t->arr = (jobjectArray)obj;
+  t->count = (*jenv)->GetArrayLength(jenv, t->arr);
+  t->items = (jbyteArray *)calloc((size_t)t->count + 1, sizeof *t->items);
+  t->bytes = (jbyte **)calloc((size_t)t->count + 1, sizeof *t->bytes);
+  t->ptrs = (const char **)calloc((size_t)t->count + 1, sizeof *t->ptrs);
+  if (!t->items || !t->bytes || !t->ptrs || (*jenv)->EnsureLocalCapacity(jenv, t->count + 8) != 0) {
+    recur_java_throw_plain(jenv, "java/lang/OutOfMemoryError", "recur: texts of a named call");
+    return 0;
+  }
+  for (k = 0; k < t->count; ++k) {
+    t->items[k] = (jbyteArray)(*jenv)->GetObjectArrayElement(jenv, t->arr, k);
+    if (!t->items[k]) continue; /* Tensor.ofStrings never makes one: recur refuses the NULL */
+    t->bytes[k] = (*jenv)->GetByteArrayElements(jenv, t->items[k], NULL);
+    if (!t->bytes[k]) return 0; /* OutOfMemoryError pending */
+    t->ptrs[k] = (const char *)t->bytes[k];
+  }
+  *len = (size_t)t->count;
+  return 1;
+}
+
+static void recur_java_unhold_texts(JNIEnv *jenv, recur_java_texts *t) {
+  jsize k;
+  for (k = 0; t->items && k < t->count; ++k) {
+    if (t->bytes && t->bytes[k]) (*jenv)->ReleaseByteArrayElements(jenv, t->items[k], t->bytes[k], JNI_ABORT);
+    if (t->items[k]) (*jenv)->DeleteLocalRef(jenv, t->items[k]);
+  }
+  free(t->items);
+  free(t->bytes);
+  free(t->ptrs);
+  memset(t, 0, sizeof *t);
+}
+
 /* op: 0 recur_model_run_named, 1 recur_model_output_shapes, 2 recur_model_state_step_named,
  * 3 recur_model_state_output_shapes. names/outNames: NUL-terminated UTF-8 byte[]s. dims: n x
  * RECUR_MAX_RANK values; outDims: m x RECUR_MAX_RANK, outRanks and outLengths m values, written on
@@ -96,12 +144,13 @@ JNIEXPORT void JNICALL Java_recur_NativeApi_named(JNIEnv *jenv, jclass cls, jint
   recur_output *out = (recur_output *)calloc((size_t)m + 1, sizeof *out);
   /* Per input: name, data, mask; per output: name, buffer. */
   recur_java_held *held = (recur_java_held *)calloc((size_t)(3 * n + 2 * m) + 1, sizeof *held);
+  recur_java_texts *texts = (recur_java_texts *)calloc((size_t)n + 1, sizeof *texts);
   jint *dt = NULL, *rk = NULL;
   jlong *dm = NULL;
   recur_status st = RECUR_OK;
   int ok = 1;
-  if (!in || !out || !held || (*jenv)->EnsureLocalCapacity(jenv, 3 * n + 2 * m + 8) != 0) {
-    free(in); free(out); free(held);
+  if (!in || !out || !held || !texts || (*jenv)->EnsureLocalCapacity(jenv, 3 * n + 2 * m + 8) != 0) {
+    free(in); free(out); free(held); free(texts);
     recur_java_throw_plain(jenv, "java/lang/OutOfMemoryError", "recur: descriptors of a named call");
     return;
   }
@@ -119,9 +168,14 @@ JNIEXPORT void JNICALL Java_recur_NativeApi_named(JNIEnv *jenv, jclass cls, jint
     if (!ok) break;
     o = (*jenv)->GetObjectArrayElement(jenv, data, i);
     in[i].dtype = dt[i];
-    ok = recur_java_hold(jenv, o, dt[i] == RECUR_DTYPE_INT64 ? 'l' : dt[i] == RECUR_DTYPE_INT32 ? 'i' : 'f',
-                         &held[3 * i + 1], &len);
-    in[i].data = held[3 * i + 1].p;
+    if (dt[i] == RECUR_DTYPE_STRING) {
+      ok = recur_java_hold_texts(jenv, o, &texts[i], &len);
+      in[i].data = texts[i].ptrs;
+    } else {
+      ok = recur_java_hold(jenv, o, dt[i] == RECUR_DTYPE_INT64 ? 'l' : dt[i] == RECUR_DTYPE_INT32 ? 'i' : 'f',
+                           &held[3 * i + 1], &len);
+      in[i].data = held[3 * i + 1].p;
+    }
     in[i].length = len;
     if (!ok) break;
     o = (*jenv)->GetObjectArrayElement(jenv, masks, i);
@@ -155,6 +209,7 @@ JNIEXPORT void JNICALL Java_recur_NativeApi_named(JNIEnv *jenv, jclass cls, jint
   }
   for (i = 0; i < 3 * n + 2 * m; ++i)
     recur_java_unhold(jenv, &held[i], ok && st == RECUR_OK && i >= 3 * n && (i - 3 * n) % 2 == 1);
+  for (i = 0; i < n; ++i) recur_java_unhold_texts(jenv, &texts[i]);
   if (dm) (*jenv)->ReleaseLongArrayElements(jenv, dims, dm, JNI_ABORT);
   if (rk) (*jenv)->ReleaseIntArrayElements(jenv, ranks, rk, JNI_ABORT);
   if (dt) (*jenv)->ReleaseIntArrayElements(jenv, dtypes, dt, JNI_ABORT);
@@ -171,6 +226,7 @@ JNIEXPORT void JNICALL Java_recur_NativeApi_named(JNIEnv *jenv, jclass cls, jint
   free(in);
   free(out);
   free(held);
+  free(texts);
   if (ok && st != RECUR_OK) recur_java_raise(jenv, (int)st);
 }
 

@@ -235,7 +235,7 @@ RECUR_JAVA_BUFFER(const uint8_t, 1, 0)
 }
 %apply int32_t *OUT_INT { int32_t *count, int32_t *ndims, int32_t *num_states, int32_t *batch, int32_t *units,
                           int32_t *input_size, int32_t *output_size, int32_t *recurrent, int32_t *num_threads,
-                          int32_t *rank, int32_t *token_ids, int32_t *stateful, int32_t *sequence }
+                          int32_t *rank, int32_t *token_ids, int32_t *stateful, int32_t *sequence, int32_t *dtype }
 
 %typemap(jni) int64_t *OUT_LONG, size_t *OUT_LONG "jlongArray"
 %typemap(jtype) int64_t *OUT_LONG, size_t *OUT_LONG "long[]"
@@ -372,6 +372,7 @@ RECUR_JAVA_SELF(RecurModelState, "ModelState")
 %rename(lengthsRaw) RecurModelState::lengths;
 %rename(stepRaw) RecurModelState::step;
 %rename(inputSequenceRaw) RecurModel::input_sequence;
+%rename(inputDtypeRaw) RecurModel::input_dtype;
 %rename(numStatefulLayersRaw) RecurModel::num_stateful_layers;
 %rename(statefulLayerRaw) RecurModel::stateful_layer;
 %rename(outputDimsRaw) RecurModelState::output_dims;
@@ -435,6 +436,7 @@ RECUR_JAVA_SELF(RecurModelState, "ModelState")
 %javamethodmodifiers RecurModelState::lengths "";
 %javamethodmodifiers RecurModelState::step "";
 %javamethodmodifiers RecurModel::input_sequence "";
+%javamethodmodifiers RecurModel::input_dtype "";
 %javamethodmodifiers RecurModel::num_stateful_layers "";
 %javamethodmodifiers RecurModel::stateful_layer "";
 %javamethodmodifiers RecurModelState::output_dims "";

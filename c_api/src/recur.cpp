@@ -1035,6 +1035,18 @@ recur_status recur_model_input(const recur_model* model, int32_t index, const ch
   });
 }
 
+recur_status recur_model_input_dtype(const recur_model* model, int32_t index, int32_t* dtype) {
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_input_dtype");
+    require(dtype, "recur_model_input_dtype", "dtype");
+    if (index < 0 || static_cast<std::size_t>(index) >= m.inputs().size())
+      recur::fail(Error::Code::invalid_argument, "recur_model_input_dtype: index ", index, " is out of range (the model has ",
+                  m.inputs().size(), " inputs)");
+    const recur::ModelTensorInfo& t = m.inputs()[static_cast<std::size_t>(index)];
+    *dtype = t.strings ? RECUR_DTYPE_STRING : t.token_ids ? RECUR_DTYPE_INT64 : RECUR_DTYPE_FLOAT32;
+  });
+}
+
 recur_status recur_model_output(const recur_model* model, int32_t index, const char** name, int32_t* rank, int64_t* dims) {
   return guarded([&] {
     const recur::Model& m = model_of(model, "recur_model_output");

@@ -2243,3 +2243,80 @@ INSTANTIATE_TEST_SUITE_P(Signals, Cancel,
                          [](const auto& info) {
                            return std::get<0>(info.param) + (std::get<1>(info.param) == SIGINT ? "_sigint" : "_sigterm");
                          });
+
+// ---------------------------------------------------------------------------------- text inputs
+
+namespace {
+
+// A graphs/text fixture case: its Keras texts and outputs.
+nlohmann::json text_case(const std::string& dialect, const std::string& name) {
+  std::ifstream f(std::string(RECUR_GRAPH_DIR) + "/text/" + dialect + ".json");
+  const auto doc = nlohmann::json::parse(f);
+  for (const auto& c : doc.at("cases"))
+    if (c.at("name") == name) return c;
+  ADD_FAILURE() << "no case " << name;
+  return {};
+}
+
+// The case's texts as a .txt: one row per line, a row's texts joined by tabs.
+std::string text_lines(const nlohmann::json& input) {
+  const auto shape = input.at("shape").get<std::vector<int64_t>>();
+  const auto texts = input.at("data").get<std::vector<std::string>>();
+  const std::size_t width = shape.size() > 1 ? static_cast<std::size_t>(shape[1]) : 1;
+  std::string out;
+  for (std::size_t i = 0; i < texts.size(); ++i) out += texts[i] + ((i + 1) % width == 0 ? "\n" : "\t");
+  return out;
+}
+
+}  // namespace
+
+TEST_F(Cli, RunTextModelsFromTxtMatchKeras) {
+  for (const char* dialect : {"keras2", "keras3"})
+    for (const char* name : {"text_vectorization_lstm", "string_lookup_gru", "text_vectorization_ragged_bigrams"}) {
+      SCOPED_TRACE(std::string(dialect) + "/" + name);
+      const auto c = text_case(dialect, name);
+      const auto& call = c.at("calls")[0];
+      std::ofstream(tmp("in.txt"), std::ios::binary) << text_lines(call.at("inputs")[0]);
+      const Result r = run("run " + std::string(RECUR_GRAPH_DIR) + "/../" + c.at("files")[0].get<std::string>() +
+                           " -i text=" + tmp("in.txt") + " -o " + tmp("o.npz"));
+      ASSERT_EQ(r.rc, 0) << r.err;
+      const NamedArrays out = recur_cli::read_npz(tmp("o.npz"));
+      ASSERT_EQ(out.size(), 1u);
+      const auto want = call.at("outputs")[0].at("data").get<std::vector<float>>();
+      ASSERT_EQ(out[0].second.data.size(), want.size());
+      for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(out[0].second.data[i], want[i], 1e-5) << i;
+    }
+}
+
+TEST_F(Cli, InfoSaysStrings) {
+  const Result r = run("info " + std::string(RECUR_GRAPH_DIR) + "/text/keras3/text_vectorization_lstm.keras");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("text  (B, 1)  strings"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, BadTextInputsAreRefused) {
+  const std::string tv = std::string(RECUR_GRAPH_DIR) + "/text/keras3/text_vectorization_lstm.keras";
+  const std::string sl = std::string(RECUR_GRAPH_DIR) + "/text/keras3/string_lookup_gru.keras";
+  std::ofstream(tmp("bad.txt"), std::ios::binary) << "ok\ncaf\xC3\n";
+  Result r = run("run " + tv + " -i " + tmp("bad.txt"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("line 2: not valid UTF-8"), std::string::npos) << r.err;
+  std::ofstream(tmp("empty.txt"), std::ios::binary) << "";
+  r = run("run " + tv + " -i " + tmp("empty.txt"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("holds no lines"), std::string::npos) << r.err;
+  std::ofstream(tmp("two.txt"), std::ios::binary) << "a\tb\n";
+  r = run("run " + sl + " -i " + tmp("two.txt"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("line 1 holds 2 tab-separated texts; input 'text' takes 5 per row"), std::string::npos) << r.err;
+  r = run("run " + tv + " -i " + m("keras2", "tokens_x.npy"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("input 'text' holds strings"), std::string::npos) << r.err;
+  std::ofstream(tmp("ok.txt"), std::ios::binary) << "a\nb\nc\n";
+  r = run("run " + m("keras2", "tokens.keras") + " -i " + tmp("ok.txt"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("a .txt of texts is for a string input"), std::string::npos) << r.err;
+  r = run("stream " + tv + " -i " + tmp("ok.txt"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("text_vectorization"), std::string::npos) << r.err;
+}

@@ -88,6 +88,9 @@ def float_tensor(a):
 
 
 def input_tensor(a):
+    if a.dtype == object:  # strings (a string Input), kept as UTF-8 text
+        return {"shape": list(a.shape), "dtype": "string",
+                "data": [v.decode() if isinstance(v, bytes) else str(v) for v in a.ravel()]}
     if np.issubdtype(a.dtype, np.integer):
         return {"shape": list(a.shape), "dtype": "int32", "data": [int(v) for v in a.ravel()]}
     return float_tensor(a)
@@ -740,6 +743,8 @@ class Graphs:
         for reset, xs in calls:
             if reset:
                 self.reset_states(model)
+            # Strings (object arrays) go in as tf string tensors: Keras takes no numpy objects.
+            xs = [self.tf_strings(x) if getattr(x, "dtype", None) == object else x for x in xs]
             x = xs if len(xs) > 1 else xs[0]
             if direct:
                 ys = model(x, training=False)
@@ -748,6 +753,11 @@ class Graphs:
             ys = list(ys) if isinstance(ys, (list, tuple)) else [ys]
             results.append([np.asarray(y).astype(np.float32) for y in ys])
         return results
+
+    def tf_strings(self, x):
+        import tensorflow as tf
+
+        return tf.constant(x)
 
     def load(self, path, custom):
         K = self.K

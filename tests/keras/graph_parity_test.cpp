@@ -68,6 +68,8 @@ struct Inputs {
   // ids above 2^24 stay exact (their float32 values in per_input are not).
   std::vector<std::vector<int32_t>> ints;
   bool any_int = false;
+  std::vector<std::vector<std::string>> strings;  // a string input's texts (dtype "string")
+  bool text = false;
 };
 
 Inputs inputs_of(const json& call) {
@@ -76,7 +78,10 @@ Inputs inputs_of(const json& call) {
     const auto shape = x.at("shape").get<std::vector<int64_t>>();
     in.batch = static_cast<int32_t>(shape.at(0));
     in.timesteps.push_back(shape.size() >= 2 ? static_cast<int32_t>(shape[1]) : 0);
-    in.per_input.push_back(x.at("data").get<std::vector<float>>());
+    const bool text = x.value("dtype", "") == "string";
+    in.per_input.push_back(text ? std::vector<float>() : x.at("data").get<std::vector<float>>());
+    in.strings.push_back(text ? x.at("data").get<std::vector<std::string>>() : std::vector<std::string>());
+    in.text = in.text || text;
     in.shapes.push_back(shape);
     const bool is_int = x.value("dtype", std::string("float32")) == "int32";
     in.ints.push_back(is_int ? x.at("data").get<std::vector<int32_t>>() : std::vector<int32_t>());
@@ -110,6 +115,46 @@ recur_tensor named_input(const Inputs& in, std::size_t i, const char* name, bool
   for (std::size_t a = 0; a < shape.size(); ++a) t.dims[a] = shape[a];
   if (!whole) t.dims[1] = n;
   return t;
+}
+
+// A call with string inputs goes through recur_model_run_named (the float entry points take no
+// text): every output into its own buffer, in Keras's order.
+std::vector<float> run_named(recur_model* m, const Inputs& in, const std::vector<std::string>& in_names,
+                             const std::vector<std::string>& out_names, const json& want_outputs) {
+  std::vector<recur_tensor> ts(in_names.size());
+  std::vector<std::vector<const char*>> ptrs(in_names.size());
+  for (std::size_t i = 0; i < in_names.size(); ++i) {
+    recur_tensor& t = ts[i];
+    EXPECT_EQ(recur_tensor_init(&t, RECUR_TENSOR_VERSION), RECUR_OK);
+    t.name = in_names[i].c_str();
+    t.rank = static_cast<int32_t>(in.shapes[i].size());
+    std::copy(in.shapes[i].begin(), in.shapes[i].end(), t.dims);
+    if (!in.strings[i].empty()) {
+      for (const std::string& s : in.strings[i]) ptrs[i].push_back(s.c_str());
+      t.dtype = RECUR_DTYPE_STRING;
+      t.data = ptrs[i].data();
+      t.length = ptrs[i].size();
+    } else {
+      t.data = in.per_input[i].data();
+      t.length = in.per_input[i].size();
+    }
+  }
+  std::vector<std::vector<float>> bufs(out_names.size());
+  std::vector<recur_output> os(out_names.size());
+  for (std::size_t k = 0; k < out_names.size(); ++k) {
+    bufs[k].resize(want_outputs[k].at("data").size() + 1);  // room for one more: a longer output shows
+    EXPECT_EQ(recur_output_init(&os[k], RECUR_OUTPUT_VERSION), RECUR_OK);
+    os[k].name = out_names[k].c_str();
+    os[k].data = bufs[k].data();
+    os[k].capacity = bufs[k].size();
+  }
+  EXPECT_EQ(recur_model_run_named(m, ts.data(), static_cast<int32_t>(ts.size()), os.data(), static_cast<int32_t>(os.size()),
+                                  nullptr),
+            RECUR_OK)
+      << recur_last_error();
+  std::vector<float> out;
+  for (std::size_t k = 0; k < os.size(); ++k) out.insert(out.end(), bufs[k].begin(), bufs[k].begin() + static_cast<long>(os[k].length));
+  return out;
 }
 
 std::string last_error() { return recur_last_error(); }
@@ -173,6 +218,26 @@ TEST_P(GraphParity, MatchesKeras) {
     SCOPED_TRACE("call " + std::to_string(call_index++));
     if (call.value("reset_states_before", false)) ASSERT_EQ(recur_model_reset_states(model.m), RECUR_OK) << last_error();
     const Inputs in = inputs_of(call);
+    if (in.text) {
+      for (int32_t i = 0; i < ni; ++i) {
+        int32_t dtype = 0;
+        ASSERT_EQ(recur_model_input_dtype(model.m, i, &dtype), RECUR_OK) << last_error();
+        EXPECT_EQ(dtype == RECUR_DTYPE_STRING, !in.strings[static_cast<std::size_t>(i)].empty()) << "input " << i;
+      }
+      const std::vector<float> out = run_named(model.m, in, in_names, out_names, call.at("outputs"));
+      std::size_t off = 0;
+      for (int32_t k = 0; k < no; ++k) {
+        const auto& want = call.at("outputs")[static_cast<std::size_t>(k)].at("data").get<std::vector<float>>();
+        std::vector<float> got(out.begin() + static_cast<long>(std::min(off, out.size())),
+                               out.begin() + static_cast<long>(std::min(off + want.size(), out.size())));
+        off += want.size();
+        const double e = error_of(got, want);
+        record(e, c.dialect + "/" + c.file + " output " + out_names[static_cast<std::size_t>(k)]);
+        EXPECT_LE(e, kTolerance) << c.file << " output " << out_names[static_cast<std::size_t>(k)];
+      }
+      EXPECT_EQ(off, out.size()) << "recur wrote more outputs than Keras";
+      continue;
+    }
     std::vector<float> flat;
     for (const auto& x : in.per_input) flat.insert(flat.end(), x.begin(), x.end());
     std::size_t out_len = 0;

@@ -29,9 +29,13 @@ public sealed class ModelTensor {
   /// <see cref="ModelState"/> feeds it a few steps at a time; other inputs are given whole. Always
   /// false for outputs.</summary>
   public bool Sequence { get; internal set; }
+  /// <summary>An input of texts (Keras dtype "string", read by StringLookup or TextVectorization):
+  /// pass a <see cref="NamedTensor"/> of string[] (since 0.7). Always false for outputs.</summary>
+  public bool Strings { get; internal set; }
 
   public override string ToString() {
-    return Name + " (" + string.Join(", ", dims) + (dims.Length == 1 ? ",)" : ")") + (TokenIds ? " token ids" : "");
+    return Name + " (" + string.Join(", ", dims) + (dims.Length == 1 ? ",)" : ")") +
+           (TokenIds ? " token ids" : Strings ? " strings" : "");
   }
 }
 
@@ -92,7 +96,17 @@ public sealed partial class Model {
     int rank, ids;
     fixed (long* d = dims) input(index, out name, out rank, out ids, (IntPtr)d, dims.Length);
     return new ModelTensor { Index = index, Name = Util.Str(name), Dims = GraphUtil.Head(dims, rank), TokenIds = ids != 0,
-                             Sequence = IsSequence(index) };
+                             Sequence = IsSequence(index), Strings = TakesStrings(index) };
+  }
+
+  /// <summary>True when input <paramref name="index"/> holds texts (Keras dtype "string"): pass it
+  /// as a <see cref="NamedTensor"/> of string[] (since 0.7). Status.InvalidArgument for an index
+  /// out of range.</summary>
+  public bool TakesStrings(int index) {
+    CheckDisposed();
+    int d;
+    input_dtype(index, out d);
+    return d == (int)ElementType.String;
   }
 
   /// <summary>True when input <paramref name="index"/> has a timesteps axis (axis 1): its length

@@ -88,6 +88,7 @@ internal static class NamedRun {
     var outs = (NativeOutput*)(mem + (long)n * sizeof(NativeTensor));
     var handles = (IntPtr*)((byte*)outs + (long)m * sizeof(NativeOutput));
     int pinned = 0;
+    IntPtr[] textPointers = null;  // native arrays of a string input's pointers, freed after the call
     IntPtr optionsHandle = IntPtr.Zero;
     bool entered = false;
     try {
@@ -97,8 +98,20 @@ internal static class NamedRun {
         d->Version = TensorVersion;
         d->Name = Pin(t.NameUtf8, handles, ref pinned);
         d->DType = (int)t.ElementType;
-        d->Data = Pin(t.Data, handles, ref pinned);
-        d->Length = (ulong)t.Data.LongLength;
+        if (t.ElementType == ElementType.String) {
+          // recur takes `length` pointers to NUL-terminated UTF-8 texts: into the pinned blob.
+          if (textPointers == null) textPointers = new IntPtr[n];
+          int count = t.TextOffsets.Length;
+          textPointers[i] = Marshal.AllocHGlobal(new IntPtr(Math.Max(1, count) * IntPtr.Size));
+          IntPtr blob = Pin(t.TextBlob, handles, ref pinned);
+          var ptrs = (IntPtr*)textPointers[i];
+          for (int e = 0; e < count; ++e) ptrs[e] = blob + t.TextOffsets[e];
+          d->Data = textPointers[i];
+          d->Length = (ulong)count;
+        } else {
+          d->Data = Pin(t.Data, handles, ref pinned);
+          d->Length = (ulong)t.Data.LongLength;
+        }
         long[] dims = t.DimsRef;
         d->Rank = dims.Length;
         for (int k = 0; k < MaxRank; ++k) d->Dims[k] = k < dims.Length ? dims[k] : 0;
@@ -136,6 +149,9 @@ internal static class NamedRun {
     } finally {
       if (entered) options.Exit();
       for (int p = 0; p < pinned; ++p) GCHandle.FromIntPtr(handles[p]).Free();
+      if (textPointers != null)
+        foreach (IntPtr t in textPointers)
+          if (t != IntPtr.Zero) Marshal.FreeHGlobal(t);
       if (heap != IntPtr.Zero) Marshal.FreeHGlobal(heap);
     }
   }

@@ -14,7 +14,9 @@ public enum ElementType {
   /// <summary>int: token ids for an Embedding reach it as integers; elsewhere cast to float as Keras does.</summary>
   Int32 = 2,
   /// <summary>long: as Int32, exact at any size.</summary>
-  Int64 = 3
+  Int64 = 3,
+  /// <summary>string: texts for a string model input (Keras dtype "string"; since 0.7).</summary>
+  String = 4
 }
 
 /// <summary>One model input of <see cref="Model.Run(System.Collections.Generic.IEnumerable{NamedTensor}, System.Collections.Generic.IEnumerable{string}, RunOptions)"/>
@@ -31,7 +33,7 @@ public sealed class NamedTensor {
   public string Name { get; private set; }
   /// <summary>The type of <see cref="Data"/>.</summary>
   public ElementType ElementType { get; private set; }
-  /// <summary>The float[], int[] or long[] given.</summary>
+  /// <summary>The float[], int[], long[] or string[] given.</summary>
   public Array Data { get; private set; }
   /// <summary>The mask given, or null.</summary>
   public byte[] Mask { get; private set; }
@@ -48,6 +50,32 @@ public sealed class NamedTensor {
   /// <summary>64-bit integers: token ids for an Embedding, exact at any size.</summary>
   public NamedTensor(string name, long[] data, long[] dims, byte[] mask = null)
       : this(name, ElementType.Int64, data, dims, mask) {}
+
+  /// <summary>Texts for a string model input (<see cref="ModelTensor.Strings"/>: Keras dtype
+  /// "string", read by StringLookup or TextVectorization), row-major over dims, e.g. {batch, 1}
+  /// for a TextVectorization (since 0.7). Unlike the numeric overloads, the texts are encoded to
+  /// UTF-8 here, once: later changes to the array are not seen. A null text, or one holding
+  /// '\0' (which the C ABI's NUL-terminated strings cannot carry), is refused.</summary>
+  public NamedTensor(string name, string[] texts, long[] dims)
+      : this(name, ElementType.String, texts, dims, null) {
+    var offsets = new int[texts.Length];
+    int size = 0;
+    for (int i = 0; i < texts.Length; ++i) {
+      if (texts[i] == null) throw new ArgumentNullException("texts", "texts[" + i + "] is null");
+      if (texts[i].IndexOf('\0') >= 0)
+        throw new ArgumentException("texts[" + i + "] holds a NUL character, which a text input cannot carry", "texts");
+      offsets[i] = size;
+      size += Encoding.UTF8.GetByteCount(texts[i]) + 1;
+    }
+    var blob = new byte[size];
+    for (int i = 0; i < texts.Length; ++i) Encoding.UTF8.GetBytes(texts[i], 0, texts[i].Length, blob, offsets[i]);
+    TextBlob = blob;
+    TextOffsets = offsets;
+  }
+
+  // The texts of a String tensor: NUL-terminated UTF-8, one after another, and where each starts.
+  internal readonly byte[] TextBlob;
+  internal readonly int[] TextOffsets;
 
   NamedTensor(string name, ElementType type, Array data, long[] dims, byte[] mask) {
     Util.NotNull(name, "name");

@@ -790,6 +790,7 @@ static partial class Program {
     Run("ModelNumThreads", ModelNumThreads);
     RunGraphTests();
     RunNamedTests();
+    RunTextTests();
     List<FixtureCase> cases = null;
     Run("LoadParityCases", () => { cases = FixtureCase.Load(fixturePath); Check(cases.Count >= 15, "cases"); });
     if (cases != null)

@@ -51,7 +51,7 @@ extern "C" {
 /* ------------------------------------------------------------------------------------------ */
 
 #define RECUR_VERSION_MAJOR 0
-#define RECUR_VERSION_MINOR 6
+#define RECUR_VERSION_MINOR 7
 #define RECUR_VERSION_PATCH 0
 #define RECUR_VERSION_NUMBER (RECUR_VERSION_MAJOR * 10000 + RECUR_VERSION_MINOR * 100 + RECUR_VERSION_PATCH)
 
@@ -577,6 +577,16 @@ RECUR_API recur_status recur_model_num_outputs(const recur_model *model, int32_t
  * out pointer may be NULL. The name is owned by the model. Errors: INVALID_ARGUMENT (index). */
 RECUR_API recur_status recur_model_input(const recur_model *model, int32_t index, const char **name, int32_t *rank,
                                          int64_t *dims, int32_t *token_ids);
+/* The element type input `index` takes in a named run (since 0.7), as a recur_dtype:
+ * RECUR_DTYPE_STRING for an Input with Keras dtype "string" (text for StringLookup or
+ * TextVectorization layers; pass it only through recur_model_run_named, the float entry points
+ * refuse such a model with INVALID_ARGUMENT naming the input), RECUR_DTYPE_INT64 for token ids
+ * (recur_model_input's token_ids; int32 and float32 are taken too), else RECUR_DTYPE_FLOAT32.
+ * A model with a string input does not stream (recur_model_state_create refuses it with
+ * UNSUPPORTED, naming the text layer). Errors: INVALID_ARGUMENT (index out of range, dtype NULL),
+ * STATE. */
+RECUR_API recur_status recur_model_input_dtype(const recur_model *model, int32_t index, int32_t *dtype);
+
 /* Output `index`: its name (Keras's model.output_names: Keras 3 repeats a layer's name for each
  * of its outputs, Keras 2 makes them unique with _1, _2, ...), rank and dims, -1 where the value
  * depends on the batch or the inputs' timesteps. */
@@ -748,11 +758,17 @@ RECUR_API recur_status recur_live_handles(uint64_t *layers, uint64_t *states, ui
 /* Named runs, integer ids, cancellation and logging (since 0.6)                               */
 /* ------------------------------------------------------------------------------------------ */
 
-/* Element types of a named input (since 0.6). */
+/* Element types of a named input (since 0.6; RECUR_DTYPE_STRING since 0.7). */
 typedef enum recur_dtype {
   RECUR_DTYPE_FLOAT32 = 1,
   RECUR_DTYPE_INT32 = 2,
-  RECUR_DTYPE_INT64 = 3
+  RECUR_DTYPE_INT64 = 3,
+  /* Text for a model input with Keras dtype "string" (read by the model's StringLookup or
+   * TextVectorization layers): recur_tensor.data points to an array of `length` pointers
+   * (const char *const *), each to a NUL-terminated UTF-8 string, one per element, row-major over
+   * dims (e.g. (B, 1) for a TextVectorization input: one text per row). A string ends at its first
+   * NUL byte. recur copies the strings during the call and keeps no pointer. */
+  RECUR_DTYPE_STRING = 4
 } recur_dtype;
 
 #define RECUR_TENSOR_VERSION 1
@@ -766,6 +782,13 @@ typedef enum recur_dtype {
  *        Keras casts them (to the nearest float). Float token ids keep the rule of
  *        recur_model_run_inputs: each must be a whole number below the Embedding's input_dim, and
  *        ids above 2^24 are not exact as floats.
+ *        RECUR_DTYPE_STRING (since 0.7) is required for, and only taken by, a string input
+ *        (recur_model_input_dtype); see recur_dtype for its layout. Errors, each naming the input
+ *        (and the element index): INVALID_ARGUMENT for a NULL string pointer, a string that is not
+ *        valid UTF-8 (overlong forms, surrogates and code points past U+10FFFF included), strings
+ *        given to a numeric input or numbers to a string input; LIMIT when the strings together
+ *        pass RECUR_LIMIT_TENSOR_BYTES; SHAPE when length is not the product of dims. A string
+ *        input takes no mask.
  * data, length: row-major elements of dtype; length = the product of dims.
  * rank, dims: the tensor's dims, batch first (rank <= RECUR_MAX_RANK). Every input has the same
  *        batch; a sequence input's dims[1] is its timesteps (any length >= 1, as Keras runs other
@@ -860,7 +883,12 @@ RECUR_API recur_status recur_model_run_named(const recur_model *model, const rec
 
 /* Writes rank, dims and length of each requested output for these inputs without running the
  * model (since 0.6); data and capacity are ignored and inputs' data may be NULL (their length must
- * still fit their dims). Errors as recur_model_run_named, less the run's own. */
+ * still fit their dims). Errors as recur_model_run_named, less the run's own.
+ * Since 0.7: where an output's size depends on the text (a TextVectorization without
+ * output_sequence_length gives as many ids as the longest row has tokens), the model is run to
+ * tell (a stateful model's states are left as they were), so the string inputs' data is then
+ * required. recur_model_run_named checks a text model's output buffers after the run and, when
+ * one is too small, writes nothing (SHAPE). */
 RECUR_API recur_status recur_model_output_shapes(const recur_model *model, const recur_tensor *inputs,
                                                  int32_t num_inputs, recur_output *outputs, int32_t num_outputs);
 

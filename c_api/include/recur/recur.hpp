@@ -209,7 +209,12 @@ inline void Layer::forward_states(const std::vector<State*>& states, const float
 
 // ---- models by name (since 0.6) ----
 
-enum class DType : std::int32_t { float32 = RECUR_DTYPE_FLOAT32, int32 = RECUR_DTYPE_INT32, int64 = RECUR_DTYPE_INT64 };
+enum class DType : std::int32_t {
+  float32 = RECUR_DTYPE_FLOAT32,
+  int32 = RECUR_DTYPE_INT32,
+  int64 = RECUR_DTYPE_INT64,
+  string = RECUR_DTYPE_STRING  // since 0.7
+};
 
 // A model input or output as the model declares it: dims batch first, -1 where the run decides.
 struct TensorInfo {
@@ -218,6 +223,7 @@ struct TensorInfo {
   std::vector<std::int64_t> dims;
   bool token_ids = false;  // inputs: integer ids (give int32/int64 to keep them exact)
   bool sequence = false;   // inputs: has a timesteps axis (dims[1]), which masks address
+  bool strings = false;    // inputs: texts (Keras dtype "string"; give std::string or const char*; since 0.7)
 };
 
 // One named input: a view of the caller's row-major data (float, int32_t or int64_t) and its dims,
@@ -233,6 +239,16 @@ class Input {
   template <typename T>
   Input(std::string name, const std::vector<T>& data, std::vector<std::int64_t> dims)
       : Input(std::move(name), data.data(), data.size(), std::move(dims)) {}
+  // Texts for a string input (since 0.7): NUL-terminated UTF-8, row-major over dims.
+  Input(std::string name, const char* const* texts, std::size_t length, std::vector<std::int64_t> dims)
+      : Input(std::move(name), DType::string, texts, length, std::move(dims)) {}
+  // The strings must outlive the call; the Input holds pointers to them.
+  Input(std::string name, const std::vector<std::string>& texts, std::vector<std::int64_t> dims)
+      : Input(std::move(name), DType::string, nullptr, texts.size(), std::move(dims)) {
+    pointers_ = std::make_shared<std::vector<const char*>>();
+    for (const std::string& t : texts) pointers_->push_back(t.c_str());
+    data_ = pointers_->data();
+  }
 
   Input& mask(const std::uint8_t* mask, std::size_t length) {
     mask_ = mask;
@@ -269,6 +285,7 @@ class Input {
   std::vector<std::int64_t> dims_;
   const std::uint8_t* mask_ = nullptr;
   std::size_t mask_length_ = 0;
+  std::shared_ptr<std::vector<const char*>> pointers_;  // texts given as std::string
 };
 
 // An output run() allocated: floats and dims.
@@ -429,11 +446,13 @@ class Model {
     std::vector<TensorInfo> out;
     for (std::int32_t i = 0; i < n; ++i) {
       const char* name = nullptr;
-      std::int32_t rank = 0, ids = 0, seq = 0;
+      std::int32_t rank = 0, ids = 0, seq = 0, dtype = 0;
       std::int64_t dims[RECUR_MAX_RANK];
       detail::check(recur_model_input(handle_, i, &name, &rank, dims, &ids));
       detail::check(recur_model_input_sequence(handle_, i, &seq));
-      out.push_back(TensorInfo{name, std::vector<std::int64_t>(dims, dims + rank), ids != 0, seq != 0});
+      detail::check(recur_model_input_dtype(handle_, i, &dtype));
+      out.push_back(TensorInfo{name, std::vector<std::int64_t>(dims, dims + rank), ids != 0, seq != 0,
+                               dtype == RECUR_DTYPE_STRING});
     }
     return out;
   }
@@ -446,7 +465,7 @@ class Model {
       std::int32_t rank = 0;
       std::int64_t dims[RECUR_MAX_RANK];
       detail::check(recur_model_output(handle_, i, &name, &rank, dims));
-      out.push_back(TensorInfo{name, std::vector<std::int64_t>(dims, dims + rank), false, rank >= 3});
+      out.push_back(TensorInfo{name, std::vector<std::int64_t>(dims, dims + rank), false, rank >= 3, false});
     }
     // Outputs of one Keras 3 layer share its name: "name:k" selects each.
     std::vector<std::string> keras_names;

@@ -15,6 +15,11 @@
 
 namespace recur {
 
+namespace graph {
+struct Value;
+struct RunContext;
+}  // namespace graph
+
 struct ModelLayerInfo {
   std::string name;
   std::string class_name;
@@ -31,17 +36,18 @@ struct ModelTensorInfo {
   std::vector<Index> dims;
   bool token_ids = false;  // integer ids (an int Input, or one that feeds an Embedding)
   bool sequence = false;   // has a timesteps axis (axis 1) that masks and streams address
+  bool strings = false;    // UTF-8 strings (an Input with dtype "string", read by text layers)
 };
 
 // Element types of a named input (values as recur_dtype).
-enum class DType : int { float32 = 1, int32 = 2, int64 = 3 };
+enum class DType : int { float32 = 1, int32 = 2, int64 = 3, string = 4 };
 
 // One input of a named run or step: the model input `name`, its row-major data and dims (the
 // batch first; the timesteps come from the dims), and an optional (B, T) mask.
 struct NamedInput {
   std::string name;
   DType dtype = DType::float32;
-  const void* data = nullptr;
+  const void* data = nullptr;  // DType::string: `length` pointers to NUL-terminated UTF-8 strings
   std::size_t length = 0;  // elements
   std::vector<Index> dims;
   const std::uint8_t* mask = nullptr;
@@ -149,6 +155,10 @@ class Model {
 
  private:
   explicit Model(std::unique_ptr<Impl> impl);
+  // Runs the graph, one run at a time for a stateful model, whose states are restored on failure
+  // (and after the run too when `always`: a run that only measures the outputs).
+  std::vector<graph::Value> run_restoring(const std::vector<graph::Value>& in, graph::RunContext& ctx,
+                                          bool always = false) const;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -40,6 +40,31 @@ inline std::string printable(const std::string& s, std::size_t max_bytes = 400) 
   return out;
 }
 
+// The offset of the first byte of `s` that does not start valid UTF-8 (overlong forms, surrogates
+// and code points past U+10FFFF included, as Python and TensorFlow refuse them), or npos.
+inline std::size_t utf8_error_at(const char* s, std::size_t n) {
+  std::size_t i = 0;
+  while (i < n) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    const std::size_t len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > n) return i;
+    unsigned long cp = c & (0x7F >> len);
+    for (std::size_t k = 1; k < len; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if ((b >> 6) != 0x2) return i;
+      cp = (cp << 6) | (b & 0x3F);
+    }
+    const unsigned long least = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
+    if (cp < least || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+    i += len;
+  }
+  return std::string::npos;
+}
+
 // A JSON value as it would be written, made printable and cut the same way.
 std::string excerpt(const nlohmann::json& v);
 

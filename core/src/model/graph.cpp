@@ -246,6 +246,17 @@ bool int_dtype(const json& cfg) {
   return name.rfind("int", 0) == 0 || name.rfind("uint", 0) == 0;
 }
 
+bool string_dtype(const json& cfg) {
+  return cfg.contains("dtype") && cfg["dtype"].is_string() && cfg["dtype"].get<std::string>() == "string";
+}
+
+// An input's spec from its batch shape and its config's dtype.
+Spec input_spec(const json& shape, const json& cfg, const std::string& where) {
+  Spec s = spec_of_shape(shape, int_dtype(cfg), where);
+  s.strings = string_dtype(cfg);
+  return s;
+}
+
 // The recorded input shape of a layer entry (build_config or batch_input_shape), when it has one.
 const json* recorded_shape(const json& e) {
   if (e.contains("build_config") && e["build_config"].is_object() && e["build_config"].contains("input_shape")) {
@@ -344,7 +355,7 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
     }
     const json& ic = e["config"];
     const json shape = ic.contains("batch_shape") ? ic["batch_shape"] : ic.value("batch_input_shape", json());
-    return spec_of_shape(shape, int_dtype(ic), file + ": model_config: InputLayer '" + io::printable(ic.value("name", std::string())) + "'");
+    return input_spec(shape, ic, file + ": model_config: InputLayer '" + io::printable(ic.value("name", std::string())) + "'");
   };
 
   if (g->sequential) {
@@ -368,7 +379,8 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
         else if (!entries.empty())
           shape = recorded_shape(entries[0]);
         if (!shape) fail(Code::io, file, ": model_config: the Sequential model records no input shape");
-        s = spec_of_shape(*shape, !entries.empty() && int_dtype(entries[0]["config"]), file + ": model_config: input shape");
+        s = entries.empty() ? spec_of_shape(*shape, false, file + ": model_config: input shape")
+                            : input_spec(*shape, entries[0]["config"], file + ": model_config: input shape");
       }
       prev = add_node(-1);
       g->nodes[static_cast<std::size_t>(prev)].is_input = true;
@@ -566,6 +578,10 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
         if (!le.op && le.why.empty()) le.op = make_op(*le.entry, ctx, le.object_path);
         if (!le.why.empty()) fail(Code::unsupported, le.why);
         n.op = le.op;
+        for (const Spec& s : main)
+          if (s.strings && !le.op->takes_strings())
+            fail(Code::unsupported, le.class_name, " takes a string tensor ", spec_string(s), "; recur reads strings only "
+                 "in StringLookup and TextVectorization (the layers that turn them into ids)");
         const std::uint64_t before = le.op->weight_floats();
         BuildContext at = ctx;  // the call site's own arguments
         at.call = n.call.get();

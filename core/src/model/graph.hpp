@@ -21,6 +21,10 @@
 #include "recur/layer.hpp"
 #include "recur/state.hpp"
 
+namespace recur::io {
+class ZipArchive;
+}
+
 namespace recur::graph {
 
 using json = nlohmann::json;
@@ -32,6 +36,7 @@ constexpr int kMaxGraphNodes = 100000;           // the most call sites one grap
 struct Spec {
   std::vector<Index> dims;
   bool ids = false;  // integer ids (an int Input), carried as floats
+  bool strings = false;  // strings (a string Input): only the text layers take them
 };
 std::string spec_string(const Spec& s);
 
@@ -49,6 +54,9 @@ struct Value {
   std::vector<float> data;
   std::shared_ptr<const std::vector<std::uint8_t>> mask;
   std::shared_ptr<const Ids> ids;  // the same values as data, exact; only from ops that pass them
+  // A string model input (UTF-8, row-major over shape; data is then empty), only between the
+  // input and the text layers (layers/text.cpp) that turn it into ids.
+  std::shared_ptr<const std::vector<std::string>> strings;
   Index rows() const { return shape.empty() ? 0 : shape[0]; }
 };
 
@@ -155,6 +163,8 @@ class Op {
   virtual bool passes_ids() const { return false; }
   // Makes integer ids of its own (Discretization, IntegerLookup), in Value::ids.
   virtual bool makes_ids() const { return false; }
+  // Reads string tensors (the text layers); every other op given one is refused at build.
+  virtual bool takes_strings() const { return false; }
 
   std::string name, class_name;
   bool per_step = false;

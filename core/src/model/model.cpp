@@ -15,6 +15,7 @@
 
 #include "gpu/runtime.hpp"
 #include "io/hdf5_file.hpp"
+#include "io/printable.hpp"
 #include "io/zip_archive.hpp"
 #include "model/graph.hpp"
 #include "recur/error.hpp"
@@ -51,6 +52,35 @@ std::size_t checked_total(const std::vector<Index>& dims, const char* what) {
   }
   if (n > double(std::uint64_t(1) << 40)) fail(Code::shape, what, ": the shape ", shape_string(dims), " is too large");
   return static_cast<std::size_t>(n);
+}
+
+const char* dtype_name(DType d) {
+  switch (d) {
+    case DType::float32: return "RECUR_DTYPE_FLOAT32";
+    case DType::int32: return "RECUR_DTYPE_INT32";
+    case DType::int64: return "RECUR_DTYPE_INT64";
+    default: return "RECUR_DTYPE_STRING";
+  }
+}
+
+// `n` NUL-terminated strings, checked: no NULL pointer, valid UTF-8, all of them together under the
+// tensor limit (their bytes are copied).
+std::shared_ptr<const std::vector<std::string>> string_values(const char* const* p, std::size_t n, const std::string& at) {
+  auto out = std::make_shared<std::vector<std::string>>();
+  out->reserve(n);
+  double bytes = 0;
+  for (std::size_t e = 0; e < n; ++e) {
+    if (!p[e]) fail(Code::invalid_argument, at, ".data[", e, "]: the string is NULL");
+    const std::size_t len = std::strlen(p[e]);
+    bytes += double(len);
+    check_limit(Limit::tensor_bytes, bytes, at + ": the strings");
+    const std::size_t bad = io::utf8_error_at(p[e], len);
+    if (bad != std::string::npos)
+      fail(Code::invalid_argument, at, ".data[", e, "]: not valid UTF-8 at byte ", bad, " (\"",
+           io::printable(std::string(p[e], len), 80), "\"); text inputs must be UTF-8");
+    out->emplace_back(p[e], len);
+  }
+  return out;
 }
 
 }  // namespace
@@ -90,6 +120,10 @@ struct ModelShared {
     if (timesteps.size() != inputs.size())
       fail(Code::invalid_argument, "timesteps: expected one value per input (", inputs.size(), "), got ", timesteps.size());
     if (!data) fail(Code::invalid_argument, "inputs: is NULL");
+    for (const ModelTensorInfo& info : inputs)
+      if (info.strings)
+        fail(Code::invalid_argument, "inputs: input '", info.name, "' holds strings, which floats cannot carry; pass it by "
+             "name as RECUR_DTYPE_STRING (recur_model_run_named)");
     std::size_t want = 0, want_masks = 0;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const std::vector<Index> d = input_dims(i, batch, timesteps[i], stream);
@@ -222,9 +256,15 @@ struct ModelShared {
       const NamedInput& g = given[k];
       const ModelTensorInfo& info = inputs[i];
       const std::string at = "inputs[" + std::to_string(k) + "] ('" + info.name + "')";
-      if (g.dtype != DType::float32 && g.dtype != DType::int32 && g.dtype != DType::int64)
-        fail(Code::invalid_argument, at, ".dtype: expected RECUR_DTYPE_FLOAT32 (1), RECUR_DTYPE_INT32 (2) or "
-             "RECUR_DTYPE_INT64 (3), got ", static_cast<int>(g.dtype));
+      if (g.dtype != DType::float32 && g.dtype != DType::int32 && g.dtype != DType::int64 && g.dtype != DType::string)
+        fail(Code::invalid_argument, at, ".dtype: expected RECUR_DTYPE_FLOAT32 (1), RECUR_DTYPE_INT32 (2), "
+             "RECUR_DTYPE_INT64 (3) or RECUR_DTYPE_STRING (4), got ", static_cast<int>(g.dtype));
+      if (info.strings && g.dtype != DType::string)
+        fail(Code::invalid_argument, at, ".dtype: the input holds strings (Keras dtype \"string\"); pass them as "
+             "RECUR_DTYPE_STRING, got ", dtype_name(g.dtype));
+      if (!info.strings && g.dtype == DType::string)
+        fail(Code::invalid_argument, at, ".dtype: RECUR_DTYPE_STRING, but the input holds ",
+             info.token_ids ? "token ids (pass int32, int64 or float32)" : "numbers (pass float32)");
       bool fits = g.dims.size() == info.dims.size();
       for (std::size_t a = 0; fits && a < g.dims.size(); ++a)
         fits = (a == 0 || (a == 1 && info.sequence) ? g.dims[a] > 0 : g.dims[a] >= 0) &&
@@ -264,7 +304,9 @@ struct ModelShared {
       if (shapes_only) continue;
       if (!g.data) fail(Code::invalid_argument, at, ".data: is NULL");
       check_limit(Limit::tensor_bytes, 4.0 * double(n), at);
-      if (g.dtype == DType::float32) {
+      if (g.dtype == DType::string) {
+        v.strings = string_values(static_cast<const char* const*>(g.data), n, at);
+      } else if (g.dtype == DType::float32) {
         const float* f = static_cast<const float*>(g.data);
         v.data.assign(f, f + n);
       } else {
@@ -356,6 +398,18 @@ struct ModelShared {
     }
   }
 
+  bool any_strings() const {
+    for (const ModelTensorInfo& t : inputs)
+      if (t.strings) return true;
+    return false;
+  }
+
+  static std::vector<std::vector<Index>> dims_of(const std::vector<Value>& vals) {
+    std::vector<std::vector<Index>> out;
+    for (const Value& v : vals) out.push_back(v.shape);
+    return out;
+  }
+
   static void copy_outputs(const std::vector<std::size_t>& idx, const std::vector<Value>& vals,
                            std::vector<NamedOutput>& wanted) {
     for (std::size_t k = 0; k < wanted.size(); ++k) {
@@ -435,7 +489,7 @@ std::unique_ptr<Model::Impl> open_image(const std::string& display, const std::s
     graph::BuildContext ctx;
     ctx.legacy_h5 = legacy_h5;
     if (zip) {
-      // Layers' assets (an adapted IntegerLookup's vocabulary). A weak reference: contexts kept
+      // Layers' assets (an adapted lookup's vocabulary). A weak reference: contexts kept
       // by the graph must not hold the archive open, and it reads nothing once the file is open.
       std::weak_ptr<const io::ZipArchive> weak = zip;
       ctx.read_member = [weak](const std::string& member, std::uint64_t max_bytes, std::vector<char>& out) {
@@ -553,9 +607,10 @@ void Model::Impl::finish() {
     t.name = g.input_names[i];
     t.dims = g.input_specs[i].dims;  // dims[0]: -1, or the batch a stateful model fixes
     t.token_ids = g.input_specs[i].ids;
+    t.strings = g.input_specs[i].strings;
     for (const graph::Node& n : g.nodes)
       for (const graph::Ref& r : n.main)
-        if (r.node == g.input_nodes[i] && n.op && n.op->class_name == "Embedding") t.token_ids = true;
+        if (r.node == g.input_nodes[i] && n.op && n.op->class_name == "Embedding" && !t.strings) t.token_ids = true;
     t.sequence = t.dims.size() >= 3 || (t.dims.size() == 2 && (t.dims[1] < 0 || t.token_ids));
     shared->inputs.push_back(t);
   }
@@ -570,6 +625,13 @@ void Model::Impl::finish() {
     std::vector<bool> stepped;
     for (const auto& t : shared->inputs) stepped.push_back(t.sequence);
     g.analyse_streaming(stepped);
+    // A text layer reads whole strings: no time axis to step.
+    for (int id : g.order) {
+      const graph::Node& n = g.nodes[static_cast<std::size_t>(id)];
+      if (g.not_streamable.empty() && n.op && n.op->takes_strings())
+        g.not_streamable = "layer '" + n.op->name + "' (" + n.op->class_name + "): it reads whole strings, which do not "
+                           "stream (stream the ids it makes instead)";
+    }
   } else {
     g.not_streamable = "the model cannot run: " + g.unsupported;
   }
@@ -628,7 +690,7 @@ std::string tensors_summary(const std::vector<ModelTensorInfo>& ts, bool inputs)
   std::string s;
   for (std::size_t i = 0; i < ts.size(); ++i) {
     s += (i ? ", '" : "'") + ts[i].name + "' " + shape_string(ts[i].dims);
-    if (inputs) s += ts[i].token_ids ? " token ids" : " float32";
+    if (inputs) s += ts[i].strings ? " strings" : ts[i].token_ids ? " token ids" : " float32";
   }
   return s;
 }
@@ -764,7 +826,35 @@ void Model::named_output_shapes(const std::vector<NamedInput>& inputs, std::vect
   if (!s.graph->unsupported.empty()) fail(Code::unsupported, impl_->path, ": cannot run the model: ", s.graph->unsupported);
   bool free_time = false;
   const std::vector<Value> in = s.named_values(inputs, 0, free_time, true);
-  s.shape_outputs(s.named_output_indices(outputs), s.dims_for(in), outputs, false);
+  const std::vector<std::size_t> idx = s.named_output_indices(outputs);
+  std::vector<std::vector<Index>> dims;
+  try {
+    dims = s.dims_for(in);
+  } catch (const Error& e) {
+    // A TextVectorization without output_sequence_length gives as many ids as the longest text
+    // has tokens: only a run tells.
+    if (e.code() != Code::shape || !s.any_strings()) throw;
+    graph::RunContext ctx;
+    dims = ModelShared::dims_of(run_restoring(s.named_values(inputs, 0, ctx.free_time), ctx, true));
+  }
+  s.shape_outputs(idx, dims, outputs, false);
+}
+
+std::vector<Value> Model::run_restoring(const std::vector<Value>& in, graph::RunContext& ctx, bool always) const {
+  const ModelShared& s = *impl_->shared;
+  std::unique_lock<std::mutex> lock(s.stateful_mutex, std::defer_lock);
+  const bool has_states = stateful();
+  if (has_states) lock.lock();
+  std::optional<StatefulSnapshot> before;
+  if (has_states) before.emplace(impl_->layers());
+  try {
+    std::vector<Value> out = s.graph->run(in, ctx);
+    if (always && before) before->restore();
+    return out;
+  } catch (...) {
+    if (before) before->restore();
+    throw;
+  }
 }
 
 void Model::run_named(const std::vector<NamedInput>& inputs, std::vector<NamedOutput>& outputs) const {
@@ -773,20 +863,26 @@ void Model::run_named(const std::vector<NamedInput>& inputs, std::vector<NamedOu
   graph::RunContext ctx;
   const std::vector<Value> in = s.named_values(inputs, 0, ctx.free_time);
   const std::vector<std::size_t> idx = s.named_output_indices(outputs);
-  s.shape_outputs(idx, s.dims_for(in), outputs, true);
-  std::unique_lock<std::mutex> lock(s.stateful_mutex, std::defer_lock);
-  const bool has_states = stateful();
-  if (has_states) lock.lock();
-  std::optional<StatefulSnapshot> before;
-  if (has_states) before.emplace(impl_->layers());
-  std::vector<Value> vals;
+  const bool text = s.any_strings();
+  // Text inputs: the outputs' dims may depend on the tokens (a TextVectorization without
+  // output_sequence_length), so the buffers are checked after the run, before anything is written.
+  if (!text) s.shape_outputs(idx, s.dims_for(in), outputs, true);
+  if (!text || !stateful()) {
+    const std::vector<Value> vals = run_restoring(in, ctx);
+    if (text) s.shape_outputs(idx, ModelShared::dims_of(vals), outputs, true);
+    ModelShared::copy_outputs(idx, vals, outputs);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(s.stateful_mutex);
+  StatefulSnapshot before(impl_->layers());
   try {
-    vals = s.graph->run(in, ctx);
+    const std::vector<Value> vals = s.graph->run(in, ctx);
+    s.shape_outputs(idx, ModelShared::dims_of(vals), outputs, true);
+    ModelShared::copy_outputs(idx, vals, outputs);
   } catch (...) {
-    if (before) before->restore();
+    before.restore();
     throw;
   }
-  ModelShared::copy_outputs(idx, vals, outputs);
 }
 
 void Model::run(const float* input, std::size_t input_len, Index B, Index T, const std::uint8_t* mask,

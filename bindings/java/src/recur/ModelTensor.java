@@ -22,13 +22,19 @@ public final class ModelTensor {
    * steps at a time; other inputs are given whole. Always false for outputs.
    */
   public final boolean sequence;
+  /**
+   * An input of texts (Keras dtype "string", read by StringLookup or TextVectorization): pass it
+   * as {@link Tensor#ofStrings} (since 0.7). Always false for outputs.
+   */
+  public final boolean strings;
 
-  ModelTensor(int index, String name, long[] dims, boolean tokenIds, boolean sequence) {
+  ModelTensor(int index, String name, long[] dims, boolean tokenIds, boolean sequence, boolean strings) {
     this.index = index;
     this.name = name;
     this.dims = dims;
     this.tokenIds = tokenIds;
     this.sequence = sequence;
+    this.strings = strings;
   }
 
   /** A copy of the dims (rank values, -1 where given at run time). */
@@ -51,7 +57,7 @@ public final class ModelTensor {
   public String toString() {
     StringBuilder b = new StringBuilder(name).append(" (");
     for (int i = 0; i < dims.length; ++i) b.append(i == 0 ? "" : ", ").append(dims[i]);
-    return b.append(dims.length == 1 ? ",)" : ")").append(tokenIds ? " token ids" : "").toString();
+    return b.append(dims.length == 1 ? ",)" : ")").append(tokenIds ? " token ids" : strings ? " strings" : "").toString();
   }
 
   @Override
@@ -59,7 +65,7 @@ public final class ModelTensor {
     if (!(o instanceof ModelTensor)) return false;
     ModelTensor t = (ModelTensor) o;
     return index == t.index && name.equals(t.name) && Arrays.equals(dims, t.dims) && tokenIds == t.tokenIds
-        && sequence == t.sequence;
+        && sequence == t.sequence && strings == t.strings;
   }
 
   @Override

@@ -21,7 +21,9 @@ import java.util.Arrays;
 public final class Tensor {
   /** Element types (recur_dtype). */
   public enum DType {
-    FLOAT32(1), INT32(2), INT64(3);
+    FLOAT32(1), INT32(2), INT64(3),
+    /** Text for a string model input (since 0.7). */
+    STRING(4);
 
     final int code;
 
@@ -76,6 +78,27 @@ public final class Tensor {
   public static Tensor of(long[] data, long... dims) {
     if (data == null) throw new NullPointerException("data");
     return new Tensor(DType.INT64, data, checkedDims(dims), null);
+  }
+
+  /**
+   * Texts for a string model input (Keras dtype "string", read by StringLookup or
+   * TextVectorization; {@link ModelTensor#strings}), row-major over dims, e.g. (batch, 1) for a
+   * TextVectorization: one text per row (since 0.7). Unlike the numeric overloads, the texts are
+   * encoded to UTF-8 here, once: later changes to the array are not seen. A text holding '\0'
+   * (which the C ABI's NUL-terminated strings cannot carry) or a null element is refused with
+   * IllegalArgumentException / NullPointerException naming its index.
+   */
+  public static Tensor ofStrings(String[] texts, long... dims) {
+    if (texts == null) throw new NullPointerException("texts");
+    byte[][] utf8 = new byte[texts.length][];
+    for (int i = 0; i < texts.length; ++i) {
+      if (texts[i] == null) throw new NullPointerException("texts[" + i + "]");
+      if (texts[i].indexOf('\0') >= 0)
+        throw new IllegalArgumentException("recur: texts[" + i + "] holds a NUL character, which a text input cannot carry");
+      byte[] b = texts[i].getBytes(java.nio.charset.StandardCharsets.UTF_8);
+      utf8[i] = Arrays.copyOf(b, b.length + 1);  // NUL-terminated
+    }
+    return new Tensor(DType.STRING, utf8, checkedDims(dims), null);
   }
 
   /** float32 values in a direct buffer (zero copy). */

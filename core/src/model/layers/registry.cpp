@@ -42,6 +42,7 @@ const OpTable& op_table() {
     register_attention_layers(t);
     register_nested_models(t);
     register_tf_op_lambda_layers(t);
+    register_text_layers(t);
     return t;
   }();
   return table;

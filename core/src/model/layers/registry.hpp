@@ -45,6 +45,7 @@ void register_wrapper_layers(OpTable& t);
 void register_attention_layers(OpTable& t);
 void register_nested_models(OpTable& t);
 void register_tf_op_lambda_layers(OpTable& t);  // Keras 2 TFOpLambda, SlicingOpLambda
+void register_text_layers(OpTable& t);          // StringLookup, TextVectorization
 
 // What to tell a user whose model has a layer no family registers (a Lambda, a custom layer, a
 // Keras layer recur lacks).
