@@ -390,7 +390,7 @@ struct Model::Impl {
   Placement placement;
   int num_threads = 1;
 
-  std::vector<std::string> stateful_names;  // "<name>" or "<name>/forward|backward"
+  std::vector<std::string> stateful_names;  // "<name>", "<name>/forward|backward" or "<name>/cell_<k>"
   Graph& graph() const { return *shared->graph; }
   std::vector<Layer*> layers() const {
     std::vector<Layer*> out;
@@ -591,7 +591,8 @@ Layer* Model::Impl::find_layer(const std::string& name, const char* what) const 
     std::vector<Layer*> ls;
     if (le.op) le.op->collect_layers(ls);
     const bool recurrent = le.class_name == "GRU" || le.class_name == "LSTM" || le.class_name == "CuDNNGRU" ||
-                           le.class_name == "CuDNNLSTM" || le.class_name == "SimpleRNN" || le.class_name == "Bidirectional";
+                           le.class_name == "CuDNNLSTM" || le.class_name == "SimpleRNN" || le.class_name == "Bidirectional" ||
+                           le.class_name == "RNN";
     if (ls.empty() || !recurrent) {
       if (recurrent) fail(Code::unsupported, "layer '", name, "': ", le.why);
       fail(Code::invalid_argument, what, ": layer '", name, "' is ", with_article(le.class_name), ", not a recurrent layer");
@@ -600,6 +601,12 @@ Layer* Model::Impl::find_layer(const std::string& name, const char* what) const 
       if (half == "backward") return ls.at(1);
       if (half == "forward") return ls.at(0);
       fail(Code::invalid_argument, what, ": '", base, "' is a Bidirectional; ask for '", base, "/forward' or '", base, "/backward'");
+    }
+    if (ls.size() > 1) {  // RNN(StackedRNNCells): one per cell, "<name>/cell_<k>"
+      for (std::size_t k = 0; k < ls.size(); ++k)
+        if (half == "cell_" + std::to_string(k)) return ls[k];
+      fail(Code::invalid_argument, what, ": '", base, "' is an RNN over ", ls.size(), " stacked cells; ask for '", base,
+           "/cell_0' .. '", base, "/cell_", ls.size() - 1, "'");
     }
     if (!half.empty()) fail(Code::invalid_argument, what, ": layer '", name, "' does not exist");
     return ls.at(0);
@@ -807,6 +814,8 @@ std::vector<std::string> stateful_names_of(const Graph& g) {
       out.push_back(le.name + "/backward");
     } else if (ls.size() == 1) {
       out.push_back(le.name);
+    } else if (le.class_name == "RNN") {
+      for (std::size_t k = 0; k < ls.size(); ++k) out.push_back(le.name + "/cell_" + std::to_string(k));
     }
   }
   return out;

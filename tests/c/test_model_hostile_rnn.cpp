@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+// Hostile configs of the generic RNN layer (its cell, StackedRNNCells) and of ConvLSTM1D/2D in a
+// Keras-saved model: each is refused with a status and a message naming the argument, never a crash
+// or an allocation past the limits.
+#include "keras_config_edit.hpp"
+
+namespace {
+
+using keras_edit::json;
+
+const std::string kKeras = RECUR_TEST_KERAS_DIR;
+const std::string kSingle = kKeras + "/graphs/rnn_cells/keras3/rnn_gru_cell.keras";
+const std::string kStacked = kKeras + "/graphs/rnn_cells/keras3/rnn_stacked.keras";
+
+// Opens the file with `edit` applied to layer `name`, expects a failure whose message holds `word`.
+void expect_refused(const std::string& file, const std::string& name, const std::function<void(json&)>& edit,
+                    const std::string& word, const std::string& what) {
+  const auto r = keras_edit::open_edited(file, [&](json& c) { edit(keras_edit::layer(c, name)); });
+  EXPECT_NE(r.status, RECUR_OK) << what;
+  EXPECT_NE(r.message.find(word), std::string::npos) << what << ": " << r.message;
+}
+
+TEST(ModelHostileRnn, TheUneditedFilesRun) {
+  for (const std::string& f : {kSingle, kStacked}) {
+    const auto r = keras_edit::open_edited(f, [](json&) {});
+    EXPECT_EQ(r.status, RECUR_OK) << f << ": " << r.message;
+  }
+}
+
+TEST(ModelHostileRnn, UnknownCellClass) {
+  expect_refused(kSingle, "rnn", [](json& l) { l["config"]["cell"]["class_name"] = "MyCustomCell"; }, "MyCustomCell",
+                 "a custom cell");
+  expect_refused(kStacked, "rnn", [](json& l) { l["config"]["cell"]["config"]["cells"][1]["class_name"] = "PeepholeLSTMCell"; },
+                 "PeepholeLSTMCell", "a custom cell in a stack");
+}
+
+TEST(ModelHostileRnn, CellOfTheWrongType) {
+  for (const json& bad : {json(5), json("GRUCell"), json(nullptr), json::array()})
+    expect_refused(kSingle, "rnn", [&](json& l) { l["config"]["cell"] = bad; }, "cell", bad.dump());
+  expect_refused(kSingle, "rnn", [](json& l) { l["config"].erase("cell"); }, "cell", "no cell");
+}
+
+TEST(ModelHostileRnn, StackedCellsListWithANonObject) {
+  for (const json& bad : {json(5), json("gru"), json(nullptr), json::array({1})})
+    expect_refused(kStacked, "rnn", [&](json& l) { l["config"]["cell"]["config"]["cells"][1] = bad; }, "cells[1]", bad.dump());
+  expect_refused(kStacked, "rnn", [](json& l) { l["config"]["cell"]["config"]["cells"] = "gru_cell"; }, "cells",
+                 "cells not a list");
+}
+
+TEST(ModelHostileRnn, StackedCellsEmpty) {
+  expect_refused(kStacked, "rnn", [](json& l) { l["config"]["cell"]["config"]["cells"] = json::array(); }, "empty",
+                 "no cells");
+}
+
+TEST(ModelHostileRnn, NestedStackRefusedByName) {
+  expect_refused(kStacked, "rnn", [](json& l) {
+    json& cells = l["config"]["cell"]["config"]["cells"];
+    json inner = l["config"]["cell"];
+    cells[0] = inner;
+  }, "nested", "a stack inside a stack");
+}
+
+TEST(ModelHostileRnn, UnitsNegativeHugeOrNotAnInteger) {
+  for (const json& bad : {json(-3), json(0), json(1e12), json(3000000000LL), json("4")}) {
+    expect_refused(kSingle, "rnn", [&](json& l) { l["config"]["cell"]["config"]["units"] = bad; }, "units",
+                   "single " + bad.dump());
+    expect_refused(kStacked, "rnn", [&](json& l) { l["config"]["cell"]["config"]["cells"][2]["config"]["units"] = bad; },
+                   "units", "stacked " + bad.dump());
+  }
+}
+
+TEST(ModelHostileRnn, ConstantsAndUnknownArguments) {
+  expect_refused(kSingle, "rnn", [](json& l) { l["config"]["num_constants"] = 1; }, "num_constants", "constants");
+  expect_refused(kSingle, "rnn", [](json& l) { l["config"]["peepholes"] = true; }, "peepholes", "unknown RNN argument");
+  expect_refused(kSingle, "rnn", [](json& l) { l["config"]["return_sequences"] = "yes"; }, "return_sequences",
+                 "return_sequences not a bool");
+  expect_refused(kSingle, "rnn", [](json& l) { l["config"]["time_major"] = true; }, "time_major", "Keras 2's time_major");
+}
+
+}  // namespace
