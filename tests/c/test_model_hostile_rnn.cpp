@@ -77,4 +77,58 @@ TEST(ModelHostileRnn, ConstantsAndUnknownArguments) {
   expect_refused(kSingle, "rnn", [](json& l) { l["config"]["time_major"] = true; }, "time_major", "Keras 2's time_major");
 }
 
+const std::string kConv1 = kKeras + "/graphs/conv_lstm/keras3/convlstm1d_basic.keras";
+const std::string kConv2 = kKeras + "/graphs/conv_lstm/keras3/convlstm2d_basic.keras";
+
+TEST(ModelHostileConvLstm, TheUneditedFilesRun) {
+  for (const std::string& f : {kConv1, kConv2}) {
+    const auto r = keras_edit::open_edited(f, [](json&) {});
+    EXPECT_EQ(r.status, RECUR_OK) << f << ": " << r.message;
+  }
+}
+
+TEST(ModelHostileConvLstm, FiltersZeroNegativeHugeOrNotAnInteger) {
+  for (const json& bad : {json(0), json(-2), json(1e12), json(3000000000LL), json("3"), json(nullptr)}) {
+    expect_refused(kConv1, "conv_lstm1d", [&](json& l) { l["config"]["filters"] = bad; }, "filters", "1D " + bad.dump());
+    expect_refused(kConv2, "conv_lstm2d", [&](json& l) { l["config"]["filters"] = bad; }, "filters", "2D " + bad.dump());
+  }
+  // Within the integer range but past the limits: refused before anything is allocated.
+  expect_refused(kConv1, "conv_lstm1d", [](json& l) { l["config"]["filters"] = 1 << 29; }, "filters", "1D 2^29");
+}
+
+TEST(ModelHostileConvLstm, KernelSizeZeroNegativeHugeOrOfTheWrongRank) {
+  for (const json& bad : {json(0), json(-3), json::array({0}), json(1 << 30), json("3"), json::array({3, 3})})
+    expect_refused(kConv1, "conv_lstm1d", [&](json& l) { l["config"]["kernel_size"] = bad; }, "kernel_size", "1D " + bad.dump());
+  for (const json& bad : {json::array({3, 0}), json::array({-1, 2}), json::array({3}), json::array({3, 2, 1})})
+    expect_refused(kConv2, "conv_lstm2d", [&](json& l) { l["config"]["kernel_size"] = bad; }, "kernel_size", "2D " + bad.dump());
+  // Huge kernels with 'same' padding fit the input, but not the weight limit.
+  expect_refused(kConv2, "conv_lstm2d", [](json& l) { l["config"]["kernel_size"] = json::array({1 << 30, 1 << 30}); },
+                 "kernel_size", "2D huge same");
+}
+
+TEST(ModelHostileConvLstm, KernelLargerThanTheInputWithValidPadding) {
+  expect_refused(kConv1, "conv_lstm1d", [](json& l) {
+    l["config"]["kernel_size"] = json::array({9});
+    l["config"]["padding"] = "valid";
+  }, "kernel", "1D kernel 9 over 7 positions");
+  expect_refused(kConv1, "conv_lstm1d", [](json& l) { l["config"]["dilation_rate"] = json::array({4}); }, "kernel",
+                 "1D dilated kernel over 7 positions");
+}
+
+TEST(ModelHostileConvLstm, StridesDilationPaddingAndDataFormat) {
+  for (const json& bad : {json("channels_middle"), json(1), json("NHWC")})
+    expect_refused(kConv1, "conv_lstm1d", [&](json& l) { l["config"]["data_format"] = bad; }, "data_format", bad.dump());
+  for (const json& bad : {json("causal"), json("full"), json(0)})
+    expect_refused(kConv1, "conv_lstm1d", [&](json& l) { l["config"]["padding"] = bad; }, "padding", bad.dump());
+  for (const json& bad : {json(0), json(-1), json::array({0, 1})})
+    expect_refused(kConv2, "conv_lstm2d", [&](json& l) { l["config"]["strides"] = bad; }, "strides", bad.dump());
+  expect_refused(kConv2, "conv_lstm2d", [](json& l) {
+    l["config"]["strides"] = json::array({2, 1});
+    l["config"]["dilation_rate"] = json::array({1, 2});
+  }, "dilation_rate", "strides with dilation");
+  expect_refused(kConv1, "conv_lstm1d", [](json& l) { l["config"]["peepholes"] = true; }, "peepholes", "unknown argument");
+  expect_refused(kConv1, "conv_lstm1d", [](json& l) { l["config"]["activation"] = json{{"class_name", "Custom"}}; },
+                 "activation", "custom activation");
+}
+
 }  // namespace

@@ -399,6 +399,12 @@ struct Model::Impl {
   }
   // The layer `name` ("<name>/forward" / "/backward" for a Bidirectional half).
   Layer* find_layer(const std::string& name, const char* what) const;
+  std::vector<graph::Op*> state_ops() const {
+    std::vector<graph::Op*> out;
+    for (const graph::LayerEntry& le : shared->graph->layers)
+      if (le.op) le.op->collect_state_ops(out);
+    return out;
+  }
   void finish();
 };
 
@@ -732,7 +738,8 @@ namespace {
 // they were.
 class StatefulSnapshot {
  public:
-  explicit StatefulSnapshot(const std::vector<Layer*>& layers) {
+  StatefulSnapshot(const std::vector<Layer*>& layers, const std::vector<graph::Op*>& ops) {
+    for (graph::Op* op : ops) kept_ops_.emplace_back(op, op->saved_states());
     for (Layer* l : layers) {
       if (!l->config().stateful) continue;
       std::vector<float> v(static_cast<std::size_t>(l->num_states()) * static_cast<std::size_t>(l->config().batch_size) *
@@ -743,9 +750,11 @@ class StatefulSnapshot {
   }
   void restore() {
     for (auto& [l, v] : kept_) l->reset_states(v.data(), v.size(), l->num_states());
+    for (auto& [op, v] : kept_ops_) op->restore_states(v);
   }
 
  private:
+  std::vector<std::pair<graph::Op*, std::vector<float>>> kept_ops_;
   std::vector<std::pair<Layer*, std::vector<float>>> kept_;
 };
 
@@ -770,7 +779,7 @@ void Model::run_named(const std::vector<NamedInput>& inputs, std::vector<NamedOu
   const bool has_states = stateful();
   if (has_states) lock.lock();
   std::optional<StatefulSnapshot> before;
-  if (has_states) before.emplace(impl_->layers());
+  if (has_states) before.emplace(impl_->layers(), impl_->state_ops());
   std::vector<Value> vals;
   try {
     vals = s.graph->run(in, ctx);
@@ -798,7 +807,7 @@ void Model::run(const float* input, std::size_t input_len, Index B, Index T, con
 bool Model::stateful() const {
   for (Layer* l : impl_->layers())
     if (l->config().stateful) return true;
-  return false;
+  return !impl_->state_ops().empty();
 }
 
 const std::vector<std::string>& Model::stateful_layers() const { return impl_->stateful_names; }
@@ -827,6 +836,7 @@ void Model::reset_states() {
   std::lock_guard<std::mutex> lock(impl_->shared->stateful_mutex);
   for (Layer* l : impl_->layers())
     if (l->config().stateful) l->reset_states();
+  for (graph::Op* op : impl_->state_ops()) op->reset_states();
 }
 
 std::size_t Model::states_length(const std::string& layer) const {

@@ -35,6 +35,7 @@ const OpTable& op_table() {
     register_pooling_layers(t);
     register_convolutional_layers(t);
     register_recurrent_layers(t);
+    register_conv_lstm_layers(t);
     register_wrapper_layers(t);
     register_nested_models(t);
     return t;
