@@ -69,6 +69,17 @@ TEST(ModelHostileRnn, UnitsNegativeHugeOrNotAnInteger) {
   }
 }
 
+TEST(ModelHostileRnn, UnitsPastTheLimit) {
+  expect_refused(kSingle, "rnn", [](json& l) { l["config"]["cell"]["config"]["units"] = 1 << 28; }, "units", "2^28 units");
+}
+
+TEST(ModelHostileRnn, StackOptionsRecurDoesNotRun) {
+  expect_refused(kStacked, "rnn", [](json& l) { l["config"]["cell"]["config"]["reverse_state_order"] = true; },
+                 "reverse_state_order", "reversed state order");
+  expect_refused(kStacked, "rnn", [](json& l) { l["config"]["cell"]["config"]["cells"][0].erase("config"); }, "cells[0]",
+                 "a cell without config");
+}
+
 TEST(ModelHostileRnn, ConstantsAndUnknownArguments) {
   expect_refused(kSingle, "rnn", [](json& l) { l["config"]["num_constants"] = 1; }, "num_constants", "constants");
   expect_refused(kSingle, "rnn", [](json& l) { l["config"]["peepholes"] = true; }, "peepholes", "unknown RNN argument");
@@ -113,6 +124,11 @@ TEST(ModelHostileConvLstm, KernelLargerThanTheInputWithValidPadding) {
   }, "kernel", "1D kernel 9 over 7 positions");
   expect_refused(kConv1, "conv_lstm1d", [](json& l) { l["config"]["dilation_rate"] = json::array({4}); }, "kernel",
                  "1D dilated kernel over 7 positions");
+}
+
+TEST(ModelHostileConvLstm, StatefulWithoutAFixedBatch) {
+  expect_refused(kKeras + "/graphs/conv_lstm/keras3/convlstm1d_stateful.keras", "x",
+                 [](json& l) { l["config"]["batch_shape"][0] = nullptr; }, "batch", "stateful, batch unknown");
 }
 
 TEST(ModelHostileConvLstm, StridesDilationPaddingAndDataFormat) {

@@ -127,3 +127,12 @@ def _(g, d):
     m = g.K.Sequential([g.K.Input(shape=(5, 6, 6, 1)), L.ConvLSTM2D(2, 3, return_sequences=True),
                         L.ConvLSTM2D(2, 2), L.Flatten(), L.Dense(2)])
     return {"model": m, "inputs": [d.seq(B, 5, 6, 6, 1)]}
+
+
+@case("convlstm3d", "Input(3, 4, 5, 3, 2) -> ConvLSTM3D(2, (2, 3, 2), padding='same', rs, return_state=True) "
+      "-> [y, h, c]")
+def _(g, d):
+    L = g.L
+    x = g.K.Input(shape=(3, 4, 5, 3, 2), name="x")
+    outs = L.ConvLSTM3D(2, (2, 3, 2), padding="same", return_sequences=True, return_state=True)(x)
+    return {"model": g.K.Model(x, list(outs)), "inputs": [d.seq(B, 3, 4, 5, 3, 2)]}

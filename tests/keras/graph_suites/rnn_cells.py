@@ -210,3 +210,14 @@ def _(g, d):
     x = g.K.Input(shape=(4, 5, 3), name="x")
     y = L.Dense(2)(L.TimeDistributed(L.RNN(L.GRUCell(3)))(x))
     return {"model": g.K.Model(x, y), "inputs": [d.seq(B, 4, 5, 3)]}
+
+
+@case("rnn_bidirectional_stacked_unroll", "Input(6, 3) -> Masking -> Bidirectional(RNN(StackedRNNCells("
+      "[GRUCell(3), LSTMCell(2)]), unroll=True, rs)) -> Dense(2): the halves zero their masked outputs "
+      "(Bidirectional sets zero_output_for_mask), which Keras's unrolled loop does in input order")
+def _(g, d):
+    L = g.L
+    x = g.K.Input(shape=(6, 3), name="x")
+    rnn = L.RNN(L.StackedRNNCells([L.GRUCell(3), L.LSTMCell(2)]), unroll=True, return_sequences=True)
+    h = L.Bidirectional(rnn)(L.Masking()(x))
+    return {"model": g.K.Model(x, L.Dense(2)(h)), "inputs": [d.masked(6, 3)]}
