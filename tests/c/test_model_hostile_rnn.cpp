@@ -147,4 +147,38 @@ TEST(ModelHostileConvLstm, StridesDilationPaddingAndDataFormat) {
                  "activation", "custom activation");
 }
 
+// Not hostile, but it needs the fixtures this file reads: a stateful RNN over a stack of cells
+// names its states per cell, and they are read, set and reset through the model.
+TEST(ModelRnnCells, StackedStatefulLayersAreNamedPerCell) {
+  recur_model* m = nullptr;
+  ASSERT_EQ(recur_model_open(&m, (kKeras + "/graphs/rnn_cells/keras2/rnn_stateful_stacked.keras").c_str()), RECUR_OK)
+      << recur_last_error();
+  int32_t count = 0;
+  ASSERT_EQ(recur_model_num_stateful_layers(m, &count), RECUR_OK);
+  ASSERT_EQ(count, 2);
+  const char* name = nullptr;
+  int32_t ns = 0, batch = 0, units = 0;
+  ASSERT_EQ(recur_model_stateful_layer(m, 0, &name, &ns, &batch, &units), RECUR_OK);
+  EXPECT_EQ(std::string(name), "rnn/cell_0");
+  EXPECT_EQ(ns, 1);  // GRUCell(3)
+  EXPECT_EQ(units, 3);
+  ASSERT_EQ(recur_model_stateful_layer(m, 1, &name, &ns, &batch, &units), RECUR_OK);
+  EXPECT_EQ(std::string(name), "rnn/cell_1");
+  EXPECT_EQ(ns, 2);  // LSTMCell(2)
+  EXPECT_EQ(units, 2);
+  size_t len = 0;
+  ASSERT_EQ(recur_model_states_length(m, "rnn/cell_1", &len), RECUR_OK);
+  EXPECT_EQ(len, static_cast<size_t>(2 * batch * 2));
+  std::vector<float> v(len, 0.25f), back(len);
+  ASSERT_EQ(recur_model_set_states(m, "rnn/cell_1", v.data(), v.size()), RECUR_OK);
+  ASSERT_EQ(recur_model_get_states(m, "rnn/cell_1", back.data(), back.size()), RECUR_OK);
+  EXPECT_EQ(back, v);
+  ASSERT_EQ(recur_model_reset_states(m), RECUR_OK);
+  ASSERT_EQ(recur_model_get_states(m, "rnn/cell_1", back.data(), back.size()), RECUR_OK);
+  EXPECT_EQ(back, std::vector<float>(len, 0.0f));
+  EXPECT_NE(recur_model_states_length(m, "rnn", &len), RECUR_OK);
+  EXPECT_NE(std::string(recur_last_error()).find("rnn/cell_0"), std::string::npos) << recur_last_error();
+  recur_model_destroy(m);
+}
+
 }  // namespace
