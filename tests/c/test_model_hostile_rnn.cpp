@@ -176,6 +176,18 @@ TEST(ModelRnnCells, StackedStatefulLayersAreNamedPerCell) {
   ASSERT_EQ(recur_model_reset_states(m), RECUR_OK);
   ASSERT_EQ(recur_model_get_states(m, "rnn/cell_1", back.data(), back.size()), RECUR_OK);
   EXPECT_EQ(back, std::vector<float>(len, 0.0f));
+  int32_t rec = 0;
+  recur_model_info info;
+  info.version = RECUR_MODEL_INFO_VERSION;
+  ASSERT_EQ(recur_model_get_info(m, &info), RECUR_OK);
+  for (int32_t i = 0; i < info.num_layers; ++i) {
+    const char* cls = nullptr;
+    ASSERT_EQ(recur_model_layer(m, i, nullptr, &cls, nullptr, nullptr, nullptr, &rec), RECUR_OK);
+    if (std::string(cls) == "RNN") EXPECT_EQ(rec, 1);
+  }
+  recur_layer* cell = nullptr;
+  ASSERT_EQ(recur_model_get_layer(m, "rnn/cell_1", &cell), RECUR_OK) << recur_last_error();
+  recur_layer_destroy(cell);
   EXPECT_NE(recur_model_states_length(m, "rnn", &len), RECUR_OK);
   EXPECT_NE(std::string(recur_last_error()).find("rnn/cell_0"), std::string::npos) << recur_last_error();
   recur_model_destroy(m);

@@ -410,7 +410,8 @@ RECUR_API recur_status recur_model_layer(const recur_model *model, int32_t index
                                          int32_t *output_size, int32_t *recurrent);
 
 /* A new, independent layer with the config and weights of the recurrent layer `name` (for a
- * Bidirectional, "<name>/forward" or "<name>/backward"). The caller owns *out. */
+ * Bidirectional, "<name>/forward" or "<name>/backward"; for an RNN over StackedRNNCells, one cell
+ * as a layer, "<name>/cell_<k>"). The caller owns *out. */
 RECUR_API recur_status recur_model_get_layer(const recur_model *model, const char *name, recur_layer **out);
 
 /* Number of floats recur_model_run writes for B sequences of T steps (all outputs together) of

@@ -524,7 +524,8 @@ void Model::Impl::finish() {
     info.class_name = le.class_name;
     entries.push_back(le.entry);
     info.recurrent = le.class_name == "GRU" || le.class_name == "LSTM" || le.class_name == "CuDNNGRU" ||
-                     le.class_name == "CuDNNLSTM" || le.class_name == "SimpleRNN" || le.class_name == "Bidirectional";
+                     le.class_name == "CuDNNLSTM" || le.class_name == "SimpleRNN" || le.class_name == "Bidirectional" ||
+                     le.class_name == "RNN";
     info.supported = le.why.empty();
     if (!le.nodes.empty()) {
       const graph::Node& n = g.nodes[static_cast<std::size_t>(le.nodes[0])];
