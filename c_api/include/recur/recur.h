@@ -410,7 +410,8 @@ RECUR_API recur_status recur_model_layer(const recur_model *model, int32_t index
                                          int32_t *output_size, int32_t *recurrent);
 
 /* A new, independent layer with the config and weights of the recurrent layer `name` (for a
- * Bidirectional, "<name>/forward" or "<name>/backward"). The caller owns *out. */
+ * Bidirectional, "<name>/forward" or "<name>/backward"; for an RNN over StackedRNNCells, one cell
+ * as a layer, "<name>/cell_<k>"). The caller owns *out. */
 RECUR_API recur_status recur_model_get_layer(const recur_model *model, const char *name, recur_layer **out);
 
 /* Number of floats recur_model_run writes for B sequences of T steps (all outputs together) of
@@ -633,12 +634,14 @@ RECUR_API recur_status recur_model_is_stateful(const recur_model *model, int32_t
  * runs of the model. */
 RECUR_API recur_status recur_model_reset_states(recur_model *model);
 /* Floats of the states of stateful layer `layer` ("<name>/forward" or "<name>/backward" for the
- * halves of a Bidirectional): num_states x (batch_size, units), h then c. Errors: INVALID_ARGUMENT
+ * halves of a Bidirectional, "<name>/cell_<k>" for cell k of an RNN over StackedRNNCells):
+ * num_states x (batch_size, units), h then c. Stateful ConvLSTM layers are reset with the model
+ * but not named here. Errors: INVALID_ARGUMENT
  * (no such layer, or it is not stateful). */
 RECUR_API recur_status recur_model_states_length(const recur_model *model, const char *layer, size_t *len);
 RECUR_API recur_status recur_model_get_states(const recur_model *model, const char *layer, float *out, size_t len);
 /* The stateful layers, in config order ("<name>/forward" and "/backward" for a Bidirectional's
- * halves): name (owned by the model), states per layer (1 or 2), the fixed batch and the units.
+ * halves, "<name>/cell_<k>" per cell of a stack): name (owned by the model), states per layer (1 or 2), the fixed batch and the units.
  * Any out pointer may be NULL. Errors: INVALID_ARGUMENT (index). */
 RECUR_API recur_status recur_model_num_stateful_layers(const recur_model *model, int32_t *count);
 RECUR_API recur_status recur_model_stateful_layer(const recur_model *model, int32_t index, const char **name,

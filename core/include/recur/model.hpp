@@ -26,7 +26,7 @@ struct ModelLayerInfo {
   std::string config_json;  // the layer's entry in the model config, as the file has it
   int input_size = 0;       // size of the last input axis (0 if not known)
   int output_size = 0;      // size of the last output axis (0 if not known)
-  bool recurrent = false;   // GRU/LSTM/CuDNN*: available as a Layer
+  bool recurrent = false;   // GRU/LSTM/SimpleRNN/CuDNN*/RNN: available as a Layer (a stacked RNN's cells one by one)
   bool supported = true;    // recur can run it inside a chain
 };
 

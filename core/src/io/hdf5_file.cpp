@@ -1376,7 +1376,7 @@ std::vector<float> H5File::read_floats(const std::string& path, std::vector<std:
   if (type.kind != DType::fixed && type.kind != DType::floating) fail_at(path, "expected a numeric dataset");
   if (!type.unsupported.empty()) fail_at(path, "unsupported HDF5 numeric type: " + type.unsupported);
   const std::size_t rank = space.dims.size();
-  if (rank > 4) fail_at(path, "expected a dataset of rank <= 4");
+  if (rank > 5) fail_at(path, "expected a dataset of rank <= 5");  // ConvLSTM3D kernels have 5 axes
   const std::uint64_t* dims = space.dims.data();
   std::uint64_t n = space.null ? 0 : 1;
   shape.clear();

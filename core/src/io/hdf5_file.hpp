@@ -42,7 +42,7 @@ class H5File {
   // gives one element; an empty numeric array gives none.
   std::vector<std::string> attribute_strings(const std::string& object, const std::string& attr) const;
 
-  // A float dataset of rank <= 4 (float32/float64/integers are converted to float32). A dataset
+  // A float dataset of rank <= 5 (float32/float64/integers are converted to float32). A dataset
   // that declares more than `max_elements` values is rejected before anything is allocated.
   std::vector<float> read_floats(const std::string& path, std::vector<std::int64_t>& shape,
                                  std::uint64_t max_elements = std::uint64_t(1) << 28) const;

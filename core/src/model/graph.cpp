@@ -143,7 +143,19 @@ CallSpec parse_call(const json& node, bool recurrent, bool op_layer, const std::
       for (const json* r : refs) add_main(ref_of_history(*r, where), "");
     }
   } else if (node.is_array()) {  // Keras 2: [[name, node, tensor, kwargs], ...]; extra tensors are initial states
-    for (const auto& t : node) {
+    // A stack of cells' initial states come as nested lists of references: [[h1], [[h2], [c2]]].
+    std::vector<const json*> flat;
+    std::function<void(const json&, int)> walk = [&](const json& t, int depth) {
+      if (depth > 64) fail(Code::io, where, ": arguments nested too deeply");
+      if (t.is_array() && !t.empty() && t[0].is_array()) {
+        for (const auto& x : t) walk(x, depth + 1);
+      } else {
+        flat.push_back(&t);
+      }
+    };
+    for (const auto& t : node) walk(t, 0);
+    for (const json* tp : flat) {
+      const json& t = *tp;
       if (!t.is_array()) fail(Code::io, where, ": an inbound node entry must be a list, got ", io::excerpt(t));
       TensorRef r = ref_of_history(t, where);
       if (recurrent && !c.main.empty()) c.init.push_back(r);
@@ -410,7 +422,8 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
       if (!e.contains("inbound_nodes") || !e["inbound_nodes"].is_array())
         fail(Code::io, where, ": no inbound_nodes");
       const bool recurrent = le.class_name == "GRU" || le.class_name == "LSTM" || le.class_name == "SimpleRNN" ||
-                             le.class_name == "CuDNNGRU" || le.class_name == "CuDNNLSTM" || le.class_name == "Bidirectional";
+                             le.class_name == "CuDNNGRU" || le.class_name == "CuDNNLSTM" || le.class_name == "Bidirectional" ||
+                             le.class_name == "RNN" || le.class_name.rfind("ConvLSTM", 0) == 0;
       for (const auto& node : e["inbound_nodes"]) {
         calls[i].push_back(parse_call(node, recurrent, le.class_name == "TFOpLambda" || le.class_name == "SlicingOpLambda", where));
         add_node(static_cast<int>(i));

@@ -159,6 +159,13 @@ class Op {
   // Recurrent layers (and models holding them).
   virtual void collect_layers(std::vector<Layer*>&) {}
   virtual bool stateful() const { return false; }
+  // Ops that keep states across calls themselves (a stateful ConvLSTM; recurrent layers keep
+  // theirs in their recur::Layer): they add themselves (a nested model, its ops), are reset to
+  // zeros, and give a copy to put back after a failed run.
+  virtual void collect_state_ops(std::vector<Op*>&) {}
+  virtual void reset_states() {}
+  virtual std::vector<float> saved_states() const { return {}; }
+  virtual void restore_states(const std::vector<float>&) {}
   // Returns its input unchanged (Dropout at inference...), so integer ids stay exact through it.
   virtual bool passes_ids() const { return false; }
   // Makes integer ids of its own (Discretization, IntegerLookup), in Value::ids.

@@ -444,7 +444,7 @@ struct Model::Impl {
   Placement placement;
   int num_threads = 1;
 
-  std::vector<std::string> stateful_names;  // "<name>" or "<name>/forward|backward"
+  std::vector<std::string> stateful_names;  // "<name>", "<name>/forward|backward" or "<name>/cell_<k>"
   Graph& graph() const { return *shared->graph; }
   std::vector<Layer*> layers() const {
     std::vector<Layer*> out;
@@ -453,6 +453,12 @@ struct Model::Impl {
   }
   // The layer `name` ("<name>/forward" / "/backward" for a Bidirectional half).
   Layer* find_layer(const std::string& name, const char* what) const;
+  std::vector<graph::Op*> state_ops() const {
+    std::vector<graph::Op*> out;
+    for (const graph::LayerEntry& le : shared->graph->layers)
+      if (le.op) le.op->collect_state_ops(out);
+    return out;
+  }
   void finish();
 };
 
@@ -587,7 +593,8 @@ void Model::Impl::finish() {
     info.class_name = le.class_name;
     entries.push_back(le.entry);
     info.recurrent = le.class_name == "GRU" || le.class_name == "LSTM" || le.class_name == "CuDNNGRU" ||
-                     le.class_name == "CuDNNLSTM" || le.class_name == "SimpleRNN" || le.class_name == "Bidirectional";
+                     le.class_name == "CuDNNLSTM" || le.class_name == "SimpleRNN" || le.class_name == "Bidirectional" ||
+                     le.class_name == "RNN";
     info.supported = le.why.empty();
     if (!le.nodes.empty()) {
       const graph::Node& n = g.nodes[static_cast<std::size_t>(le.nodes[0])];
@@ -668,7 +675,8 @@ Layer* Model::Impl::find_layer(const std::string& name, const char* what) const 
     std::vector<Layer*> ls;
     if (le.op) le.op->collect_layers(ls);
     const bool recurrent = le.class_name == "GRU" || le.class_name == "LSTM" || le.class_name == "CuDNNGRU" ||
-                           le.class_name == "CuDNNLSTM" || le.class_name == "SimpleRNN" || le.class_name == "Bidirectional";
+                           le.class_name == "CuDNNLSTM" || le.class_name == "SimpleRNN" || le.class_name == "Bidirectional" ||
+                           le.class_name == "RNN";
     if (ls.empty() || !recurrent) {
       if (recurrent) fail(Code::unsupported, "layer '", name, "': ", le.why);
       fail(Code::invalid_argument, what, ": layer '", name, "' is ", with_article(le.class_name), ", not a recurrent layer");
@@ -677,6 +685,12 @@ Layer* Model::Impl::find_layer(const std::string& name, const char* what) const 
       if (half == "backward") return ls.at(1);
       if (half == "forward") return ls.at(0);
       fail(Code::invalid_argument, what, ": '", base, "' is a Bidirectional; ask for '", base, "/forward' or '", base, "/backward'");
+    }
+    if (ls.size() > 1) {  // RNN(StackedRNNCells): one per cell, "<name>/cell_<k>"
+      for (std::size_t k = 0; k < ls.size(); ++k)
+        if (half == "cell_" + std::to_string(k)) return ls[k];
+      fail(Code::invalid_argument, what, ": '", base, "' is an RNN over ", ls.size(), " stacked cells; ask for '", base,
+           "/cell_0' .. '", base, "/cell_", ls.size() - 1, "'");
     }
     if (!half.empty()) fail(Code::invalid_argument, what, ": layer '", name, "' does not exist");
     return ls.at(0);
@@ -802,7 +816,8 @@ namespace {
 // they were.
 class StatefulSnapshot {
  public:
-  explicit StatefulSnapshot(const std::vector<Layer*>& layers) {
+  StatefulSnapshot(const std::vector<Layer*>& layers, const std::vector<graph::Op*>& ops) {
+    for (graph::Op* op : ops) kept_ops_.emplace_back(op, op->saved_states());
     for (Layer* l : layers) {
       if (!l->config().stateful) continue;
       std::vector<float> v(static_cast<std::size_t>(l->num_states()) * static_cast<std::size_t>(l->config().batch_size) *
@@ -813,9 +828,11 @@ class StatefulSnapshot {
   }
   void restore() {
     for (auto& [l, v] : kept_) l->reset_states(v.data(), v.size(), l->num_states());
+    for (auto& [op, v] : kept_ops_) op->restore_states(v);
   }
 
  private:
+  std::vector<std::pair<graph::Op*, std::vector<float>>> kept_ops_;
   std::vector<std::pair<Layer*, std::vector<float>>> kept_;
 };
 
@@ -846,7 +863,7 @@ std::vector<Value> Model::run_restoring(const std::vector<Value>& in, graph::Run
   const bool has_states = stateful();
   if (has_states) lock.lock();
   std::optional<StatefulSnapshot> before;
-  if (has_states) before.emplace(impl_->layers());
+  if (has_states) before.emplace(impl_->layers(), impl_->state_ops());
   try {
     std::vector<Value> out = s.graph->run(in, ctx);
     if (always && before) before->restore();
@@ -874,7 +891,7 @@ void Model::run_named(const std::vector<NamedInput>& inputs, std::vector<NamedOu
     return;
   }
   std::lock_guard<std::mutex> lock(s.stateful_mutex);
-  StatefulSnapshot before(impl_->layers());
+  StatefulSnapshot before(impl_->layers(), impl_->state_ops());
   try {
     const std::vector<Value> vals = s.graph->run(in, ctx);
     s.shape_outputs(idx, ModelShared::dims_of(vals), outputs, true);
@@ -902,7 +919,7 @@ void Model::run(const float* input, std::size_t input_len, Index B, Index T, con
 bool Model::stateful() const {
   for (Layer* l : impl_->layers())
     if (l->config().stateful) return true;
-  return false;
+  return !impl_->state_ops().empty();
 }
 
 const std::vector<std::string>& Model::stateful_layers() const { return impl_->stateful_names; }
@@ -918,6 +935,8 @@ std::vector<std::string> stateful_names_of(const Graph& g) {
       out.push_back(le.name + "/backward");
     } else if (ls.size() == 1) {
       out.push_back(le.name);
+    } else if (le.class_name == "RNN") {
+      for (std::size_t k = 0; k < ls.size(); ++k) out.push_back(le.name + "/cell_" + std::to_string(k));
     }
   }
   return out;
@@ -929,6 +948,7 @@ void Model::reset_states() {
   std::lock_guard<std::mutex> lock(impl_->shared->stateful_mutex);
   for (Layer* l : impl_->layers())
     if (l->config().stateful) l->reset_states();
+  for (graph::Op* op : impl_->state_ops()) op->reset_states();
 }
 
 std::size_t Model::states_length(const std::string& layer) const {

@@ -63,6 +63,11 @@ class ModelOp : public Op {
   void collect_layers(std::vector<Layer*>& out) override {
     if (graph_) graph_->collect_layers(out);
   }
+  void collect_state_ops(std::vector<Op*>& out) override {
+    if (graph_)
+      for (const auto& l : graph_->layers)
+        if (l.op) l.op->collect_state_ops(out);
+  }
   bool stateful() const override {
     if (!graph_) return false;
     for (const auto& l : graph_->layers)

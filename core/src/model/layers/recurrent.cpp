@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// Keras's recurrent layers in a model (GRU, LSTM, SimpleRNN, CuDNNGRU, CuDNNLSTM, Bidirectional):
+// Keras's recurrent layers in a model (GRU, LSTM, SimpleRNN, CuDNNGRU, CuDNNLSTM, RNN over
+// GRUCell/LSTMCell/SimpleRNNCell/StackedRNNCells, Bidirectional):
 // recur::Layer objects called at call sites, with their states, masks and streaming.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <map>
 #include <numeric>
 
 #include "io/json_int.hpp"
@@ -23,13 +25,68 @@
 namespace recur::graph {
 namespace {
 
-const char* const kRecurrentClasses[] = {"GRU", "LSTM", "CuDNNGRU", "CuDNNLSTM", "SimpleRNN"};
+const char* const kRecurrentClasses[] = {"GRU", "LSTM", "CuDNNGRU", "CuDNNLSTM", "SimpleRNN", "RNN"};
 
 bool is_recurrent_class(const std::string& cls) {
   for (const char* c : kRecurrentClasses)
     if (cls == c) return true;
   return false;
 }
+
+// The layer class that runs a cell class over a sequence; "" for a class recur has no layer for.
+std::string layer_class_of_cell(const std::string& cell) {
+  if (cell == "GRUCell") return "GRU";
+  if (cell == "LSTMCell") return "LSTM";
+  if (cell == "SimpleRNNCell") return "SimpleRNN";
+  return "";
+}
+
+// .keras names a stack's cells after their classes, numbered when a class repeats.
+std::string cell_object_name(const std::string& cell) {
+  if (cell == "GRUCell") return "gru_cell";
+  if (cell == "LSTMCell") return "lstm_cell";
+  return "simple_rnn_cell";
+}
+
+// One direction of a recurrent layer: the recur Layers that run one after the other over the
+// sequence. GRU, LSTM, SimpleRNN and RNN(cell) are one Layer; RNN(StackedRNNCells) is one per cell.
+// Keras steps a stack as one cell whose states are its cells' states in order; a masked step keeps
+// them all and repeats the last cell's output, which is what each Layer of the chain does with the
+// same mask (a Layer ignores its input at a masked step), so the chain gives Keras's numbers.
+struct Chain {
+  std::vector<std::shared_ptr<Layer>> layers;
+  std::vector<std::string> objects;  // .keras objects of the cells under the layer's "cell", one per Layer
+  bool return_sequences = false, return_state = false, go_backwards = false, unroll = false;
+  // Keras's unrolled TF loop zeroes a backwards run's masked outputs in input order (see
+  // SequenceJob::unrolled_mask_quirk); a chain's last Layer runs forwards, so the op does it.
+  bool zero_output_quirk = false;
+  const LayerConfig& first() const { return layers.front()->config(); }
+  const LayerConfig& last() const { return layers.back()->config(); }
+  int num_states() const {
+    int n = 0;
+    for (const auto& l : layers) n += l->num_states();
+    return n;
+  }
+  // The Layer and its state index of state k, and the units of it.
+  std::pair<std::size_t, int> state_of(int k) const {
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      if (k < layers[i]->num_states()) return {i, k};
+      k -= layers[i]->num_states();
+    }
+    return {layers.size(), 0};
+  }
+  Index state_units(int k) const { return layers[state_of(k).first]->config().units; }
+  std::size_t num_weights() const {
+    std::size_t n = 0;
+    for (const auto& l : layers) n += l->num_weights();
+    return n;
+  }
+  std::uint64_t weights_size() const {
+    std::uint64_t n = 0;
+    for (const auto& l : layers) n += l->weights_size();
+    return n;
+  }
+};
 
 class RecurrentOp : public Op {
  public:
@@ -42,55 +99,158 @@ class RecurrentOp : public Op {
       fail(Code::shape, class_name, ": expected (batch, timesteps, features), got ", spec_string(in[0]));
     const Index F = known_last(in[0], class_name.c_str());
     if (!fwd_) make_layers(static_cast<int>(F), in[0], ctx);
-    else if (F != fwd_->config().input_size)
-      fail(Code::shape, class_name, ": built for ", fwd_->config().input_size, " features, called on ", spec_string(in[0]));
-    const LayerConfig& c = fwd_->config();
-    if (c.time_major && graph_issue.empty())
+    else if (F != fwd_->first().input_size)
+      fail(Code::shape, class_name, ": built for ", fwd_->first().input_size, " features, called on ", spec_string(in[0]));
+    const Chain& f = *fwd_;
+    if (f.first().time_major && graph_issue.empty())
       graph_issue = "time_major layers inside a model (Keras feeds them batch-major tensors)";
-    const int ns = fwd_->num_states();
-    const std::size_t want = static_cast<std::size_t>(bidirectional_ ? 2 * ns : ns);
+    const int ns = f.num_states();
+    const std::size_t want = static_cast<std::size_t>(bidirectional_ ? ns + bwd_->num_states() : ns);
     if (!init.empty()) {
       if (init.size() != want)
         fail(Code::shape, class_name, ": initial_state holds ", init.size(), " tensors, the layer has ", want, " states");
       for (std::size_t i = 0; i < init.size(); ++i) {
-        const Layer& l = bidirectional_ && i >= static_cast<std::size_t>(ns) ? *bwd_ : *fwd_;
-        if (init[i].dims.size() != 2 || (init[i].dims[1] >= 0 && init[i].dims[1] != l.config().units))
-          fail(Code::shape, class_name, ": initial_state[", i, "] must be (batch, ", l.config().units, "), got ",
-               spec_string(init[i]));
+        const bool back = bidirectional_ && i >= static_cast<std::size_t>(ns);
+        const Index u = (back ? *bwd_ : f).state_units(static_cast<int>(back ? i - static_cast<std::size_t>(ns) : i));
+        if (init[i].dims.size() != 2 || (init[i].dims[1] >= 0 && init[i].dims[1] != u))
+          fail(Code::shape, class_name, ": initial_state[", i, "] must be (batch, ", u, "), got ", spec_string(init[i]));
       }
     }
     const Index B = in[0].dims[0], T = in[0].dims[1];
-    auto out_spec = [&](const Layer& l) {
+    auto out_spec = [&](const Chain& c) {
+      const Index u = c.last().units;
       Spec s;
-      s.dims = c.return_sequences ? std::vector<Index>{B, T, l.config().units} : std::vector<Index>{B, l.config().units};
+      s.dims = f.return_sequences ? std::vector<Index>{B, T, u} : std::vector<Index>{B, u};
       return s;
     };
     std::vector<Spec> out;
     if (!bidirectional_) {
-      out.push_back(out_spec(*fwd_));
+      out.push_back(out_spec(f));
     } else if (merge_ == "none") {
-      out.push_back(out_spec(*fwd_));
+      out.push_back(out_spec(f));
       out.push_back(out_spec(*bwd_));
     } else {
-      Spec s = out_spec(*fwd_);
-      if (merge_ == "concat") s.dims.back() = fwd_->config().units + bwd_->config().units;
+      Spec s = out_spec(f);
+      if (merge_ == "concat") s.dims.back() = f.last().units + bwd_->last().units;
       out.push_back(s);
     }
-    if (c.return_state) {
-      for (int i = 0; i < ns; ++i) out.push_back(Spec{{B, fwd_->config().units}, false});
-      if (bidirectional_)
-        for (int i = 0; i < ns; ++i) out.push_back(Spec{{B, bwd_->config().units}, false});
+    if (f.return_state) {
+      for (const Chain* c : {fwd_.get(), bwd_.get()}) {
+        if (!c) continue;
+        for (int i = 0; i < c->num_states(); ++i) out.push_back(Spec{{B, c->state_units(i)}, false});
+      }
+    }
+    return out;
+  }
+
+  // The layer entries of one direction, one per Layer of its chain. `zero_output`: Bidirectional
+  // sets zero_output_for_mask on its halves (to their return_sequences).
+  std::vector<json> chain_entries(const json& e, const Spec& in, bool zero_output, Chain& chain) const {
+    const std::string cls = e.value("class_name", std::string());
+    if (!e.contains("config") || !e["config"].is_object()) fail(Code::invalid_argument, cls, ": missing the object field \"config\"");
+    const json& cfg = e["config"];
+    auto flag = [&](const char* key) { return bool_of(cfg, key, false); };
+    chain.return_sequences = flag("return_sequences");
+    chain.return_state = flag("return_state");
+    chain.go_backwards = flag("go_backwards");
+    chain.unroll = cls != "CuDNNGRU" && cls != "CuDNNLSTM" && flag("unroll");
+    zero_output = zero_output && chain.return_sequences;
+    if (cls != "RNN") {
+      json one = e;
+      if (zero_output && cls != "CuDNNGRU" && cls != "CuDNNLSTM") one["config"]["zero_output_for_mask"] = true;
+      chain.objects.push_back("");
+      return {one};
+    }
+    // RNN(cell): the cell's config with the RNN's options is the config of the matching layer.
+    static const char* const kOptions[] = {"return_sequences", "return_state", "go_backwards", "stateful", "unroll",
+                                           "zero_output_for_mask", "time_major"};
+    const bool k3 = dialect_ == Dialect::keras3;
+    for (auto it = cfg.begin(); it != cfg.end(); ++it) {
+      const std::string& k = it.key();
+      bool known = k == "name" || k == "trainable" || k == "dtype" || k == "cell" || k == "batch_input_shape" ||
+                   k == "input_shape" || k == "batch_size" || k == "input_dim" || k == "input_length" || k == "num_constants";
+      for (const char* o : kOptions) known = known || k == o;
+      if (!known) fail(Code::invalid_argument, "RNN: config has no argument '", io::printable(k), "'");
+    }
+    if (int_of(cfg, "num_constants", 0) != 0)
+      fail(Code::unsupported, "RNN: num_constants: cells called with constants are not supported (recur runs GRUCell, "
+           "LSTMCell, SimpleRNNCell and StackedRNNCells of them, which take none)");
+    if (!cfg.contains("cell") || !cfg["cell"].is_object() || !cfg["cell"].contains("class_name") ||
+        !cfg["cell"]["class_name"].is_string() || !cfg["cell"].contains("config") || !cfg["cell"]["config"].is_object())
+      fail(Code::invalid_argument, "RNN: cell: expected {\"class_name\": ..., \"config\": {...}}, got ",
+           io::excerpt(cfg.value("cell", json())));
+    const json& cell = cfg["cell"];
+    std::vector<const json*> cells;
+    const std::string ccls = cell["class_name"].get<std::string>();
+    if (ccls == "StackedRNNCells") {
+      const json& scfg = cell["config"];
+      if (!scfg.contains("cells") || !scfg["cells"].is_array())
+        fail(Code::invalid_argument, "StackedRNNCells: cells: expected a list of cells, got ", io::excerpt(scfg.value("cells", json())));
+      if (scfg["cells"].empty()) fail(Code::invalid_argument, "StackedRNNCells: cells: the list is empty (a stack needs at least one cell)");
+      if (scfg["cells"].size() > 1024) fail(Code::invalid_argument, "StackedRNNCells: cells: ", scfg["cells"].size(), " cells (at most 1024)");
+      if (scfg.contains("reverse_state_order") && bool_of(scfg, "reverse_state_order", false))
+        fail(Code::unsupported, "StackedRNNCells: reverse_state_order=True (deprecated in Keras 2) is not supported");
+      std::map<std::string, int> used;
+      for (std::size_t i = 0; i < scfg["cells"].size(); ++i) {
+        const json& c = scfg["cells"][i];
+        if (!c.is_object() || !c.contains("class_name") || !c["class_name"].is_string() || !c.contains("config") ||
+            !c["config"].is_object())
+          fail(Code::invalid_argument, "StackedRNNCells: cells[", i, "]: expected {\"class_name\": ..., \"config\": {...}}, got ",
+               io::excerpt(c));
+        const std::string cc = c["class_name"].get<std::string>();
+        if (cc == "StackedRNNCells")
+          fail(Code::unsupported, "StackedRNNCells: cells[", i, "] is a StackedRNNCells (nested stacks are not supported)");
+        if (layer_class_of_cell(cc).empty())
+          fail(Code::unsupported, "StackedRNNCells: cells[", i, "]: cell class '", io::printable(cc),
+               "' is not one recur runs (GRUCell, LSTMCell, SimpleRNNCell)");
+        const std::string base = cell_object_name(cc);
+        const int n = used[base]++;
+        chain.objects.push_back("cells/" + (n == 0 ? base : base + "_" + std::to_string(n)));
+        cells.push_back(&c);
+      }
+    } else {
+      if (layer_class_of_cell(ccls).empty())
+        fail(Code::unsupported, "RNN: cell class '", io::printable(ccls),
+             "' is not one recur runs (GRUCell, LSTMCell, SimpleRNNCell, or StackedRNNCells of them)");
+      chain.objects.push_back("");
+      cells.push_back(&cell);
+    }
+    const bool zof = zero_output || flag("zero_output_for_mask");
+    const std::size_t n = cells.size();
+    chain.zero_output_quirk = n > 1 && chain.unroll && chain.go_backwards && zof;
+    // A fixed batch (a stateful RNN): the Input's, or the one the RNN records.
+    json batch = in.dims[0] >= 0 ? json(in.dims[0]) : json(nullptr);
+    if (batch.is_null() && !k3 && cfg.contains("batch_input_shape") && cfg["batch_input_shape"].is_array() &&
+        !cfg["batch_input_shape"].empty() && cfg["batch_input_shape"][0].is_number_integer())
+      batch = cfg["batch_input_shape"][0];
+    std::vector<json> out;
+    for (std::size_t i = 0; i < n; ++i) {
+      const json& c = *cells[i];
+      json one = json::object();
+      one["class_name"] = layer_class_of_cell(c["class_name"].get<std::string>());
+      json lc = c["config"];
+      for (const char* o : kOptions)
+        if (cfg.contains(o)) lc[o] = cfg[o];
+      // Within a chain, every Layer but the first runs forwards over the outputs of the one
+      // before, which are already in processing order, and every Layer but the last returns
+      // its whole sequence.
+      if (i > 0) lc["go_backwards"] = false;
+      if (i + 1 < n) lc["return_sequences"] = true;
+      lc["zero_output_for_mask"] = i + 1 == n && zof && !chain.zero_output_quirk;
+      if (!lc.contains("name") || !lc["name"].is_string()) lc["name"] = cfg.value("name", json("rnn"));
+      one["config"] = std::move(lc);
+      one["build_config"] = json{{"input_shape", json::array({batch, nullptr, nullptr})}};
+      out.push_back(std::move(one));
     }
     return out;
   }
 
   void make_layers(int F, const Spec& in, const BuildContext& ctx) {
+    dialect_ = ctx.dialect.dialect;
     double made = 0;
-    auto make = [&](json e, bool zero_output) {
+    auto make = [&](json e, int features) {
       json& cfg = e["config"];
-      // Bidirectional sets it on its halves; Keras 2's CuDNN layers have no such argument.
       const std::string cls = e.value("class_name", std::string());
-      if (zero_output && cls != "CuDNNGRU" && cls != "CuDNNLSTM") cfg["zero_output_for_mask"] = true;
       // A stateful layer whose entry records no input shape (Keras 3's .h5 drops build_config)
       // takes its batch size from the Input that feeds it, as Keras's functional rebuild does.
       if (cfg.value("stateful", json(false)) == json(true) && !cfg.contains("batch_input_shape") &&
@@ -106,7 +266,7 @@ class RecurrentOp : public Op {
         if (d.is_object() && d.contains("config") && d["config"].is_object() && d["config"].value("name", json()) == json("float64"))
           d["config"]["name"] = "float32";
       }
-      LayerConfig c = parse_layer_entry(e, F, ctx.dialect.dialect, ctx.keras_version);
+      LayerConfig c = parse_layer_entry(e, features, ctx.dialect.dialect, ctx.keras_version);
       // parse_layer_entry validated the sizes against the limits, so the products cannot overflow.
       double floats = 0;
       for (const WeightSpec& w : weight_specs(c)) floats += static_cast<double>(product(w.shape));
@@ -115,10 +275,19 @@ class RecurrentOp : public Op {
       made += floats;
       return std::make_shared<Layer>(std::move(c));
     };
+    auto make_chain = [&](const json& e, bool zero_output) {
+      auto chain = std::make_shared<Chain>();
+      int features = F;
+      for (const json& one : chain_entries(e, in, zero_output, *chain)) {
+        chain->layers.push_back(make(one, features));
+        features = chain->layers.back()->config().units;
+      }
+      return chain;
+    };
     // All or nothing: a layer whose build failed is built again from its recorded input shape
     // (Graph::build), and must not find one half made and the other missing.
     if (!bidirectional_) {
-      fwd_ = make(entry_, false);
+      fwd_ = make_chain(entry_, false);
       return;
     }
     const json& cfg = entry_.at("config");
@@ -126,109 +295,164 @@ class RecurrentOp : public Op {
     const json& inner = cfg["layer"];
     const std::string icls = inner.value("class_name", std::string());
     if (!is_recurrent_class(icls)) fail(Code::unsupported, "Bidirectional of ", icls);
-    const bool seq = inner.at("config").value("return_sequences", false);
-    const std::shared_ptr<Layer> fwd = make(inner, seq);
+    if (!inner.contains("config") || !inner["config"].is_object()) fail(Code::invalid_argument, "Bidirectional: layer has no config");
+    const std::shared_ptr<Chain> fwd = make_chain(inner, true);
     json back;
     if (cfg.contains("backward_layer") && cfg["backward_layer"].is_object()) {
       back = cfg["backward_layer"];
     } else {
       back = inner;  // Keras builds the backward half from the same config, reversed
-      back["config"]["go_backwards"] = !inner.at("config").value("go_backwards", false);
+      back["config"]["go_backwards"] = !bool_of(inner["config"], "go_backwards", false);
       if (back["config"].contains("name") && back["config"]["name"].is_string())
         back["config"]["name"] = "backward_" + back["config"]["name"].get<std::string>();
     }
-    const std::shared_ptr<Layer> bwd = make(back, seq);
+    const std::shared_ptr<Chain> bwd = make_chain(back, true);
     const std::string merge =
         cfg.contains("merge_mode") && cfg["merge_mode"].is_string() ? cfg["merge_mode"].get<std::string>() : "none";
     if (merge != "concat" && merge != "sum" && merge != "mul" && merge != "ave" && merge != "none")
       fail(Code::unsupported, "Bidirectional: merge_mode '", merge, "'");
-    if (merge != "concat" && merge != "none" && fwd->config().units != bwd->config().units)
+    if (merge != "concat" && merge != "none" && fwd->last().units != bwd->last().units)
       fail(Code::shape, "Bidirectional: merge_mode '", merge, "' needs halves of the same units");
-    if (bwd->config().return_sequences != seq || bwd->config().return_state != fwd->config().return_state)
+    if (bwd->return_sequences != fwd->return_sequences || bwd->return_state != fwd->return_state)
       fail(Code::invalid_argument, "Bidirectional: backward_layer must match the forward layer's return_sequences and return_state");
     fwd_ = fwd;
     bwd_ = bwd;
     merge_ = merge;
   }
 
+  // Runs one direction over x: its output (the last Layer's) and, when `states` is given, its
+  // final states appended. `init`: its initial states (or none); `st`: a stream's States, one per Layer.
+  Value run_chain(const Chain& ch, const Value& x, const std::uint8_t* mask, std::size_t mask_len,
+                  const std::vector<const Value*>& init, int init_offset, std::vector<State>* st,
+                  std::vector<Value>* states) const {
+    const Index B = x.shape[0], T = x.shape[1];
+    const std::size_t n = ch.layers.size();
+    // Layers after the first see the first one's outputs in processing order: so is their mask.
+    std::vector<std::uint8_t> reversed;
+    if (mask && n > 1 && ch.go_backwards) {
+      reversed.resize(mask_len);
+      for (Index b = 0; b < B; ++b)
+        for (Index t = 0; t < T; ++t) reversed[static_cast<std::size_t>(b * T + t)] = mask[b * T + (T - 1 - t)];
+    }
+    Value prev;
+    Value y;
+    int k0 = 0;  // index of this Layer's first state
+    for (std::size_t i = 0; i < n; ++i) {
+      Layer& layer = *ch.layers[i];
+      const LayerConfig& c = layer.config();
+      const Index u = c.units;
+      const int ns = layer.num_states();
+      const bool seq = c.return_sequences;
+      Value out = make_value(seq ? std::vector<Index>{B, T, u} : std::vector<Index>{B, u}, class_name.c_str());
+      const Value& in = i == 0 ? x : prev;
+      const std::uint8_t* m = i > 0 && !reversed.empty() ? reversed.data() : mask;
+      std::vector<float> final_state(states ? static_cast<std::size_t>(ns * B * u) : 0);
+      if (st) {
+        State& s = (*st)[i];
+        layer.call_state(s, in.data.data(), in.data.size(), T, m, mask_len, out.data.data(), out.data.size());
+        if (states) s.get(final_state.data(), final_state.size());
+      } else {
+        LayerCall call;
+        call.input = in.data.data();
+        call.input_len = in.data.size();
+        call.batch = B;
+        call.timesteps = T;
+        call.mask = m;
+        call.mask_len = mask_len;
+        std::vector<float> init_data;
+        if (!init.empty()) {
+          for (int j = 0; j < ns; ++j) {
+            const int k = init_offset + k0 + j;
+            const Value& v = *init[static_cast<std::size_t>(k)];
+            if (v.shape != std::vector<Index>{B, u})
+              fail(Code::shape, "layer '", name, "': initial_state[", k, "] is ", shape_string(v.shape), ", expected ",
+                   shape_string({B, u}));
+            init_data.insert(init_data.end(), v.data.begin(), v.data.end());
+          }
+          call.initial_state = init_data.data();
+          call.initial_state_len = init_data.size();
+          call.num_initial_states = ns;
+        }
+        call.output = out.data.data();
+        call.output_len = out.data.size();
+        if (states) {
+          call.final_state = final_state.data();
+          call.final_state_len = final_state.size();
+        }
+        layer.call(call);
+      }
+      if (states) {
+        for (int j = 0; j < ns; ++j) {
+          Value s = make_value({B, u}, "state");
+          std::copy_n(final_state.data() + j * B * u, B * u, s.data.data());
+          states->push_back(std::move(s));
+        }
+      }
+      k0 += ns;
+      if (i + 1 == n) y = std::move(out);
+      else prev = std::move(out);
+    }
+    if (ch.zero_output_quirk && mask && !ch.last().jax_masking) {
+      // Keras's unrolled loop zeroes the stacked outputs where the mask, in input order, is 0,
+      // and the last output where the last processed step (the first) is masked.
+      const Index u = ch.last().units;
+      for (Index b = 0; b < B; ++b) {
+        if (ch.return_sequences) {
+          for (Index t = 0; t < T; ++t)
+            if (!mask[b * T + t]) std::fill_n(y.data.data() + (b * T + t) * u, u, 0.0f);
+        } else if (T > 0 && !mask[b * T]) {
+          std::fill_n(y.data.data() + b * u, u, 0.0f);
+        }
+      }
+    }
+    return y;
+  }
+
   std::vector<Value> forward(const CallInputs& in, RunContext& ctx, int site) const override {
     const Value& x = *in.main[0];
     const Index B = x.shape[0], T = x.shape[1];
-    const bool rs = fwd_->config().return_sequences;
-    const int ns = fwd_->num_states();
+    const bool rs = fwd_->return_sequences;
+    const bool want_states = fwd_->return_state;
     std::vector<Value> states;
-    auto run = [&](Layer& layer, int half) {
-      const Index u = layer.config().units;
-      Value y = make_value(rs ? std::vector<Index>{B, T, u} : std::vector<Index>{B, u}, class_name.c_str());
-      const bool want_states = fwd_->config().return_state;
-      std::vector<float> final_state(want_states ? static_cast<std::size_t>(ns * B * u) : 0);
-      const bool masked = x.mask && !in.drop_mask;
-      const std::uint8_t* mask = masked ? x.mask->data() : nullptr;
-      const std::size_t mask_len = masked ? x.mask->size() : 0;
-      if (ctx.stream && ctx.stepped) {
-        std::vector<State>& st = ctx.stream->states[{this, site}];
-        if (st.empty()) {
-          st.emplace_back(ns, B, static_cast<int>(fwd_->config().units));
-          if (bwd_) st.emplace_back(ns, B, static_cast<int>(bwd_->config().units));
-          // A stream starts from the initial_state tensors (model inputs) of its first step.
-          for (std::size_t k = 0; k < in.initial_state.size(); ++k) {
-            const Value& v = *in.initial_state[k];
-            State& target = st[k / static_cast<std::size_t>(ns)];
-            const Index uu = target.units();
-            if (v.shape != std::vector<Index>{B, uu})
-              fail(Code::shape, "layer '", name, "': initial_state[", k, "] is ", shape_string(v.shape), ", expected ",
-                   shape_string({B, uu}));
-            std::copy_n(v.data.data(), v.data.size(), target.tensor(static_cast<int>(k % static_cast<std::size_t>(ns))).data());
+    const bool masked = x.mask && !in.drop_mask;
+    const std::uint8_t* mask = masked ? x.mask->data() : nullptr;
+    const std::size_t mask_len = masked ? x.mask->size() : 0;
+    std::vector<State>* st = nullptr;
+    if (ctx.stream && ctx.stepped) {
+      st = &ctx.stream->states[{this, site}];
+      if (st->empty()) {
+        for (const Chain* c : {fwd_.get(), bwd_.get()})
+          if (c)
+            for (const auto& l : c->layers) st->emplace_back(l->num_states(), B, static_cast<int>(l->config().units));
+        // A stream starts from the initial_state tensors (model inputs) of its first step.
+        std::size_t k = 0, slot = 0;
+        for (const Chain* c : {fwd_.get(), bwd_.get()}) {
+          if (!c) continue;
+          for (const auto& l : c->layers) {
+            State& target = (*st)[slot++];
+            for (int j = 0; j < l->num_states() && k < in.initial_state.size(); ++j, ++k) {
+              const Value& v = *in.initial_state[k];
+              const Index uu = target.units();
+              if (v.shape != std::vector<Index>{B, uu})
+                fail(Code::shape, "layer '", name, "': initial_state[", k, "] is ", shape_string(v.shape), ", expected ",
+                     shape_string({B, uu}));
+              std::copy_n(v.data.data(), v.data.size(), target.tensor(j).data());
+            }
           }
         }
-        State& s = st[static_cast<std::size_t>(half)];
-        layer.call_state(s, x.data.data(), x.data.size(), T, mask, mask_len, y.data.data(), y.data.size());
-        if (want_states) s.get(final_state.data(), final_state.size());
-      } else {
-        LayerCall c;
-        c.input = x.data.data();
-        c.input_len = x.data.size();
-        c.batch = B;
-        c.timesteps = T;
-        c.mask = mask;
-        c.mask_len = mask_len;
-        std::vector<float> init;
-        if (!in.initial_state.empty()) {
-          for (int i = 0; i < ns; ++i) {
-            const Value& v = *in.initial_state[static_cast<std::size_t>(half * ns + i)];
-            if (v.shape != std::vector<Index>{B, u})
-              fail(Code::shape, "layer '", name, "': initial_state[", half * ns + i, "] is ", shape_string(v.shape),
-                   ", expected ", shape_string({B, u}));
-            init.insert(init.end(), v.data.begin(), v.data.end());
-          }
-          c.initial_state = init.data();
-          c.initial_state_len = init.size();
-          c.num_initial_states = ns;
-        }
-        c.output = y.data.data();
-        c.output_len = y.data.size();
-        if (want_states) {
-          c.final_state = final_state.data();
-          c.final_state_len = final_state.size();
-        }
-        layer.call(c);
       }
-      if (rs && masked) y.mask = x.mask;
-      if (!fwd_->config().return_state) return y;
-      for (int i = 0; i < ns; ++i) {
-        Value s = make_value({B, u}, "state");
-        std::copy_n(final_state.data() + i * B * u, B * u, s.data.data());
-        states.push_back(std::move(s));
-      }
-      return y;
-    };
+    }
     std::vector<Value> out;
-    Value y = run(*fwd_, 0);
+    Value y = run_chain(*fwd_, x, mask, mask_len, in.initial_state, 0, st, want_states ? &states : nullptr);
+    if (rs && masked) y.mask = x.mask;
     if (!bidirectional_) {
       out.push_back(std::move(y));
     } else {
-      Value yb = run(*bwd_, 1);
-      const Index uf = fwd_->config().units, ub = bwd_->config().units;
+      // (Bidirectional does not stream: st is null here.)
+      Value yb = run_chain(*bwd_, x, mask, mask_len, in.initial_state, fwd_->num_states(), nullptr,
+                           want_states ? &states : nullptr);
+      if (rs && masked) yb.mask = x.mask;
+      const Index uf = fwd_->last().units, ub = bwd_->last().units;
       if (rs) {  // Keras flips the backward outputs back into input order
         Value flipped = yb;
         for (Index b = 0; b < B; ++b)
@@ -259,32 +483,41 @@ class RecurrentOp : public Op {
         out.push_back(std::move(y));
       }
     }
-    if (fwd_->config().return_state)
+    if (want_states)
       for (auto& s : states) out.push_back(std::move(s));
     return out;
   }
 
   std::size_t num_weights() const override {
-    return fwd_ ? fwd_->num_weights() * (bwd_ ? 2 : 1) : 0;
+    return (fwd_ ? fwd_->num_weights() : 0) + (bwd_ ? bwd_->num_weights() : 0);
   }
   std::uint64_t weight_floats() const override {
     return (fwd_ ? fwd_->weights_size() : 0) + (bwd_ ? bwd_->weights_size() : 0);
   }
   void load(std::vector<StoredWeight>& w, bool legacy, const std::string& where) override;
   void load_keras(const io::H5File& h5, const std::string& object, const std::string& file) override {
-    auto rnn_vars = [&](const std::string& obj, const Layer& l) {
+    auto rnn_vars = [&](const std::string& obj, const Chain& ch, std::vector<StoredWeight>& w) {
       if (!h5.is_group(obj)) fail(Code::io, file, ": model.weights.h5:/", obj, ": missing (config and weights disagree)");
-      const std::uint64_t budget = 2 * l.weights_size() + 16;
-      std::vector<StoredWeight> w = h5.is_group(obj + "/cell") ? read_vars(h5, obj + "/cell", file, budget) : std::vector<StoredWeight>();
-      if (w.empty()) w = read_vars(h5, obj, file, budget);  // CuDNN layers keep their variables directly
-      return w;
+      for (std::size_t i = 0; i < ch.layers.size(); ++i) {
+        const Layer& l = *ch.layers[i];
+        const std::uint64_t budget = 2 * l.weights_size() + 16;
+        const std::string cell = obj + "/cell" + (ch.objects[i].empty() ? "" : "/" + ch.objects[i]);
+        if (!ch.objects[i].empty() && !h5.is_group(cell))
+          fail(Code::io, file, ": model.weights.h5:/", cell, ": missing (config and weights disagree)");
+        std::vector<StoredWeight> mine = h5.is_group(cell) ? read_vars(h5, cell, file, budget) : std::vector<StoredWeight>();
+        if (mine.empty() && ch.objects[i].empty()) mine = read_vars(h5, obj, file, budget);  // CuDNN layers keep their variables directly
+        if (mine.size() != l.num_weights())
+          fail(Code::io, file, ": model.weights.h5:/", cell, ": the file holds ", mine.size(), " weight(s) for layer '", name,
+               "', the config needs ", l.num_weights());
+        for (auto& x : mine) w.push_back(std::move(x));
+      }
     };
     std::vector<StoredWeight> w;
     if (bidirectional_) {
-      w = rnn_vars(object + "/forward_layer", *fwd_);
-      for (auto& x : rnn_vars(object + "/backward_layer", *bwd_)) w.push_back(std::move(x));
+      rnn_vars(object + "/forward_layer", *fwd_, w);
+      rnn_vars(object + "/backward_layer", *bwd_, w);
     } else {
-      w = rnn_vars(object, *fwd_);
+      rnn_vars(object, *fwd_, w);
     }
     const std::size_t want = num_weights();
     if (w.size() != want)
@@ -297,30 +530,33 @@ class RecurrentOp : public Op {
     stepped_out.assign(stepped_out.size(), false);
     if (!stepped_in[0]) return "";  // a sequence of its own (e.g. after RepeatVector): run whole each step
     if (bidirectional_) return "Bidirectional reads the whole sequence backwards";
-    if (fwd_->config().go_backwards) return "go_backwards reads the sequence from its end";
+    if (fwd_->go_backwards) return "go_backwards reads the sequence from its end";
     if (has_init) return "its initial_state comes from other layers of the graph (only model inputs can start a stream)";
-    if (!stepped_out.empty()) stepped_out[0] = fwd_->config().return_sequences;
+    if (!stepped_out.empty()) stepped_out[0] = fwd_->return_sequences;
     return "";
   }
   void collect_layers(std::vector<Layer*>& out) override {
-    if (fwd_) out.push_back(fwd_.get());
-    if (bwd_) out.push_back(bwd_.get());
+    for (const Chain* c : {fwd_.get(), bwd_.get()})
+      if (c)
+        for (const auto& l : c->layers) out.push_back(l.get());
   }
-  bool stateful() const override { return fwd_ && fwd_->config().stateful; }
+  bool stateful() const override { return fwd_ && fwd_->first().stateful; }
 
   const json& entry_;
   std::shared_ptr<const json> document_;  // holds entry_
   bool bidirectional_;
-  std::shared_ptr<Layer> fwd_, bwd_;
+  Dialect dialect_ = Dialect::keras3;
+  std::shared_ptr<Chain> fwd_, bwd_;
   std::string merge_ = "concat";
 };
 
 void RecurrentOp::load(std::vector<StoredWeight>& all, bool legacy, const std::string& where) {
-  std::vector<std::shared_ptr<Layer>> targets{fwd_};
-  if (bwd_) targets.push_back(bwd_);
-  const std::size_t per = fwd_->num_weights();
+  std::vector<std::shared_ptr<Layer>> targets;
+  for (const Chain* c : {fwd_.get(), bwd_.get()})
+    if (c) targets.insert(targets.end(), c->layers.begin(), c->layers.end());
   for (std::size_t t = 0; t < targets.size(); ++t) {
     Layer& layer = *targets[t];
+    const std::size_t per = layer.num_weights();
     if (all.size() < per) fail(Code::io, where, ": the file holds fewer weights than layer '", name, "' needs");
     std::vector<StoredWeight> mine(std::make_move_iterator(all.begin()), std::make_move_iterator(all.begin() + static_cast<long>(per)));
     all.erase(all.begin(), all.begin() + static_cast<long>(per));
@@ -386,7 +622,7 @@ void RecurrentOp::load(std::vector<StoredWeight>& all, bool legacy, const std::s
 }  // namespace
 
 void register_recurrent_layers(OpTable& t) {
-  t.add({"GRU", "LSTM", "CuDNNGRU", "CuDNNLSTM", "SimpleRNN"},
+  t.add({"GRU", "LSTM", "CuDNNGRU", "CuDNNLSTM", "SimpleRNN", "RNN"},
         [](const json& e, const BuildContext& ctx, const std::string&) -> std::shared_ptr<Op> {
           return std::make_shared<RecurrentOp>(e, ctx, false);
         });

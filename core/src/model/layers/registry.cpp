@@ -38,6 +38,7 @@ const OpTable& op_table() {
     register_convolutional_layers(t);
     register_preprocessing_layers(t);
     register_recurrent_layers(t);
+    register_conv_lstm_layers(t);
     register_wrapper_layers(t);
     register_attention_layers(t);
     register_nested_models(t);

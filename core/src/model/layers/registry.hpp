@@ -41,6 +41,7 @@ void register_pooling_layers(OpTable& t);
 void register_convolutional_layers(OpTable& t);
 void register_preprocessing_layers(OpTable& t);
 void register_recurrent_layers(OpTable& t);
+void register_conv_lstm_layers(OpTable& t);
 void register_wrapper_layers(OpTable& t);
 void register_attention_layers(OpTable& t);
 void register_nested_models(OpTable& t);
