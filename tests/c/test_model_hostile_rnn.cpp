@@ -183,7 +183,9 @@ TEST(ModelRnnCells, StackedStatefulLayersAreNamedPerCell) {
   for (int32_t i = 0; i < info.num_layers; ++i) {
     const char* cls = nullptr;
     ASSERT_EQ(recur_model_layer(m, i, nullptr, &cls, nullptr, nullptr, nullptr, &rec), RECUR_OK);
-    if (std::string(cls) == "RNN") EXPECT_EQ(rec, 1);
+    if (std::string(cls) == "RNN") {
+      EXPECT_EQ(rec, 1);
+    }
   }
   recur_layer* cell = nullptr;
   ASSERT_EQ(recur_model_get_layer(m, "rnn/cell_1", &cell), RECUR_OK) << recur_last_error();
