@@ -82,6 +82,17 @@ TEST(ModelHostileCore, NormalizationAxesAndEpsilon) {
                   {"small", "epsilon"}});
 }
 
+// Keras's mask of ids shaped (B, T, 1) has that shape; recur carries (B, T) masks, so it refuses
+// rather than give a mask of another shape.
+TEST(ModelHostileCore, EmbeddingMaskZeroOnIdsWithAFeatureAxis) {
+  const std::string file = kKeras + "/graphs/embedding/keras3/embedding_ids_t1.keras";
+  const auto ok = keras_edit::open_edited(file, [](keras_edit::json&) {});
+  EXPECT_EQ(ok.status, RECUR_OK) << ok.message;
+  const auto r = keras_edit::open_edited(file, [](keras_edit::json& c) { keras_edit::layer(c, "embedding")["config"]["mask_zero"] = true; });
+  EXPECT_EQ(r.status, RECUR_ERR_UNSUPPORTED) << r.message;
+  EXPECT_NE(r.message.find("mask_zero=True on ids of shape (None, 6, 1)"), std::string::npos) << r.message;
+}
+
 TEST(ModelHostileCore, TheUneditedFileRuns) {
   const auto r = keras_edit::open_edited(kKeras + "/graphs/keras3/masking_sequential.keras", [](keras_edit::json&) {});
   EXPECT_EQ(r.status, RECUR_OK) << r.message;

@@ -88,8 +88,11 @@ class EmbeddingOp : public Op {
   }
   std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
     check_rank(in, 1, 1, "Embedding");
-    Spec s = in[0];
-    if (s.dims.size() >= 3 && s.dims.back() == 1) s.dims.pop_back();  // (B, T, 1) ids
+    // Keras's mask has the ids' shape; recur carries (batch, timesteps) masks only.
+    if (mask_zero_ && in[0].dims.size() > 2)
+      fail(Code::unsupported, "Embedding: mask_zero=True on ids of shape ", spec_string(in[0]),
+           ": Keras's mask would have that shape, and recur carries (batch, timesteps) masks only");
+    Spec s = in[0];  // (B, T, 1) ids give (B, T, 1, output_dim), as in Keras
     s.dims.push_back(output_dim_);
     s.ids = false;
     return {s};
@@ -97,7 +100,6 @@ class EmbeddingOp : public Op {
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
     const Value& x = *in.main[0];
     std::vector<Index> shape = x.shape;
-    if (shape.size() >= 3 && shape.back() == 1) shape.pop_back();
     const Index n = product(shape);
     shape.push_back(output_dim_);
     Value y = make_value(shape, "Embedding");
@@ -123,7 +125,7 @@ class EmbeddingOp : public Op {
         if (m) (*m)[static_cast<std::size_t>(r)] = id != 0.0f;
       }
     }
-    y.mask = m ? Mask(m) : x.mask;
+    y.mask = m;  // without mask_zero, no mask comes out (Keras's compute_mask), whatever came in
     return {std::move(y)};
   }
   std::size_t num_weights() const override { return 1; }

@@ -57,8 +57,6 @@ std::string unsupported_layer_advice(const json& entry) {
   if (cls == "Lambda")
     return "a Lambda layer holds Python code, which runs only in Python; rebuild the model with built-in layers "
            "(docs/keras-layers.md lists those recur runs)";
-  if (cls == "TFOpLambda" || cls == "SlicingOpLambda")
-    return "this TensorFlow function is not among those recur runs (docs/keras-layers.md lists them)";
   if ((reg && reg->is_string() && reg->get<std::string>().find('>') != std::string::npos) || !keras_module)
     return "a custom layer (its code is the user's, not Keras's); recur runs Keras's built-in layers "
            "(docs/keras-layers.md lists them)";
