@@ -20,26 +20,39 @@
 namespace recur::graph {
 namespace {
 
+// Conv1D, and the depthwise and separable 1D convolutions built on the same grouped convolution:
+// DepthwiseConv1D is a convolution with one group per input channel (Keras's depthwise kernel
+// (k, channels, depth_multiplier) is the grouped kernel's layout), SeparableConv1D that without
+// bias or activation followed by a pointwise (kernel_size 1) convolution.
+enum class ConvKind { plain, depthwise, separable };
+
 class Conv1DOp : public Op {
  public:
-  Conv1DOp(const json& cfg, const DialectInfo& d) {
-    filters_ = int_of(cfg, "filters", 0);
+  Conv1DOp(const json& cfg, const DialectInfo& d, ConvKind kind) : kind_(kind) {
+    who_ = kind == ConvKind::plain ? "Conv1D" : kind == ConvKind::depthwise ? "DepthwiseConv1D" : "SeparableConv1D";
+    const char* w = who_.c_str();
+    filters_ = kind == ConvKind::depthwise ? 1 : int_of(cfg, "filters", 0);
     k_ = int_of(cfg, "kernel_size", 0);
     s_ = int_of(cfg, "strides", 1);
     d_ = int_of(cfg, "dilation_rate", 1);
-    groups_ = int_of(cfg, "groups", 1);
+    groups_ = kind == ConvKind::plain ? int_of(cfg, "groups", 1) : 1;
+    dm_ = kind == ConvKind::plain ? 1 : int_of(cfg, "depth_multiplier", 1);
     padding_ = str_of(cfg, "padding", "valid");
     std::transform(padding_.begin(), padding_.end(), padding_.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     use_bias_ = bool_of(cfg, "use_bias", true);
     act_ = activation_of(cfg, d);
     if (filters_ <= 0 || k_ <= 0 || s_ <= 0 || d_ <= 0 || groups_ <= 0)
-      fail(Code::invalid_argument, "Conv1D: filters, kernel_size, strides, dilation_rate and groups must be positive");
-    if (s_ > 1 && d_ > 1) fail(Code::invalid_argument, "Conv1D: strides > 1 with dilation_rate > 1 (Keras refuses it too)");
+      fail(Code::invalid_argument, w, ": filters, kernel_size, strides, dilation_rate and groups must be positive");
+    if (dm_ <= 0) fail(Code::invalid_argument, w, ": depth_multiplier must be positive, got ", dm_);
+    if (s_ > 1 && d_ > 1) fail(Code::invalid_argument, w, ": strides > 1 with dilation_rate > 1 (Keras refuses it too)");
     if (padding_ != "valid" && padding_ != "same" && padding_ != "causal")
       fail(Code::invalid_argument, "padding: expected 'valid', 'same' or 'causal', got '", padding_, "'");
+    // Keras 2's DepthwiseConv1D and Keras 3's depthwise and separable layers refuse causal padding.
+    if (padding_ == "causal" && kind != ConvKind::plain && (kind == ConvKind::depthwise || d.dialect == Dialect::keras3))
+      fail(Code::invalid_argument, w, ": padding='causal' (Keras accepts only 'valid' or 'same' here)");
     if (str_of(cfg, "data_format", "channels_last") != "channels_last")
-      fail(Code::unsupported, "Conv1D: data_format='channels_first'");
-    if (filters_ % groups_) fail(Code::invalid_argument, "Conv1D: filters must be a multiple of groups");
+      fail(Code::unsupported, w, ": data_format='channels_first'");
+    if (filters_ % groups_) fail(Code::invalid_argument, w, ": filters must be a multiple of groups");
   }
   // Output length and left padding for T input steps.
   std::pair<Index, Index> geometry(Index T) const {
@@ -54,23 +67,32 @@ class Conv1DOp : public Op {
     return {out, pad};
   }
   std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext& ctx) override {
-    check_rank(in, 1, 3, "Conv1D");
-    if (in[0].dims.size() != 3) fail(Code::shape, "Conv1D: expected (batch, steps, channels), got ", spec_string(in[0]));
-    const Index c = known_last(in[0], "Conv1D");
-    if (c % groups_) fail(Code::shape, "Conv1D: ", c, " input channels are not a multiple of groups=", groups_);
-    if (cin_ && c != cin_) fail(Code::shape, "Conv1D: built for ", cin_, " channels, called on ", spec_string(in[0]));
+    const char* w = who_.c_str();
+    check_rank(in, 1, 3, w);
+    if (in[0].dims.size() != 3) fail(Code::shape, w, ": expected (batch, steps, channels), got ", spec_string(in[0]));
+    const Index c = known_last(in[0], w);
+    if (kind_ == ConvKind::plain && c % groups_) fail(Code::shape, w, ": ", c, " input channels are not a multiple of groups=", groups_);
+    if (cin_ && c != cin_) fail(Code::shape, w, ": built for ", cin_, " channels, called on ", spec_string(in[0]));
     if (!cin_) {
-      ctx.reserve_weights((double(k_) * double(c / groups_) + 1) * filters_,
-                  "Conv1D: kernel_size=" + std::to_string(k_) + ", " + std::to_string(c) + " channels and filters=" +
-                      std::to_string(filters_));
+      // The grouped convolution's shape: one group per channel for the depthwise kinds.
+      const Index groups = kind_ == ConvKind::plain ? groups_ : c;
+      const double conv_out = kind_ == ConvKind::plain ? double(filters_) : double(c) * dm_;
+      const double pointwise = kind_ == ConvKind::separable ? conv_out * filters_ : 0.0;
+      const double out = kind_ == ConvKind::depthwise ? conv_out : double(filters_);
+      ctx.reserve_weights(double(k_) * double(c / groups) * conv_out + pointwise + out,
+                          who_ + ": kernel_size=" + std::to_string(k_) + ", " + std::to_string(c) + " channels, depth_multiplier=" +
+                              std::to_string(dm_) + " and filters=" + std::to_string(filters_));
       cin_ = c;
-      kernel_.assign(static_cast<std::size_t>(k_) * static_cast<std::size_t>(c / groups_) * static_cast<std::size_t>(filters_), 0.0f);
-      bias_.assign(static_cast<std::size_t>(filters_), 0.0f);
+      cgroups_ = groups;
+      cout_ = static_cast<Index>(conv_out);
+      kernel_.assign(static_cast<std::size_t>(k_) * static_cast<std::size_t>(c / groups) * static_cast<std::size_t>(cout_), 0.0f);
+      if (kind_ == ConvKind::separable) pointwise_.assign(static_cast<std::size_t>(cout_) * static_cast<std::size_t>(filters_), 0.0f);
+      bias_.assign(static_cast<std::size_t>(outputs()), 0.0f);
     }
     Spec s = in[0];
     s.dims[1] = in[0].dims[1] < 0 ? -1 : geometry(in[0].dims[1]).first;
-    if (in[0].dims[1] >= 0 && s.dims[1] <= 0) fail(Code::shape, "Conv1D: ", in[0].dims[1], " steps are fewer than the kernel spans");
-    s.dims[2] = filters_;
+    if (in[0].dims[1] >= 0 && s.dims[1] <= 0) fail(Code::shape, w, ": ", in[0].dims[1], " steps are fewer than the kernel spans");
+    s.dims[2] = outputs();
     set_once(per_step, k_ == 1 && s_ == 1);
     return {s};
   }
@@ -99,7 +121,7 @@ class Conv1DOp : public Op {
   std::string stream_rule(const std::vector<bool>& stepped_in, bool, std::vector<bool>& stepped_out) const override {
     stepped_out.assign(stepped_out.size(), !stepped_in.empty() && stepped_in[0]);
     if (stepped_in.empty() || !stepped_in[0] || per_step) return "";
-    if (s_ != 1) return "strides=" + std::to_string(s_) + " (only a causal Conv1D with strides 1 streams)";
+    if (s_ != 1) return "strides=" + std::to_string(s_) + " (only a causal " + who_ + " with strides 1 streams)";
     if (padding_ != "causal")
       return "padding='" + padding_ + "' " + (padding_ == "same" ? "reads later steps" : "gives fewer steps than it reads") +
              " (only padding='causal' streams)";
@@ -108,36 +130,56 @@ class Conv1DOp : public Op {
   // `To` output steps of x with `pad` zero steps before it.
   Value convolve(const Value& x, Index To, Index pad) const {
     const Index B = x.shape[0], T = x.shape[1];
-    if (To <= 0) fail(Code::shape, "Conv1D '", name, "': ", T, " steps are fewer than the kernel spans");
-    Value y = make_value({B, To, filters_}, "Conv1D");
-    const Index cg = cin_ / groups_, fg = filters_ / groups_;
+    if (To <= 0) fail(Code::shape, who_, " '", name, "': ", T, " steps are fewer than the kernel spans");
+    Value y = make_value({B, To, cout_}, who_.c_str());
+    const Index cg = cin_ / cgroups_, fg = cout_ / cgroups_;
     for (Index b = 0; b < B; ++b)
       for (Index t = 0; t < To; ++t) {
-        float* out = y.data.data() + (b * To + t) * filters_;
-        for (Index o = 0; o < filters_; ++o) out[o] = 0.0f;
+        float* out = y.data.data() + (b * To + t) * cout_;
+        for (Index o = 0; o < cout_; ++o) out[o] = 0.0f;
         for (Index kk = 0; kk < k_; ++kk) {
           const Index src = t * s_ + kk * d_ - pad;
           if (src < 0 || src >= T) continue;
           const float* xi = x.data.data() + (b * T + src) * cin_;
-          const float* w = kernel_.data() + kk * cg * filters_;
-          for (Index g = 0; g < groups_; ++g)
+          const float* w = kernel_.data() + kk * cg * cout_;
+          for (Index g = 0; g < cgroups_; ++g)
             for (Index c = 0; c < cg; ++c) {
               const float v = xi[g * cg + c];
-              const float* wr = w + c * filters_ + g * fg;
+              const float* wr = w + c * cout_ + g * fg;
               for (Index o = 0; o < fg; ++o) out[g * fg + o] += v * wr[o];
             }
         }
-        if (use_bias_)
-          for (Index o = 0; o < filters_; ++o) out[o] += bias_[static_cast<std::size_t>(o)];
       }
-    apply_activation(act_, y.data.data(), B * To, filters_);
+    if (kind_ == ConvKind::separable) {
+      Value z = make_value({B, To, filters_}, who_.c_str());
+      for (Index r = 0; r < B * To; ++r) {
+        const float* in = y.data.data() + r * cout_;
+        float* out = z.data.data() + r * filters_;
+        for (Index o = 0; o < filters_; ++o) out[o] = 0.0f;
+        for (Index c = 0; c < cout_; ++c) {
+          const float* wr = pointwise_.data() + c * filters_;
+          for (Index o = 0; o < filters_; ++o) out[o] += in[c] * wr[o];
+        }
+      }
+      y = std::move(z);
+    }
+    const Index F = outputs();
+    if (use_bias_)
+      for (Index r = 0; r < B * To; ++r)
+        for (Index o = 0; o < F; ++o) y.data[static_cast<std::size_t>(r * F + o)] += bias_[static_cast<std::size_t>(o)];
+    apply_activation(act_, y.data.data(), B * To, F);
     return y;
   }
-  std::size_t num_weights() const override { return use_bias_ ? 2 : 1; }
-  std::uint64_t weight_floats() const override { return kernel_.size() + bias_.size(); }
+  std::size_t num_weights() const override { return (kind_ == ConvKind::separable ? 2 : 1) + (use_bias_ ? 1 : 0); }
+  std::uint64_t weight_floats() const override { return kernel_.size() + pointwise_.size() + bias_.size(); }
   void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
-    kernel_ = take_weight(w, {k_, cin_ / groups_, filters_}, where);
-    if (use_bias_) bias_ = take_weight(w, {filters_}, where);
+    if (kind_ == ConvKind::plain) {
+      kernel_ = take_weight(w, {k_, cin_ / groups_, filters_}, where);
+    } else {
+      kernel_ = take_weight(w, {k_, cin_, dm_}, where);  // depthwise_kernel
+      if (kind_ == ConvKind::separable) pointwise_ = take_weight(w, {1, cout_, filters_}, where);
+    }
+    if (use_bias_) bias_ = take_weight(w, {outputs()}, where);
   }
   void load_keras(const io::H5File& h5, const std::string& object, const std::string& file) override {
     auto w = read_vars(h5, object, file, 2 * weight_floats() + 16);
@@ -146,19 +188,28 @@ class Conv1DOp : public Op {
   }
 
  private:
-  int filters_ = 0, k_ = 0, s_ = 1, d_ = 1, groups_ = 1;
+  Index outputs() const { return kind_ == ConvKind::depthwise ? cout_ : filters_; }
+  ConvKind kind_;
+  std::string who_;
+  int filters_ = 0, k_ = 0, s_ = 1, d_ = 1, groups_ = 1, dm_ = 1;
   std::string padding_;
   bool use_bias_ = true;
   ActivationFn act_;
-  Index cin_ = 0;
-  std::vector<float> kernel_, bias_;
+  Index cin_ = 0, cgroups_ = 1, cout_ = 0;  // input channels; the grouped convolution's groups and outputs
+  std::vector<float> kernel_, pointwise_, bias_;
 };
 
 }  // namespace
 
 void register_convolutional_layers(OpTable& t) {
   t.add({"Conv1D", "Convolution1D"}, [](const json& e, const BuildContext& ctx, const std::string&) -> std::shared_ptr<Op> {
-    return std::make_shared<Conv1DOp>(e.at("config"), ctx.dialect);
+    return std::make_shared<Conv1DOp>(e.at("config"), ctx.dialect, ConvKind::plain);
+  });
+  t.add({"DepthwiseConv1D"}, [](const json& e, const BuildContext& ctx, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<Conv1DOp>(e.at("config"), ctx.dialect, ConvKind::depthwise);
+  });
+  t.add({"SeparableConv1D", "SeparableConvolution1D"}, [](const json& e, const BuildContext& ctx, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<Conv1DOp>(e.at("config"), ctx.dialect, ConvKind::separable);
   });
 }
 
