@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Keras's core layers: Dropout and the other identities at inference, Masking, Embedding, Dense.
+// Keras's core layers: Dropout and the other identities at inference, Masking, Embedding, Dense,
+// EinsumDense.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -209,6 +210,232 @@ class DenseOp : public Op {
   RowVector bias_;
 };
 
+// EinsumDense: y = activation(einsum(equation, x, kernel) + bias), Keras's weight shapes from
+// _analyze_einsum_string: each kernel axis is sized by the output (output_shape) or the input, an
+// ellipsis ("...ab,bc->...ac" or "ab...,bc->ac...") stands for the input axes the letters leave,
+// and the bias spans the output from its first bias axis on (1 on the others). Like Keras, it
+// hands no mask on.
+class EinsumDenseOp : public Op {
+ public:
+  EinsumDenseOp(const json& cfg, const DialectInfo& d) {
+    equation_ = str_of(cfg, "equation", "");
+    bias_axes_ = str_of(cfg, "bias_axes", "");
+    act_ = activation_of(cfg, d);
+    if (cfg.contains("lora_rank") && !cfg["lora_rank"].is_null() && !(cfg["lora_rank"].is_number_integer() && cfg["lora_rank"].get<std::int64_t>() == 0))
+      fail(Code::unsupported, "EinsumDense: lora_rank=", io::excerpt(cfg["lora_rank"]), " (recur runs EinsumDense without LoRA)");
+    if (cfg.contains("quantization_config") && !cfg["quantization_config"].is_null())
+      fail(Code::unsupported, "EinsumDense: quantization_config (recur runs float EinsumDense only)");
+    // The three forms Keras accepts: no ellipsis, one before the input's and output's letters, or
+    // one after them.
+    auto letters = [](const std::string& t) {
+      return !t.empty() && std::all_of(t.begin(), t.end(), [](unsigned char c) { return std::isalpha(c) != 0; });
+    };
+    const auto comma = equation_.find(','), arrow = equation_.find("->");
+    if (comma == std::string::npos || arrow == std::string::npos || arrow < comma)
+      fail(Code::invalid_argument, "EinsumDense: equation '", io::printable(equation_), "' is not of the form 'ab,bc->ac'");
+    in_ = equation_.substr(0, comma);
+    kernel_spec_ = equation_.substr(comma + 1, arrow - comma - 1);
+    out_ = equation_.substr(arrow + 2);
+    auto strip = [&](std::string& t, int where) {
+      if (where < 0 && t.rfind("...", 0) == 0) t = t.substr(3);
+      else if (where > 0 && t.size() > 3 && t.compare(t.size() - 3, 3, "...") == 0) t.resize(t.size() - 3);
+      else return false;
+      return true;
+    };
+    if (strip(in_, -1)) {
+      ellipsis_ = -1;
+      if (!strip(out_, -1)) ellipsis_ = 99;
+    } else if (strip(in_, 1)) {
+      ellipsis_ = 1;
+      if (!strip(out_, 1)) ellipsis_ = 99;
+    }
+    if (ellipsis_ == 99 || !letters(in_) || !letters(kernel_spec_) || !letters(out_))
+      fail(Code::unsupported, "EinsumDense: equation '", io::printable(equation_),
+           "': recur takes 'ab,bc->ac', '...b,bc->...c' or 'ab...,bc->ac...' forms (letters, one ellipsis on the input and output)");
+    for (const std::string* t : {&in_, &kernel_spec_, &out_})
+      for (std::size_t i = 0; i < t->size(); ++i)
+        if (t->find((*t)[i], i + 1) != std::string::npos)
+          fail(Code::unsupported, "EinsumDense: equation '", equation_, "' repeats '", (*t)[i], "' in one operand (a diagonal)");
+    for (char c : out_)
+      if (in_.find(c) == std::string::npos && kernel_spec_.find(c) == std::string::npos)
+        fail(Code::invalid_argument, "EinsumDense: equation '", equation_, "': output axis '", c, "' is in neither the input nor the kernel");
+    for (char c : kernel_spec_)
+      if (in_.find(c) == std::string::npos && out_.find(c) == std::string::npos)
+        fail(Code::invalid_argument, "EinsumDense: equation '", equation_, "': kernel axis '", c, "' is in neither the input nor the output");
+    for (char c : bias_axes_)
+      if (out_.find(c) == std::string::npos)
+        fail(Code::invalid_argument, "EinsumDense: bias_axes '", io::printable(bias_axes_), "': '", c, "' is not an axis of the output '", out_, "'");
+    const json* os = cfg.contains("output_shape") ? &cfg["output_shape"] : nullptr;
+    if (!os || os->is_null()) fail(Code::invalid_argument, "EinsumDense: output_shape is missing");
+    const json list = os->is_array() ? *os : json::array({*os});
+    for (const json& v : list) {
+      if (v.is_null()) {
+        user_shape_.push_back(-1);
+        continue;
+      }
+      int i = 0;
+      if (!v.is_number_integer() || !io::int_in(v, 1, std::int64_t(1) << 30, i))
+        fail(Code::invalid_argument, "output_shape: expected positive integers (or null), got ", io::excerpt(*os));
+      user_shape_.push_back(i);
+    }
+  }
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext& ctx) override {
+    check_rank(in, 1, 2, "EinsumDense");
+    const std::vector<Index>& xd = in[0].dims;
+    const Index elided = static_cast<Index>(xd.size()) - static_cast<Index>(in_.size());
+    if (ellipsis_ == 0 ? elided != 0 : elided < 1)
+      fail(Code::shape, "EinsumDense: equation '", equation_, "' does not fit an input of shape ", spec_string(in[0]));
+    // Spell the ellipsis out with letters of its own.
+    std::string fresh;
+    for (char c = 'A'; static_cast<Index>(fresh.size()) < elided && c <= 'z'; ++c)
+      if (std::isalpha(static_cast<unsigned char>(c)) && equation_.find(c) == std::string::npos) fresh += c;
+    if (static_cast<Index>(fresh.size()) < elided) fail(Code::unsupported, "EinsumDense: too many axes under the ellipsis");
+    const std::string fi = ellipsis_ < 0 ? fresh + in_ : in_ + fresh;
+    const std::string fo = ellipsis_ < 0 ? fresh + out_ : out_ + fresh;
+    const std::size_t given = ellipsis_ < 0 ? out_.size() : out_.size() - 1;
+    if (user_shape_.size() != given)
+      fail(Code::invalid_argument, "output_shape: expected ", given, " sizes for the output '", out_, "' (less its batch axis), got ",
+           user_shape_.size());
+    std::vector<Index> od(fo.size());
+    for (std::size_t p = 0; p < fo.size(); ++p) {
+      const auto at = fi.find(fo[p]);
+      const bool user = ellipsis_ < 0 ? p >= static_cast<std::size_t>(elided) : (p >= 1 && p < out_.size());
+      const Index want = user ? user_shape_[ellipsis_ < 0 ? p - static_cast<std::size_t>(elided) : p - 1] : -1;
+      if (at != std::string::npos) {
+        od[p] = xd[at];
+        if (want >= 0 && xd[at] >= 0 && want != xd[at])
+          fail(Code::shape, "EinsumDense: output_shape gives ", want, " for axis '", fo[p], "', the input has ", xd[at]);
+      } else {
+        if (want < 0) fail(Code::invalid_argument, "output_shape: the size of output axis '", fo[p], "' is null; the kernel needs it");
+        od[p] = want;
+      }
+    }
+    std::vector<Index> kd;
+    for (char c : kernel_spec_) {
+      const auto o = fo.find(c);
+      const Index n = o != std::string::npos ? od[o] : xd[fi.find(c)];
+      if (n < 0)
+        fail(Code::shape, "EinsumDense: kernel axis '", c, "' is sized by an input axis of unknown size in ", spec_string(in[0]));
+      kd.push_back(n);
+    }
+    std::vector<Index> bd;
+    if (!bias_axes_.empty()) {
+      std::size_t first = out_.size();
+      for (char c : bias_axes_) first = std::min(first, out_.find(c));
+      for (std::size_t p = first; p < out_.size(); ++p)
+        bd.push_back(bias_axes_.find(out_[p]) != std::string::npos ? od[p + (ellipsis_ < 0 ? elided : 0)] : 1);
+      if (ellipsis_ > 0) bd.insert(bd.end(), static_cast<std::size_t>(elided), 1);
+      for (Index n : bd)
+        if (n < 0) fail(Code::shape, "EinsumDense: bias_axes '", bias_axes_, "' names an axis of unknown size");
+    }
+    if (kernel_dims_.empty()) {
+      ctx.reserve_weights(double(product(kd)) + double(product(bd)), "EinsumDense: kernel " + io::excerpt(json(kd)));
+      kernel_dims_ = kd;
+      bias_dims_ = bd;
+      kernel_.assign(static_cast<std::size_t>(product(kd)), 0.0f);
+      bias_.assign(bd.empty() ? 0 : static_cast<std::size_t>(product(bd)), 0.0f);
+    } else if (kd != kernel_dims_ || bd != bias_dims_) {
+      fail(Code::shape, "EinsumDense: built with kernel ", io::excerpt(json(kernel_dims_)), ", called on ", spec_string(in[0]));
+    }
+    full_in_ = fi;
+    full_out_ = fo;
+    // Per step when the steps axis passes straight through (not summed, not in the kernel).
+    set_once(per_step, fi.size() >= 2 && fo.size() >= 2 && fo[1] == fi[1] && kernel_spec_.find(fi[1]) == std::string::npos);
+    Spec s = in[0];
+    s.dims = od;
+    return {s};
+  }
+  std::string stream_rule(const std::vector<bool>& stepped_in, bool, std::vector<bool>& stepped_out) const override {
+    stepped_out.assign(stepped_out.size(), !stepped_in.empty() && stepped_in[0]);
+    if (stepped_in.empty() || !stepped_in[0] || per_step) return "";
+    return "equation '" + equation_ + "' does not keep the steps axis (axis 1) apart (it sums, moves or weighs it)";
+  }
+  std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
+    const Value& x = *in.main[0];
+    const std::string& fi = full_in_;
+    const std::string& fo = full_out_;
+    // Letters: the output's, then those summed over. Strides of each in x, kernel and y.
+    std::string all = fo;
+    for (char c : fi + kernel_spec_)
+      if (all.find(c) == std::string::npos) all += c;
+    const std::size_t n = all.size();
+    std::vector<Index> size(n), sx(n, 0), sk(n, 0), sy(n, 0), yshape;
+    for (std::size_t j = 0; j < n; ++j) {
+      const auto a = fi.find(all[j]);
+      size[j] = a != std::string::npos ? x.shape[a] : kernel_dims_[kernel_spec_.find(all[j])];
+    }
+    for (std::size_t j = 0; j < fo.size(); ++j) yshape.push_back(size[j]);
+    auto strides = [&](const std::string& spec, const std::vector<Index>& dims, std::vector<Index>& out) {
+      Index st = 1;
+      for (std::size_t a = spec.size(); a-- > 0;) {
+        out[all.find(spec[a])] = st;
+        st *= dims[a];
+      }
+    };
+    strides(fi, x.shape, sx);
+    strides(kernel_spec_, kernel_dims_, sk);
+    strides(fo, yshape, sy);
+    Value y = make_value(yshape, "EinsumDense");
+    Index total = 1;
+    for (Index v : size) total *= v;
+    if (total > 0) {
+      std::vector<Index> idx(n, 0);
+      Index ox = 0, ok = 0, oy = 0;
+      for (Index i = 0; i < total; ++i) {
+        y.data[static_cast<std::size_t>(oy)] += x.data[static_cast<std::size_t>(ox)] * kernel_[static_cast<std::size_t>(ok)];
+        for (std::size_t j = n; j-- > 0;) {
+          ox += sx[j], ok += sk[j], oy += sy[j];
+          if (++idx[j] < size[j]) break;
+          ox -= sx[j] * size[j], ok -= sk[j] * size[j], oy -= sy[j] * size[j];
+          idx[j] = 0;
+        }
+      }
+    }
+    if (!bias_.empty()) {
+      // The bias covers the output's last bias_dims_.size() axes (1: broadcast).
+      const std::size_t r = yshape.size(), nb = bias_dims_.size();
+      const Index inner = product(yshape, r - nb);
+      std::vector<Index> bstride(nb, 0);
+      Index st = 1;
+      for (std::size_t a = nb; a-- > 0;) {
+        bstride[a] = bias_dims_[a] == 1 ? 0 : st;
+        st *= bias_dims_[a];
+      }
+      for (Index e = 0; e < product(yshape); ++e) {
+        Index rem = e % inner, bi = 0;
+        for (std::size_t a = nb; a-- > 0;) {
+          const Index dim = yshape[r - nb + a];
+          bi += (rem % dim) * bstride[a];
+          rem /= dim;
+        }
+        y.data[static_cast<std::size_t>(e)] += bias_[static_cast<std::size_t>(bi)];
+      }
+    }
+    const Index last = yshape.empty() ? 1 : yshape.back();
+    if (last > 0) apply_activation(act_, y.data.data(), product(yshape) / last, last);
+    return {std::move(y)};
+  }
+  std::size_t num_weights() const override { return bias_axes_.empty() ? 1 : 2; }
+  std::uint64_t weight_floats() const override { return kernel_.size() + bias_.size(); }
+  void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
+    auto dims = [](const std::vector<Index>& d) { return std::vector<std::int64_t>(d.begin(), d.end()); };
+    kernel_ = take_weight(w, dims(kernel_dims_), where);
+    if (!bias_axes_.empty()) bias_ = take_weight(w, dims(bias_dims_), where);
+  }
+  void load_keras(const io::H5File& h5, const std::string& object, const std::string& file) override {
+    auto w = read_vars(h5, object, file, 2 * weight_floats() + 16);
+    check_count(w, num_weights(), file + ": model.weights.h5:/" + object, name);
+    load(w, false, file + ": model.weights.h5:/" + object);
+  }
+
+ private:
+  std::string equation_, bias_axes_, in_, kernel_spec_, out_, full_in_, full_out_;
+  int ellipsis_ = 0;  // -1: before the letters, 1: after them
+  std::vector<Index> user_shape_, kernel_dims_, bias_dims_;
+  ActivationFn act_;
+  std::vector<float> kernel_, bias_;
+};
+
 }  // namespace
 
 void register_core_layers(OpTable& t) {
@@ -223,6 +450,9 @@ void register_core_layers(OpTable& t) {
   });
   t.add({"Dense"}, [](const json& e, const BuildContext& ctx, const std::string&) -> std::shared_ptr<Op> {
     return std::make_shared<DenseOp>(e.at("config"), ctx.dialect);
+  });
+  t.add({"EinsumDense"}, [](const json& e, const BuildContext& ctx, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<EinsumDenseOp>(e.at("config"), ctx.dialect);
   });
 }
 
