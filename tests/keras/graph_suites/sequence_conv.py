@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Depthwise and separable 1D convolutions around recurrent layers."""
+from generate_graphs import B, Skip, case  # noqa: F401
+
+
+def _sep(L, *args, **kw):
+    cls = getattr(L, "SeparableConv1D", None) or L.SeparableConvolution1D
+    return cls(*args, **kw)
+
+
+@case("depthwise_conv_lstm", "Input(8, 3) -> DepthwiseConv1D(3, depth_multiplier 2, same, relu) -> "
+      "DepthwiseConv1D(2, strides 2, valid, no bias) -> LSTM(3, rs) -> Dense(2)")
+def _(g, d):
+    L = g.L
+    x = g.K.Input(shape=(8, 3), name="x")
+    h = L.DepthwiseConv1D(3, depth_multiplier=2, padding="same", activation="relu")(x)
+    h = L.DepthwiseConv1D(2, strides=2, use_bias=False)(h)
+    y = L.Dense(2)(L.LSTM(3, return_sequences=True)(h))
+    return {"model": g.K.Model(x, y), "inputs": [d.seq(B, 8, 3)]}
+
+
+@case("depthwise_conv_dilated_gru", "Input(8, 2) -> DepthwiseConv1D(2, dilation 3, valid, dm 3, tanh) "
+      "-> GRU(3)")
+def _(g, d):
+    L = g.L
+    x = g.K.Input(shape=(8, 2), name="x")
+    h = L.DepthwiseConv1D(2, dilation_rate=3, depth_multiplier=3, activation="tanh")(x)
+    y = L.GRU(3)(h)
+    return {"model": g.K.Model(x, y), "inputs": [d.seq(B, 8, 2)]}
+
+
+@case("separable_conv_lstm", "Input(8, 3) -> SeparableConv1D(4, 3, same, dm 2, tanh) -> "
+      "SeparableConv1D(3, 2, strides 2, valid, no bias) -> LSTM(3, rs)")
+def _(g, d):
+    L = g.L
+    x = g.K.Input(shape=(8, 3), name="x")
+    h = _sep(L, 4, 3, padding="same", depth_multiplier=2, activation="tanh")(x)
+    h = _sep(L, 3, 2, strides=2, use_bias=False)(h)
+    y = L.LSTM(3, return_sequences=True)(h)
+    return {"model": g.K.Model(x, y), "inputs": [d.seq(B, 8, 3)]}
+
+
+@case("separable_conv_causal_gru", "Input(None, 2) -> SeparableConv1D(3, 3, causal, dilation 2, "
+      "dm 2) -> GRU(3, rs) -> Dense(2): Keras 2 only (Keras 3 refuses causal); streams",
+      dialects=("keras2",))
+def _(g, d):
+    L = g.L
+    x = g.K.Input(shape=(None, 2), name="x")
+    h = _sep(L, 3, 3, padding="causal", dilation_rate=2, depth_multiplier=2, activation="relu")(x)
+    y = L.Dense(2)(L.GRU(3, return_sequences=True)(h))
+    return {"model": g.K.Model(x, y), "inputs": [d.seq(B, 7, 2)]}
+
+
+@case("separable_conv_masked_lstm", "Input(7, 2) -> Masking -> SeparableConv1D(3, 1, dm 2) -> "
+      "LSTM(3, rs): the convolution drops the mask, as in Keras")
+def _(g, d):
+    L = g.L
+    x = g.K.Input(shape=(7, 2), name="x")
+    h = _sep(L, 3, 1, depth_multiplier=2)(L.Masking()(x))
+    y = L.LSTM(3, return_sequences=True)(h)
+    return {"model": g.K.Model(x, y), "inputs": [d.masked(7, 2)]}
+
+
+def _einsum(g):
+    cls = getattr(g.L, "EinsumDense", None)
+    if cls is None:
+        cls = g.K.layers.experimental.EinsumDense
+    return cls
+
+
+@case("einsum_dense_lstm", "Input(6, 3) -> EinsumDense('abc,cd->abd', (None, 4), bias 'd', tanh) -> "
+      "LSTM(3, rs) -> EinsumDense('...b,bc->...c', 2, no bias)")
+def _(g, d):
+    E = _einsum(g)
+    x = g.K.Input(shape=(6, 3), name="x")
+    h = E("abc,cd->abd", output_shape=(None, 4), bias_axes="d", activation="tanh")(x)
+    h = g.L.LSTM(3, return_sequences=True)(h)
+    y = E("...b,bc->...c", output_shape=2)(h)
+    return {"model": g.K.Model(x, y), "inputs": [d.seq(B, 6, 3)]}
+
+
+@case("einsum_dense_heads_gru", "Input(5, 4) -> EinsumDense('abc,cde->abde', (None, 2, 3), bias 'de') "
+      "-> Reshape((5, 6)) -> GRU(3) -> EinsumDense('ab,bc->ac', 2, bias 'c', relu)")
+def _(g, d):
+    E = _einsum(g)
+    x = g.K.Input(shape=(5, 4), name="x")
+    h = E("abc,cde->abde", output_shape=(None, 2, 3), bias_axes="de")(x)
+    h = g.L.GRU(3)(g.L.Reshape((5, 6))(h))
+    y = E("ab,bc->ac", output_shape=2, bias_axes="c", activation="relu")(h)
+    return {"model": g.K.Model(x, y), "inputs": [d.seq(B, 5, 4)]}
+
+
+@case("einsum_dense_over_time", "Input(6, 2) -> LSTM(3, rs) -> EinsumDense('abc,bd->acd', (3, 2), "
+      "bias 'c'): a kernel over the steps (does not stream); Masking before the LSTM: EinsumDense drops it")
+def _(g, d):
+    E = _einsum(g)
+    x = g.K.Input(shape=(6, 2), name="x")
+    h = g.L.LSTM(3, return_sequences=True)(g.L.Masking()(x))
+    y = E("abc,bd->acd", output_shape=(3, 2), bias_axes="c")(h)
+    return {"model": g.K.Model(x, y), "inputs": [d.masked(6, 2)]}
+
+
+@case("einsum_dense_masked_rs", "Input(7, 2) -> Masking -> EinsumDense('abc,cd->abd', (None, 3), bias "
+      "'d') -> LSTM(3, rs): the mask does not reach the LSTM (EinsumDense drops it)")
+def _(g, d):
+    E = _einsum(g)
+    x = g.K.Input(shape=(7, 2), name="x")
+    h = E("abc,cd->abd", output_shape=(None, 3), bias_axes="d")(g.L.Masking()(x))
+    y = g.L.LSTM(3, return_sequences=True)(h)
+    return {"model": g.K.Model(x, y), "inputs": [d.masked(7, 2)]}
