@@ -36,7 +36,7 @@ TEST(ModelHostileCore, UnsupportedLayersSayWhatToDo) {
          d["registered_name"] = "MyPackage>Thing";
        },
        "a custom layer"},
-      {[](keras_edit::json& d) { d["class_name"] = "EinsumDense"; }, "recur does not run this Keras layer"},
+      {[](keras_edit::json& d) { d["class_name"] = "Conv3DTranspose"; }, "recur does not run this Keras layer"},
   };
   for (const Case& c : cases) {
     const auto r = keras_edit::open_edited(file, [&](keras_edit::json& cfg) { c.edit(keras_edit::layer(cfg, "dense")); });

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+// Hostile configs of the depthwise and separable convolutions and EinsumDense in Keras-saved
+// models: each is refused with a status and a message naming the argument, never a crash or an
+// allocation past the limits.
+#include "keras_config_edit.hpp"
+
+#include <string>
+#include <vector>
+
+namespace {
+
+const std::string kGraphs = std::string(RECUR_TEST_KERAS_DIR) + "/graphs/sequence_conv/";
+
+struct Bad {
+  keras_edit::json value;
+  const char* says;
+};
+
+// A bad config leaves the open working (the recurrent layers stay usable); the run refuses it.
+void expect_refused(const std::string& file, const std::string& layer, const char* key, const std::vector<Bad>& bads) {
+  for (const Bad& b : bads) {
+    const auto r = keras_edit::open_edited(file, [&](keras_edit::json& c) { keras_edit::layer(c, layer)["config"][key] = b.value; });
+    EXPECT_EQ(r.status, RECUR_ERR_UNSUPPORTED) << key << "=" << b.value.dump() << ": " << r.message;
+    EXPECT_NE(r.message.find(b.says), std::string::npos) << key << "=" << b.value.dump() << ": " << r.message;
+  }
+}
+
+TEST(ModelHostileSequenceConv, DepthwiseConv1DArguments) {
+  const std::string file = kGraphs + "keras3/depthwise_conv_lstm.keras";
+  expect_refused(file, "depthwise_conv1d", "depth_multiplier",
+                 {{0, "depth_multiplier must be positive"}, {"2", "depth_multiplier: expected an integer"}, {1e12, "depth_multiplier"}});
+  expect_refused(file, "depthwise_conv1d", "padding",
+                 {{"causal", "padding='causal'"}, {"full", "padding: expected 'valid', 'same' or 'causal'"}, {3, "padding: expected a string"}});
+  expect_refused(file, "depthwise_conv1d", "kernel_size", {{-1, "kernel_size"}, {keras_edit::json::array({3, 3}), "kernel_size"}});
+  expect_refused(file, "depthwise_conv1d", "data_format", {{"channels_first", "data_format='channels_first'"}});
+  expect_refused(file, "depthwise_conv1d_1", "dilation_rate", {{4, "strides > 1 with dilation_rate > 1"}});
+  expect_refused(file, "depthwise_conv1d", "use_bias", {{"yes", "use_bias: expected true or false"}});
+}
+
+TEST(ModelHostileSequenceConv, SeparableConv1DArguments) {
+  const std::string file = kGraphs + "keras3/separable_conv_lstm.keras";
+  expect_refused(file, "separable_conv1d", "filters", {{0, "filters"}, {nullptr, "filters"}, {"4", "filters: expected an integer"}});
+  expect_refused(file, "separable_conv1d", "depth_multiplier", {{-2, "depth_multiplier must be positive"}});
+  // Keras 3 refuses causal padding on SeparableConv1D; Keras 2 takes it (separable_conv_causal_gru).
+  expect_refused(file, "separable_conv1d", "padding", {{"causal", "padding='causal'"}});
+  expect_refused(file, "separable_conv1d", "activation", {{"no_such_activation", "no_such_activation"}});
+}
+
+// A kernel far larger than the file's weights is refused before it is allocated.
+TEST(ModelHostileSequenceConv, SeparableConv1DHugeKernelIsRefusedBeforeAllocating) {
+  const auto r = keras_edit::open_edited(kGraphs + "keras3/separable_conv_lstm.keras", [](keras_edit::json& c) {
+    keras_edit::layer(c, "separable_conv1d")["config"]["depth_multiplier"] = 1 << 29;
+  });
+  EXPECT_NE(r.status, RECUR_OK);
+  EXPECT_NE(r.message.find("depth_multiplier"), std::string::npos) << r.message;
+}
+
+TEST(ModelHostileSequenceConv, WrongWeightShapesAreRefused) {
+  // The model's weights were saved for depth_multiplier 2: 1 gives other shapes.
+  const auto r = keras_edit::open_edited(kGraphs + "keras3/separable_conv_lstm.keras", [](keras_edit::json& c) {
+    keras_edit::layer(c, "separable_conv1d")["config"]["depth_multiplier"] = 1;
+  });
+  EXPECT_NE(r.status, RECUR_OK);
+  EXPECT_NE(r.message.find("shape"), std::string::npos) << r.message;
+}
+
+TEST(ModelHostileSequenceConv, EinsumDenseEquation) {
+  const std::string file = kGraphs + "keras3/einsum_dense_lstm.keras";
+  expect_refused(file, "einsum_dense", "equation",
+                 {{"abc,cd", "is not of the form 'ab,bc->ac'"},
+                  {"abc,cd->abz", "output axis 'z' is in neither the input nor the kernel"},
+                  {"abc,cdz->abd", "kernel axis 'z' is in neither the input nor the output"},
+                  {"abb,bd->abd", "repeats 'b'"},
+                  {"abc,cd->abd...", "recur takes 'ab,bc->ac'"},
+                  {"a1c,cd->a1d", "recur takes 'ab,bc->ac'"},
+                  {"abcd,ce->abde", "does not fit an input of shape"},
+                  {7, "equation: expected a string"}});
+}
+
+TEST(ModelHostileSequenceConv, EinsumDenseShapesAndOptions) {
+  const std::string file = kGraphs + "keras3/einsum_dense_lstm.keras";
+  expect_refused(file, "einsum_dense", "output_shape",
+                 {{keras_edit::json::array({nullptr, -4}), "output_shape: expected positive integers"},
+                  {"4", "output_shape: expected positive integers"},
+                  {keras_edit::json::array({nullptr, 4, 5}), "output_shape: expected 2 sizes"},
+                  {keras_edit::json::array({nullptr, nullptr}), "the size of output axis 'd' is null"},
+                  {keras_edit::json::array({5, 4}), "output_shape gives 5 for axis 'b'"},
+                  {nullptr, "output_shape is missing"}});
+  expect_refused(file, "einsum_dense", "bias_axes", {{"z", "bias_axes 'z'"}, {3, "bias_axes: expected a string"}});
+  expect_refused(file, "einsum_dense", "lora_rank", {{4, "lora_rank=4"}});
+  expect_refused(file, "einsum_dense", "quantization_config", {{keras_edit::json::object({{"mode", "int8"}}), "quantization_config"}});
+}
+
+}  // namespace
