@@ -91,4 +91,16 @@ TEST(ModelHostileSequenceConv, EinsumDenseShapesAndOptions) {
   expect_refused(file, "einsum_dense", "quantization_config", {{keras_edit::json::object({{"mode", "int8"}}), "quantization_config"}});
 }
 
+TEST(ModelHostileSequenceConv, GroupNormalizationArguments) {
+  const std::string file = kGraphs + "keras3/group_norm_lstm.keras";
+  expect_refused(file, "group_normalization", "groups",
+                 {{3, "not a multiple of groups=3"},
+                  {0, "groups must be positive"},
+                  {-5, "groups must be positive"},
+                  {8, "groups=8 is more than the 4 channels"},
+                  {"2", "groups: expected an integer"}});
+  expect_refused(file, "group_normalization", "axis", {{1, "axis 1"}, {keras_edit::json::array({1, 2}), "one axis"}});
+  expect_refused(file, "group_normalization", "epsilon", {{-1.0, "epsilon must be"}, {"small", "epsilon: expected a number"}});
+}
+
 }  // namespace

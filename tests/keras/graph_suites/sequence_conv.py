@@ -108,3 +108,33 @@ def _(g, d):
     h = E("abc,cd->abd", output_shape=(None, 3), bias_axes="d")(g.L.Masking()(x))
     y = g.L.LSTM(3, return_sequences=True)(h)
     return {"model": g.K.Model(x, y), "inputs": [d.masked(7, 2)]}
+
+
+@case("group_norm_lstm", "Input(6, 4) -> GroupNormalization(2) -> LSTM(4, rs) -> "
+      "GroupNormalization(4, no center, epsilon 0.01) -> GRU(2)")
+def _(g, d):
+    L = g.L
+    x = g.K.Input(shape=(6, 4), name="x")
+    h = L.GroupNormalization(groups=2)(x)
+    h = L.LSTM(4, return_sequences=True)(h)
+    h = L.GroupNormalization(groups=4, center=False, epsilon=0.01)(h)
+    y = L.GRU(2)(h)
+    return {"model": g.K.Model(x, y), "inputs": [d.seq(B, 6, 4, lo=-2.0, hi=3.0)]}
+
+
+@case("group_norm_after_last_output", "Input(5, 3) -> GRU(4) -> GroupNormalization(2, no scale)")
+def _(g, d):
+    L = g.L
+    x = g.K.Input(shape=(5, 3), name="x")
+    y = L.GroupNormalization(groups=2, scale=False)(L.GRU(4)(x))
+    return {"model": g.K.Model(x, y), "inputs": [d.seq(B, 5, 3)]}
+
+
+@case("group_norm_masked", "Input(7, 2) -> Masking -> GroupNormalization(1) -> LSTM(3, rs): Keras 3 "
+      "passes the mask on and leaves it out of the statistics", dialects=("keras3", "keras3_jax"))
+def _(g, d):
+    L = g.L
+    x = g.K.Input(shape=(7, 2), name="x")
+    h = L.GroupNormalization(groups=1)(L.Masking()(x))
+    y = L.LSTM(3, return_sequences=True)(h)
+    return {"model": g.K.Model(x, y), "inputs": [d.masked(7, 2)]}

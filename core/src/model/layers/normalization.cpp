@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Keras's normalization layers: LayerNormalization, BatchNormalization (inference: moving statistics),
-// UnitNormalization, RMSNormalization.
+// UnitNormalization, RMSNormalization, GroupNormalization.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -277,6 +277,94 @@ class RMSNormOp : public Op {
   std::vector<float> scale_;
 };
 
+// GroupNormalization over the last axis: each sample's channels fall into `groups` groups, each
+// normalized over all its non-batch positions (every timestep) and its channels. It reads the
+// whole sequence, so it does not stream. Keras 3 passes the mask on and leaves it out of the
+// statistics; Keras 2 weighs the statistics by the mask broadcast against the input from its last
+// axis, which does not fit a (batch, steps) mask on (batch, steps, channels): refused.
+class GroupNormOp : public Op {
+ public:
+  GroupNormOp(const json& cfg, const DialectInfo& d) : keras2_(d.dialect == Dialect::keras2) {
+    groups_ = int_of(cfg, "groups", 32);
+    const auto axes = axes_of(cfg, -1);
+    if (axes.size() != 1) fail(Code::unsupported, "GroupNormalization: one axis, got ", io::excerpt(cfg["axis"]));
+    axis_ = axes[0];
+    eps_ = static_cast<float>(num_of(cfg, "epsilon", 1e-3));
+    center_ = bool_of(cfg, "center", true);
+    scale_ = bool_of(cfg, "scale", true);
+    if (groups_ == 0 || groups_ < -1) fail(Code::invalid_argument, "GroupNormalization: groups must be positive (or -1: one per channel), got ", groups_);
+    if (!(eps_ >= 0.0f) || !std::isfinite(eps_)) fail(Code::invalid_argument, "GroupNormalization: epsilon must be a finite number >= 0");
+  }
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext& ctx) override {
+    check_rank(in, 1, 2, "GroupNormalization");
+    const int rank = static_cast<int>(in[0].dims.size());
+    if (axis_ != -1 && axis_ != rank - 1)
+      fail(Code::unsupported, "GroupNormalization: axis ", axis_, " of ", spec_string(in[0]), " (recur groups the last axis only)");
+    const Index c = known_last(in[0], "GroupNormalization");
+    const Index g = groups_ == -1 ? c : groups_;
+    if (g > c) fail(Code::shape, "GroupNormalization: groups=", g, " is more than the ", c, " channels");
+    if (c % g) fail(Code::shape, "GroupNormalization: the ", c, " channels are not a multiple of groups=", g);
+    if (channels_ && c != channels_) fail(Code::shape, "GroupNormalization: built for ", channels_, " channels, called on ", spec_string(in[0]));
+    if (!channels_) {
+      ctx.reserve_weights(2.0 * c, "GroupNormalization: " + std::to_string(c) + " channels");
+      channels_ = c;
+      ngroups_ = g;
+      gamma_.assign(static_cast<std::size_t>(c), 1.0f);
+      beta_.assign(static_cast<std::size_t>(c), 0.0f);
+    }
+    return in;
+  }
+  std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
+    Value y = *in.main[0];
+    if (keras2_ && y.mask && !in.drop_mask)
+      fail(Code::unsupported, "GroupNormalization '", name,
+           "': a masked input (Keras 2 broadcasts the (batch, steps) mask against the input from its last axis, which does "
+           "not fit (batch, steps, channels): Keras 2 fails too)");
+    const Index B = y.shape[0], C = channels_, per = C / ngroups_;
+    const Index rows = B ? static_cast<Index>(y.data.size()) / (B * C) : 0;  // positions per sample
+    for (Index b = 0; b < B; ++b)
+      for (Index g = 0; g < ngroups_; ++g) {
+        float* x = y.data.data() + b * rows * C + g * per;
+        double mean = 0, var = 0;
+        for (Index r = 0; r < rows; ++r)
+          for (Index j = 0; j < per; ++j) mean += x[r * C + j];
+        const double n = static_cast<double>(rows * per);
+        mean /= n;
+        for (Index r = 0; r < rows; ++r)
+          for (Index j = 0; j < per; ++j) var += (x[r * C + j] - mean) * (x[r * C + j] - mean);
+        var /= n;
+        const float m = static_cast<float>(mean);
+        const float inv0 = 1.0f / std::sqrt(static_cast<float>(var) + eps_);
+        for (Index j = 0; j < per; ++j) {
+          const std::size_t ch = static_cast<std::size_t>(g * per + j);
+          const float inv = scale_ ? inv0 * gamma_[ch] : inv0;
+          const float res = (center_ ? beta_[ch] : 0.0f) - m * inv;
+          for (Index r = 0; r < rows; ++r) x[r * C + j] = x[r * C + j] * inv + res;
+        }
+      }
+    return {std::move(y)};  // the mask passes on (supports_masking)
+  }
+  std::size_t num_weights() const override { return (scale_ ? 1 : 0) + (center_ ? 1 : 0); }
+  std::uint64_t weight_floats() const override { return 2 * static_cast<std::uint64_t>(channels_); }
+  void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
+    if (scale_) gamma_ = take_weight(w, {channels_}, where);
+    if (center_) beta_ = take_weight(w, {channels_}, where);
+  }
+  void load_keras(const io::H5File& h5, const std::string& object, const std::string& file) override {
+    auto w = read_vars(h5, object, file, 2 * weight_floats() + 16);
+    check_count(w, num_weights(), file + ": model.weights.h5:/" + object, name);
+    load(w, false, file + ": model.weights.h5:/" + object);
+  }
+
+ private:
+  bool keras2_ = false;
+  int groups_ = 32, axis_ = -1;
+  float eps_ = 1e-3f;
+  bool center_ = true, scale_ = true;
+  Index channels_ = 0, ngroups_ = 0;
+  std::vector<float> gamma_, beta_;
+};
+
 }  // namespace
 
 void register_normalization_layers(OpTable& t) {
@@ -291,6 +379,9 @@ void register_normalization_layers(OpTable& t) {
   });
   t.add({"BatchNormalization"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
     return std::make_shared<BatchNormOp>(e.at("config"));
+  });
+  t.add({"GroupNormalization"}, [](const json& e, const BuildContext& ctx, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<GroupNormOp>(e.at("config"), ctx.dialect);
   });
 }
 
