@@ -103,4 +103,14 @@ TEST(ModelHostileSequenceConv, GroupNormalizationArguments) {
   expect_refused(file, "group_normalization", "epsilon", {{-1.0, "epsilon must be"}, {"small", "epsilon: expected a number"}});
 }
 
+TEST(ModelHostileSequenceConv, AdaptivePoolingArguments) {
+  const std::string file = kGraphs + "keras3/adaptive_pooling_lstm.keras";
+  expect_refused(file, "adaptive_average_pooling1d", "output_size",
+                 {{0, "output_size: expected a positive integer"},
+                  {keras_edit::json::array({3, 3}), "output_size: expected an integer"},
+                  {"3", "output_size: expected an integer"},
+                  {nullptr, "output_size: expected a positive integer"}});
+  expect_refused(file, "adaptive_max_pooling1d", "data_format", {{"channels_middle", "data_format"}});
+}
+
 }  // namespace

@@ -138,3 +138,26 @@ def _(g, d):
     h = L.GroupNormalization(groups=1)(L.Masking()(x))
     y = L.LSTM(3, return_sequences=True)(h)
     return {"model": g.K.Model(x, y), "inputs": [d.masked(7, 2)]}
+
+
+@case("adaptive_pooling_lstm", "Input(7, 3) -> LSTM(4, rs) -> AdaptiveAveragePooling1D(3) -> "
+      "AdaptiveMaxPooling1D(5) (more steps than it reads) -> GRU(2, rs)", dialects=("keras3", "keras3_jax"))
+def _(g, d):
+    L = g.L
+    x = g.K.Input(shape=(7, 3), name="x")
+    h = L.LSTM(4, return_sequences=True)(x)
+    h = L.AdaptiveMaxPooling1D(5)(L.AdaptiveAveragePooling1D(3)(h))
+    y = L.GRU(2, return_sequences=True)(h)
+    return {"model": g.K.Model(x, y), "inputs": [d.seq(B, 7, 3)]}
+
+
+@case("adaptive_pooling_channels_first", "Input(8, 2) -> Masking -> GRU(4, rs) -> "
+      "AdaptiveMaxPooling1D(3, channels_first) and AdaptiveAveragePooling1D(5): the mask is dropped",
+      dialects=("keras3", "keras3_jax"))
+def _(g, d):
+    L = g.L
+    x = g.K.Input(shape=(8, 2), name="x")
+    h = L.GRU(4, return_sequences=True)(L.Masking()(x))
+    a = L.AdaptiveMaxPooling1D(3, data_format="channels_first")(h)
+    b = L.AdaptiveAveragePooling1D(5)(h)
+    return {"model": g.K.Model(x, [a, b]), "inputs": [d.masked(8, 2)]}

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Keras's pooling layers over time: windows (MaxPooling1D, AveragePooling1D) and global.
+// Keras's pooling layers over time: windows (MaxPooling1D, AveragePooling1D), global, and Keras 3's
+// adaptive ones.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -151,6 +152,74 @@ class Pool1DOp : public Op {
   int pool_ = 2, strides_ = 2;
 };
 
+// Keras 3's AdaptiveAveragePooling1D / AdaptiveMaxPooling1D: output_size windows over the steps,
+// computed as Keras does ("two-pool gather"): window i starts at floor(i * T / out) and, when it
+// spans ceil(T / out) + 1 steps, reads that many, else ceil(T / out) steps. The gathered index can
+// fall past both pools (where Keras fails or reads fill values): refused. They drop the mask.
+class AdaptivePool1DOp : public Op {
+ public:
+  AdaptivePool1DOp(const json& cfg, bool max) : max_(max) {
+    out_ = int_of(cfg, "output_size", 0);
+    if (out_ <= 0) fail(Code::invalid_argument, "output_size: expected a positive integer, got ", out_);
+    channels_first_ = channels_first_of(cfg);
+  }
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
+    check_rank(in, 1, 3, class_name.c_str());
+    if (in[0].dims.size() != 3)
+      fail(Code::shape, class_name, ": expected (batch, ", channels_first_ ? "features, steps" : "steps, features", "), got ",
+           spec_string(in[0]));
+    Spec s = in[0];
+    s.ids = false;
+    const std::size_t axis = channels_first_ ? 2 : 1;
+    if (in[0].dims[axis] >= 0) windows(in[0].dims[axis]);
+    s.dims[axis] = out_;
+    return {s};
+  }
+  // Each output step's first input step and length, for T input steps.
+  std::vector<std::pair<Index, Index>> windows(Index T) const {
+    const Index small = (T + out_ - 1) / out_, big = small + 1;
+    const Index small_len = std::max<Index>(1, T - small + 1), big_len = std::max<Index>(0, T - big + 1);
+    std::vector<std::pair<Index, Index>> w;
+    for (Index i = 0; i < out_; ++i) {
+      const Index start = i * T / out_, end = std::min<Index>(((i + 1) * T + out_ - 1) / out_, T);
+      const Index g = end - start == big ? start + small_len : start;  // Keras's index into [small pools, big pools]
+      if (g < small_len && g + small <= T) w.push_back({g, small});
+      else if (g >= small_len && g - small_len < big_len) w.push_back({g - small_len, big});
+      else
+        fail(Code::unsupported, class_name, " '", name, "': output_size=", out_, " over ", T,
+             " steps: Keras's windows read past the input there");
+    }
+    return w;
+  }
+  std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
+    const Value& x = *in.main[0];
+    const Index B = x.shape[0];
+    const Index T = channels_first_ ? x.shape[2] : x.shape[1], F = channels_first_ ? x.shape[1] : x.shape[2];
+    const auto w = windows(T);
+    Value y = make_value(channels_first_ ? std::vector<Index>{B, F, out_} : std::vector<Index>{B, out_, F}, class_name.c_str());
+    auto at = [&](const std::vector<Index>& shape, Index b, Index t, Index f) {
+      return static_cast<std::size_t>(channels_first_ ? (b * F + f) * shape[2] + t : (b * shape[1] + t) * F + f);
+    };
+    for (Index b = 0; b < B; ++b)
+      for (Index o = 0; o < out_; ++o) {
+        const auto [lo, n] = w[static_cast<std::size_t>(o)];
+        for (Index f = 0; f < F; ++f) {
+          float acc = max_ ? -std::numeric_limits<float>::infinity() : 0.0f;
+          for (Index t = lo; t < lo + n; ++t) {
+            const float v = x.data[at(x.shape, b, t, f)];
+            acc = max_ ? std::max(acc, v) : acc + v;
+          }
+          y.data[at(y.shape, b, o, f)] = max_ ? acc : acc / static_cast<float>(n);
+        }
+      }
+    return {std::move(y)};
+  }
+
+ private:
+  bool max_, channels_first_ = false;
+  int out_ = 0;
+};
+
 }  // namespace
 
 void register_pooling_layers(OpTable& t) {
@@ -165,6 +234,12 @@ void register_pooling_layers(OpTable& t) {
   });
   t.add({"AveragePooling1D", "AvgPool1D"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
     return std::make_shared<Pool1DOp>(e.at("config"), false);
+  });
+  t.add({"AdaptiveAveragePooling1D"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<AdaptivePool1DOp>(e.at("config"), false);
+  });
+  t.add({"AdaptiveMaxPooling1D"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<AdaptivePool1DOp>(e.at("config"), true);
   });
 }
 
