@@ -113,4 +113,16 @@ TEST(ModelHostileSequenceConv, AdaptivePoolingArguments) {
   expect_refused(file, "adaptive_max_pooling1d", "data_format", {{"channels_middle", "data_format"}});
 }
 
+TEST(ModelHostileSequenceConv, Conv1DTransposeArguments) {
+  const std::string file = kGraphs + "keras3/conv_transpose_output_padding.keras";
+  expect_refused(file, "conv1d_transpose", "output_padding",
+                 {{2, "output_padding must be at least 0 and less than strides=2"},
+                  {-3, "output_padding must be at least 0"},
+                  {"1", "output_padding: expected an integer"}});
+  expect_refused(file, "conv1d_transpose", "padding", {{"causal", "padding: expected 'valid' or 'same'"}});
+  expect_refused(file, "conv1d_transpose", "dilation_rate", {{2, "strides > 1 with dilation_rate > 1"}});
+  expect_refused(file, "conv1d_transpose", "filters", {{0, "filters"}, {keras_edit::json::object(), "filters: expected an integer"}});
+  expect_refused(file, "conv1d_transpose", "data_format", {{"channels_first", "data_format='channels_first'"}});
+}
+
 }  // namespace

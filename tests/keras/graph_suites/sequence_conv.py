@@ -161,3 +161,43 @@ def _(g, d):
     a = L.AdaptiveMaxPooling1D(3, data_format="channels_first")(h)
     b = L.AdaptiveAveragePooling1D(5)(h)
     return {"model": g.K.Model(x, [a, b]), "inputs": [d.masked(8, 2)]}
+
+
+def _convt(L, *args, **kw):
+    cls = getattr(L, "Conv1DTranspose", None) or L.Convolution1DTranspose
+    return cls(*args, **kw)
+
+
+@case("conv_transpose_lstm", "Input(5, 3) -> LSTM(4, rs) -> Conv1DTranspose(3, 3, strides 2, same) -> "
+      "Conv1DTranspose(2, 2, strides 3, valid, relu) -> GRU(2, rs)")
+def _(g, d):
+    L = g.L
+    x = g.K.Input(shape=(5, 3), name="x")
+    h = L.LSTM(4, return_sequences=True)(x)
+    h = _convt(L, 3, 3, strides=2, padding="same")(h)
+    h = _convt(L, 2, 2, strides=3, activation="relu")(h)
+    y = L.GRU(2, return_sequences=True)(h)
+    return {"model": g.K.Model(x, y), "inputs": [d.seq(B, 5, 3)]}
+
+
+@case("conv_transpose_output_padding", "Input(4, 2) -> Conv1DTranspose(3, 3, strides 2, same, "
+      "output_padding 1) -> Conv1DTranspose(2, 4, strides 3, valid, output_padding 2, no bias) -> LSTM(3)")
+def _(g, d):
+    L = g.L
+    x = g.K.Input(shape=(4, 2), name="x")
+    h = _convt(L, 3, 3, strides=2, padding="same", output_padding=1)(x)
+    h = _convt(L, 2, 4, strides=3, output_padding=2, use_bias=False)(h)
+    y = L.LSTM(3)(h)
+    return {"model": g.K.Model(x, y), "inputs": [d.seq(B, 4, 2)]}
+
+
+@case("conv_transpose_dilated", "Input(5, 2) -> GRU(3, rs) -> Conv1DTranspose(2, 3, dilation 2, same) -> "
+      "Conv1DTranspose(2, 2, dilation 3, valid, tanh): Keras 3 on JAX (TensorFlow refuses dilation on the CPU)",
+      dialects=("keras3_jax",))
+def _(g, d):
+    L = g.L
+    x = g.K.Input(shape=(5, 2), name="x")
+    h = L.GRU(3, return_sequences=True)(x)
+    h = _convt(L, 2, 3, dilation_rate=2, padding="same")(h)
+    y = _convt(L, 2, 2, dilation_rate=3, activation="tanh")(h)
+    return {"model": g.K.Model(x, y), "inputs": [d.seq(B, 5, 2)]}

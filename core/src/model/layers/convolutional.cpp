@@ -199,6 +199,111 @@ class Conv1DOp : public Op {
   std::vector<float> kernel_, pointwise_, bias_;
 };
 
+// Conv1DTranspose: the gradient of a Conv1D with the same kernel, strides, padding and dilation
+// (TensorFlow's conv1d_transpose): input step t adds x[t] * kernel[k] to output step
+// t * strides + k * dilation_rate - pad, the output's length from Keras's deconv_output_length.
+// Keras's kernel is (kernel_size, filters, channels). It drops the mask and does not stream.
+class Conv1DTransposeOp : public Op {
+ public:
+  Conv1DTransposeOp(const json& cfg, const DialectInfo& d) {
+    filters_ = int_of(cfg, "filters", 0);
+    k_ = int_of(cfg, "kernel_size", 0);
+    s_ = int_of(cfg, "strides", 1);
+    d_ = int_of(cfg, "dilation_rate", 1);
+    op_ = int_of(cfg, "output_padding", -1);  // -1: None
+    padding_ = str_of(cfg, "padding", "valid");
+    std::transform(padding_.begin(), padding_.end(), padding_.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    use_bias_ = bool_of(cfg, "use_bias", true);
+    act_ = activation_of(cfg, d);
+    if (filters_ <= 0 || k_ <= 0 || s_ <= 0 || d_ <= 0)
+      fail(Code::invalid_argument, "Conv1DTranspose: filters, kernel_size, strides and dilation_rate must be positive");
+    if (padding_ != "valid" && padding_ != "same")
+      fail(Code::invalid_argument, "padding: expected 'valid' or 'same' (Conv1DTranspose), got '", io::printable(padding_), "'");
+    if (op_ < -1 || (op_ >= 0 && op_ >= s_))
+      fail(Code::invalid_argument, "Conv1DTranspose: output_padding must be at least 0 and less than strides=", s_, ", got ", op_);
+    if (s_ > 1 && d_ > 1) fail(Code::invalid_argument, "Conv1DTranspose: strides > 1 with dilation_rate > 1 (Keras refuses it too)");
+    if (str_of(cfg, "data_format", "channels_last") != "channels_last")
+      fail(Code::unsupported, "Conv1DTranspose: data_format='channels_first'");
+  }
+  // Output length and the padding the matching Conv1D would put before its first step.
+  std::pair<Index, Index> geometry(Index T) const {
+    const Index span = static_cast<Index>(k_ - 1) * d_ + 1;
+    Index out = 0;
+    if (op_ < 0) out = padding_ == "same" ? T * s_ : T * s_ + std::max<Index>(span - s_, 0);
+    else out = (T - 1) * s_ + span - 2 * (padding_ == "same" ? span / 2 : 0) + op_;
+    if (padding_ == "valid") return {out, 0};
+    return {out, std::max<Index>((T - 1) * s_ + span - out, 0) / 2};
+  }
+  std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext& ctx) override {
+    check_rank(in, 1, 3, "Conv1DTranspose");
+    if (in[0].dims.size() != 3) fail(Code::shape, "Conv1DTranspose: expected (batch, steps, channels), got ", spec_string(in[0]));
+    const Index c = known_last(in[0], "Conv1DTranspose");
+    if (cin_ && c != cin_) fail(Code::shape, "Conv1DTranspose: built for ", cin_, " channels, called on ", spec_string(in[0]));
+    if (!cin_) {
+      ctx.reserve_weights((double(k_) * double(c) + 1) * filters_,
+                          "Conv1DTranspose: kernel_size=" + std::to_string(k_) + ", " + std::to_string(c) + " channels and filters=" +
+                              std::to_string(filters_));
+      cin_ = c;
+      kernel_.assign(static_cast<std::size_t>(k_) * static_cast<std::size_t>(filters_) * static_cast<std::size_t>(c), 0.0f);
+      bias_.assign(static_cast<std::size_t>(filters_), 0.0f);
+    }
+    Spec s = in[0];
+    s.dims[1] = in[0].dims[1] < 0 ? -1 : geometry(in[0].dims[1]).first;
+    if (in[0].dims[1] >= 0 && s.dims[1] <= 0) fail(Code::shape, "Conv1DTranspose: ", in[0].dims[1], " steps give no output steps");
+    s.dims[2] = filters_;
+    set_once(per_step, k_ == 1 && s_ == 1 && op_ <= 0);
+    return {s};
+  }
+  std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
+    const Value& x = *in.main[0];
+    const Index B = x.shape[0], T = x.shape[1];
+    const auto [To, pad] = geometry(T);
+    if (To <= 0) fail(Code::shape, "Conv1DTranspose '", name, "': ", T, " steps give no output steps");
+    Value y = make_value({B, To, filters_}, "Conv1DTranspose");
+    for (Index b = 0; b < B; ++b) {
+      float* out = y.data.data() + b * To * filters_;
+      for (Index t = 0; t < T; ++t) {
+        const float* xi = x.data.data() + (b * T + t) * cin_;
+        for (Index kk = 0; kk < k_; ++kk) {
+          const Index dst = t * s_ + kk * d_ - pad;
+          if (dst < 0 || dst >= To) continue;
+          float* o = out + dst * filters_;
+          const float* w = kernel_.data() + kk * filters_ * cin_;
+          for (Index f = 0; f < filters_; ++f) {
+            float acc = 0.0f;
+            for (Index c = 0; c < cin_; ++c) acc += xi[c] * w[f * cin_ + c];
+            o[f] += acc;
+          }
+        }
+      }
+    }
+    if (use_bias_)
+      for (Index r = 0; r < B * To; ++r)
+        for (Index f = 0; f < filters_; ++f) y.data[static_cast<std::size_t>(r * filters_ + f)] += bias_[static_cast<std::size_t>(f)];
+    apply_activation(act_, y.data.data(), B * To, filters_);
+    return {std::move(y)};
+  }
+  std::size_t num_weights() const override { return use_bias_ ? 2 : 1; }
+  std::uint64_t weight_floats() const override { return kernel_.size() + bias_.size(); }
+  void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
+    kernel_ = take_weight(w, {k_, filters_, cin_}, where);
+    if (use_bias_) bias_ = take_weight(w, {filters_}, where);
+  }
+  void load_keras(const io::H5File& h5, const std::string& object, const std::string& file) override {
+    auto w = read_vars(h5, object, file, 2 * weight_floats() + 16);
+    check_count(w, num_weights(), file + ": model.weights.h5:/" + object, name);
+    load(w, false, file + ": model.weights.h5:/" + object);
+  }
+
+ private:
+  int filters_ = 0, k_ = 0, s_ = 1, d_ = 1, op_ = -1;
+  std::string padding_;
+  bool use_bias_ = true;
+  ActivationFn act_;
+  Index cin_ = 0;
+  std::vector<float> kernel_, bias_;
+};
+
 }  // namespace
 
 void register_convolutional_layers(OpTable& t) {
@@ -210,6 +315,9 @@ void register_convolutional_layers(OpTable& t) {
   });
   t.add({"SeparableConv1D", "SeparableConvolution1D"}, [](const json& e, const BuildContext& ctx, const std::string&) -> std::shared_ptr<Op> {
     return std::make_shared<Conv1DOp>(e.at("config"), ctx.dialect, ConvKind::separable);
+  });
+  t.add({"Conv1DTranspose", "Convolution1DTranspose"}, [](const json& e, const BuildContext& ctx, const std::string&) -> std::shared_ptr<Op> {
+    return std::make_shared<Conv1DTransposeOp>(e.at("config"), ctx.dialect);
   });
 }
 
