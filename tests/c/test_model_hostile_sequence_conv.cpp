@@ -74,7 +74,8 @@ TEST(ModelHostileSequenceConv, EinsumDenseEquation) {
                   {"abc,cd->abd...", "recur takes 'ab,bc->ac'"},
                   {"a1c,cd->a1d", "recur takes 'ab,bc->ac'"},
                   {"abcd,ce->abde", "does not fit an input of shape"},
-                  {7, "equation: expected a string"}});
+                  {7, "equation: expected a string"},
+                  {nullptr, "equation is missing"}});
 }
 
 TEST(ModelHostileSequenceConv, EinsumDenseShapesAndOptions) {

@@ -1729,31 +1729,31 @@ TEST_F(Cli, ConfigAndWeightErrorsNameTheirFieldOnce) {
 // ------------------------------------------------------------------ info says what run accepts
 
 TEST_F(Cli, InfoOfAModelThatCannotRun) {
-  edit_keras(m("keras3", "tokens.keras"), tmp("einsum.keras"), "\"class_name\": \"Dense\"", "\"class_name\": \"EinsumDense\"");
-  const Result r = run("info " + tmp("einsum.keras"));
+  edit_keras(m("keras3", "tokens.keras"), tmp("conv3d_transpose.keras"), "\"class_name\": \"Dense\"", "\"class_name\": \"Conv3DTranspose\"");
+  const Result r = run("info " + tmp("conv3d_transpose.keras"));
   ASSERT_EQ(r.rc, 0) << r.err;
   // Why it cannot run, and what it can: its layers, and which --layer runs.
-  EXPECT_NE(r.out.find("runnable:      no: unsupported layer EinsumDense at dense: recur does not run this Keras "
+  EXPECT_NE(r.out.find("runnable:      no: unsupported layer Conv3DTranspose at dense: recur does not run this Keras "
                        "layer; docs/keras-layers.md lists the layers it runs\n"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("run --layer:   gru, lstm\n"), std::string::npos) << r.out;
-  EXPECT_TRUE(std::regex_search(r.out, std::regex("\n  dense +EinsumDense +3 +0 +no\n"))) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\n  dense +Conv3DTranspose +3 +0 +no\n"))) << r.out;
   for (const char* absent : {"inputs:", "outputs:", "stateful:", "streams:", "(B, 0)"})
     EXPECT_EQ(r.out.find(absent), std::string::npos) << absent << " in " << r.out;
-  const auto j = nlohmann::json::parse(run("info --json " + tmp("einsum.keras")).out);
+  const auto j = nlohmann::json::parse(run("info --json " + tmp("conv3d_transpose.keras")).out);
   EXPECT_EQ(j["runnable"], false);
   EXPECT_EQ(j["unsupported"],
-            "unsupported layer EinsumDense at dense: recur does not run this Keras layer; docs/keras-layers.md lists "
+            "unsupported layer Conv3DTranspose at dense: recur does not run this Keras layer; docs/keras-layers.md lists "
             "the layers it runs");
   EXPECT_FALSE(j.contains("inputs") || j.contains("outputs") || j.contains("streams")) << j;
   EXPECT_EQ(j["run_layers"], nlohmann::json::array({"gru", "lstm"}));
   EXPECT_EQ(j["layers"].size(), 5u);
   // As info says: the model does not run, its recurrent layers do.
-  Result run_model = run("run " + tmp("einsum.keras") + " -i " + m("keras3", "tokens_x.npy"));
+  Result run_model = run("run " + tmp("conv3d_transpose.keras") + " -i " + m("keras3", "tokens_x.npy"));
   EXPECT_EQ(run_model.rc, 2);
-  EXPECT_NE(run_model.err.find("EinsumDense"), std::string::npos) << run_model.err;
-  EXPECT_EQ(run("run " + tmp("einsum.keras") + " -l gru -i " + m("keras3", "layer_gru_x.npy")).rc, 0);
+  EXPECT_NE(run_model.err.find("Conv3DTranspose"), std::string::npos) << run_model.err;
+  EXPECT_EQ(run("run " + tmp("conv3d_transpose.keras") + " -l gru -i " + m("keras3", "layer_gru_x.npy")).rc, 0);
 }
 
 TEST_F(Graph, InfoShapes) {

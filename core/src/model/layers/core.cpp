@@ -230,6 +230,7 @@ class EinsumDenseOp : public Op {
     auto letters = [](const std::string& t) {
       return !t.empty() && std::all_of(t.begin(), t.end(), [](unsigned char c) { return std::isalpha(c) != 0; });
     };
+    if (equation_.empty()) fail(Code::invalid_argument, "EinsumDense: equation is missing (e.g. 'abc,cd->abd')");
     const auto comma = equation_.find(','), arrow = equation_.find("->");
     if (comma == std::string::npos || arrow == std::string::npos || arrow < comma)
       fail(Code::invalid_argument, "EinsumDense: equation '", io::printable(equation_), "' is not of the form 'ab,bc->ac'");
