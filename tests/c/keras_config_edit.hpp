@@ -48,13 +48,16 @@ inline std::vector<std::pair<std::string, std::string>> read_members(const std::
   return out;
 }
 
-inline void write_members(const std::string& path, const std::vector<std::pair<std::string, std::string>>& members) {
+inline void write_members(const std::string& path, const std::vector<std::pair<std::string, std::string>>& members,
+                          bool deflate = false) {
   int err = 0;
   zip_t* z = zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
   ASSERT_NE(z, nullptr) << path;
   for (const auto& [name, data] : members) {
     zip_source_t* src = zip_source_buffer(z, data.data(), data.size(), 0);
-    ASSERT_GE(zip_file_add(z, name.c_str(), src, ZIP_FL_OVERWRITE), 0) << name << ": " << zip_strerror(z);
+    const zip_int64_t idx = zip_file_add(z, name.c_str(), src, ZIP_FL_OVERWRITE);
+    ASSERT_GE(idx, 0) << name << ": " << zip_strerror(z);
+    zip_set_file_compression(z, static_cast<zip_uint64_t>(idx), deflate ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0);
   }
   ASSERT_EQ(zip_close(z), 0) << zip_strerror(z);
 }
@@ -141,6 +144,24 @@ inline Opened open_edited(const std::string& keras_file, const std::function<voi
   std::error_code ec;
   std::filesystem::remove(p, ec);
   return r;
+}
+
+// Sets layer `layer`'s config[key] to each of `bad`: every one fails, with a message naming `needle`.
+inline void expect_refused(const std::string& file, const std::string& layer, const std::string& key,
+                           const std::vector<json>& bad, const std::string& needle) {
+  for (const json& v : bad) {
+    const auto r = open_edited(file, [&](json& c) { keras_edit::layer(c, layer)["config"][key] = v; });
+    EXPECT_NE(r.status, RECUR_OK) << key << "=" << v.dump();
+    EXPECT_NE(r.message.find(needle), std::string::npos) << key << "=" << v.dump() << ": " << r.message;
+  }
+}
+
+// Edits layer `layer`'s entry with `edit` (`what` says how): it fails, naming each of `needles`.
+inline void expect_refused(const std::string& file, const std::string& layer, const std::function<void(json&)>& edit,
+                           const std::vector<std::string>& needles, const std::string& what) {
+  const auto r = open_edited(file, [&](json& c) { edit(keras_edit::layer(c, layer)); });
+  EXPECT_NE(r.status, RECUR_OK) << what;
+  for (const std::string& w : needles) EXPECT_NE(r.message.find(w), std::string::npos) << what << ": " << r.message;
 }
 
 }  // namespace keras_edit

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "c_api_test_util.hpp"
+#include "keras_config_edit.hpp"
 
 
 namespace {
@@ -316,37 +317,10 @@ std::string replace_once(std::string s, const std::string& from, const std::stri
 
 using Members = std::vector<std::pair<std::string, std::string>>;
 
-Members read_zip(const std::string& path) {
-  Members out;
-  int err = 0;
-  zip_t* z = zip_open(path.c_str(), ZIP_RDONLY, &err);
-  EXPECT_NE(z, nullptr) << path;
-  if (!z) return out;
-  const zip_int64_t n = zip_get_num_entries(z, 0);
-  for (zip_int64_t i = 0; i < n; ++i) {
-    zip_stat_t st;
-    zip_stat_index(z, static_cast<zip_uint64_t>(i), 0, &st);
-    std::string data(static_cast<std::size_t>(st.size), '\0');
-    zip_file_t* f = zip_fopen_index(z, static_cast<zip_uint64_t>(i), 0);
-    EXPECT_EQ(zip_fread(f, data.data(), st.size), static_cast<zip_int64_t>(st.size));
-    zip_fclose(f);
-    out.emplace_back(st.name, std::move(data));
-  }
-  zip_discard(z);
-  return out;
-}
-
+// The zip's members, and a zip written from them (stored, or deflated).
+Members read_zip(const std::string& path) { return keras_edit::read_members(path); }
 void write_zip(const std::string& path, const Members& members, bool deflate = false) {
-  int err = 0;
-  zip_t* z = zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
-  ASSERT_NE(z, nullptr) << path;
-  for (const auto& [name, data] : members) {
-    zip_source_t* src = zip_source_buffer(z, data.data(), data.size(), 0);
-    const zip_int64_t idx = zip_file_add(z, name.c_str(), src, ZIP_FL_OVERWRITE);
-    ASSERT_GE(idx, 0) << name << ": " << zip_strerror(z);
-    zip_set_file_compression(z, static_cast<zip_uint64_t>(idx), deflate ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0);
-  }
-  ASSERT_EQ(zip_close(z), 0) << zip_strerror(z);
+  keras_edit::write_members(path, members, deflate);
 }
 
 std::string& member(Members& m, const std::string& name) {

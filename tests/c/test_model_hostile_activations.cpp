@@ -6,6 +6,7 @@
 namespace {
 
 using keras_edit::json;
+using keras_edit::expect_refused;
 
 const std::string kKeras = RECUR_TEST_KERAS_DIR;
 const std::string kRelu = kKeras + "/graphs/activations/keras3/relu_options.keras";
@@ -15,15 +16,6 @@ const std::string kPrelu = kKeras + "/graphs/activations/keras3/prelu_per_step.k
 const std::string kSoftmax = kKeras + "/graphs/activations/keras3/softmax_axes.keras";
 const std::string kMasked = kKeras + "/graphs/activations/keras3/softmax_masked_broadcast.keras";
 const std::string kNames = kKeras + "/graphs/activations/keras3/activation_names.keras";
-
-void expect_refused(const std::string& file, const std::string& layer, const char* key, const std::vector<json>& bad,
-                    const std::string& names) {
-  for (const json& v : bad) {
-    const auto r = keras_edit::open_edited(file, [&](json& c) { keras_edit::layer(c, layer)["config"][key] = v; });
-    EXPECT_NE(r.status, RECUR_OK) << key << "=" << v.dump();
-    EXPECT_NE(r.message.find(names), std::string::npos) << key << "=" << v.dump() << ": " << r.message;
-  }
-}
 
 TEST(ModelHostileActivations, TheUneditedFilesRun) {
   for (const std::string& f : {kRelu, kLeaky, kLeaky2, kPrelu, kSoftmax, kMasked, kNames}) {

@@ -11,19 +11,11 @@
 namespace {
 
 using keras_edit::json;
+using keras_edit::expect_refused;
 
 const std::string kKeras = RECUR_TEST_KERAS_DIR;
 const std::string kK3 = kKeras + "/graphs/attention/keras3/";
 const std::string kK2 = kKeras + "/graphs/attention/keras2/";
-
-// `edit` applied to the config of layer `layer` of `file`: refused, with a message holding every
-// one of `words`.
-void expect_refused(const std::string& file, const std::string& layer, const std::function<void(json&)>& edit,
-                    const std::vector<std::string>& words, const std::string& what) {
-  const auto r = keras_edit::open_edited(file, [&](json& c) { edit(keras_edit::layer(c, layer)); });
-  EXPECT_NE(r.status, RECUR_OK) << what;
-  for (const std::string& w : words) EXPECT_NE(r.message.find(w), std::string::npos) << what << ": " << r.message;
-}
 
 TEST(ModelHostileAttention, TheUneditedFilesRun) {
   for (const char* f : {"attn_text_lstm", "attn_query_value_key", "mha_cross_scores", "mha_keywords", "additive_attention"}) {

@@ -54,7 +54,7 @@ struct Bad {
   const char* says;
 };
 
-void expect_refused(const std::string& file, const std::string& layer, const char* key, const std::vector<Bad>& bads) {
+void expect_refused_each(const std::string& file, const std::string& layer, const char* key, const std::vector<Bad>& bads) {
   for (const Bad& b : bads) {
     const auto r = keras_edit::open_edited(file, [&](keras_edit::json& c) { keras_edit::layer(c, layer)["config"][key] = b.value; });
     EXPECT_EQ(r.status, RECUR_ERR_UNSUPPORTED) << key << "=" << b.value.dump() << ": " << r.message;
@@ -64,7 +64,7 @@ void expect_refused(const std::string& file, const std::string& layer, const cha
 
 TEST(ModelHostileCore, DotAxes) {
   const std::string file = kKeras + "/graphs/merging/keras3/dot_luong_attention.keras";
-  expect_refused(file, "dot", "axes",
+  expect_refused_each(file, "dot", "axes",
                  {{"x", "axes: expected an integer or a list of two integers"},
                   {keras_edit::json::array({1, 2, 3}), "a list of two integers"},
                   {keras_edit::json::array({0, 0}), "not a non-batch axis"},
@@ -73,11 +73,11 @@ TEST(ModelHostileCore, DotAxes) {
 }
 
 TEST(ModelHostileCore, NormalizationAxesAndEpsilon) {
-  expect_refused(kKeras + "/graphs/normalization/keras3/unit_norm_masked.keras", "unit_normalization", "axis",
+  expect_refused_each(kKeras + "/graphs/normalization/keras3/unit_norm_masked.keras", "unit_normalization", "axis",
                  {{5, "axis 5 of a rank-3 tensor"},
                   {1, "trailing axes"},
                   {"last", "axis: expected an integer or a list of integers"}});
-  expect_refused(kKeras + "/graphs/normalization/keras3/rms_norm.keras", "rms_normalization", "epsilon",
+  expect_refused_each(kKeras + "/graphs/normalization/keras3/rms_norm.keras", "rms_normalization", "epsilon",
                  {{-1.0, "epsilon: expected a number >= 0"},
                   {"small", "epsilon"}});
 }

@@ -6,20 +6,11 @@
 namespace {
 
 using keras_edit::json;
+using keras_edit::expect_refused;
 
 const std::string kKeras = RECUR_TEST_KERAS_DIR;
 const std::string kWindows = kKeras + "/graphs/pooling/keras3/pool1d_windows.keras";
 const std::string kGlobal = kKeras + "/graphs/pooling/keras3/global_pool_keepdims_channels_first.keras";
-
-// Sets layer `layer`'s config[key] to each of `bad`: every one is refused naming `names`.
-void expect_refused(const std::string& file, const std::string& layer, const char* key, const std::vector<json>& bad,
-                    const std::string& names) {
-  for (const json& v : bad) {
-    const auto r = keras_edit::open_edited(file, [&](json& c) { keras_edit::layer(c, layer)["config"][key] = v; });
-    EXPECT_NE(r.status, RECUR_OK) << key << "=" << v.dump();
-    EXPECT_NE(r.message.find(names), std::string::npos) << key << "=" << v.dump() << ": " << r.message;
-  }
-}
 
 TEST(ModelHostilePooling, TheUneditedFilesRun) {
   for (const std::string& f : {kWindows, kGlobal}) {

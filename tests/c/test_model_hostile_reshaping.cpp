@@ -7,21 +7,13 @@
 namespace {
 
 using keras_edit::json;
+using keras_edit::expect_refused;
 
 const std::string kKeras = RECUR_TEST_KERAS_DIR;
 const std::string kPad = kKeras + "/graphs/reshaping/keras3/pad_crop_masked.keras";
 const std::string kUp = kKeras + "/graphs/reshaping/keras3/upsampling_masked.keras";
 // Its output is the last LSTM state: a huge padding stays inside the model.
 const std::string kPadVar = kKeras + "/graphs/reshaping/keras3/pad_crop_variable_length.keras";
-
-void expect_refused(const std::string& file, const std::string& layer, const char* key, const std::vector<json>& bad,
-                    const std::string& names) {
-  for (const json& v : bad) {
-    const auto r = keras_edit::open_edited(file, [&](json& c) { keras_edit::layer(c, layer)["config"][key] = v; });
-    EXPECT_NE(r.status, RECUR_OK) << key << "=" << v.dump();
-    EXPECT_NE(r.message.find(names), std::string::npos) << key << "=" << v.dump() << ": " << r.message;
-  }
-}
 
 TEST(ModelHostileReshaping, TheUneditedFilesRun) {
   for (const std::string& f : {kPad, kUp}) {

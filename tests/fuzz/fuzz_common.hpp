@@ -101,6 +101,19 @@ inline const std::vector<KerasParts>& base_models() {
         "tests/keras/graphs/keras2/activations_layers.keras",
         "tests/keras/graphs/keras2/stateful_sequential_gru.keras",
         "tests/keras/graphs/keras2/nested_sequential.keras",
+        // one model per layer family's suite
+        "tests/keras/graphs/activations/keras3/activations_sequential.keras",
+        "tests/keras/graphs/attention/keras3/attn_dot_scale_scores.keras",
+        "tests/keras/graphs/attention/keras3/mha_text_masked.keras",
+        "tests/keras/graphs/conv_lstm/keras3/convlstm1d_same_strides_state.keras",
+        "tests/keras/graphs/conv_stream/keras3/causal_conv_groups_gru.keras",
+        "tests/keras/graphs/merging/keras3/dot_luong_attention.keras",
+        "tests/keras/graphs/pooling/keras3/pool1d_channels_first.keras",
+        "tests/keras/graphs/preprocessing/keras3/discretization_one_hot_lstm.keras",
+        "tests/keras/graphs/regressions/keras2/nested_encoder_two_calls.keras",
+        "tests/keras/graphs/rnn_cells/keras3/rnn_lstm_cell_state.keras",
+        "tests/keras/graphs/tensor_ops/keras2/ops_arithmetic.keras",
+        "tests/keras/graphs/text/keras3/string_lookup_count.keras",
     };
     std::vector<KerasParts> out;
     for (const char* f : files) out.push_back(keras_parts(f));

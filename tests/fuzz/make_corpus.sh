@@ -56,10 +56,19 @@ for f, data in small_files([g + ".keras" for g in graphs], 24000)[:16]:
     put("fuzz_keras", flat(f), data)
 for f, data in small_files([g + ".h5" for g in graphs], 22000)[:12]:
     put("fuzz_h5", flat(f), data)
+# and the smallest file of each layer family's suite, in each format
+for suite in sorted(glob.glob("tests/keras/graphs/*/")):
+    for ext, target in (("keras", "fuzz_keras"), ("h5", "fuzz_h5")):
+        files = small_files([suite + "keras3/*." + ext, suite + "keras2/*." + ext], 40000)
+        if files:
+            f, data = min(files, key=lambda fd: len(fd[1]))
+            put(target, flat(f), data)
 
 # fuzz_model_graph: the config.json of every graph model (keras3_jax's graphs are keras3's).
 configs = []
-for f in (sorted(glob.glob("tests/keras/graphs/keras[23]/*.keras")) + sorted(glob.glob("tests/cli/models/*/*.keras"))):
+# Every suite's (graphs/<suite>/keras[23]/), so the fuzzer starts from each layer family's configs.
+for f in (sorted(glob.glob("tests/keras/graphs/keras[23]/*.keras")) + sorted(glob.glob("tests/keras/graphs/*/keras[23]/*.keras"))
+          + sorted(glob.glob("tests/cli/models/*/*.keras"))):
     configs.append((f, zipfile.ZipFile(f).read("config.json")))
 seen = set()
 for f, data in configs:
@@ -69,10 +78,10 @@ for f, data in configs:
         put("fuzz_model_graph", flat(f) + ".json", data)
 
 # fuzz_keras_structured: FuzzedDataProvider reads integers from the end: the last byte picks the
-# fixture model (base_models() in fuzz_common.hpp, 20 of them), the one before it the config
+# fixture model (base_models() in fuzz_common.hpp, 32 of them), the one before it the config
 # mode (2: the fixture's own config), the one before that the other parts' edits (0: none). So
 # [0, 2, i] is fixture i unchanged; the rest are a few random programs of edits.
-for i in range(20):
+for i in range(32):
     put("fuzz_keras_structured", "fixture_%02d" % i, bytes([0, 2, i]))
 rng = random.Random(1)
 for i in range(12):
