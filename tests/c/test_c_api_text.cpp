@@ -50,6 +50,7 @@ TEST(CApiText, VersionIsAtLeast07) {
 }
 
 TEST(CApiText, InputDtypeReportsStrings) {
+  RECUR_SKIP_WITHOUT_FILES();
   const rt::Model m = open("graphs/text/keras3/text_vectorization_lstm.keras");
   int32_t dtype = 0, ids = -1;
   ASSERT_EQ(recur_model_input_dtype(m.get(), 0, &dtype), RECUR_OK) << recur_last_error();
@@ -69,6 +70,7 @@ TEST(CApiText, InputDtypeReportsStrings) {
 }
 
 TEST(CApiText, RunsAndRepeats) {
+  RECUR_SKIP_WITHOUT_FILES();
   const rt::Model m = open("graphs/text/keras3/text_vectorization_lstm.keras");
   TextRun a({"The cat sat", "naïve «café»", ""});
   ASSERT_EQ(a.run(m.get()), RECUR_OK) << recur_last_error();
@@ -82,6 +84,7 @@ TEST(CApiText, RunsAndRepeats) {
 }
 
 TEST(CApiText, BadStringsNameTheInput) {
+  RECUR_SKIP_WITHOUT_FILES();
   const rt::Model m = open("graphs/text/keras3/text_vectorization_lstm.keras");
   {
     TextRun r({"ok", nullptr, "ok"});
@@ -128,6 +131,7 @@ TEST(CApiText, BadStringsNameTheInput) {
 }
 
 TEST(CApiText, StringsToANumericInputAreRefused) {
+  RECUR_SKIP_WITHOUT_FILES();
   const rt::Model m = open("graphs/keras3/masking_sequential.keras");
   const char* name = nullptr;
   int32_t rank = 0;
@@ -149,6 +153,7 @@ TEST(CApiText, StringsToANumericInputAreRefused) {
 }
 
 TEST(CApiText, FloatEntryPointsAndStreamsRefuseText) {
+  RECUR_SKIP_WITHOUT_FILES();
   const rt::Model m = open("graphs/text/keras3/text_vectorization_lstm.keras");
   int32_t steps = 1;
   std::vector<float> in(3), out(6);
@@ -165,6 +170,7 @@ TEST(CApiText, FloatEntryPointsAndStreamsRefuseText) {
 // Without output_sequence_length the ids are padded to the longest row: the output's size is
 // known after the run, and a buffer too small is refused with nothing written.
 TEST(CApiText, RaggedOutputsAreCheckedAfterTheRun) {
+  RECUR_SKIP_WITHOUT_FILES();
   const rt::Model m = open("graphs/text/keras3/text_vectorization_ragged_bigrams.keras");
   TextRun r({"the cat", "dogs cats the cat sat", ""});
   recur_output shape = r.out;
@@ -179,6 +185,7 @@ TEST(CApiText, RaggedOutputsAreCheckedAfterTheRun) {
 }
 
 TEST(CApiText, UnknownTokenWithoutOovIndexNamesTheLayer) {
+  RECUR_SKIP_WITHOUT_FILES();
   const rt::Model m = open("graphs/text/keras3/string_lookup_count.keras");
   TextRun ok({"the", "cat", "", "café", "unknown", "sat", "sat", "sat", "sat", "sat", "", "", "", "", ""}, 5);
   ASSERT_EQ(ok.run(m.get()), RECUR_OK) << recur_last_error();
@@ -189,6 +196,7 @@ TEST(CApiText, UnknownTokenWithoutOovIndexNamesTheLayer) {
 // Sizing the outputs of a stateful text model runs it to count the tokens, and leaves its states
 // as they were.
 TEST(CApiText, OutputShapesOfAStatefulTextModelKeepTheStates) {
+  RECUR_SKIP_WITHOUT_FILES();
   const rt::Model m = open("graphs/text/keras3/text_vectorization_stateful_gru.keras");
   TextRun first({"the cat sat", "dogs", ""});
   ASSERT_EQ(first.run(m.get()), RECUR_OK) << recur_last_error();
@@ -207,6 +215,7 @@ TEST(CApiText, OutputShapesOfAStatefulTextModelKeepTheStates) {
 
 // recur.hpp: texts as std::string, and TensorInfo::strings.
 TEST(CApiText, CppWrapperTakesStrings) {
+  RECUR_SKIP_WITHOUT_FILES();
   const recur::Model m(kKeras + "/graphs/text/keras3/text_vectorization_lstm.keras");
   ASSERT_EQ(m.inputs().size(), 1u);
   EXPECT_TRUE(m.inputs()[0].strings);
