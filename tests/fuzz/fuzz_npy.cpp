@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The recur CLI's .npy / .npz readers (cli/npy.cpp). The first byte picks the reader: even, the
-// rest is a .npy image (parse_npy); odd, a .npz archive read from a memory file (read_npz takes
-// a path). An array that parses is encoded again and must parse back to the same values.
+// The recur CLI's input readers (cli/npy.cpp). The first byte picks the reader: 2, the rest is a
+// .txt of texts for a string input (read_text_lines, from a memory file); other even values, a
+// .npy image (parse_npy); odd, a .npz archive read from a memory file (read_npz takes a path). An
+// array that parses is encoded again and must parse back to the same values; texts must be UTF-8
+// lines without line breaks or NULs, one per element.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include <string>
 
 #include "fuzz_common.hpp"
+#include "io/printable.hpp"
 #include "npy.hpp"
 
 namespace {
@@ -41,7 +44,14 @@ std::string memory_file(const std::uint8_t* data, std::size_t size) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return 0;
   try {
-    if ((data[0] & 1) == 0) {
+    if (data[0] == 2) {
+      const recur_cli::Array a = recur_cli::read_text_lines(memory_file(data + 1, size - 1));
+      if (a.shape.size() != 1 || a.texts.size() != static_cast<std::size_t>(a.shape[0]) || !a.data.empty()) std::abort();
+      for (const std::string& t : a.texts)
+        if (t.find('\n') != std::string::npos || t.find('\0') != std::string::npos ||
+            recur::io::utf8_error_at(t.data(), t.size()) != std::string::npos)
+          std::abort();
+    } else if ((data[0] & 1) == 0) {
       round_trip(recur_cli::parse_npy(std::string(reinterpret_cast<const char*>(data) + 1, size - 1), "fuzz.npy"));
     } else {
       for (const auto& named : recur_cli::read_npz(memory_file(data + 1, size - 1))) round_trip(named.second);

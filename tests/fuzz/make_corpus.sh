@@ -92,6 +92,10 @@ for f, data in small_files(["tests/cli/models/*/*.npy", "examples/models/*.npy"]
     put("fuzz_npy", flat(f), b"\x00" + data)
 for f, data in small_files(["tests/cli/models/*/*.npz"], 4096):
     put("fuzz_npy", flat(f), b"\x01" + data)
+# byte 0 = 2: a .txt of texts for a string input, one per line
+for i, text in enumerate(["the cat sat\nOn the mat!\r\n\n", "caf\u00e9 \u00dcber na\u00efve\n\u4e2d\u6587\ttab",
+                          "one line without an end", "\r\n\r\n"]):
+    put("fuzz_npy", "texts_%02d.txt" % i, b"\x02" + text.encode("utf-8"))
 
 # fuzz_c_api: random call programs (the target reads every byte as a choice).
 rng = random.Random(2)
