@@ -90,55 +90,55 @@ Inputs inputs_of(const json& call) {
   return in;
 }
 
-// Steps [t0, t0 + n) of input i (every step when `whole`), as a named tensor; `keep` holds its data.
-recur_tensor named_input(const Inputs& in, std::size_t i, const char* name, bool whole, int64_t t0, int64_t n,
-                         std::vector<float>& keep_f, std::vector<int32_t>& keep_i) {
+// What a named tensor points into, kept alive for the call.
+struct Kept {
+  std::vector<float> f;
+  std::vector<int32_t> i;
+  std::vector<const char*> s;
+};
+
+// Steps [t0, t0 + n) of input i (every step when `whole`; texts are always whole), as a named
+// tensor of its own dtype: texts, int32 ids or floats.
+recur_tensor named_input(const Inputs& in, std::size_t i, const char* name, bool whole, int64_t t0, int64_t n, Kept& keep) {
   recur_tensor t;
   recur_tensor_init(&t, RECUR_TENSOR_VERSION);
   t.name = name;
   const auto& shape = in.shapes[i];
+  t.rank = static_cast<int32_t>(shape.size());
+  for (std::size_t a = 0; a < shape.size(); ++a) t.dims[a] = shape[a];
+  keep.f.clear();
+  keep.i.clear();
+  keep.s.clear();
+  if (!in.strings[i].empty()) {
+    for (const std::string& text : in.strings[i]) keep.s.push_back(text.c_str());
+    t.dtype = RECUR_DTYPE_STRING;
+    t.data = keep.s.data();
+    t.length = keep.s.size();
+    return t;
+  }
   const bool is_int = !in.ints[i].empty();
   std::size_t step = 1;
   for (std::size_t a = 2; a < shape.size(); ++a) step *= static_cast<std::size_t>(shape[a]);
-  keep_f.clear();
-  keep_i.clear();
   for (int64_t b = 0; b < (whole ? 1 : shape[0]); ++b) {
     const std::size_t from = whole ? 0 : static_cast<std::size_t>((b * shape[1] + t0)) * step;
     const std::size_t to = whole ? in.per_input[i].size() : static_cast<std::size_t>((b * shape[1] + t0 + n)) * step;
-    if (is_int) keep_i.insert(keep_i.end(), in.ints[i].begin() + static_cast<long>(from), in.ints[i].begin() + static_cast<long>(to));
-    else keep_f.insert(keep_f.end(), in.per_input[i].begin() + static_cast<long>(from), in.per_input[i].begin() + static_cast<long>(to));
+    if (is_int) keep.i.insert(keep.i.end(), in.ints[i].begin() + static_cast<long>(from), in.ints[i].begin() + static_cast<long>(to));
+    else keep.f.insert(keep.f.end(), in.per_input[i].begin() + static_cast<long>(from), in.per_input[i].begin() + static_cast<long>(to));
   }
   t.dtype = is_int ? RECUR_DTYPE_INT32 : RECUR_DTYPE_FLOAT32;
-  t.data = is_int ? static_cast<const void*>(keep_i.data()) : static_cast<const void*>(keep_f.data());
-  t.length = is_int ? keep_i.size() : keep_f.size();
-  t.rank = static_cast<int32_t>(shape.size());
-  for (std::size_t a = 0; a < shape.size(); ++a) t.dims[a] = shape[a];
+  t.data = is_int ? static_cast<const void*>(keep.i.data()) : static_cast<const void*>(keep.f.data());
+  t.length = is_int ? keep.i.size() : keep.f.size();
   if (!whole) t.dims[1] = n;
   return t;
 }
 
-// A call with string inputs goes through recur_model_run_named (the float entry points take no
-// text): every output into its own buffer, in Keras's order.
+// A call through recur_model_run_named (texts, which the float entry points do not take, and
+// integer ids, exact there): every output into its own buffer, in Keras's order.
 std::vector<float> run_named(recur_model* m, const Inputs& in, const std::vector<std::string>& in_names,
                              const std::vector<std::string>& out_names, const json& want_outputs) {
-  std::vector<recur_tensor> ts(in_names.size());
-  std::vector<std::vector<const char*>> ptrs(in_names.size());
-  for (std::size_t i = 0; i < in_names.size(); ++i) {
-    recur_tensor& t = ts[i];
-    EXPECT_EQ(recur_tensor_init(&t, RECUR_TENSOR_VERSION), RECUR_OK);
-    t.name = in_names[i].c_str();
-    t.rank = static_cast<int32_t>(in.shapes[i].size());
-    std::copy(in.shapes[i].begin(), in.shapes[i].end(), t.dims);
-    if (!in.strings[i].empty()) {
-      for (const std::string& s : in.strings[i]) ptrs[i].push_back(s.c_str());
-      t.dtype = RECUR_DTYPE_STRING;
-      t.data = ptrs[i].data();
-      t.length = ptrs[i].size();
-    } else {
-      t.data = in.per_input[i].data();
-      t.length = in.per_input[i].size();
-    }
-  }
+  std::vector<Kept> kept(in_names.size());
+  std::vector<recur_tensor> ts;
+  for (std::size_t i = 0; i < in_names.size(); ++i) ts.push_back(named_input(in, i, in_names[i].c_str(), true, 0, 0, kept[i]));
   std::vector<std::vector<float>> bufs(out_names.size());
   std::vector<recur_output> os(out_names.size());
   for (std::size_t k = 0; k < out_names.size(); ++k) {
@@ -218,55 +218,29 @@ TEST_P(GraphParity, MatchesKeras) {
     SCOPED_TRACE("call " + std::to_string(call_index++));
     if (call.value("reset_states_before", false)) ASSERT_EQ(recur_model_reset_states(model.m), RECUR_OK) << last_error();
     const Inputs in = inputs_of(call);
+    std::vector<float> out;
     if (in.text) {
       for (int32_t i = 0; i < ni; ++i) {
         int32_t dtype = 0;
         ASSERT_EQ(recur_model_input_dtype(model.m, i, &dtype), RECUR_OK) << last_error();
         EXPECT_EQ(dtype == RECUR_DTYPE_STRING, !in.strings[static_cast<std::size_t>(i)].empty()) << "input " << i;
       }
-      const std::vector<float> out = run_named(model.m, in, in_names, out_names, call.at("outputs"));
-      std::size_t off = 0;
-      for (int32_t k = 0; k < no; ++k) {
-        const auto& want = call.at("outputs")[static_cast<std::size_t>(k)].at("data").get<std::vector<float>>();
-        std::vector<float> got(out.begin() + static_cast<long>(std::min(off, out.size())),
-                               out.begin() + static_cast<long>(std::min(off + want.size(), out.size())));
-        off += want.size();
-        const double e = error_of(got, want);
-        record(e, c.dialect + "/" + c.file + " output " + out_names[static_cast<std::size_t>(k)]);
-        EXPECT_LE(e, kTolerance) << c.file << " output " << out_names[static_cast<std::size_t>(k)];
-      }
-      EXPECT_EQ(off, out.size()) << "recur wrote more outputs than Keras";
-      continue;
-    }
-    std::vector<float> flat;
-    for (const auto& x : in.per_input) flat.insert(flat.end(), x.begin(), x.end());
-    std::size_t out_len = 0;
-    ASSERT_EQ(recur_model_outputs_length(model.m, in.batch, in.timesteps.data(), ni, &out_len), RECUR_OK) << last_error();
-    std::vector<float> out(out_len);
-    if (in.any_int) {
-      std::vector<std::vector<float>> kf(static_cast<std::size_t>(ni));
-      std::vector<std::vector<int32_t>> ki(static_cast<std::size_t>(ni));
-      std::vector<recur_tensor> named;
-      for (int32_t i = 0; i < ni; ++i)
-        named.push_back(named_input(in, static_cast<std::size_t>(i), in_names[static_cast<std::size_t>(i)].c_str(), true, 0, 0,
-                                    kf[static_cast<std::size_t>(i)], ki[static_cast<std::size_t>(i)]));
-      std::vector<recur_output> outs(static_cast<std::size_t>(no));
-      std::size_t off = 0;
-      for (int32_t k = 0; k < no; ++k) {
-        recur_output& o = outs[static_cast<std::size_t>(k)];
-        recur_output_init(&o, RECUR_OUTPUT_VERSION);
-        o.name = out_names[static_cast<std::size_t>(k)].c_str();
-        const std::size_t want = call.at("outputs")[static_cast<std::size_t>(k)].at("data").size();
-        o.data = out.data() + std::min(off, out.size());
-        o.capacity = std::min(want, out.size() - std::min(off, out.size()));
-        off += want;
-      }
-      ASSERT_EQ(recur_model_run_named(model.m, named.data(), ni, outs.data(), no, nullptr), RECUR_OK) << last_error();
+      out = run_named(model.m, in, in_names, out_names, call.at("outputs"));
     } else {
-      ASSERT_EQ(recur_model_run_inputs(model.m, in.batch, in.timesteps.data(), ni, flat.data(), flat.size(), nullptr, 0,
-                                       out.data(), out.size()),
-                RECUR_OK)
-          << last_error();
+      std::size_t out_len = 0;
+      ASSERT_EQ(recur_model_outputs_length(model.m, in.batch, in.timesteps.data(), ni, &out_len), RECUR_OK) << last_error();
+      if (in.any_int) {
+        out = run_named(model.m, in, in_names, out_names, call.at("outputs"));
+        EXPECT_EQ(out.size(), out_len) << "recur_model_outputs_length and the named run disagree";
+      } else {
+        std::vector<float> flat;
+        for (const auto& x : in.per_input) flat.insert(flat.end(), x.begin(), x.end());
+        out.resize(out_len);
+        ASSERT_EQ(recur_model_run_inputs(model.m, in.batch, in.timesteps.data(), ni, flat.data(), flat.size(), nullptr, 0,
+                                         out.data(), out.size()),
+                  RECUR_OK)
+            << last_error();
+      }
     }
     std::size_t off = 0;
     for (int32_t k = 0; k < no; ++k) {
@@ -356,13 +330,11 @@ TEST_P(GraphParity, StreamsLikeOneCall) {
       ASSERT_EQ(in_len, flat.size());
       std::vector<float> out(out_len);
       if (in.any_int) {
-        std::vector<std::vector<float>> kf(static_cast<std::size_t>(ni));
-        std::vector<std::vector<int32_t>> ki(static_cast<std::size_t>(ni));
+        std::vector<Kept> kept(static_cast<std::size_t>(ni));
         std::vector<recur_tensor> named;
         for (int32_t i = 0; i < ni; ++i)
           named.push_back(named_input(in, static_cast<std::size_t>(i), in_names[static_cast<std::size_t>(i)].c_str(),
-                                      !seq_in[static_cast<std::size_t>(i)], t0, n, kf[static_cast<std::size_t>(i)],
-                                      ki[static_cast<std::size_t>(i)]));
+                                      !seq_in[static_cast<std::size_t>(i)], t0, n, kept[static_cast<std::size_t>(i)]));
         std::vector<recur_output> outs(static_cast<std::size_t>(no));
         std::size_t off = 0;
         for (int32_t k = 0; k < no; ++k) {
