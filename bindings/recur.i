@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The one SWIG interface of recur, over the C ABI (recur.h), for Java, C# and Go.
+ * The one SWIG interface of recur, over the C ABI (recur.h), for Java, C#, Go and Python.
  *
  * This file declares the object model every language gets: Layer (sequence layers and cells),
  * State, Model (a Keras graph with any number of inputs and outputs), ModelState (one stream
  * through a whole model) and LayerOptions, as proxies of the opaque C handles. Methods keep the C
  * ABI's (pointer, length) argument pairs; each language's file maps those pairs to its own array
  * types and adds its idioms (exceptions or errors, Close/Dispose, naming):
- *   java/recur_java.i, csharp/recur_csharp.i, go/recur_go.i
+ *   java/recur_java.i, csharp/recur_csharp.i, go/recur_go.i, python/recur_python.i
  *
  * Every method that can fail returns recur_rc, a status that each language turns into its error
  * form INSIDE the same native call, so the thread-local message is read on the thread that
@@ -71,6 +71,8 @@ typedef int recur_rc;
 %include "csharp/recur_csharp.i"
 #elif defined(SWIGGO)
 %include "go/recur_go.i"
+#elif defined(SWIGPYTHON)
+%include "python/recur_python.i"
 #endif
 
 /* ------------------------------------------------------------------------------------------ */
