@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Helpers shared by the model and layer classes: NumPy (imported on first use, so that
+``import recur`` stays fast) and the conversions of user arrays into what the C ABI takes."""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from . import _native
+
+_np = None
+
+
+def np():
+    """NumPy, imported on first use."""
+    global _np
+    if _np is None:
+        import numpy
+
+        _np = numpy
+    return _np
+
+
+def error(cls_name: str, message: str) -> Exception:
+    """An exception of recur's class `cls_name` (e.g. "InvalidArgumentError") with `message`,
+    as the library raises them."""
+    cls = getattr(_native, cls_name)
+    e = cls(message)
+    e.status = {"InvalidArgumentError": -1, "ShapeError": -2, "UnsupportedError": -3, "ParseError": -4,
+                "StateError": -5, "OutOfMemoryError": -6, "IOError": -7, "LimitError": -8,
+                "CancelledError": -9, "InternalError": -100}.get(cls_name, -100)
+    return e
+
+
+def _describe(x: Any) -> str:
+    n = np()
+    if isinstance(x, n.ndarray):
+        return "an array of dtype %s and shape %s" % (x.dtype, x.shape)
+    return "a %s" % type(x).__name__
+
+
+def as_float32(x: Any, what: str):
+    """x as a C-contiguous float32 array: the array itself when it already is one (no copy),
+    else one converted copy. Anything NumPy cannot turn into real numbers is refused."""
+    n = np()
+    if type(x) is n.ndarray and x.dtype == n.float32 and x.flags.c_contiguous:
+        return x
+    try:
+        a = n.asarray(x)
+    except Exception as e:  # ragged lists and the like
+        raise error("InvalidArgumentError", "%s: expected an array of numbers, got %s (%s)" % (what, _describe(x), e)) from None
+    if a.dtype.kind not in "fiub":
+        raise error("InvalidArgumentError",
+                    "%s: expected real numbers (float or integer), got %s; convert it with numpy.asarray(x, numpy.float32)"
+                    % (what, _describe(a)))
+    return n.ascontiguousarray(a, dtype=n.float32)
+
+
+def as_mask(mask: Any, what: str):
+    """A Keras mask (bool or 0/1 values) as a C-contiguous uint8 array, or None."""
+    if mask is None:
+        return None
+    n = np()
+    if type(mask) is n.ndarray and mask.dtype in (n.uint8, n.bool_) and mask.flags.c_contiguous:
+        return mask
+    try:
+        a = n.asarray(mask)
+    except Exception as e:
+        raise error("InvalidArgumentError", "%s: expected a (batch, timesteps) array of booleans, got %s (%s)" % (what, _describe(mask), e)) from None
+    if a.dtype.kind not in "biuf":
+        raise error("InvalidArgumentError", "%s: expected a (batch, timesteps) array of booleans, got %s" % (what, _describe(a)))
+    return n.ascontiguousarray(a != 0, dtype=n.uint8)
+
+
+def is_little_endian() -> bool:
+    return sys.byteorder == "little"
