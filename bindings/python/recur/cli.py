@@ -243,7 +243,7 @@ def _verify(model: Any, ns: argparse.Namespace) -> int:
         expected.setdefault(k, v)
     if not expected:
         raise UsageError("-e: give the expected outputs (.npz, or one .npy per output)")
-    worst = 0
+    worst = 0.0
     failed = False
     for k, want in expected.items():
         if k not in res:
