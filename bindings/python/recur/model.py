@@ -69,6 +69,11 @@ class _Runner:
         self._out_keys = [(n.encode(), n) for n in self._out_names]
         self._index = {s.name: i for i, s in enumerate(self._inputs)}
         self._shape_cache: Dict[Any, List[Tuple[int, ...]]] = {}
+        self._fast: Optional[Dict[Any, int]] = None
+        if len(self._inputs) == 1 and self._inputs[0].dtype != "string":
+            N = np()
+            self._fast = {N.dtype(N.float32): 1, N.dtype(N.int32): 2, N.dtype(N.int64): 3}
+            self._fast_rank = len(self._inputs[0].shape)
 
     def _values(self, x: Inputs, what: str) -> List[Any]:
         """x as one value per model input, in input order."""
@@ -122,6 +127,11 @@ class _Runner:
     def _tensors(self, x: Inputs, mask: Any, step: bool) -> Tuple[list, Any]:
         """The named tensors of a call, and the key of its output shapes (None: not cacheable)."""
         N = np()
+        if mask is None and self._fast is not None and type(x) is N.ndarray and x.flags.c_contiguous:
+            # The common call, one numeric array for a one-input model: no conversion to decide.
+            dt = self._fast.get(x.dtype)
+            if dt is not None and not (step and x.ndim == self._fast_rank - 1):
+                return [(self._in_names[0], dt, x, x.shape, None)], ((x.shape, dt, None),)
         values = self._values(x, "inputs")
         masks = self._masks(mask)
         tensors = []
