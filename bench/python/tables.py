@@ -44,7 +44,10 @@ def markdown(r):
                  f"{c['ort_vs_recur']:.1e} | {c['litert_vs_recur']:.1e} | {'—' if un is None else f'{un:.1e}'} |")
     L.append("")
 
-    L.append("### recur's cost per call above the C ABI (1 thread, µs per call)")
+    L.append("### recur's cost per call above the C ABI (1 thread, µs per call, best round)")
+    L.append("")
+    L.append("Each figure is the best of the rounds' mean times per call (the differences are small "
+             "beside a shared machine's noise; the medians are in results.json).")
     L.append("")
     L.append("C loop: the same named call in a loop in C (c_loop.c), in this process. native: the extension's "
              "`recur_py_run_named`/`recur_py_step_named` called directly on buffers made once; native, new "
@@ -56,7 +59,7 @@ def markdown(r):
     L.append("| model | call | C loop | native | native, new array | public | public − C | public − native, new array | public (B, F) | (B, F) − C | layer C | layer native | layer − C |")
     L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for o in r["overhead"]:
-        t = {k: x["median"] for k, x in o["times"].items()}
+        t = {k: x["min"] for k, x in o["times"].items()}
         c = t["C loop"]
         pb = t.get("public (B, F)")
         lc, ln = t.get("layer C loop"), t.get("layer native")
@@ -76,8 +79,11 @@ def markdown(r):
                  f"{us(ident)} µs. CPU/wall: process CPU time over wall time in the timed loops (the threads "
                  f"really used).")
         L.append("")
-    L.append("| threads | model | call | recur | ORT | ORT / recur | LiteRT | LiteRT / recur | LiteRT unrolled | unrolled / recur | CPU/wall recur, ORT, LiteRT |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    L.append("Times and ratios: medians over the rounds; best rounds: the ratios of each contender's best "
+             "round (ORT, LiteRT, LiteRT unrolled).")
+    L.append("")
+    L.append("| threads | model | call | recur | ORT | ORT / recur | LiteRT | LiteRT / recur | LiteRT unrolled | unrolled / recur | best rounds | CPU/wall recur, ORT, LiteRT |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for p in r["peers"]:
         t = p["times"]
         rc = t["recur"]["median"]
@@ -86,9 +92,11 @@ def markdown(r):
         un = t.get("litert unrolled")
         cpu = ", ".join(f"{t[k]['cpu_per_wall']:.2f}" for k in ("recur", "onnxruntime", "litert"))
         un_ratio = "%.2f" % (un["median"] / rc) if un else "—"
+        rmin = t["recur"]["min"]
+        best = ", ".join("%.2f" % (t[k]["min"] / rmin) for k in ("onnxruntime", "litert", "litert unrolled") if k in t)
         L.append(f"| {p['threads']} | {p['cell'].upper()} | {call_name(p['mode'], p['batch'], T)} | {us(rc)} | "
                  f"{us(o)} | {o / rc:.2f} | {us(lt)} | {lt / rc:.2f} | "
-                 f"{us(un['median']) if un else '—'} | {un_ratio} | {cpu} |")
+                 f"{us(un['median']) if un else '—'} | {un_ratio} | {best} | {cpu} |")
     L.append("")
 
     L.append("### Import time (a fresh interpreter, the import statement alone; median of runs, warm cache)")
