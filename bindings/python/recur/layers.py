@@ -101,7 +101,7 @@ def _int(value: Any, what: str, low: int = -_INT32_MAX - 1) -> int:
     """value as a Python int that fits the C ABI's int32 (bools and floats refused)."""
     if isinstance(value, bool) or not hasattr(value, "__index__"):
         raise error("InvalidArgumentError", "%s: expected an integer, got %s" % (what, _describe(value)))
-    v = value.__index__()
+    v = int(value.__index__())
     if not low <= v <= _INT32_MAX:
         raise error("InvalidArgumentError", "%s: expected an integer in [%d, %d], got %d" % (what, low, _INT32_MAX, v))
     return v
@@ -254,6 +254,7 @@ class RecurrentLayer:
     _info: Dict[str, int]
     _name: str
     _keras_backend: str
+    _recipe: Optional[Tuple[str, Any]]
 
     def __init__(
         self,
@@ -321,6 +322,9 @@ class RecurrentLayer:
                 dialect; None = the newest.
             device, num_threads, keras_backend: set the properties of the same names.
         """
+        # The arguments, to re-create the layer when it is unpickled (device and threads are read
+        # back from the layer then).
+        recipe = {k: v for k, v in locals().items() if k not in ("self", "device", "num_threads", "keras_backend")}
         if type(self)._type == 0:
             raise error("InvalidArgumentError", "RecurrentLayer is a base class: create a GRU, LSTM, SimpleRNN, "
                         "CuDNNGRU, CuDNNLSTM, GRUCell, LSTMCell or SimpleRNNCell")
@@ -331,39 +335,39 @@ class RecurrentLayer:
         opts.input_size = _int(input_size, "input_size")
         # Activations: None is Keras's linear; the defaults stay unset (recur's own defaults are
         # Keras's, and classes without the argument refuse any value).
-        for setter, value, default, what in ((opts.set_activation, activation, "tanh", "activation"),
-                                             (opts.set_recurrent_activation, recurrent_activation, "sigmoid",
-                                              "recurrent_activation")):
-            if value is None:
-                value = "linear"
-            if not isinstance(value, str):
+        for setter, act, default, what in ((opts.set_activation, activation, "tanh", "activation"),
+                                           (opts.set_recurrent_activation, recurrent_activation, "sigmoid",
+                                            "recurrent_activation")):
+            if act is None:
+                act = "linear"
+            if not isinstance(act, str):
                 raise error("InvalidArgumentError",
-                            "%s: expected a Keras activation name (str) or None, got %s" % (what, _describe(value)))
-            if value != default:
-                setter(value)
-        for what, value in (("kernel_initializer", kernel_initializer),
-                            ("recurrent_initializer", recurrent_initializer),
-                            ("bias_initializer", bias_initializer), ("kernel_regularizer", kernel_regularizer),
-                            ("recurrent_regularizer", recurrent_regularizer),
-                            ("bias_regularizer", bias_regularizer), ("activity_regularizer", activity_regularizer),
-                            ("kernel_constraint", kernel_constraint), ("recurrent_constraint", recurrent_constraint),
-                            ("bias_constraint", bias_constraint)):
-            s = _keras_object(value, what)
-            if s is not None:
-                getattr(opts, "set_" + what)(s)
-        for what, value, default in (("use_bias", use_bias, True), ("unit_forget_bias", unit_forget_bias, True),
-                                     ("return_sequences", return_sequences, False),
-                                     ("return_state", return_state, False), ("go_backwards", go_backwards, False),
-                                     ("stateful", stateful, False), ("unroll", unroll, False),
-                                     ("reset_after", reset_after, True), ("time_major", time_major, False),
-                                     ("zero_output_for_mask", zero_output_for_mask, False),
-                                     ("trainable", trainable, True)):
-            if _flag(value, what) != default:
-                setattr(opts, what, int(not default))
-        for what, value in (("dropout", dropout), ("recurrent_dropout", recurrent_dropout)):
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise error("InvalidArgumentError", "%s: expected a rate in [0, 1], got %s" % (what, _describe(value)))
-            rate = float(value)
+                            "%s: expected a Keras activation name (str) or None, got %s" % (what, _describe(act)))
+            if act != default:
+                setter(act)
+        for what, obj in (("kernel_initializer", kernel_initializer),
+                          ("recurrent_initializer", recurrent_initializer),
+                          ("bias_initializer", bias_initializer), ("kernel_regularizer", kernel_regularizer),
+                          ("recurrent_regularizer", recurrent_regularizer),
+                          ("bias_regularizer", bias_regularizer), ("activity_regularizer", activity_regularizer),
+                          ("kernel_constraint", kernel_constraint), ("recurrent_constraint", recurrent_constraint),
+                          ("bias_constraint", bias_constraint)):
+            text = _keras_object(obj, what)
+            if text is not None:
+                getattr(opts, "set_" + what)(text)
+        flags = (("use_bias", use_bias, True), ("unit_forget_bias", unit_forget_bias, True),
+                 ("return_sequences", return_sequences, False), ("return_state", return_state, False),
+                 ("go_backwards", go_backwards, False), ("stateful", stateful, False), ("unroll", unroll, False),
+                 ("reset_after", reset_after, True), ("time_major", time_major, False),
+                 ("zero_output_for_mask", zero_output_for_mask, False), ("trainable", trainable, True))
+        for what, flag, keras_default in flags:
+            if _flag(flag, what) != keras_default:
+                setattr(opts, what, int(not keras_default))
+        for what, rate_arg in (("dropout", dropout), ("recurrent_dropout", recurrent_dropout)):
+            if isinstance(rate_arg, bool) or not isinstance(rate_arg, numbers.Real):
+                raise error("InvalidArgumentError",
+                            "%s: expected a rate in [0, 1], got %s" % (what, _describe(rate_arg)))
+            rate = float(rate_arg)
             if not 0.0 <= rate <= 1.0:  # NaN included
                 raise error("InvalidArgumentError", "%s: expected a rate in [0, 1], got %r" % (what, rate))
             if rate != 0.0:
@@ -384,14 +388,17 @@ class RecurrentLayer:
         if keras_version is not None:
             if not isinstance(keras_version, str):
                 raise error("InvalidArgumentError",
-                            "keras_version: expected a version string such as \"3.3.3\", got %s" % _describe(keras_version))
+                            "keras_version: expected a version string such as \"3.3.3\", got %s"
+                            % _describe(keras_version))
             opts.set_keras_version(keras_version)
         self._adopt(_N.Layer.create(opts), name)
+        self._recipe = ("kwargs", recipe)
         self._configure(device, num_threads, keras_backend)
 
     # ---- construction from configs and native handles ----
 
     def _adopt(self, handle: Any, name: Optional[str]) -> None:
+        self._recipe = None  # how to re-create it (None: it came from a model)
         info = handle.get_info()
         self._info = info
         self._name = name if name else self._keras_name
@@ -423,12 +430,13 @@ class RecurrentLayer:
                         % (cls.__name__, source, actual.__name__, cls.__name__, actual.__name__, source))
         layer = actual.__new__(actual)
         layer._adopt(handle, name)
-        return layer  # type: ignore[return-value]
+        return layer
 
     @classmethod
-    def from_keras_json(cls: Type[_L], json_str: str, input_size: Optional[int] = None, dialect: Optional[str] = None,
-                        keras_version: Optional[str] = None, *, device: Optional[str] = None,
-                        num_threads: Optional[int] = None, keras_backend: Optional[str] = None) -> _L:
+    def from_keras_json(cls: Type[_L], json_str: Union[str, bytes], input_size: Optional[int] = None,
+                        dialect: Optional[str] = None, keras_version: Optional[str] = None, *,
+                        device: Optional[str] = None, num_threads: Optional[int] = None,
+                        keras_backend: Optional[str] = None) -> _L:
         """The layer that Keras JSON describes: ``{"class_name": "GRU", "config": {...}}`` as
         Keras 2's ``layer.to_json()``/``serialize`` or Keras 3's ``serialize_keras_object`` write
         it.
@@ -469,6 +477,7 @@ class RecurrentLayer:
         except (ValueError, AttributeError):
             pass
         layer = cls._wrap(handle, name, source)
+        layer._recipe = ("json", (text, input_size, dialect, keras_version))
         layer._configure(*settings)
         return layer
 
@@ -519,6 +528,16 @@ class RecurrentLayer:
             return "<recur.layers.%s '%s' (closed)>" % (type(self).__name__, self._name)
         return "<recur.layers.%s '%s' units=%d input_size=%d %s>" % (
             type(self).__name__, self._name, self._info["units"], self._info["input_size"], self.dialect)
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        """Pickling (and copy.deepcopy): the layer's arguments or config, its weights, device,
+        num_threads and keras_backend; not the states of a stateful layer, nor cached dropout
+        masks. A layer taken from a model file cannot be pickled (pickle the model)."""
+        if self._recipe is None:
+            raise TypeError("%s came from a model file and cannot be pickled alone; pickle the model, or re-create "
+                            "the layer with from_config and set_weights" % self._guard.what)
+        settings = (self.device, self.num_threads, self.keras_backend)
+        return (_unpickle, (type(self).__name__, self._recipe, self.get_weights(), settings))
 
     def _reading(self) -> Any:
         return self._guard.reading()
@@ -1045,7 +1064,8 @@ def _device_pointer(obj: Any, what: str, optional: bool) -> Tuple[int, Optional[
         raise error("InvalidArgumentError", "%s: expected float32 device memory, got typestr %r"
                     % (what, iface.get("typestr")))
     if strides is not None:
-        expect, acc = [], 4
+        expect: List[int] = []
+        acc = 4
         for d in reversed(shape):
             expect.insert(0, acc)
             acc *= d
@@ -1186,6 +1206,9 @@ class LayerState:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        raise TypeError("a LayerState cannot be pickled; keep its states (get()) and set() them on a new one")
 
     def __repr__(self) -> str:
         return "<recur.layers.LayerState of %s, batch %d%s>" % (
@@ -1358,11 +1381,24 @@ def deserialize(config: Dict[str, Any], input_size: Optional[int] = None, dialec
     return RecurrentLayer.from_config(config, input_size, dialect, keras_version, **kwargs)
 
 
-def from_keras_json(json_str: str, input_size: Optional[int] = None, dialect: Optional[str] = None,
+def from_keras_json(json_str: Union[str, bytes], input_size: Optional[int] = None, dialect: Optional[str] = None,
                     keras_version: Optional[str] = None, **kwargs: Any) -> RecurrentLayer:
     """The layer of any class that Keras JSON describes. Arguments as
     :meth:`RecurrentLayer.from_keras_json`."""
     return RecurrentLayer.from_keras_json(json_str, input_size, dialect, keras_version, **kwargs)
+
+
+def _unpickle(class_name: str, recipe: Tuple[str, Any], weights: List[Any],
+              settings: Tuple[str, int, str]) -> RecurrentLayer:
+    cls = next(c for c in _CLASSES if c.__name__ == class_name)
+    kind, data = recipe
+    if kind == "kwargs":
+        layer = cls(**data)
+    else:
+        layer = cls._from_text(data[0], data[1], data[2], data[3], "from_keras_json", (None, None, None))
+    layer.set_weights(weights)
+    layer._configure(*settings)
+    return layer
 
 
 def _from_native(handle: Any, name: Optional[str] = None) -> RecurrentLayer:

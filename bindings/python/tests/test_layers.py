@@ -237,6 +237,8 @@ def test_keras_fixture_via_model_file(entry, model_file):
         assert layer.name == c["model_layer"]
         assert type(layer).__name__ == c["layer"]["class_name"]
         errors = run_calls(layer, c)
+        with pytest.raises(TypeError, match="came from a model file"):
+            __import__("pickle").dumps(layer)
     tol = c.get("tolerance", 1e-5)
     assert all(e <= tol for _, e in errors), errors
 
@@ -772,3 +774,28 @@ def test_close_waits_for_calls_in_other_threads():
         t.join()
     assert len(outcomes) == 3
     assert all(o == "ran" or "is closed" in o for o in outcomes)
+
+
+def test_pickle_and_copy():
+    import copy
+    import pickle
+
+    x = rand(2, 5, 3)
+    for layer in (rl.LSTM(4, input_size=3, return_sequences=True, kernel_regularizer="l2", name="enc"),
+                  rl.GRU.from_config({"units": 4, "reset_after": False, "name": "g"}, input_size=3,
+                                     dialect="keras2"),
+                  rl.SimpleRNNCell(4, input_size=3)):
+        layer.num_threads = 2
+        for clone in (pickle.loads(pickle.dumps(layer)), copy.deepcopy(layer)):
+            assert type(clone) is type(layer) and clone.info == layer.info and clone.num_threads == 2
+            assert all(np.array_equal(a, b) for a, b in zip(clone.get_weights(), layer.get_weights()))
+            if isinstance(layer, rl.Cell):
+                assert np.array_equal(clone(x[:, 0])[0], layer(x[:, 0])[0])
+            else:
+                assert np.array_equal(clone(x), layer(x))
+    with pytest.raises(TypeError, match="LayerState cannot be pickled"):
+        pickle.dumps(rl.GRU(2, input_size=3).new_state(1))
+    layer = rl.GRU(2, input_size=3)
+    layer.close()
+    with pytest.raises(N.StateError):
+        pickle.dumps(layer)
