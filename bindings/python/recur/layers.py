@@ -153,52 +153,29 @@ def _tuple(v: Sequence[int]) -> Tuple[int, ...]:
     return tuple(int(d) for d in v)
 
 
-class _Guard:
-    """A native handle and the lock that guards it (as the Go binding's `native`): calls that only
-    read the object share it, calls that change it (and close) hold it alone; no handle = closed.
-    A waiting writer blocks new readers, so close() is not starved by a busy stream."""
+class _ExclusiveGuard:
+    """A native handle and the lock that guards it, held alone by every call (a stream's state:
+    one thread at a time) and by close; no handle = closed. The base of :class:`_Guard`."""
 
-    __slots__ = ("handle", "what", "_cond", "_readers", "_writer", "_waiting")
+    __slots__ = ("handle", "what", "_mutex")
 
     def __init__(self, handle: Any, what: str) -> None:
         self.handle = handle
         self.what = what
-        self._cond = threading.Condition(threading.Lock())
-        self._readers = 0
-        self._writer = False
-        self._waiting = 0
+        self._mutex = threading.Lock()
 
     def closed_error(self) -> Exception:
         return error("StateError", "%s is closed (close() was called); create a new one" % self.what)
 
     def acquire(self, write: bool) -> Any:
-        with self._cond:
-            if write:
-                self._waiting += 1
-                try:
-                    while self._writer or self._readers:
-                        self._cond.wait()
-                finally:
-                    self._waiting -= 1
-            else:
-                while self._writer or self._waiting:
-                    self._cond.wait()
-            if self.handle is None:
-                raise self.closed_error()
-            if write:
-                self._writer = True
-            else:
-                self._readers += 1
-            return self.handle
+        self._mutex.acquire()
+        if self.handle is None:
+            self._mutex.release()
+            raise self.closed_error()
+        return self.handle
 
     def release(self, write: bool) -> None:
-        with self._cond:
-            if write:
-                self._writer = False
-            else:
-                self._readers -= 1
-            if not self._writer and not self._readers:
-                self._cond.notify_all()
+        self._mutex.release()
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[Any]:
@@ -218,15 +195,68 @@ class _Guard:
 
     def close(self) -> None:
         """Frees the handle once it is idle (the native object goes with its last reference)."""
-        with self._cond:
-            self._waiting += 1
-            try:
-                while self._writer or self._readers:
-                    self._cond.wait()
-            finally:
-                self._waiting -= 1
+        with self._mutex:
             self.handle = None
-            self._cond.notify_all()
+
+
+class _Guard(_ExclusiveGuard):
+    """A native handle and the lock that guards it (as the Go binding's `native`): calls that only
+    read the object share it, calls that change it (and close) hold it alone; no handle = closed.
+    A waiting writer blocks new readers, so close() is not starved by a busy stream."""
+
+    __slots__ = ("_cond", "_readers", "_writer", "_waiting", "_sleepers")
+
+    def __init__(self, handle: Any, what: str) -> None:
+        super().__init__(handle, what)
+        self._cond = threading.Condition(self._mutex)
+        self._readers = 0
+        self._writer = False
+        self._waiting = 0  # writers (and close) waiting: new readers wait behind them
+        self._sleepers = 0  # threads in wait(): only then does a release notify
+
+    def _wait_while(self, busy: Callable[[], bool], writer: bool) -> None:
+        self._sleepers += 1
+        self._waiting += writer
+        try:
+            while busy():
+                self._cond.wait()
+        finally:
+            self._sleepers -= 1
+            self._waiting -= writer
+
+    def acquire(self, write: bool) -> Any:
+        with self._mutex:
+            if write:
+                if self._writer or self._readers:
+                    self._wait_while(lambda: self._writer or self._readers > 0, True)
+            elif self._writer or self._waiting:
+                self._wait_while(lambda: self._writer or self._waiting > 0, False)
+            if self.handle is None:
+                if self._sleepers:
+                    self._cond.notify_all()
+                raise self.closed_error()
+            if write:
+                self._writer = True
+            else:
+                self._readers += 1
+            return self.handle
+
+    def release(self, write: bool) -> None:
+        with self._mutex:
+            if write:
+                self._writer = False
+            else:
+                self._readers -= 1
+            if self._sleepers and not self._writer and not self._readers:
+                self._cond.notify_all()
+
+    def close(self) -> None:
+        with self._mutex:
+            if self._writer or self._readers:
+                self._wait_while(lambda: self._writer or self._readers > 0, True)
+            self.handle = None
+            if self._sleepers:
+                self._cond.notify_all()
 
 
 def _device_info(get: Callable[[], Sequence[str]]) -> DeviceInfo:
@@ -838,6 +868,12 @@ class SequenceLayer(RecurrentLayer):
     def _sequence(self, x: ArrayLike, what: str = "x") -> Tuple["numpy.ndarray", int, int]:
         """x as float32 (B, T, F) (or (T, B, F)) with its batch and timesteps."""
         a = as_float32(x, what)
+        b, t = self._check_sequence(a, what)
+        return a, b, t
+
+    def _check_sequence(self, a: "numpy.ndarray", what: str) -> Tuple[int, int]:
+        """The batch and timesteps of a float32 (B, T, F) (or (T, B, F)) array; a ShapeError for
+        other shapes."""
         i = self._info
         axes = "(timesteps, batch, features)" if i["time_major"] else "(batch, timesteps, features)"
         if a.ndim != 3:
@@ -845,8 +881,7 @@ class SequenceLayer(RecurrentLayer):
         if a.shape[2] != i["input_size"]:
             raise error("ShapeError", "%s: expected %d features (the last axis, input_size), got shape %s"
                         % (what, i["input_size"], tuple(a.shape)))
-        b, t = (a.shape[1], a.shape[0]) if i["time_major"] else (a.shape[0], a.shape[1])
-        return a, b, t
+        return (a.shape[1], a.shape[0]) if i["time_major"] else (a.shape[0], a.shape[1])
 
     def _mask(self, mask: Any, x: "numpy.ndarray", what: str = "mask") -> Optional["numpy.ndarray"]:
         m = as_mask(mask, what)
@@ -856,19 +891,15 @@ class SequenceLayer(RecurrentLayer):
                         % (what, tuple(x.shape[:2]), axes, tuple(m.shape)))
         return m
 
-    def _output(self, h: Any, batch: int, timesteps: int) -> "numpy.ndarray":
+    def _output(self, batch: int, timesteps: int) -> "numpy.ndarray":
+        """A new output buffer of recur_layer_output_length(batch, timesteps) floats, shaped."""
         n = np()
         i = self._info
-        if i["return_sequences"]:
-            shape: Tuple[int, ...] = (timesteps, batch, i["units"]) if i["time_major"] else (batch, timesteps,
-                                                                                               i["units"])
-        else:
-            shape = (batch, i["units"])
-        length = h.output_length(batch, timesteps)
-        if length != math.prod(shape):
-            raise error("InternalError", "output_length(%d, %d) = %d does not match the output shape %s"
-                        % (batch, timesteps, length, shape))
-        return n.empty(shape, n.float32)
+        if not i["return_sequences"]:
+            return n.empty((batch, i["units"]), n.float32)
+        if i["time_major"]:
+            return n.empty((timesteps, batch, i["units"]), n.float32)
+        return n.empty((batch, timesteps, i["units"]), n.float32)
 
     def compute_output_shape(self, input_shape: Sequence[Optional[int]]) -> Union[Tuple[Optional[int], ...],
                                                                                   List[Tuple[Optional[int], ...]]]:
@@ -911,7 +942,7 @@ class SequenceLayer(RecurrentLayer):
         init = self._states_arg(initial_state, b, "initial_state")
         ns = self._info["num_states"]
         with self._writing() as h:
-            out = self._output(h, b, t)
+            out = self._output(b, t)
             final = self._new_states(b) if self._info["return_state"] else None
             h.forward(a, b, t, m, init, ns if init is not None else 0, 1 if _flag(training, "training") else 0,
                       out, final)
@@ -1091,7 +1122,7 @@ class LayerState:
         self._id = next(_state_ids)
         ns, b, u = handle.shape()
         self._shape = (int(ns), int(b), int(u))
-        self._guard = _Guard(handle, "LayerState of %s" % layer._guard.what)
+        self._guard = _ExclusiveGuard(handle, "LayerState of %s" % layer._guard.what)
 
     @property
     def layer(self) -> SequenceLayer:
@@ -1133,14 +1164,21 @@ class LayerState:
                     raise error("ShapeError", "mask: expected shape (%d,) (one per stream) for one timestep, got %s"
                                 % (a.shape[0] * a.shape[1], tuple(m1.shape)))
                 mask = m1.reshape(a.shape[:2])
-        a, b, t = layer._sequence(a)
+        b, t = layer._check_sequence(a, "x")
         if b != self._shape[1]:
             raise error("ShapeError", "x: expected a batch of %d (the state's), got %d" % (self._shape[1], b))
-        m = layer._mask(mask, a)
-        with layer._reading() as h:
-            out = layer._output(h, b, t)
-            with self._guard.writing() as s:
+        m = None if mask is None else layer._mask(mask, a)
+        out = layer._output(b, t)
+        # acquire/release rather than `with`: this is the streaming hot path.
+        h = layer._guard.acquire(False)
+        try:
+            s = self._guard.acquire(True)
+            try:
                 h.forward_state(s, a, t, m, out)
+            finally:
+                self._guard.release(True)
+        finally:
+            layer._guard.release(False)
         if single and layer._info["return_sequences"]:
             return out.reshape(b, layer._info["units"])
         return out
