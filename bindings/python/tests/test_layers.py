@@ -799,3 +799,48 @@ def test_pickle_and_copy():
     layer.close()
     with pytest.raises(N.StateError):
         pickle.dumps(layer)
+
+
+def test_streams_and_writers_interleave():
+    """Streams (shared lock) and calls that change the layer (exclusive lock) from many threads:
+    every stream still gets the numbers of a whole call, and nothing deadlocks."""
+    layer = rl.LSTM(16, input_size=8, seed=8)
+    weights = layer.get_weights()
+    seqs = [rand(2, 40, 8, seed=s) for s in range(4)]
+    want = [layer(x) for x in seqs]
+    got = [None] * len(seqs)
+    errors = []
+    done = threading.Event()
+
+    def stream(i):
+        try:
+            with layer.new_state(2) as s:
+                for t in range(40):
+                    y = s.step(seqs[i][:, t])
+            got[i] = y
+        except Exception as e:
+            errors.append(e)
+
+    def writer(k):
+        try:
+            while not done.is_set():
+                layer.num_threads = k
+                layer.set_weights(weights)  # the same weights: the numbers stay the same
+                layer.device = "cpu"
+                done.wait(0.001)  # pacing, so that the streams get their turns
+        except Exception as e:
+            errors.append(e)
+
+    writers = [threading.Thread(target=writer, args=(k,)) for k in (1, 2)]
+    streams = [threading.Thread(target=stream, args=(i,)) for i in range(len(seqs))]
+    for t in writers + streams:
+        t.start()
+    for t in streams:
+        t.join(120)
+    done.set()
+    for t in writers:
+        t.join(120)
+    assert not any(t.is_alive() for t in writers + streams), "a thread is stuck (deadlock)"
+    assert not errors, errors
+    for a, b in zip(got, want):
+        assert np.allclose(a, b, atol=1e-6)
