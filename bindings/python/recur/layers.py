@@ -116,6 +116,11 @@ def _flag(value: Any, what: str) -> bool:
     raise error("InvalidArgumentError", "%s: expected True or False, got %s" % (what, _describe(value)))
 
 
+def _training(value: Any) -> int:
+    """Keras's training argument: True, False or None (= False: inference) as the C ABI's 0/1."""
+    return 0 if value is None else int(_flag(value, "training"))
+
+
 def _json_default(o: Any) -> Any:
     # NumPy scalars and arrays in a config dict (e.g. batch_input_shape from a tf.TensorShape).
     if hasattr(o, "tolist"):
@@ -920,7 +925,7 @@ class SequenceLayer(RecurrentLayer):
         return out
 
     def __call__(self, x: ArrayLike, mask: Optional[ArrayLike] = None, initial_state: Optional[Any] = None,
-                 training: bool = False) -> Union["numpy.ndarray", List["numpy.ndarray"]]:
+                 training: Optional[bool] = False) -> Union["numpy.ndarray", List["numpy.ndarray"]]:
         """Keras's layer call over a batch of sequences.
 
         Args:
@@ -931,7 +936,7 @@ class SequenceLayer(RecurrentLayer):
                 zero_output_for_mask). CuDNN layers refuse masks, as Keras does.
             initial_state: None, or the states [h] (GRU, SimpleRNN; a lone array will do) or
                 [h, c] (LSTM), each (batch, units).
-            training: applies dropout and recurrent_dropout.
+            training: applies dropout and recurrent_dropout (None: inference, as False).
 
         Returns:
             The output ((batch, timesteps, units) with return_sequences, else (batch, units)), or
@@ -941,11 +946,11 @@ class SequenceLayer(RecurrentLayer):
         m = self._mask(mask, a)
         init = self._states_arg(initial_state, b, "initial_state")
         ns = self._info["num_states"]
+        train = _training(training)
+        out = self._output(b, t)
+        final = self._new_states(b) if self._info["return_state"] else None
         with self._writing() as h:
-            out = self._output(b, t)
-            final = self._new_states(b) if self._info["return_state"] else None
-            h.forward(a, b, t, m, init, ns if init is not None else 0, 1 if _flag(training, "training") else 0,
-                      out, final)
+            h.forward(a, b, t, m, init, ns if init is not None else 0, train, out, final)
         if final is None:
             return out
         return [out] + list(final)
@@ -961,6 +966,10 @@ class SequenceLayer(RecurrentLayer):
                 h.reset_states()
         else:
             self.set_states(states)
+
+    def reset_state(self) -> None:
+        """Keras 3's ``reset_state()``: zeros the states of a stateful layer."""
+        self.reset_states()
 
     def get_states(self) -> List["numpy.ndarray"]:
         """The current states of a stateful layer: [h] or [h, c], each (batch_size, units)."""
@@ -1273,7 +1282,7 @@ class Cell(RecurrentLayer):
         return self.units
 
     def __call__(self, inputs: ArrayLike, states: Optional[Any] = None,
-                 training: bool = False) -> Tuple["numpy.ndarray", Any]:
+                 training: Optional[bool] = False) -> Tuple["numpy.ndarray", Any]:
         """Keras's cell call: one timestep.
 
         Args:
@@ -1300,14 +1309,15 @@ class Cell(RecurrentLayer):
         n = np()
         out = n.empty((b, i["units"]), n.float32)
         new = self._new_states(b)
+        train = _training(training)
         with self._writing() as h:
-            h.cell_call(a, b, buf, i["num_states"], 1 if _flag(training, "training") else 0, out, new)
+            h.cell_call(a, b, buf, i["num_states"], train, out, new)
         return out, (new[0] if lone else list(new))
 
     def _dropout_mask(self, recurrent: bool, batch: int, training: bool) -> List["numpy.ndarray"]:
         n = np()
         b = _int(batch, "batch")
-        t = 1 if _flag(training, "training") else 0
+        t = _training(training)
         width = self._info["units"] if recurrent else self._info["input_size"]
         with self._writing() as h:
             get = h.recurrent_dropout_mask if recurrent else h.dropout_mask
@@ -1318,14 +1328,14 @@ class Cell(RecurrentLayer):
             get(b, t, out)
             return list(out)
 
-    def get_dropout_mask(self, batch: int, training: bool = False) -> List["numpy.ndarray"]:
+    def get_dropout_mask(self, batch: int, training: Optional[bool] = False) -> List["numpy.ndarray"]:
         """The cell's cached input dropout masks for a batch (Keras's
         ``get_dropout_mask_for_cell``): a list of (batch, input_size) arrays (one per gate the
         dialect masks separately), values 0 or 1/(1-rate); [] when dropout is 0. Created on first
         use and kept until :meth:`reset_dropout_mask`."""
         return self._dropout_mask(False, batch, training)
 
-    def get_recurrent_dropout_mask(self, batch: int, training: bool = False) -> List["numpy.ndarray"]:
+    def get_recurrent_dropout_mask(self, batch: int, training: Optional[bool] = False) -> List["numpy.ndarray"]:
         """As :meth:`get_dropout_mask` for recurrent dropout: (batch, units) arrays."""
         return self._dropout_mask(True, batch, training)
 

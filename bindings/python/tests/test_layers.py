@@ -449,6 +449,7 @@ def test_call_forms():
     init = [rand(2, 4, seed=5), rand(2, 4, seed=6)]
     assert not np.allclose(g(x, initial_state=init)[0], out)
     assert np.array_equal(g(x, initial_state=[np.zeros((2, 4))] * 2)[0], out)
+    assert np.array_equal(g(x, training=None)[0], out)  # Keras's training=None: inference
     tm = rl.GRU(4, input_size=3, dialect="keras2", time_major=True, return_sequences=True, seed=1)
     bm = rl.GRU(4, input_size=3, dialect="keras2", return_sequences=True, seed=1)
     assert tm(x.transpose(1, 0, 2)).shape == (5, 2, 4)
@@ -552,6 +553,8 @@ def test_stateful_states():
     second = g(x)
     assert not np.allclose(first, second)
     g.reset_states()
+    assert np.array_equal(g(x), first)
+    g.reset_state()  # Keras 3's spelling
     assert np.array_equal(g(x), first)
     g.states = [h, c]
     assert np.array_equal(g(x), second)
