@@ -387,6 +387,10 @@ def test_wrong_class_is_refused():
     (lambda: rl.GRU.from_config({"units": 3}, input_size=2, dialect="k2"), N.InvalidArgumentError, "dialect"),
     (lambda: rl.GRU.from_keras_json('{"class_name": "GRU", ', input_size=2), N.ParseError, "JSON"),
     (lambda: rl.GRU.from_keras_json(42), N.InvalidArgumentError, "json_str"),
+    (lambda: rl.GRU(70000, input_size=3), N.LimitError, "units limit"),
+    (lambda: rl.GRU(4, input_size=2**31 - 1), N.LimitError, "weight_bytes limit"),
+    (lambda: rl.GRU(4, input_size=3, stateful=True, batch_size=2**30), N.LimitError, "batch limit"),
+    (lambda: rl.GRU(4, input_size=3).new_state(2**31 - 1), N.LimitError, "batch limit"),
 ])
 def test_bad_arguments(call, cls, pattern):
     with pytest.raises(cls, match=pattern) as e:
