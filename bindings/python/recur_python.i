@@ -203,17 +203,6 @@ static PyObject *recur_py_str(const char *s) {
 RECUR_PY_INT_ARRAY(int32_t, timesteps, int32_t, num_timesteps)
 RECUR_PY_INT_ARRAY(long long, handles, int32_t, num_handles)
 
-/* SWIG matches a multi-argument typemap without names only to parameters without names: apply
- * the forms above to every named (pointer, length) pair of recur.i. */
-%apply (const float *, size_t) {
-  (const float *input, size_t input_len), (const float *initial_state, size_t initial_state_len),
-  (const float *states, size_t states_len)
-};
-%apply (float *, size_t) { (float *output, size_t output_len), (float *final_state, size_t final_state_len) };
-%apply (const uint8_t *, size_t) { (const uint8_t *mask, size_t mask_len), (const uint8_t *bytes, size_t bytes_len) };
-%apply (const int32_t *, int32_t) { (const int32_t *timesteps, int32_t num_timesteps) };
-%apply (const long long *, int32_t) { (const long long *handles, int32_t num_handles) };
-
 /* ---- out-parameters -> return values -------------------------------------------------------- */
 %include <typemaps.i>
 %apply int32_t *OUTPUT {
