@@ -15,7 +15,7 @@ import pytest
 
 import recur
 from recur import _native as N
-from recur import layers as rl
+import recur.layers as rl
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests" / "keras" / "fixtures"
@@ -863,3 +863,21 @@ def test_streams_and_writers_interleave():
     assert not errors, errors
     for a, b in zip(got, want):
         assert np.allclose(a, b, atol=1e-6)
+
+
+def test_import_forms():
+    """`from recur import layers` and `recur.layers` both work in a fresh interpreter, also when
+    the first use is Model.get_layer."""
+    import os
+    import subprocess
+    import sys
+
+    model = KERAS_DIR / "models" / "keras3" / "gru.keras"
+    for code in ("from recur import layers; assert layers.GRU",
+                 "import recur; assert recur.layers.LSTM",
+                 "import recur; m = recur.load_model(%r); "
+                 "name = [l['name'] for l in m.layers if l['recurrent']][0]; "
+                 "assert m.get_layer(name).name == name" % str(model)):
+        r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, "%s\n%s" % (code, r.stderr[-2000:])
