@@ -1314,7 +1314,7 @@ class Cell(RecurrentLayer):
             h.cell_call(a, b, buf, i["num_states"], train, out, new)
         return out, (new[0] if lone else list(new))
 
-    def _dropout_mask(self, recurrent: bool, batch: int, training: bool) -> List["numpy.ndarray"]:
+    def _dropout_mask(self, recurrent: bool, batch: int, training: Optional[bool]) -> List["numpy.ndarray"]:
         n = np()
         b = _int(batch, "batch")
         t = _training(training)
