@@ -881,3 +881,28 @@ def test_import_forms():
         r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True,
                            timeout=120)
         assert r.returncode == 0, "%s\n%s" % (code, r.stderr[-2000:])
+
+
+class _FakeCudaArray:
+    """Just the __cuda_array_interface__ of a device buffer (never dereferenced: the layer is on
+    the CPU, so the call is refused before any memory is touched)."""
+
+    def __init__(self, shape, typestr="<f4", strides=None):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "strides": strides,
+                                         "data": (4096, False), "version": 3}
+
+
+def test_call_device_arguments():
+    g = rl.GRU(4, input_size=3)
+    with pytest.raises(N.InvalidArgumentError, match="x: expected float32 device memory, got typestr '<f8'"):
+        g.call_device(_FakeCudaArray((2, 5, 3), "<f8"), _FakeCudaArray((2, 4)))
+    with pytest.raises(N.InvalidArgumentError, match="x: expected C-contiguous device memory"):
+        g.call_device(_FakeCudaArray((2, 5, 3), strides=(4, 8, 40)), _FakeCudaArray((2, 4)))
+    with pytest.raises(N.ShapeError, match="x: expected 3 axes"):
+        g.call_device(_FakeCudaArray((10, 3)), _FakeCudaArray((2, 4)))
+    with pytest.raises(N.InvalidArgumentError, match="batch, timesteps: required"):
+        g.call_device(4096, 8192)
+    with pytest.raises(N.InvalidArgumentError, match="output: expected a CUDA array or a device address, got None"):
+        g.call_device(_FakeCudaArray((2, 5, 3)), None)
+    with pytest.raises(N.StateError):  # well-formed, but the layer is not on a GPU
+        g.call_device(_FakeCudaArray((2, 5, 3)), _FakeCudaArray((2, 4)), final_state=_FakeCudaArray((2, 4)))
