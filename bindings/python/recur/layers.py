@@ -58,7 +58,6 @@ _L = TypeVar("_L", bound="RecurrentLayer")
 
 _DIALECTS = {"keras2": _N.DIALECT_KERAS2, "keras3": _N.DIALECT_KERAS3}
 _DIALECT_NAMES = {v: k for k, v in _DIALECTS.items()}
-_BACKENDS = ("tensorflow", "jax")
 _STATE_NAMES = ("h", "c")
 _INT32_MAX = 2**31 - 1
 
