@@ -265,9 +265,9 @@ class Model(_Runner):
     def get_layer(self, name: str) -> Any:
         """The recurrent layer `name` as a :mod:`recur.layers` object holding the model's weights
         (a copy: changing it leaves the model as it is)."""
-        from . import layers
+        from .layers import _from_native
 
-        return layers._from_native(self._h().get_layer(name))
+        return _from_native(self._h().get_layer(name), name)
 
     @property
     def streamable(self) -> Optional[str]:
