@@ -52,9 +52,9 @@ _LOG_LEVELS = {"debug": 0, "info": 1, "warning": 2, "error": 3}
 
 def __getattr__(name: str):  # recur.layers on first use, so that `import recur` stays small
     if name == "layers":
-        from . import layers
+        import importlib  # not `from . import layers`: that looks the attribute up here again
 
-        return layers
+        return importlib.import_module(".layers", __name__)
     raise AttributeError("module 'recur' has no attribute %r" % name)
 
 
@@ -123,9 +123,19 @@ def set_log_handler(handler: Optional[Callable[[int, str], None]], level: str = 
     opened). Messages below `level` ("debug", "info", "warning", "error") are not built. The
     handler may be called from any thread recur runs on; what it raises is reported as
     unraisable and never reaches the call that logged. None turns logging off."""
+    global _log_atexit
     if level not in _LOG_LEVELS:
         raise _error("InvalidArgumentError", "level: expected one of %s, got %r" % (", ".join(_LOG_LEVELS), level))
     _native.recur_py_set_log_handler(handler, _LOG_LEVELS[level])
+    if handler is not None and not _log_atexit:
+        # recur's threads must not call into an interpreter that is shutting down.
+        import atexit
+
+        atexit.register(_native.recur_py_set_log_handler, None, 0)
+        _log_atexit = True
+
+
+_log_atexit = False
 
 
 def live_handles() -> Tuple[int, int, int, int]:

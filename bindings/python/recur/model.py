@@ -127,11 +127,12 @@ class _Runner:
     def _tensors(self, x: Inputs, mask: Any, step: bool) -> Tuple[list, Any]:
         """The named tensors of a call, and the key of its output shapes (None: not cacheable)."""
         N = np()
-        if mask is None and self._fast is not None and type(x) is N.ndarray and x.flags.c_contiguous:
+        a: Any = x
+        if mask is None and self._fast is not None and type(a) is N.ndarray and a.flags.c_contiguous:
             # The common call, one numeric array for a one-input model: no conversion to decide.
-            dt = self._fast.get(x.dtype)
-            if dt is not None and not (step and x.ndim == self._fast_rank - 1):
-                return [(self._in_names[0], dt, x, x.shape, None)], ((x.shape, dt, None),)
+            dt = self._fast.get(a.dtype)
+            if dt is not None and not (step and a.ndim == self._fast_rank - 1):
+                return [(self._in_names[0], dt, a, a.shape, None)], ((a.shape, dt, None),)
         values = self._values(x, "inputs")
         masks = self._masks(mask)
         tensors = []
@@ -265,9 +266,9 @@ class Model(_Runner):
     def get_layer(self, name: str) -> Any:
         """The recurrent layer `name` as a :mod:`recur.layers` object holding the model's weights
         (a copy: changing it leaves the model as it is)."""
-        from . import layers
+        from .layers import _from_native
 
-        return layers._from_native(self._h().get_layer(name))
+        return _from_native(self._h().get_layer(name), name)
 
     @property
     def streamable(self) -> Optional[str]:
