@@ -211,6 +211,28 @@ class CLoop:
         return run
 
 
+def layer_public(d, cell, B, threads):
+    """recur.layers: the model's layer (Model.get_layer), one step of a LayerState, x (B, F)."""
+    layer = recur.load_model(d.path(f"{cell}.keras")).get_layer(cell)
+    layer.num_threads = threads
+    s = layer.new_state(B)
+    x = np.ascontiguousarray(d.x("step", B)[:, 0])
+
+    def run(n):
+        step = s.step
+        for _ in range(n):
+            step(x)
+    return run
+
+
+def _has_layers():
+    try:
+        import recur.layers  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
 def layer_step(d, cell, B, threads, in_c):
     """The recurrent layer alone (the model's, through recur_layer_forward_state), one step:
     in a C loop (recur_binding_c_step_ns) or called from Python one step at a time."""
@@ -513,6 +535,8 @@ def main():
                     c["public (B, F)"] = recur_public_2d(d, cell, B, 1)
                     c["layer C loop"] = layer_step(d, cell, B, 1, True)
                     c["layer native"] = layer_step(d, cell, B, 1, False)
+                    if _has_layers():
+                        c["layer public"] = layer_public(d, cell, B, 1)
                 t = interleaved(c, a.rounds, a.seconds)
                 overhead.append({"cell": cell, "mode": mode, "batch": B, "times": t, "load": os.getloadavg()[0]})
                 print("overhead", cell, mode, B, {k: round(v["median"] * 1e6, 3) for k, v in t.items()}, flush=True)

@@ -54,21 +54,23 @@ def markdown(r):
              "array: the same with a fresh output array and argument lists each call (what any call that returns "
              "its result must do). public: `Model.predict(x)` / "
              "`Stream.step(x)` with x of shape (B, 1, F); (B, F): one step given without its time axis. "
-             "layer: the recurrent layer alone (`recur_layer_forward_state`), in C vs from Python.")
+             "layer: the model's recurrent layer alone, one step (`recur_layer_forward_state`), in C "
+             "(`recur_binding_c_step_ns`), from the extension (`Layer.forward_state`) and through `recur.layers` "
+             "(`model.get_layer(name).new_state(B).step(x)`, x (B, F)).")
     L.append("")
-    L.append("| model | call | C loop | native | native, new array | public | public − C | public − native, new array | public (B, F) | (B, F) − C | layer C | layer native | layer − C |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    L.append("| model | call | C loop | native | native, new array | public | public − C | public − native, new array | public (B, F) | (B, F) − C | layer C | layer native | layer public | layer public − C |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for o in r["overhead"]:
         t = {k: x["min"] for k, x in o["times"].items()}
         c = t["C loop"]
         pb = t.get("public (B, F)")
-        lc, ln = t.get("layer C loop"), t.get("layer native")
+        lc, ln, lp = t.get("layer C loop"), t.get("layer native"), t.get("layer public")
         na = t["native, new array"]
         L.append(f"| {o['cell'].upper()} | {call_name(o['mode'], o['batch'], T)} | {us(c)} | {us(t['native'])} | "
                  f"{us(na)} | {us(t['public'])} | **{us(t['public'] - c)}** | {us(t['public'] - na)} | "
                  f"{us(pb) if pb else '—'} | "
                  f"{us(pb - c) if pb else '—'} | {us(lc) if lc else '—'} | {us(ln) if ln else '—'} | "
-                 f"{us(ln - lc) if lc else '—'} |")
+                 f"{us(lp) if lp else '—'} | {us(lp - lc) if lp and lc else '—'} |")
     L.append("")
 
     L.append("### recur vs ONNX Runtime and LiteRT (µs per call; ratio = peer / recur, > 1: recur faster)")
