@@ -194,16 +194,17 @@ class CLoop:
         f = self.lib.bench_c_loop_ns
         f.restype = ctypes.c_double
         f.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int32, ctypes.c_int32,
-                      ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,
-                      ctypes.c_size_t, ctypes.c_int32, ctypes.c_int32]
+                      ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p,
+                      ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int32, ctypes.c_int32]
 
-    def contender(self, d, cell, mode, B, threads):
+    def contender(self, d, cell, mode, B, threads, named=True):
         x = d.x(mode, B)
         out = np.empty((B, x.shape[1], d.H), np.float32)
         path = d.path(f"{cell}.keras").encode()
 
         def run(n):
-            ns = self.lib.bench_c_loop_ns(path, b"x", cell.encode(), threads, int(mode != "seq"), B, d.T, d.F,
+            ns = self.lib.bench_c_loop_ns(path, b"x", cell.encode(), threads, int(mode != "seq"), int(named),
+                                          B, d.T, d.F,
                                           x.ctypes.data, out.ctypes.data, out.size, min(n, 100), n)
             if ns < 0:
                 raise RuntimeError(f"c_loop: recur status {-ns}")
@@ -528,6 +529,7 @@ def main():
         for mode in ("seq", "step"):
             for B in sorted({1, max(batches)}):
                 c = {"C loop": cl.contender(d, cell, mode, B, 1),
+                     "C loop, float API": cl.contender(d, cell, mode, B, 1, named=False),
                      "native": recur_native(d, cell, mode, B, 1),
                      "native, new array": recur_native(d, cell, mode, B, 1, new_output=True),
                      "public": recur_public(d, cell, mode, B, 1)}

@@ -19,11 +19,12 @@ static double now_ns(void) {
 // Opens the model at `path` with `threads` CPU threads and times `iterations` calls, after
 // `warmup` untimed ones: stream = 0: recur_model_run_named on (batch, timesteps, features);
 // stream = 1: recur_model_state_step_named of one step, (batch, 1, features), on one stream.
-// The output is written to out (out_len floats). Returns nanoseconds per call, or minus the
-// recur status on an error.
+// named = 0: the float entry points instead (recur_model_run, recur_model_state_step), which
+// show what the named call's lookups cost. The output is written to out (out_len floats).
+// Returns nanoseconds per call, or minus the recur status on an error.
 double bench_c_loop_ns(const char *path, const char *input_name, const char *output_name, int32_t threads,
-                       int32_t stream, int32_t batch, int32_t timesteps, int32_t features, const float *x,
-                       float *out, size_t out_len, int32_t warmup, int32_t iterations) {
+                       int32_t stream, int32_t named, int32_t batch, int32_t timesteps, int32_t features,
+                       const float *x, float *out, size_t out_len, int32_t warmup, int32_t iterations) {
   recur_model *model = NULL;
   recur_model_state *state = NULL;
   recur_tensor in;
@@ -50,8 +51,12 @@ double bench_c_loop_ns(const char *path, const char *input_name, const char *out
   t0 = 0;
   for (i = 0; i < warmup + iterations; ++i) {
     if (i == warmup) t0 = now_ns();
-    st = stream ? recur_model_state_step_named(state, &in, 1, &o, 1, NULL)
-                : recur_model_run_named(model, &in, 1, &o, 1, NULL);
+    if (named)
+      st = stream ? recur_model_state_step_named(state, &in, 1, &o, 1, NULL)
+                  : recur_model_run_named(model, &in, 1, &o, 1, NULL);
+    else
+      st = stream ? recur_model_state_step(state, 1, x, in.length, NULL, 0, out, out_len)
+                  : recur_model_run(model, x, in.length, batch, timesteps, NULL, 0, out, out_len);
     if (st != RECUR_OK) goto fail;
   }
   t1 = now_ns();

@@ -49,7 +49,8 @@ def markdown(r):
     L.append("Each figure is the best of the rounds' mean times per call (the differences are small "
              "beside a shared machine's noise; the medians are in results.json).")
     L.append("")
-    L.append("C loop: the same named call in a loop in C (c_loop.c), in this process. native: the extension's "
+    L.append("C loop: the same named call in a loop in C (c_loop.c), in this process; float API: "
+             "`recur_model_run` / `recur_model_state_step` instead of the named calls. native: the extension's "
              "`recur_py_run_named`/`recur_py_step_named` called directly on buffers made once; native, new "
              "array: the same with a fresh output array and argument lists each call (what any call that returns "
              "its result must do). public: `Model.predict(x)` / "
@@ -58,15 +59,17 @@ def markdown(r):
              "(`recur_binding_c_step_ns`), from the extension (`Layer.forward_state`) and through `recur.layers` "
              "(`model.get_layer(name).new_state(B).step(x)`, x (B, F)).")
     L.append("")
-    L.append("| model | call | C loop | native | native, new array | public | public − C | public − native, new array | public (B, F) | (B, F) − C | layer C | layer native | layer public | layer public − C |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    L.append("| model | call | C loop, float API | C loop | native | native, new array | public | public − C | public − native, new array | public (B, F) | (B, F) − C | layer C | layer native | layer public | layer public − C |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for o in r["overhead"]:
         t = {k: x["min"] for k, x in o["times"].items()}
         c = t["C loop"]
         pb = t.get("public (B, F)")
         lc, ln, lp = t.get("layer C loop"), t.get("layer native"), t.get("layer public")
         na = t["native, new array"]
-        L.append(f"| {o['cell'].upper()} | {call_name(o['mode'], o['batch'], T)} | {us(c)} | {us(t['native'])} | "
+        cf = t.get("C loop, float API")
+        L.append(f"| {o['cell'].upper()} | {call_name(o['mode'], o['batch'], T)} | {us(cf) if cf else '—'} | "
+                 f"{us(c)} | {us(t['native'])} | "
                  f"{us(na)} | {us(t['public'])} | **{us(t['public'] - c)}** | {us(t['public'] - na)} | "
                  f"{us(pb) if pb else '—'} | "
                  f"{us(pb - c) if pb else '—'} | {us(lc) if lc else '—'} | {us(ln) if ln else '—'} | "
