@@ -1,0 +1,36 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Runs one pytest file of bindings/python/tests for ctest (bindings/python/tests.cmake), against
+the package in the build tree (PYTHONPATH). Exit status 77, which ctest reports as skipped, with
+the reason printed, when this Python lacks pytest or NumPy.
+
+Usage: run_tests.py TEST_FILE SOABI   (SOABI: that of the Python the extension was built for)
+"""
+import importlib.util
+import os
+import sys
+import sysconfig
+
+# Python put this script's folder first on sys.path: it holds the source package recur/, which has
+# no extension; the package under test is the build tree's, on PYTHONPATH.
+here_dir = os.path.dirname(os.path.realpath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.realpath(p or ".") != here_dir]
+
+test_file, built_for = sys.argv[1], sys.argv[2]
+here = sysconfig.get_config_var("SOABI")
+if here != built_for:
+    print("%s (Python %s) cannot import the extension built here: it was built for %s, this Python "
+          "loads %s. Configure with -DRECUR_PYTHON_TEST_EXECUTABLE naming a Python of the version "
+          "Python3_EXECUTABLE is (or the reverse)." % (sys.executable, sys.version.split()[0], built_for, here))
+    sys.exit(1)
+missing = [name for name in ("pytest", "numpy") if importlib.util.find_spec(name) is None]
+if missing:
+    print("SKIPPED: %s has no %s. scripts/test.sh makes build/python-venv with them; or run "
+          "'%s -m venv VENV && VENV/bin/pip install numpy pytest' and configure with "
+          "-DRECUR_PYTHON_TEST_EXECUTABLE=VENV/bin/python" % (sys.executable, " or ".join(missing), sys.executable))
+    sys.exit(77)
+
+import pytest  # noqa: E402
+
+# -rs: say why each skipped test skipped. No cache folder and no byte code in the source tree.
+sys.dont_write_bytecode = True
+sys.exit(pytest.main(["-q", "-rs", "-p", "no:cacheprovider", test_file]))

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Builds the Python wheel, recur-<version>-cp3XX-cp3XX-linux_<arch>.whl, with
+# `pip wheel bindings/python` (bindings/python/setup.py: CMake on this source tree), and with
+# --check tests it as a user gets it: a fresh venv (python -m venv) with only NumPy (from PyPI) and
+# the wheel installed, which, run from a folder outside the source tree, predicts the bundled model
+# examples/models/sentiment_keras3.keras on the quick start's ten token ids and must give Keras's
+# probabilities (examples/models/sentiment_keras3_keras.txt, first row) within 1e-6. It prints the
+# wheel's size and the time of `import recur` (python -X importtime).
+#
+#   scripts/python-wheel.sh [--check] [--python PYTHON] [--build-dir DIR] [--out DIR]
+#
+#   --python     the Python to build for (default: python3); the wheel is for its version
+#   --build-dir  a CMake build folder to reuse (RECUR_PYTHON_BUILD_DIR; an already configured one,
+#                e.g. build/, is only built); default: build-python/, configured by setup.py
+#   --out        where the wheel goes (default: dist/)
+# Exit status 77 (ctest: skipped) when PYTHON has no venv module (Debian: apt-get install python3-venv).
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+check=0 python=python3 build_dir="" out=$src/dist
+while (($#)); do
+  case $1 in
+    --check) check=1 ;;
+    --python) python=${2:?--python needs a value}; shift ;;
+    --build-dir) build_dir=${2:?--build-dir needs a value}; shift ;;
+    --out) out=${2:?--out needs a value}; shift ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "python-wheel.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+command -v "$python" >/dev/null || { echo "python-wheel.sh: no $python" >&2; exit 1; }
+version=$(sed -nE 's/^project\(recur VERSION ([0-9.]+).*/\1/p' "$src/CMakeLists.txt")
+tag=$("$python" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+arch=$(uname -m)
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+rm -f "$out"/recur-*.whl
+
+if [[ -n $build_dir ]]; then export RECUR_PYTHON_BUILD_DIR=$build_dir; fi
+echo "== pip wheel bindings/python (Python $("$python" -c 'import platform; print(platform.python_version())'))"
+(cd "$src" && "$python" -m pip wheel --no-deps bindings/python -w "$out")
+wheel=$out/recur-$version-$tag-$tag-linux_$arch.whl
+if [[ ! -f $wheel ]]; then
+  echo "python-wheel.sh: pip wrote no $(basename "$wheel"); $out holds: $(ls "$out")" >&2
+  exit 1
+fi
+size=$(stat -c %s "$wheel")
+echo "wheel: $wheel ($size bytes)"
+((check)) || exit 0
+
+if ! "$python" -c 'import ensurepip, venv' 2>/dev/null; then
+  echo "SKIPPED: $python has no venv module with pip (ensurepip) to make a fresh venv (Debian: apt-get install python3-venv)"
+  exit 77
+fi
+# Outside the source tree (and its build folders), so that nothing but the installed wheel is importable.
+work=$(mktemp -d "${TMPDIR:-/tmp}/recur-wheel-check.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+echo "== fresh venv in $work/venv: NumPy and the wheel"
+"$python" -m venv "$work/venv"
+venv_python=$work/venv/bin/python
+"$venv_python" -m pip install -q numpy
+"$venv_python" -m pip install -q --no-deps "$wheel"
+"$venv_python" -m pip list --format=freeze
+mkdir "$work/run"
+cd "$work/run"
+env -u PYTHONPATH -u LD_LIBRARY_PATH "$venv_python" - "$src/examples/models/sentiment_keras3.keras" \
+    "$src/examples/models/sentiment_keras3_keras.txt" "$work/venv" <<'END'
+import os
+import sys
+
+import numpy as np
+import recur
+
+model_path, keras_path, venv = sys.argv[1:4]
+if not os.path.realpath(recur.__file__).startswith(os.path.realpath(venv) + os.sep):
+    sys.exit("recur was imported from %s, not from the venv" % recur.__file__)
+with open(keras_path) as f:
+    keras = [float(v) for v in f.readline().split()]
+ids = np.array([[12, 13, 18, 11, 15, 16, 5, 2, 6, 6]], dtype=np.int32)
+got = np.asarray(recur.load_model(model_path).predict(ids), dtype=np.float64).reshape(-1)
+print("recur %s from %s" % (recur.__version__, os.path.dirname(recur.__file__)))
+print("recur:", " ".join("%.9f" % v for v in got))
+print("Keras:", " ".join("%.9g" % v for v in keras))
+if got.shape != (len(keras),):
+    sys.exit("recur gave %d probabilities, Keras %d" % (got.size, len(keras)))
+worst = float(np.max(np.abs(got - np.array(keras))))
+print("largest difference: %.3g (tolerance 1e-6)" % worst)
+sys.exit(0 if worst <= 1e-6 else "recur's probabilities differ from Keras's by more than 1e-6")
+END
+# The cumulative time of the module `recur` (its own imports included; NumPy is imported on first use).
+import_us=$(env -u PYTHONPATH "$venv_python" -X importtime -c 'import recur' 2>&1 |
+            awk -F'|' '$3 ~ /^ *recur *$/ {gsub(/ /, "", $2); print $2}')
+echo "wheel size: $size bytes; import recur: $(awk -v us="$import_us" 'BEGIN {printf "%.1f", us / 1000}') ms"
