@@ -38,6 +38,10 @@ HERE = Path(__file__).resolve().parent
 PROJECT_RE = re.compile(r"^\s*project\(\s*recur\s+VERSION\s+([0-9]+\.[0-9]+\.[0-9]+)", re.MULTILINE)
 
 
+def say(message):
+    print("recur setup.py: " + message, flush=True)
+
+
 def fail(message):
     sys.stderr.write("recur setup.py: " + message + "\n")
     raise SystemExit(1)
@@ -68,6 +72,12 @@ def build_dir(root):
     return Path(given).resolve() if given else root / "build-python"
 
 
+def cached_python(cache):
+    match = re.search(r"^Python3_EXECUTABLE:[A-Z]+=(.*)$", cache.read_text(encoding="utf-8", errors="replace"),
+                      re.MULTILINE)
+    return match.group(1).strip() if match else None
+
+
 def env_on(name):
     return os.environ.get(name, "").strip().upper() in ("1", "ON", "TRUE", "YES")
 
@@ -95,7 +105,12 @@ class CMakeBuild(build_ext):
             fail("cmake not found: install CMake 3.22 or later (Debian: apt-get install cmake), and "
                  "recur's build dependencies (scripts/install-deps.sh --main; SWIG and python3-dev)")
 
-        reuse = bool(given) and (build / "CMakeCache.txt").is_file()
+        cache = build / "CMakeCache.txt"
+        reuse = bool(given) and cache.is_file()
+        if not reuse and cache.is_file() and cached_python(cache) != sys.executable:
+            # FindPython keeps the headers it found for another Python of the same minor version.
+            say("%s was configured for another Python: configuring afresh" % build)
+            cache.unlink()
         if not reuse:
             args = [cmake, "-S", str(root), "-B", str(build),
                     "-DCMAKE_BUILD_TYPE=Release",
@@ -106,7 +121,7 @@ class CMakeBuild(build_ext):
                     "-DRECUR_BUILD_CSHARP=OFF", "-DRECUR_BUILD_GO=OFF",
                     "-DRECUR_BUILD_CUDA=" + ("ON" if cuda else "OFF")]
             args += shlex.split(os.environ.get("RECUR_CMAKE_ARGS", ""))
-            self.announce("configuring recur in %s" % build, level=2)
+            say("configuring recur in %s" % build)
             out = self.run_cmake(args, capture=True)
             # find_package(SWIG) and the Python headers are optional for the CMake project (the
             # binding is skipped without them); here they are what is being built.
@@ -153,7 +168,7 @@ class CMakeBuild(build_ext):
         self.strip(libraries)
 
     def run_cmake(self, args, capture=False):
-        self.announce(" ".join(shlex.quote(a) for a in args), level=2)
+        say(" ".join(shlex.quote(a) for a in args))
         if not capture:
             if subprocess.call(args) != 0:
                 fail("command failed: " + " ".join(shlex.quote(a) for a in args))
