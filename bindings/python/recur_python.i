@@ -150,31 +150,36 @@ static PyObject *recur_py_str(const char *s) {
 %}
 
 /* ---- tensors: the buffer protocol, no copy ------------------------------------------------- */
-%typemap(in) (const float *, size_t) (Py_buffer view, void *data, size_t n) %{
+%typemap(in) (const float *BUF, size_t LEN) (Py_buffer view, void *data, size_t n) %{
   if (recur_py_get_buffer($input, &view, 0, 4, "f", "$1_name: expected a C-contiguous float32 buffer (numpy.float32) or None", &data, &n) < 0) SWIG_fail;
   $1 = (float *)data;
   $2 = n;
 %}
-%typemap(freearg) (const float *, size_t) %{ recur_py_release(&view$argnum); %}
-%typemap(typecheck) (const float *, size_t) %{ $1 = 1; %}
+%typemap(freearg) (const float *BUF, size_t LEN) %{ recur_py_release(&view$argnum); %}
 
-%typemap(in) (float *, size_t) (Py_buffer view, void *data, size_t n) %{
+%typemap(in) (float *BUF, size_t LEN) (Py_buffer view, void *data, size_t n) %{
   if (recur_py_get_buffer($input, &view, 1, 4, "f", "$1_name: expected a writable C-contiguous float32 buffer (numpy.float32) or None", &data, &n) < 0) SWIG_fail;
   $1 = (float *)data;
   $2 = n;
 %}
-%typemap(freearg) (float *, size_t) %{ recur_py_release(&view$argnum); %}
+%typemap(freearg) (float *BUF, size_t LEN) %{ recur_py_release(&view$argnum); %}
 
-%typemap(in) (const uint8_t *, size_t) (Py_buffer view, void *data, size_t n) %{
+%typemap(in) (const uint8_t *BUF, size_t LEN) (Py_buffer view, void *data, size_t n) %{
   if (recur_py_get_buffer($input, &view, 0, 1, "Bb?c", "$1_name: expected a C-contiguous buffer of bytes (numpy.uint8 or bool) or None", &data, &n) < 0) SWIG_fail;
   $1 = (uint8_t *)data;
   $2 = n;
 %}
-%typemap(freearg) (const uint8_t *, size_t) %{ recur_py_release(&view$argnum); %}
+%typemap(freearg) (const uint8_t *BUF, size_t LEN) %{ recur_py_release(&view$argnum); %}
+%apply (const float *BUF, size_t LEN) {
+  (const float *input, size_t input_len), (const float *states, size_t states_len),
+  (const float *initial_state, size_t initial_state_len)
+};
+%apply (float *BUF, size_t LEN) { (float *output, size_t output_len), (float *final_state, size_t final_state_len) };
+%apply (const uint8_t *BUF, size_t LEN) { (const uint8_t *mask, size_t mask_len), (const uint8_t *bytes, size_t bytes_len) };
 
 /* A sequence of Python ints: the timesteps of each input, the states of forward_states. */
-%define RECUR_PY_INT_ARRAY(CTYPE, COUNT)
-%typemap(in) (const CTYPE *, COUNT) (CTYPE *arr = NULL) %{
+%define RECUR_PY_INT_ARRAY(CTYPE, NAME, COUNT, COUNT_NAME)
+%typemap(in) (const CTYPE *NAME, COUNT COUNT_NAME) (CTYPE *arr = NULL) %{
   {
     Py_ssize_t i, n;
     PyObject *seq = PySequence_Fast($input, "$1_name: expected a sequence of integers");
@@ -193,10 +198,10 @@ static PyObject *recur_py_str(const char *s) {
     $2 = (COUNT)n;
   }
 %}
-%typemap(freearg) (const CTYPE *, COUNT) %{ free(arr$argnum); %}
+%typemap(freearg) (const CTYPE *NAME, COUNT COUNT_NAME) %{ free(arr$argnum); %}
 %enddef
-RECUR_PY_INT_ARRAY(int32_t, int32_t)
-RECUR_PY_INT_ARRAY(long long, int32_t)
+RECUR_PY_INT_ARRAY(int32_t, timesteps, int32_t, num_timesteps)
+RECUR_PY_INT_ARRAY(long long, handles, int32_t, num_handles)
 
 /* ---- out-parameters -> return values -------------------------------------------------------- */
 %include <typemaps.i>
