@@ -122,16 +122,21 @@ class CMakeBuild(build_ext):
                     "-DRECUR_BUILD_CUDA=" + ("ON" if cuda else "OFF")]
             args += shlex.split(os.environ.get("RECUR_CMAKE_ARGS", ""))
             say("configuring recur in %s" % build)
-            out = self.run_cmake(args, capture=True)
+            out = self.run_tool(args, capture=True)
             # find_package(SWIG) and the Python headers are optional for the CMake project (the
             # binding is skipped without them); here they are what is being built.
             for line in out.splitlines():
-                if "SWIG not found" in line or "Python binding:" in line:
+                if "SWIG not found" in line or ("Python binding:" in line and "skipped" in line):
                     fail("CMake cannot build the Python binding: %s. Install SWIG 4 and the headers of "
                          "this Python (Debian: apt-get install swig python3-dev)" % line.strip(" -"))
+        if reuse and cuda and "\nRECUR_BUILD_CUDA:BOOL=ON\n" not in cache.read_text(errors="replace"):
+            fail("RECUR_PYTHON_CUDA=ON, but %s is configured with RECUR_BUILD_CUDA off: configure it with "
+                 "-DRECUR_BUILD_CUDA=ON, or unset RECUR_PYTHON_BUILD_DIR" % build)
         targets = ["recur_python_package"] + (["recur_cuda"] if cuda else [])
         jobs = [] if os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") else ["-j", str(os.cpu_count() or 1)]
-        self.run_cmake([cmake, "--build", str(build), "--target"] + targets + jobs)
+        hint = ("" if not reuse else " (%s is used as configured: are RECUR_BUILD_BINDINGS and RECUR_BUILD_PYTHON "
+                "on there, and were SWIG and the Python headers found?)" % build)
+        self.run_tool([cmake, "--build", str(build), "--target"] + targets + jobs, hint=hint)
 
         package = build / "bindings" / "python" / "recur"
         ext = sysconfig.get_config_var("EXT_SUFFIX")
@@ -167,11 +172,11 @@ class CMakeBuild(build_ext):
             libraries.append(dest / plugin.name)
         self.strip(libraries)
 
-    def run_cmake(self, args, capture=False):
+    def run_tool(self, args, capture=False, hint=""):
         say(" ".join(shlex.quote(a) for a in args))
         if not capture:
             if subprocess.call(args) != 0:
-                fail("command failed: " + " ".join(shlex.quote(a) for a in args))
+                fail("command failed: " + " ".join(shlex.quote(a) for a in args) + hint)
             return ""
         proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
         sys.stdout.write(proc.stdout)
@@ -186,7 +191,7 @@ class CMakeBuild(build_ext):
             self.warn("no strip found: the shared libraries go into the wheel unstripped")
             return
         for lib in libraries:
-            self.run_cmake([strip, "--strip-unneeded", str(lib)])
+            self.run_tool([strip, "--strip-unneeded", str(lib)])
 
     def get_outputs(self):
         return []
