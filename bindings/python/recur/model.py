@@ -66,7 +66,14 @@ class _Runner:
     def _setup_io(self) -> None:
         self._in_names = [s.name.encode() for s in self._inputs]
         self._out_names = [s.name for s in self._outputs]
-        self._out_keys = [(n.encode(), n) for n in self._out_names]
+        # A Keras 3 layer with several outputs gives them one name; the C ABI selects the k-th as
+        # "name:k" (the bare name is ambiguous there), and so do return_dict's keys.
+        seen: Dict[str, int] = {}
+        self._out_keys = []
+        for n in self._out_names:
+            k = "%s:%d" % (n, seen.get(n, 0)) if self._out_names.count(n) > 1 else n
+            seen[n] = seen.get(n, 0) + 1
+            self._out_keys.append((k.encode(), k))
         self._index = {s.name: i for i, s in enumerate(self._inputs)}
         self._shape_cache: Dict[Any, List[Tuple[int, ...]]] = {}
 
