@@ -356,6 +356,12 @@ def test_limits(restore_limits):
     recur.set_limit("tensor_bytes", 0)
     m.predict(np.zeros((3, 7, 4), np.float32))
 
+    # The batch limit bounds a stream's batch (RECUR_LIMIT_BATCH: "a recur_model_state").
+    recur.set_limit("batch", 2)
+    m.new_state(batch=2).close()
+    with pytest.raises(recur.LimitError, match=r"^batch \(model state\): 3 is over the batch limit of 2 "):
+        m.new_state(batch=3)
+
 
 # ---- cancellation ----------------------------------------------------------------------------------
 
