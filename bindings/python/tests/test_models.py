@@ -546,3 +546,22 @@ def test_repeated_output_names():
         m.predict(x[0], outputs=["gru"])
     with m.new_state(batch=3) as s:
         assert list(s.step(x[0][:, :1], return_dict=True)) == ["gru:0", "gru:1", "lstm:0", "lstm:1", "lstm:2"]
+
+
+def test_stream_mask_argument():
+    """Masks given to Stream.step, one step at a time, give what predict gives with the whole mask
+    (multi_io: a sequence input without a Masking layer and a static input given whole)."""
+    m = recur.load_model(GRAPHS / "keras3" / "multi_io.keras")
+    assert m.streamable is None
+    rng = np.random.default_rng(1)
+    x = {"seq": rng.uniform(-1, 1, (3, 7, 4)).astype(np.float32), "static": rng.uniform(-1, 1, (3, 5)).astype(np.float32)}
+    holes = np.ones((3, 7), dtype=bool)
+    holes[0, 2] = holes[1, 0] = False
+    holes[2, 5:] = False
+    whole = m.predict(x, mask={"seq": holes})
+    assert all(not np.array_equal(a, b) for a, b in zip(whole, m.predict(x)))
+    with m.new_state(batch=3) as s:
+        for t in range(7):
+            y = s.step({"seq": x["seq"][:, t], "static": x["static"]}, mask={"seq": holes[:, t:t + 1]})
+    for a, b in zip(y, whole):
+        assert rel_error(a, b) <= TOL
