@@ -52,9 +52,9 @@ _LOG_LEVELS = {"debug": 0, "info": 1, "warning": 2, "error": 3}
 
 def __getattr__(name: str):  # recur.layers on first use, so that `import recur` stays small
     if name == "layers":
-        from . import layers
+        import importlib  # not `from . import layers`: that looks the attribute up here again
 
-        return layers
+        return importlib.import_module(".layers", __name__)
     raise AttributeError("module 'recur' has no attribute %r" % name)
 
 

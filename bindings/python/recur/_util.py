@@ -11,7 +11,7 @@ from . import _native
 _np = None
 
 
-def np():
+def np() -> Any:
     """NumPy, imported on first use."""
     global _np
     if _np is None:

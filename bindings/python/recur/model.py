@@ -2,6 +2,7 @@
 """Keras models: :func:`load_model`, :class:`Model` and its streams, :class:`Stream`."""
 from __future__ import annotations
 
+import io
 import os
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -66,7 +67,14 @@ class _Runner:
     def _setup_io(self) -> None:
         self._in_names = [s.name.encode() for s in self._inputs]
         self._out_names = [s.name for s in self._outputs]
-        self._out_keys = [(n.encode(), n) for n in self._out_names]
+        # A Keras 3 layer with several outputs gives them one name; the C ABI selects the k-th as
+        # "name:k" (the bare name is ambiguous there), and so do return_dict's keys.
+        seen: Dict[str, int] = {}
+        self._out_keys = []
+        for n in self._out_names:
+            k = "%s:%d" % (n, seen.get(n, 0)) if self._out_names.count(n) > 1 else n
+            seen[n] = seen.get(n, 0) + 1
+            self._out_keys.append((k.encode(), k))
         self._index = {s.name: i for i, s in enumerate(self._inputs)}
         self._shape_cache: Dict[Any, List[Tuple[int, ...]]] = {}
         self._fast: Optional[Dict[Any, int]] = None
@@ -127,11 +135,12 @@ class _Runner:
     def _tensors(self, x: Inputs, mask: Any, step: bool) -> Tuple[list, Any]:
         """The named tensors of a call, and the key of its output shapes (None: not cacheable)."""
         N = np()
-        if mask is None and self._fast is not None and type(x) is N.ndarray and x.flags.c_contiguous:
+        a: Any = x
+        if mask is None and self._fast is not None and type(a) is N.ndarray and a.flags.c_contiguous:
             # The common call, one numeric array for a one-input model: no conversion to decide.
-            dt = self._fast.get(x.dtype)
-            if dt is not None and not (step and x.ndim == self._fast_rank - 1):
-                return [(self._in_names[0], dt, x, x.shape, None)], ((x.shape, dt, None),)
+            dt = self._fast.get(a.dtype)
+            if dt is not None and not (step and a.ndim == self._fast_rank - 1):
+                return [(self._in_names[0], dt, a, a.shape, None)], ((a.shape, dt, None),)
         values = self._values(x, "inputs")
         masks = self._masks(mask)
         tensors = []
@@ -159,7 +168,10 @@ class _Runner:
             if type(v) is N.ndarray and v.flags.c_contiguous and v.dtype in (N.float32, N.int32, N.int64):
                 a = v
             else:
-                a = N.asarray(v)
+                try:
+                    a = N.asarray(v)
+                except ValueError:  # ragged lists: as_float32 says so in recur's words
+                    a = as_float32(v, what)
                 kind = a.dtype.kind
                 if kind in "iu":
                     if a.dtype.itemsize == 8 and kind == "u" and a.size and int(a.max()) > 2**63 - 1:
@@ -265,9 +277,9 @@ class Model(_Runner):
     def get_layer(self, name: str) -> Any:
         """The recurrent layer `name` as a :mod:`recur.layers` object holding the model's weights
         (a copy: changing it leaves the model as it is)."""
-        from . import layers
+        from .layers import _from_native
 
-        return layers._from_native(self._h().get_layer(name))
+        return _from_native(self._h().get_layer(name), name)
 
     @property
     def streamable(self) -> Optional[str]:
@@ -509,7 +521,8 @@ def _read_source(source: Any, name: Optional[str]) -> Tuple[bytes, str, Any]:
         nm = name or "<bytes>"
         return data, nm, _native.Model.open_memory(data, nm)
     if hasattr(source, "read"):
-        data = source.read()
+        # A text-mode file would fail in the read, decoding the model's bytes.
+        data = "" if isinstance(source, io.TextIOBase) else source.read()
         if not isinstance(data, (bytes, bytearray)):
             raise error("InvalidArgumentError", "source: the file object must be opened in binary mode ('rb')")
         nm = name or str(getattr(source, "name", "<file>"))
