@@ -49,6 +49,38 @@ size=$(stat -c %s "$wheel")
 echo "wheel: $wheel ($size bytes)"
 ((check)) || exit 0
 
+echo "== the wheel's contents and metadata"
+"$python" - "$wheel" "$version" "$src/bindings/python/recur" <<'END'
+import os
+import sys
+import sysconfig
+import zipfile
+
+wheel, version, sources = sys.argv[1:4]
+names = zipfile.ZipFile(wheel).namelist()
+info = "recur-%s.dist-info/" % version
+read = lambda name: zipfile.ZipFile(wheel).read(name).decode()
+want = ["recur/" + n for n in sorted(os.listdir(sources)) if n.endswith((".py", ".pyi")) or n == "py.typed"]
+want += ["recur/_native" + sysconfig.get_config_var("EXT_SUFFIX"), "recur/librecur.so.0"]
+problems = ["%s is missing" % n for n in want if n not in names]
+problems += ["%s has no %s" % (info, f) for f in ("LICENSE", "THIRD_PARTY")
+             if info + f not in names and info + "licenses/" + f not in names]
+problems += ["%s should not be in the wheel" % n for n in names
+             if not n.startswith(info) and n not in want and n != "recur/librecur_cuda.so"]
+metadata = read(info + "METADATA").splitlines()
+for line in ("Name: recur", "Version: " + version, "Requires-Dist: numpy", "Requires-Python: >=3.8"):
+    if line not in metadata:
+        problems.append("METADATA lacks '%s'" % line)
+if "License-Expression: Apache-2.0" not in metadata and "License: Apache-2.0" not in metadata:
+    problems.append("METADATA names no Apache-2.0 licence")
+if "Root-Is-Purelib: false" not in read(info + "WHEEL").splitlines():
+    problems.append("WHEEL does not say Root-Is-Purelib: false (a platform wheel)")
+for p in problems:
+    print("FAILED: " + p)
+print("%d files, %s" % (len(names), "as expected" if not problems else "%d problems" % len(problems)))
+sys.exit(1 if problems else 0)
+END
+
 if ! "$python" -c 'import ensurepip, venv' 2>/dev/null; then
   echo "SKIPPED: $python has no venv module with pip (ensurepip) to make a fresh venv (Debian: apt-get install python3-venv)"
   exit 77
@@ -62,6 +94,10 @@ venv_python=$work/venv/bin/python
 "$venv_python" -m pip install -q numpy
 "$venv_python" -m pip install -q --no-deps "$wheel"
 "$venv_python" -m pip list --format=freeze
+# Stripped: no static symbol table left (the dynamic one is what the loader needs).
+for lib in "$("$venv_python" -c 'import os, sysconfig; print(os.path.join(sysconfig.get_path("platlib"), "recur"))')"/*.so*; do
+  if readelf -S --wide "$lib" | grep -q ' \.symtab '; then echo "FAILED: $lib is not stripped" >&2; exit 1; fi
+done
 mkdir "$work/run"
 cd "$work/run"
 env -u PYTHONPATH -u LD_LIBRARY_PATH "$venv_python" - "$src/examples/models/sentiment_keras3.keras" \

@@ -154,7 +154,7 @@ class CMakeBuild(build_ext):
             name = item.name
             if name.startswith(".") or name == "__pycache__":
                 continue  # the build's stamp file, byte code
-            if name.startswith("_native") and name != "_native" + ext:
+            if name.startswith("_native.") and name.endswith(".so") and name != "_native" + ext:
                 continue  # built for another Python in the same folder
             if name == "librecur_cuda.so":
                 continue  # only when asked for, below
