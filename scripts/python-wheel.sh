@@ -37,7 +37,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 rm -f "$out"/recur-*.whl
 
-if [[ -n $build_dir ]]; then export RECUR_PYTHON_BUILD_DIR=$build_dir; fi
+if [[ -n $build_dir ]]; then export RECUR_PYTHON_BUILD_DIR=$(realpath -m "$build_dir"); fi
 echo "== pip wheel bindings/python (Python $("$python" -c 'import platform; print(platform.python_version())'))"
 (cd "$src" && "$python" -m pip wheel --no-deps bindings/python -w "$out")
 wheel=$out/recur-$version-$tag-$tag-linux_$arch.whl

@@ -9,16 +9,17 @@ asked for, the GPU plugin librecur_cuda.so), stripped, into the wheel. The versi
 project(VERSION) in the top CMakeLists.txt.
 
 Environment:
-  RECUR_PYTHON_BUILD_DIR  the CMake build folder to use. One that is already configured (it has a
-                          CMakeCache.txt, e.g. the source tree's build/) is only built, its options
-                          kept; it must have been configured for this Python
-                          (-DPython3_EXECUTABLE). Default: <source>/build-python, configured here.
+  RECUR_PYTHON_BUILD_DIR  the CMake build folder to use (relative: to the source tree's root). One
+                          that is already configured (it has a CMakeCache.txt, e.g. the source
+                          tree's build/) is only built, its options kept; it must have been
+                          configured for this Python (-DPython3_EXECUTABLE). Default:
+                          <source>/build-python, configured here.
   RECUR_PYTHON_CUDA       ON: build the GPU plugin (needs the CUDA toolkit and cuDNN 9) and put it
                           in the wheel beside librecur.so.0.
   RECUR_CMAKE_ARGS        more arguments for the configure step, e.g.
                           "-DRECUR_ARCH_FLAGS=-march=x86-64-v3" (split as a shell would).
-  RECUR_SOURCE_DIR        recur's source tree, when this folder is not inside it (a copy of
-                          bindings/python built elsewhere, as pip before 21.3 did).
+  RECUR_SOURCE_DIR        recur's source tree (absolute), when this folder is not inside it (a
+                          copy of bindings/python built elsewhere, as pip before 21.3 did).
   CMAKE_BUILD_PARALLEL_LEVEL  parallel build jobs (default: the number of CPUs).
 """
 import os
@@ -68,8 +69,9 @@ def project_version(root):
 
 
 def build_dir(root):
+    # A relative folder is taken from the source tree's root (pip runs this file in bindings/python).
     given = os.environ.get("RECUR_PYTHON_BUILD_DIR")
-    return Path(given).resolve() if given else root / "build-python"
+    return (root / given).resolve() if given else root / "build-python"
 
 
 def cached_python(cache):
