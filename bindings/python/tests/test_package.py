@@ -3,6 +3,9 @@
 one the system's loader would find elsewhere), and its version is the project's."""
 import os
 import re
+import shutil
+import subprocess
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -21,6 +24,17 @@ def test_librecur_loaded_from_the_package_folder():
     with open("/proc/self/maps") as maps:
         loaded = {line.split()[-1] for line in maps if line.rstrip().endswith("librecur.so.0")}
     assert loaded == {str(PACKAGE / "librecur.so.0")}
+
+
+def test_librecur_beside_the_extension_wins_over_ld_library_path(tmp_path):
+    # Another librecur.so.0 on LD_LIBRARY_PATH (an installed recur of another version, say).
+    shutil.copy(PACKAGE / "librecur.so.0", tmp_path / "librecur.so.0")
+    env = dict(os.environ, LD_LIBRARY_PATH=str(tmp_path))
+    code = ("import recur._native\n"
+            "print(sorted({l.split()[-1] for l in open('/proc/self/maps') if l.rstrip().endswith('librecur.so.0')}))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, check=True,
+                         universal_newlines=True).stdout
+    assert out.strip() == repr([str(PACKAGE / "librecur.so.0")])
 
 
 def test_version_is_the_projects():
