@@ -254,7 +254,9 @@ class Model(_Runner):
 
     @property
     def output_names(self) -> List[str]:
-        return list(self._out_names)
+        """The names predict(return_dict=True) and outputs= use: each output's name, or
+        "name:k" for the k-th of a Keras 3 layer's several outputs (which share one name)."""
+        return [k[1] for k in self._out_keys]
 
     @property
     def info(self) -> Dict[str, Any]:
