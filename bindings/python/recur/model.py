@@ -254,9 +254,9 @@ class Model(_Runner):
 
     @property
     def output_names(self) -> List[str]:
-        """The names predict(return_dict=True) and outputs= use: each output's name, or
-        "name:k" for the k-th of a Keras 3 layer's several outputs (which share one name)."""
-        return [k[1] for k in self._out_keys]
+        """The outputs' names as Keras's model.output_names (a Keras 3 layer's several outputs
+        share one; predict's return_dict and outputs= call them "name:0", "name:1", ...)."""
+        return list(self._out_names)
 
     @property
     def info(self) -> Dict[str, Any]:
