@@ -254,6 +254,8 @@ class Model(_Runner):
 
     @property
     def output_names(self) -> List[str]:
+        """The outputs' names as Keras's model.output_names (a Keras 3 layer's several outputs
+        share one; predict's return_dict and outputs= call them "name:0", "name:1", ...)."""
         return list(self._out_names)
 
     @property
