@@ -91,7 +91,7 @@ trap 'rm -rf "$work"' EXIT
 echo "== fresh venv in $work/venv: NumPy and the wheel"
 "$python" -m venv "$work/venv"
 venv_python=$work/venv/bin/python
-"$venv_python" -m pip install -q numpy
+"$venv_python" -m pip install -q --only-binary numpy numpy
 "$venv_python" -m pip install -q --no-deps "$wheel"
 "$venv_python" -m pip list --format=freeze
 # Stripped: no static symbol table left (the dynamic one is what the loader needs).
