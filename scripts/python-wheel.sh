@@ -61,7 +61,7 @@ names = zipfile.ZipFile(wheel).namelist()
 info = "recur-%s.dist-info/" % version
 read = lambda name: zipfile.ZipFile(wheel).read(name).decode()
 want = ["recur/" + n for n in sorted(os.listdir(sources)) if n.endswith((".py", ".pyi")) or n == "py.typed"]
-want += ["recur/_native" + sysconfig.get_config_var("EXT_SUFFIX"), "recur/librecur.so.0"]
+want += ["recur/_native" + sysconfig.get_config_var("EXT_SUFFIX"), "recur/librecur.so.0", "recur/libzip.so.4"]
 problems = ["%s is missing" % n for n in want if n not in names]
 problems += ["%s has no %s" % (info, f) for f in ("LICENSE", "THIRD_PARTY")
              if info + f not in names and info + "licenses/" + f not in names]
@@ -111,6 +111,13 @@ import recur
 model_path, keras_path, venv = sys.argv[1:4]
 if not os.path.realpath(recur.__file__).startswith(os.path.realpath(venv) + os.sep):
     sys.exit("recur was imported from %s, not from the venv" % recur.__file__)
+# The wheel's own librecur and libzip are the ones loaded (a machine with only Python has no libzip).
+package = os.path.realpath(os.path.dirname(recur.__file__))
+with open("/proc/self/maps") as f:
+    loaded = {os.path.basename(p): p for p in (l.split()[-1] for l in f if "/lib" in l)}
+for lib in ("librecur.so.0", "libzip.so.4"):
+    if os.path.dirname(os.path.realpath(loaded.get(lib, "?"))) != package:
+        sys.exit("%s was loaded from %s, not from the wheel's %s" % (lib, loaded.get(lib, "nowhere"), package))
 with open(keras_path) as f:
     keras = [float(v) for v in f.readline().split()]
 ids = np.array([[12, 13, 18, 11, 15, 16, 5, 2, 6, 6]], dtype=np.int32)

@@ -166,6 +166,12 @@ class CMakeBuild(build_ext):
                 shutil.copy2(item, dest / name)
                 if name.endswith(".so") or ".so." in name:
                     libraries.append(dest / name)
+        # librecur's shared dependencies that a machine with only Python lacks travel along:
+        # libzip (Debian's python3 brings zlib, bzip2 and OpenSSL, not libzip). The extension's
+        # DT_RPATH $ORIGIN, which glibc also searches for librecur's own dependencies, finds it.
+        for dep, soname in self.bundled_dependencies(dest / "librecur.so.0"):
+            shutil.copy2(dep, dest / soname)
+            libraries.append(dest / soname)
         if cuda:
             plugin = build / "c_api" / "librecur_cuda.so"
             if not plugin.is_file():
@@ -185,6 +191,22 @@ class CMakeBuild(build_ext):
         if proc.returncode != 0:
             fail("command failed: " + " ".join(shlex.quote(a) for a in args))
         return proc.stdout
+
+    BUNDLED = ("libzip.so.",)
+
+    def bundled_dependencies(self, library):
+        """(file, SONAME) of each of library's NEEDED entries named in BUNDLED, as ldd resolves it."""
+        ldd = shutil.which("ldd")
+        if not ldd:
+            fail("ldd not found: it tells which libzip librecur.so.0 uses, to bundle it in the wheel")
+        deps = []
+        for line in self.run_tool([ldd, str(library)], capture=True).splitlines():
+            parts = line.split()
+            if len(parts) >= 3 and parts[1] == "=>" and parts[0].startswith(self.BUNDLED):
+                if parts[2] == "not":
+                    fail("%s needs %s, which the loader does not find" % (library, parts[0]))
+                deps.append((Path(os.path.realpath(parts[2])), parts[0]))
+        return deps
 
     def strip(self, libraries):
         # Debug symbols are most of librecur's size; the dynamic symbols stay.
