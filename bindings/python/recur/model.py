@@ -524,11 +524,11 @@ def _read_source(source: Any, name: Optional[str]) -> Tuple[bytes, str, Any]:
         return data, nm, _native.Model.open_memory(data, nm)
     if hasattr(source, "read"):
         # A text-mode file would fail in the read, decoding the model's bytes.
-        data = "" if isinstance(source, io.TextIOBase) else source.read()
-        if not isinstance(data, (bytes, bytearray)):
+        read: Any = "" if isinstance(source, io.TextIOBase) else source.read()
+        if not isinstance(read, (bytes, bytearray)):
             raise error("InvalidArgumentError", "source: the file object must be opened in binary mode ('rb')")
         nm = name or str(getattr(source, "name", "<file>"))
-        return bytes(data), nm, _native.Model.open_memory(bytes(data), nm)
+        return bytes(read), nm, _native.Model.open_memory(bytes(read), nm)
     if not isinstance(source, (str, os.PathLike)):
         raise error("InvalidArgumentError", "source: expected a path, bytes or a binary file object, got %s" % type(source).__name__)
     path = os.fspath(source)
