@@ -102,7 +102,7 @@ if ((quick)) && ! command -v nvidia-smi >/dev/null && [[ ! -e /proc/driver/nvidi
 else
   release_options+=(-URECUR_BUILD_CUDA)  # back to its default: on where the toolkit and cuDNN are found
 fi
-# The Python binding's tests need NumPy and pytest, which Debian 12's python3 may not have and PEP
+# The Python binding's tests need NumPy, pytest and mypy, which Debian 12's python3 may not have and PEP
 # 668 keeps pip from installing into: they go into a venv in the build folder, made from the very
 # python3 the extension is built for (Python3_EXECUTABLE), so both are of one version. Made once,
 # and again when python3 changes; without it (no network, say) the Python tests skip, saying why.
@@ -111,11 +111,11 @@ python_venv() {
   base=$(python3 -c 'import sys; print(sys.executable)') || return 0
   local want have
   want=$("$base" -c 'import sys; print(sys.prefix, sys.version)')
-  have=$("$venv/bin/python" -c 'import sys, numpy, pytest; print(sys.base_prefix, sys.version)' 2>/dev/null || true)
+  have=$("$venv/bin/python" -c 'import sys, numpy, pytest, mypy; print(sys.base_prefix, sys.version)' 2>/dev/null || true)
   if [[ $have != "$want" ]]; then
-    echo "python tests: making build/python-venv (NumPy, pytest) from $base"
+    echo "python tests: making build/python-venv (NumPy, pytest, mypy) from $base"
     rm -rf "$venv"
-    if ! { "$base" -m venv "$venv" && "$venv/bin/python" -m pip install -q numpy pytest; }; then
+    if ! { "$base" -m venv "$venv" && "$venv/bin/python" -m pip install -q numpy pytest mypy; }; then
       echo "python tests: WARNING: could not make build/python-venv with NumPy and pytest; the Python tests will skip" >&2
       rm -rf "$venv"
       release_options+=(-DPython3_EXECUTABLE="$base" -DRECUR_PYTHON_TEST_EXECUTABLE="$base")

@@ -4,6 +4,7 @@ the package in the build tree (PYTHONPATH). Exit status 77, which ctest reports 
 the reason printed, when this Python lacks pytest or NumPy.
 
 Usage: run_tests.py TEST_FILE SOABI   (SOABI: that of the Python the extension was built for)
+       run_tests.py --mypy PACKAGE_DIR SOABI   (mypy over the built package; skipped without mypy)
 """
 import importlib.util
 import os
@@ -11,14 +12,27 @@ import sys
 import sysconfig
 
 
+def run_mypy(package):
+    if importlib.util.find_spec("mypy") is None:
+        print("SKIPPED: %s has no mypy (scripts/test.sh puts it in build/python-venv)" % sys.executable)
+        return 77
+    from mypy import api
+
+    out, err, status = api.run(["--ignore-missing-imports", "--no-incremental", "--cache-dir", os.devnull, package])
+    sys.stdout.write(out + err)
+    return status
+
+
 def main():
-    test_file, built_for = sys.argv[1], sys.argv[2]
+    test_file, built_for = sys.argv[1], sys.argv[-1]
     here = sysconfig.get_config_var("SOABI")
     if here != built_for:
         print("%s (Python %s) cannot import the extension built here: it was built for %s, this Python "
               "loads %s. Configure with -DRECUR_PYTHON_TEST_EXECUTABLE naming a Python of the version "
               "Python3_EXECUTABLE is (or the reverse)." % (sys.executable, sys.version.split()[0], built_for, here))
         return 1
+    if test_file == "--mypy":
+        return run_mypy(sys.argv[2])
     missing = [name for name in ("pytest", "numpy") if importlib.util.find_spec(name) is None]
     if missing:
         print("SKIPPED: %s has no %s. scripts/test.sh makes build/python-venv with them; or run "

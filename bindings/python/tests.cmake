@@ -3,6 +3,7 @@
 #   python_<name>            one per bindings/python/tests/test_<name>.py: pytest on the build
 #                            tree's package (PYTHONPATH=${CMAKE_CURRENT_BINARY_DIR}); skipped, saying
 #                            why, when RECUR_PYTHON_TEST_EXECUTABLE lacks pytest or NumPy
+#   python_types             mypy over the package (annotations against the extension's stubs)
 #   python_wheel_fresh_venv  scripts/python-wheel.sh --check: the wheel built from this build tree,
 #                            installed with NumPy alone (from PyPI) into a fresh venv, predicting
 #                            the bundled model from a folder outside the source tree
@@ -28,6 +29,13 @@ foreach(test_file IN LISTS RP_TEST_FILES)
     TIMEOUT 300
     ENVIRONMENT "PYTHONPATH=${CMAKE_CURRENT_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1;RECUR_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 endforeach()
+
+# The package's annotations and the extension's stubs (_native.pyi) agree: mypy over the package.
+add_test(NAME python_types
+  COMMAND ${CMAKE_COMMAND} -E env PYTHONPATH=${CMAKE_CURRENT_BINARY_DIR}
+          ${RECUR_PYTHON_TEST_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/run_tests.py --mypy ${CMAKE_CURRENT_BINARY_DIR}/recur
+          ${Python3_SOABI})
+set_tests_properties(python_types PROPERTIES LABELS python SKIP_RETURN_CODE 77 TIMEOUT 300)
 
 # Reuses this build tree (RECUR_PYTHON_BUILD_DIR): only the wheel, the venv and NumPy's install take time.
 add_test(NAME python_wheel_fresh_venv
