@@ -8,8 +8,9 @@
 #                pkg-config, Eigen, nlohmann-json, libzip, zlib, CLI11
 #   --test       the test suite (scripts/test.sh --quick): GoogleTest, libhdf5 (hostile model files),
 #                valgrind (memcheck tests), python3 (the fixtures' structure check)
-#   --bindings   the Java, C# and Go bindings and their tests: SWIG, a JDK with JUnit 5, Mono with
-#                NUnit, Go
+#   --bindings   the Java, C#, Go and Python bindings and their tests: SWIG, a JDK with JUnit 5, Mono
+#                with NUnit, Go, Python's headers and venv module (scripts/test.sh installs NumPy
+#                and pytest into a venv, build/python-venv)
 #   --packaging  scripts/package-test.sh: dpkg-dev and file (cpack's library dependencies), NuGet,
 #                Maven with Debian's compiler and resources plugins (a Maven consumer build), lintian
 #   --fuzz       clang and libFuzzer (scripts/fuzz.sh)
@@ -21,7 +22,8 @@ set -euo pipefail
 
 main=(build-essential cmake pkg-config libeigen3-dev nlohmann-json3-dev libzip-dev zlib1g-dev libcli11-dev)
 test=(libgtest-dev libgmock-dev libhdf5-dev valgrind binutils python3)
-bindings=(swig default-jdk-headless junit5 mono-mcs mono-runtime nunit-console libnunit-cil-dev golang-go)
+bindings=(swig default-jdk-headless junit5 mono-mcs mono-runtime nunit-console libnunit-cil-dev golang-go python3-dev
+          python3-venv)
 packaging=(dpkg-dev file lintian nuget maven libmaven-compiler-plugin-java libmaven-resources-plugin-java)
 fuzz=(clang libclang-rt-14-dev)
 # The cross builds compile GoogleTest from libgtest-dev's sources and the C# glue with SWIG.

@@ -9,7 +9,8 @@
 #    pkg-config (the same two, by hand), the jar (javac + java from share/java; a Maven build
 #    that depends on dev.recur:recur from the installed Maven layout), the C# assembly (mcs +
 #    mono), the NuGet package (nuget install from a local folder, then mcs + mono), and the Go
-#    module (go build through `#cgo pkg-config: recur`).
+#    module (go build through `#cgo pkg-config: recur`), and the Python wheel (built from the
+#    build folder, installed into a venv by docs/install.md's recipe).
 #    Every consumer runs the bundled model on its sample inputs and exits non-zero when it
 #    differs from Keras's predictions (examples/models/sentiment_keras3_keras.txt) by over 1e-5.
 #    Then the recipes of docs/install.md, exactly as written (tests/packaging/run_doc_recipes.sh),
@@ -224,12 +225,27 @@ else
   step "Go: skipped (no Go module installed, or no go)"
 fi
 
+# The wheel of the Python package the build folder holds, for the Python recipe: built from that
+# folder (nothing is compiled), for the Python its extension is built for.
+python_exe=$(sed -n 's/^Python3_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt")
+if compgen -G "$build/bindings/python/recur/_native*.so" >/dev/null && [[ -n $python_exe ]] &&
+   "$python_exe" -c 'import ensurepip, venv' 2>/dev/null; then
+  step "Python: the wheel, from this build folder (scripts/python-wheel.sh)"
+  "$src/scripts/python-wheel.sh" --python "$python_exe" --build-dir "$build" --out "$work/wheels" \
+    >"$work/wheel.log" 2>&1 || { cat "$work/wheel.log"; exit 1; }
+  grep '^wheel: ' "$work/wheel.log" | sed 's/^/    /'
+else
+  step "Python: skipped (no Python package in $build, or no venv module for its Python)"
+fi
+
 # The recipes of docs/install.md, as written, with PREFIX the moved tree. FEED: the NuGet package
-# built above, if any. The Go build cache of the build folder saves compiling cgo's runtime again.
+# built above, if any; DIST: the Python wheel, if any. The Go build cache of the build folder saves
+# compiling cgo's runtime again.
 run_recipes() {
-  local feed=""
+  local feed="" dist=""
   [[ -f $work/feed/Recur.$version.nupkg ]] && feed=$work/feed
-  env FEED="$feed" WORK="$work/recipes-$2" GOPROXY=off GOCACHE="$build/bindings/go/gocache" \
+  compgen -G "$work/wheels/recur-*.whl" >/dev/null && dist=$work/wheels
+  env FEED="$feed" DIST="$dist" WORK="$work/recipes-$2" GOPROXY=off GOCACHE="$build/bindings/go/gocache" \
     GOPATH="$build/bindings/go/gopath" "$src/tests/packaging/run_doc_recipes.sh" "$1"
 }
 step "docs/install.md: every tested recipe, as written"

@@ -4,8 +4,9 @@
 #
 #   scripts/test.sh --quick   the Release build and its whole ctest suite: unit, C ABI, Keras layer
 #                             and model parity (every CPU kernel set and the GPU emulator), CLI,
-#                             examples, valgrind memcheck, fuzz-corpus replays, the Java, C# and Go
-#                             bindings; the GPU plugin only where an NVIDIA driver is present
+#                             examples, valgrind memcheck, fuzz-corpus replays, the Java, C#, Go and
+#                             Python bindings (the Python wheel too, in a fresh venv); the GPU
+#                             plugin only where an NVIDIA driver is present
 #   scripts/test.sh           everything CI runs: the Release build with the bindings and the GPU
 #                             plugin (when the CUDA toolkit and cuDNN are present) and its whole
 #                             suite, then the packaging tests (scripts/package-test.sh), the cross
@@ -25,7 +26,7 @@ quick=0
 case "${1:-}" in
   --quick) quick=1 ;;
   "") ;;
-  -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "test.sh: unknown argument '$1' (--quick, or nothing for every test)" >&2; exit 2 ;;
 esac
 skip() { local v=RECUR_SKIP_$1; [[ "${!v:-0}" == 1 ]]; }
@@ -101,7 +102,30 @@ if ((quick)) && ! command -v nvidia-smi >/dev/null && [[ ! -e /proc/driver/nvidi
 else
   release_options+=(-URECUR_BUILD_CUDA)  # back to its default: on where the toolkit and cuDNN are found
 fi
+# The Python binding's tests need NumPy, pytest and mypy, which Debian 12's python3 may not have and PEP
+# 668 keeps pip from installing into: they go into a venv in the build folder, made from the very
+# python3 the extension is built for (Python3_EXECUTABLE), so both are of one version. Made once,
+# and again when python3 changes; without it (no network, say) the Python tests skip, saying why.
+python_venv() {
+  local base venv=$PWD/build/python-venv
+  base=$(python3 -c 'import sys; print(sys.executable)') || return 0
+  local want have
+  want=$("$base" -c 'import sys; print(sys.prefix, sys.version)')
+  have=$("$venv/bin/python" -c 'import sys, numpy, pytest, mypy; print(sys.base_prefix, sys.version)' 2>/dev/null || true)
+  if [[ $have != "$want" ]]; then
+    echo "python tests: making build/python-venv (NumPy, pytest, mypy) from $base"
+    rm -rf "$venv"
+    if ! { "$base" -m venv "$venv" && "$venv/bin/python" -m pip install -q numpy pytest mypy; }; then
+      echo "python tests: WARNING: could not make build/python-venv with NumPy and pytest; the Python tests will skip" >&2
+      rm -rf "$venv"
+      release_options+=(-DPython3_EXECUTABLE="$base" -DRECUR_PYTHON_TEST_EXECUTABLE="$base")
+      return 0
+    fi
+  fi
+  release_options+=(-DPython3_EXECUTABLE="$base" -DRECUR_PYTHON_TEST_EXECUTABLE="$venv/bin/python")
+}
 release() {
+  python_venv
   cmake -S . -B build "${release_options[@]}" >"$logs/release-configure.log" || { cat "$logs/release-configure.log"; exit 1; }
   cmake --build build -j"$jobs"
   cd build

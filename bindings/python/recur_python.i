@@ -435,10 +435,11 @@ static void recur_py_log(void *user_data, int32_t level, const char *message) {
 }
 %}
 
+/* The rename must come before the declaration, or SWIG keeps the C name. */
+%rename(RunOptions) RecurRunOptions;
 %nodefaultctor RecurRunOptions;
 %nodefaultdtor RecurRunOptions;
 typedef struct {} RecurRunOptions;
-%rename(RunOptions) RecurRunOptions;
 %newobject RecurRunOptions::create;
 %extend RecurRunOptions {
   static RecurRunOptions *create(recur_rc *st) {

@@ -4,14 +4,14 @@
 # `<!-- tested: NAME -->`, exactly as written, each in a fresh scratch folder that holds the
 # quick-start program of its language (examples/quickstart/<lang>/) and the bundled model
 # sentiment_keras3.keras, with PREFIX naming the installed tree (and FEED a folder holding the
-# .nupkg, for the NuGet recipe). Each recipe must print the line "P0 P1", the program's two
+# .nupkg, for the NuGet recipe, and DIST one holding the Python wheel, for the Python recipe). Each recipe must print the line "P0 P1", the program's two
 # probabilities, within 1e-5 of Keras's prediction for that sample
 # (examples/models/sentiment_keras3_keras.txt, first row).
 #
 # Fails when a recipe fails, prints no such line or a wrong one, or when one of the recipes below
 # is missing from the page; a recipe whose toolchain is not installed is skipped, saying so.
 #
-# Usage: tests/packaging/run_doc_recipes.sh PREFIX [DOC]      (env: FEED, WORK)
+# Usage: tests/packaging/run_doc_recipes.sh PREFIX [DOC]      (env: FEED, DIST, WORK)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 prefix=$(cd "${1:?usage: run_doc_recipes.sh PREFIX [DOC]}" && pwd)
@@ -52,7 +52,9 @@ missing_tool() {
     nuget) for t in nuget mcs mono; do command -v $t >/dev/null || echo "no $t"; done
       [[ -n ${FEED:-} ]] || echo "FEED (a folder holding the .nupkg) not set" ;;
     go) command -v go >/dev/null || echo "no go"; [[ -f $prefix/share/recur/go/recur/go.mod ]] || echo "no Go module installed" ;;
-    python) command -v python3 >/dev/null || echo "no python3" ;;
+    python) command -v python3 >/dev/null || echo "no python3"
+      python3 -c 'import ensurepip, venv' 2>/dev/null || echo "no venv module (Debian: apt-get install python3-venv)"
+      compgen -G "${DIST:-/nonexistent}/recur-*.whl" >/dev/null || echo "DIST (a folder holding the recur wheel) not set" ;;
   esac
 }
 
@@ -78,7 +80,7 @@ for name in "${required[@]}"; do
   cp -R "$src/examples/quickstart/$(lang_of "$name")/." "$dir/"
   cp "$src/examples/models/sentiment_keras3.keras" "$dir/"
   sed -n "${first},${last}p" "$doc" >"$dir/recipe.sh"
-  if ! out=$(cd "$dir" && env -u LD_LIBRARY_PATH -u PKG_CONFIG_PATH -u CMAKE_PREFIX_PATH PREFIX="$prefix" \
+  if ! out=$(cd "$dir" && env -u LD_LIBRARY_PATH -u PKG_CONFIG_PATH -u CMAKE_PREFIX_PATH -u PYTHONPATH PREFIX="$prefix" \
              bash -euo pipefail recipe.sh 2>&1); then
     printf '%s\n' "$out" | sed 's/^/    /'
     echo "FAILED: recipe $name (lines $first-$last of $doc) exited non-zero" >&2; failed=$((failed + 1)); continue

@@ -117,7 +117,12 @@ def _load_array(path: str, what: str) -> Any:
                 except UnicodeDecodeError:
                     raise UsageError("%s: %s line %d is not UTF-8 text" % (what, path, k)) from None
             return N.array(texts, dtype=object).reshape(-1, 1)
-        return N.load(path, allow_pickle=False)
+        a = N.load(path, allow_pickle=False)
+        if not isinstance(a, N.ndarray):
+            if hasattr(a, "close"):
+                a.close()
+            raise UsageError("%s: %s is not one array (.npy)%s" % (what, path, "; an .npz goes without NAME=" if what == "-i" else ""))
+        return a
     except UsageError:
         raise
     except (OSError, ValueError) as e:
@@ -263,11 +268,19 @@ def _verify(model: Any, ns: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _parser() -> argparse.ArgumentParser:
+def _common(dest_suffix: str) -> argparse.ArgumentParser:
+    # Before and after the subcommand; separate destinations, because a subcommand's defaults
+    # would overwrite what was given before it.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE",
+    common.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE", dest="limit" + dest_suffix,
                         help="set a resource limit (units, batch, state_bytes, weight_bytes, file_bytes, tensor_bytes)")
-    common.add_argument("--log", choices=["debug", "info", "warning", "error"], help="print the library's log on stderr")
+    common.add_argument("--log", choices=["debug", "info", "warning", "error"], dest="log" + dest_suffix,
+                        help="print the library's log on stderr")
+    return common
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = _common("_after")
     model = argparse.ArgumentParser(add_help=False)
     model.add_argument("file", help="a .keras or .h5 model")
     model.add_argument("--device", default=None, help="cpu (default), cuda, cuda:N or auto")
@@ -280,7 +293,7 @@ def _parser() -> argparse.ArgumentParser:
     running.add_argument("--outputs", help="comma-separated output names to compute")
     running.add_argument("--states-in", help="stateful models: .npz of states to start from")
     running.add_argument("--states-out", help="stateful models: write the states the run leaves")
-    p = argparse.ArgumentParser(prog="python -m recur", parents=[common],
+    p = argparse.ArgumentParser(prog="python -m recur", parents=[_common("")],
                                 description="Run Keras recurrent models with recur (the CLI's info, run and verify).")
     p.add_argument("--version", action="version", version="recur %s" % __version__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -299,6 +312,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs the tool; returns the exit code."""
     p = _parser()
     ns = p.parse_args(argv)
+    ns.limit = ns.limit + ns.limit_after
+    ns.log = ns.log_after or ns.log
     try:
         for item in ns.limit:
             name, eq, value = item.partition("=")

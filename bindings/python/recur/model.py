@@ -2,6 +2,7 @@
 """Keras models: :func:`load_model`, :class:`Model` and its streams, :class:`Stream`."""
 from __future__ import annotations
 
+import io
 import os
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -66,7 +67,14 @@ class _Runner:
     def _setup_io(self) -> None:
         self._in_names = [s.name.encode() for s in self._inputs]
         self._out_names = [s.name for s in self._outputs]
-        self._out_keys = [(n.encode(), n) for n in self._out_names]
+        # A Keras 3 layer with several outputs gives them one name; the C ABI selects the k-th as
+        # "name:k" (the bare name is ambiguous there), and so do return_dict's keys.
+        seen: Dict[str, int] = {}
+        self._out_keys = []
+        for n in self._out_names:
+            k = "%s:%d" % (n, seen.get(n, 0)) if self._out_names.count(n) > 1 else n
+            seen[n] = seen.get(n, 0) + 1
+            self._out_keys.append((k.encode(), k))
         self._index = {s.name: i for i, s in enumerate(self._inputs)}
         self._shape_cache: Dict[Any, List[Tuple[int, ...]]] = {}
         self._fast: Optional[Dict[Any, int]] = None
@@ -160,7 +168,10 @@ class _Runner:
             if type(v) is N.ndarray and v.flags.c_contiguous and v.dtype in (N.float32, N.int32, N.int64):
                 a = v
             else:
-                a = N.asarray(v)
+                try:
+                    a = N.asarray(v)
+                except ValueError:  # ragged lists: as_float32 says so in recur's words
+                    a = as_float32(v, what)
                 kind = a.dtype.kind
                 if kind in "iu":
                     if a.dtype.itemsize == 8 and kind == "u" and a.size and int(a.max()) > 2**63 - 1:
@@ -243,6 +254,8 @@ class Model(_Runner):
 
     @property
     def output_names(self) -> List[str]:
+        """The outputs' names as Keras's model.output_names (a Keras 3 layer's several outputs
+        share one; predict's return_dict and outputs= call them "name:0", "name:1", ...)."""
         return list(self._out_names)
 
     @property
@@ -510,11 +523,12 @@ def _read_source(source: Any, name: Optional[str]) -> Tuple[bytes, str, Any]:
         nm = name or "<bytes>"
         return data, nm, _native.Model.open_memory(data, nm)
     if hasattr(source, "read"):
-        data = source.read()
-        if not isinstance(data, (bytes, bytearray)):
+        # A text-mode file would fail in the read, decoding the model's bytes.
+        read: Any = "" if isinstance(source, io.TextIOBase) else source.read()
+        if not isinstance(read, (bytes, bytearray)):
             raise error("InvalidArgumentError", "source: the file object must be opened in binary mode ('rb')")
         nm = name or str(getattr(source, "name", "<file>"))
-        return bytes(data), nm, _native.Model.open_memory(bytes(data), nm)
+        return bytes(read), nm, _native.Model.open_memory(bytes(read), nm)
     if not isinstance(source, (str, os.PathLike)):
         raise error("InvalidArgumentError", "source: expected a path, bytes or a binary file object, got %s" % type(source).__name__)
     path = os.fspath(source)

@@ -1091,6 +1091,7 @@ std::unique_ptr<ModelStream> Model::make_stream(Index batch) const {
   if (!s.graph->not_streamable.empty())
     fail(Code::unsupported, impl_->path, ": the model cannot stream: ", s.graph->not_streamable);
   if (batch <= 0) fail(Code::invalid_argument, "batch: expected a positive value, got ", batch);
+  check_limit(Limit::batch, static_cast<double>(batch), "batch (model state)");
   for (std::size_t i = 0; i < s.inputs.size(); ++i)
     if (s.graph->input_specs[i].dims[0] >= 0 && s.graph->input_specs[i].dims[0] != batch)
       fail(Code::invalid_argument, "batch: input '", s.inputs[i].name, "' has a fixed batch of ", s.graph->input_specs[i].dims[0],
