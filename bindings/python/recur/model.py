@@ -77,9 +77,11 @@ class _Runner:
             self._out_keys.append((k.encode(), k))
         self._index = {s.name: i for i, s in enumerate(self._inputs)}
         self._shape_cache: Dict[Any, List[Tuple[int, ...]]] = {}
+        N = np()
+        self._ndarray, self._empty, self._f32 = N.ndarray, N.empty, N.float32
+        self._plans: Dict[Any, Tuple[bytes, int, Any, List[Tuple[int, ...]]]] = {}
         self._fast: Optional[Dict[Any, int]] = None
         if len(self._inputs) == 1 and self._inputs[0].dtype != "string":
-            N = np()
             self._fast = {N.dtype(N.float32): 1, N.dtype(N.int32): 2, N.dtype(N.int64): 3}
             self._fast_rank = len(self._inputs[0].shape)
 
@@ -189,6 +191,32 @@ class _Runner:
             if key is not None:
                 key.append((a.shape, dt, None if m is None else m.shape))
         return tensors, (tuple(key) if key is not None else None)
+
+    # The plans of plain calls (one C-contiguous numeric array for a one-input model, every
+    # output, no mask) by the array's shape and dtype: a repeated call then goes straight to the
+    # extension, its output shapes and the input's dtype code already known.
+    def _remember(self, x: Any, tensors: list, key: Any, dims: List[Tuple[int, ...]]) -> None:
+        if key is None or len(tensors) != 1 or type(x) is not self._ndarray or not x.flags.c_contiguous:
+            return
+        name, dt, a, shape, _ = tensors[0]
+        if a.dtype != x.dtype:
+            return  # converted: not a plain call
+        if len(self._plans) > 64:
+            self._plans.clear()
+        self._plans[(x.shape, x.dtype)] = (name, dt, None if shape == x.shape else shape, dims)
+
+    def _run_plan(self, h: Any, plan: Tuple[bytes, int, Any, List[Tuple[int, ...]]], x: Any, run: Any) -> Any:
+        name, dt, shape, dims = plan
+        if shape is not None:
+            x = x.reshape(shape)  # one timestep given without its axis
+        empty, f32 = self._empty, self._f32
+        if len(dims) == 1:
+            out = empty(dims[0], f32)
+            run(h, [(name, dt, x, x.shape, None)], [(self._out_keys[0][0], out)], None)
+            return out
+        arrays = [empty(d, f32) for d in dims]
+        run(h, [(name, dt, x, x.shape, None)], [(k[0], a) for k, a in zip(self._out_keys, arrays)], None)
+        return arrays
 
     def _outputs_of(self, dims: List[Tuple[int, ...]]) -> list:
         N = np()
@@ -341,12 +369,19 @@ class Model(_Runner):
         Returns the output array when the model has one output, else a list in output order
         (a dict by name with return_dict=True)."""
         h = self._h()
+        plain = mask is None and outputs is None and run_options is None and not return_dict
+        if plain and type(x) is self._ndarray:
+            plan = self._plans.get((x.shape, x.dtype))
+            if plan is not None and x.flags.c_contiguous:
+                return self._run_plan(h, plan, x, _native.recur_py_run_named)
         tensors, key = self._tensors(x, mask, False)
         keys = self._out_keys if outputs is None else self._select(outputs)
         dims = self._shapes(h, tensors, key, keys, _native.recur_py_output_shapes)
         arrays = self._outputs_of(dims)
         _native.recur_py_run_named(h, tensors, [(k[0], a) for k, a in zip(keys, arrays)],
                                    None if run_options is None else run_options._o)
+        if plain:
+            self._remember(x, tensors, key, dims)
         return self._result(arrays, [k[1] for k in keys], return_dict)
 
     __call__ = predict
@@ -484,12 +519,19 @@ class Stream(_Runner):
         sequence outputs hold the steps fed, the others their value after them. On any error the
         stream is left exactly as before the call."""
         h = self._h()
+        plain = mask is None and outputs is None and run_options is None and not return_dict
+        if plain and type(x) is self._ndarray:
+            plan = self._plans.get((x.shape, x.dtype))
+            if plan is not None and x.flags.c_contiguous:
+                return self._run_plan(h, plan, x, _native.recur_py_step_named)
         tensors, key = self._tensors(x, mask, True)
         keys = self._out_keys if outputs is None else Model._select(self, outputs)  # type: ignore[arg-type]
         dims = Model._shapes(self, h, tensors, key, keys, _native.recur_py_step_output_shapes)  # type: ignore[arg-type]
         arrays = self._outputs_of(dims)
         _native.recur_py_step_named(h, tensors, [(k[0], a) for k, a in zip(keys, arrays)],
                                     None if run_options is None else run_options._o)
+        if plain:
+            self._remember(x, tensors, key, dims)
         return self._result(arrays, [k[1] for k in keys], return_dict)
 
     __call__ = step
