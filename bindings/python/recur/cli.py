@@ -40,7 +40,8 @@ def _shape(shape: Sequence[Optional[int]], sequence: bool) -> str:
     return "(" + ", ".join(dims) + ")"
 
 
-def _info(model: Any, as_json: bool) -> str:
+def describe(model: Any, as_json: bool = False) -> str:
+    """The text (or JSON) of `info` for an open model."""
     info = model.info
     runnable = bool(info["runnable"])
     dialect = {2: "keras2", 3: "keras3"}.get(info["dialect"], str(info["dialect"]))
@@ -324,7 +325,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             set_log_handler(lambda level, msg: print("recur: log: %s" % msg, file=sys.stderr), ns.log)
         model = load_model(ns.file, device=ns.device, num_threads=ns.threads, keras_backend=ns.keras_backend)
         if ns.command == "info":
-            print(_info(model, ns.json))
+            print(describe(model, ns.json))
             return 0
         if ns.command == "run":
             _write(_run(model, ns), ns.output, ns.json)

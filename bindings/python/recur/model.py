@@ -311,6 +311,12 @@ class Model(_Runner):
 
         return _from_native(self._h().get_layer(name), name)
 
+    def summary(self, print_fn: Any = print) -> None:
+        """Prints what the model takes and gives and its layers (as ``python -m recur info``)."""
+        from .cli import describe
+
+        print_fn(describe(self))
+
     @property
     def streamable(self) -> Optional[str]:
         """None when the model streams (:meth:`new_state`), else why not, naming the layer."""
@@ -356,8 +362,9 @@ class Model(_Runner):
 
     # ---- running -----------------------------------------------------------------------------
     def predict(self, x: Inputs, *, mask: Any = None, return_dict: bool = False,
-                outputs: Optional[Sequence[str]] = None, run_options: Optional[RunOptions] = None) -> Any:
-        """Keras's ``model.predict`` on one batch.
+                outputs: Optional[Sequence[str]] = None, run_options: Optional[RunOptions] = None,
+                batch_size: Optional[int] = None, verbose: Any = None) -> Any:
+        """Keras's ``model.predict``.
 
         x: one array (a model with one input), a list of arrays in input order, or a dict by
         input name. Any batch and sequence length the model allows. float32 C-contiguous
@@ -366,8 +373,14 @@ class Model(_Runner):
         mask: for the sequence inputs, (batch, timesteps) booleans, as Keras's call(mask=...);
         one array when the model has one sequence input, else a list or dict.
         outputs: the names of the outputs to compute (default: all).
+        batch_size: run the batch in slices of this many rows, as Keras's predict does (each
+        row's numbers are those of a call on its slice: equal up to float rounding, ~1e-9, to
+        one call on the whole batch). A stateful model runs its
+        whole batch at once. verbose: accepted for Keras's signature; recur prints nothing.
         Returns the output array when the model has one output, else a list in output order
         (a dict by name with return_dict=True)."""
+        if batch_size is not None:
+            return self._predict_sliced(x, mask, return_dict, outputs, run_options, batch_size)
         h = self._h()
         plain = mask is None and outputs is None and run_options is None and not return_dict
         if plain and type(x) is self._ndarray:
@@ -385,6 +398,28 @@ class Model(_Runner):
         return self._result(arrays, [k[1] for k in keys], return_dict)
 
     __call__ = predict
+
+    def _predict_sliced(self, x: Inputs, mask: Any, return_dict: bool, outputs: Optional[Sequence[str]],
+                        run_options: Optional[RunOptions], batch_size: int) -> Any:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise error("InvalidArgumentError", "batch_size: expected a positive integer or None, got %r" % (batch_size,))
+        values = self._values(x, "inputs")
+        masks = self._masks(mask)
+        N = np()
+        rows = {len(v) for v in values if hasattr(v, "__len__")}
+        if len(rows) != 1 or self.stateful or batch_size >= next(iter(rows)):
+            return self.predict(x, mask=mask, return_dict=return_dict, outputs=outputs, run_options=run_options)
+        total = next(iter(rows))
+        parts = []
+        for start in range(0, total, batch_size):
+            sl = slice(start, start + batch_size)
+            parts.append(self.predict([v[sl] for v in values] if len(values) > 1 else values[0][sl],
+                                      mask=[None if m is None else m[sl] for m in masks] if len(masks) > 1 else
+                                      (None if masks[0] is None else masks[0][sl]),
+                                      return_dict=True, outputs=outputs, run_options=run_options))
+        names = list(parts[0])
+        joined = [N.concatenate([p[n] for p in parts], axis=0) for n in names]
+        return self._result(joined, names, return_dict)
 
     def _select(self, outputs: Sequence[str]) -> List[Tuple[bytes, str]]:
         if isinstance(outputs, str):

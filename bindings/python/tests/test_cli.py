@@ -111,3 +111,11 @@ def test_states_in_and_out_round_trip(tmp_path):
     m.predict(x)
     assert np.array_equal(np.load(tmp_path / "y2.npy"), m.predict(x))
     assert not np.array_equal(np.load(tmp_path / "y1.npy"), np.load(tmp_path / "y2.npy"))
+
+
+def test_model_summary_prints_the_info_text():
+    from recur import load_model
+
+    lines = []
+    load_model(MODEL).summary(print_fn=lines.append)
+    assert len(lines) == 1 and lines[0] == cli("info", MODEL).stdout.rstrip("\n")

@@ -439,3 +439,18 @@ def test_log_handler_that_raises(monkeypatch):
 def test_log_handler_bad_level():
     with pytest.raises(recur.InvalidArgumentError, match=r"level: expected one of debug, info, warning, error, got 'loud'"):
         recur.set_log_handler(print, "loud")
+
+
+def test_predict_batch_size_slices_as_keras_does():
+    """batch_size= (and verbose=, Keras's signature) run the rows in slices: each row equals a
+    call on its own slice, and all of them Keras's numbers."""
+    m = recur.load_model(ROOT / "examples" / "models" / "sentiment_keras3.keras")
+    x = np.load(ROOT / "examples" / "models" / "sentiment_inputs.npy")
+    keras = np.load(ROOT / "examples" / "models" / "sentiment_keras3_keras.npy")
+    sliced = m.predict(x, batch_size=5, verbose=0)
+    assert sliced.shape == keras.shape and np.abs(sliced - keras).max() <= 1e-6
+    assert np.array_equal(sliced[5:10], m.predict(x[5:10]))
+    assert np.array_equal(m.predict(x, batch_size=100), m.predict(x))
+    for bad in (0, -1, 2.5, True, "8"):
+        with pytest.raises(recur.InvalidArgumentError, match="batch_size"):
+            m.predict(x, batch_size=bad)
