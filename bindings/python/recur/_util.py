@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, Optional, TypeVar
 
 from . import _native
 
 _np = None
+_C = TypeVar("_C", bound="Closable")
 
 
 def np() -> Any:
@@ -74,3 +75,34 @@ def as_mask(mask: Any, what: str):
 
 def is_little_endian() -> bool:
     return sys.byteorder == "little"
+
+
+def configure(obj: Any, device: Optional[str], num_threads: Optional[int], keras_backend: Optional[str]) -> None:
+    """The settings a model or layer takes at creation, each through its property setter."""
+    if device is not None:
+        obj.device = device
+    if num_threads is not None:
+        obj.num_threads = num_threads
+    if keras_backend is not None:
+        obj.keras_backend = keras_backend
+
+
+class Closable:
+    """close(), closed and with-statement use of an object over one native handle, kept in
+    ``_native_obj`` (None once closed)."""
+
+    _native_obj: Any
+
+    def close(self) -> None:
+        """Frees the native object now (garbage collection would do it later)."""
+        self._native_obj = None
+
+    @property
+    def closed(self) -> bool:
+        return self._native_obj is None
+
+    def __enter__(self: _C) -> _C:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -37,7 +37,7 @@ from typing import (TYPE_CHECKING, Any, Callable, ClassVar, Dict, Iterator, List
                     Tuple, Type, TypeVar, Union)
 
 from . import _native as _N
-from ._util import as_float32, as_mask, error, np
+from ._util import as_float32, as_mask, configure, error, np
 
 if TYPE_CHECKING:  # NumPy is imported on first use at run time
     import numpy
@@ -440,12 +440,7 @@ class RecurrentLayer:
         self._guard = _Guard(handle, "%s '%s'" % (type(self).__name__, self._name))
 
     def _configure(self, device: Optional[str], num_threads: Optional[int], keras_backend: Optional[str]) -> None:
-        if device is not None:
-            self.device = device
-        if num_threads is not None:
-            self.num_threads = num_threads
-        if keras_backend is not None:
-            self.keras_backend = keras_backend
+        configure(self, device, num_threads, keras_backend)
 
     @classmethod
     def _class_of(cls, layer_type: int) -> Type["RecurrentLayer"]:

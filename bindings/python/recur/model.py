@@ -7,7 +7,7 @@ import os
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _native
-from ._util import as_float32, as_mask, error, np
+from ._util import Closable, as_float32, as_mask, configure, error, np
 
 _DTYPES = {1: "float32", 2: "int32", 3: "int64", 4: "string"}
 _DTYPE_STRING = 4
@@ -49,7 +49,7 @@ class RunOptions:
 
 
 ArrayLike = Any
-Inputs = Union[ArrayLike, Sequence[ArrayLike], Mapping[str, ArrayLike]]
+Inputs = Any  # an array, a sequence of arrays (input order) or a mapping by input name
 
 
 def _dims(rank: int, dims: Tuple[int, ...]) -> Tuple[Optional[int], ...]:
@@ -229,7 +229,7 @@ class _Runner:
         return arrays[0] if len(arrays) == 1 else arrays
 
 
-class Model(_Runner):
+class Model(_Runner, Closable):
     """A Keras model opened from a ``.keras`` or ``.h5`` file: Keras's ``model.predict`` with
     Keras's numbers, stateful models, and streams (:meth:`new_state`).
 
@@ -239,7 +239,7 @@ class Model(_Runner):
     its file, with its device, thread count and backend (not a stateful model's states)."""
 
     def __init__(self, native: Any, source: bytes, name: str) -> None:
-        self._m = native
+        self._native_obj = native
         self._bytes = source
         self._name = name
         self._device = "cpu"
@@ -257,9 +257,9 @@ class Model(_Runner):
 
     # ---- what it is ----------------------------------------------------------------------------
     def _h(self) -> Any:
-        if self._m is None:
+        if self._native_obj is None:
             raise error("StateError", "Model %r is closed: open it again with recur.load_model" % self._name)
-        return self._m
+        return self._native_obj
 
     @property
     def name(self) -> str:
@@ -497,39 +497,25 @@ class Model(_Runner):
         not stream."""
         return Stream(self, _native.ModelState.create(self._h(), int(batch)), int(batch))
 
-    # ---- lifetime ----------------------------------------------------------------------------
-    def close(self) -> None:
-        """Frees the native model now (streams made from it keep working)."""
-        self._m = None
-
-    @property
-    def closed(self) -> bool:
-        return self._m is None
-
-    def __enter__(self) -> "Model":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
+    # ---- lifetime (close(), closed, with: Closable; streams made from a model outlive it) ---------
     def __reduce__(self) -> Any:
         self._h()
         return (_reopen, (self._bytes, self._name, self._device, self.num_threads, self._backend))
 
     def __repr__(self) -> str:
-        if self._m is None:
+        if self._native_obj is None:
             return "<recur.Model %r (closed)>" % self._name
         return "<recur.Model %r inputs=%s outputs=%s>" % (
             self._name, [(s.name, s.shape, s.dtype) for s in self._inputs], [(s.name, s.shape) for s in self._outputs])
 
 
-class Stream(_Runner):
+class Stream(_Runner, Closable):
     """One stream through a whole model (recur_model_state): the model's recurrent states for a
     batch of sequences, stepped a few timesteps at a time. Steps of one stream run one at a time
     (one thread at a time); different streams of one model may step concurrently."""
 
     def __init__(self, model: Model, native: Any, batch: int) -> None:
-        self._s = native
+        self._native_obj = native
         self._batch = batch
         self._inputs = model._inputs
         self._outputs = model._outputs
@@ -537,9 +523,9 @@ class Stream(_Runner):
         self._setup_io()
 
     def _h(self) -> Any:
-        if self._s is None:
+        if self._native_obj is None:
             raise error("StateError", "this stream of model %r is closed: make another with Model.new_state" % self._model_name)
-        return self._s
+        return self._native_obj
 
     @property
     def batch(self) -> int:
@@ -575,22 +561,8 @@ class Stream(_Runner):
         """Back to the start of the sequences (zero states)."""
         self._h().reset()
 
-    def close(self) -> None:
-        """Frees the stream now."""
-        self._s = None
-
-    @property
-    def closed(self) -> bool:
-        return self._s is None
-
-    def __enter__(self) -> "Stream":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
     def __repr__(self) -> str:
-        return "<recur.Stream of %r batch=%d%s>" % (self._model_name, self._batch, " (closed)" if self._s is None else "")
+        return "<recur.Stream of %r batch=%d%s>" % (self._model_name, self._batch, " (closed)" if self._native_obj is None else "")
 
 
 def _read_source(source: Any, name: Optional[str]) -> Tuple[bytes, str, Any]:
@@ -639,12 +611,7 @@ def load_model(source: Any, *, device: Optional[str] = None, num_threads: Option
     recur.UnsupportedError (a layer recur does not run; the message names it), recur.LimitError."""
     data, nm, native = _read_source(source, name)
     m = Model(native, data, nm)
-    if device is not None:
-        m.device = device
-    if num_threads is not None:
-        m.num_threads = num_threads
-    if keras_backend is not None:
-        m.keras_backend = keras_backend
+    configure(m, device, num_threads, keras_backend)
     return m
 
 
