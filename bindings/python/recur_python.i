@@ -287,6 +287,11 @@ typedef struct {
 
 static PyObject *recur_py_named(int op, void *handle, PyObject *inputs, PyObject *outputs, void *options) {
   PyObject *in_seq = NULL, *out_seq = NULL, *result = NULL;
+  /* Calls with a few inputs and outputs (nearly all) use the stack: no allocation per call. */
+  enum { STACK = 8 };
+  recur_tensor in_stack[STACK];
+  recur_output out_stack[STACK];
+  recur_py_held held_stack[2 * STACK];
   recur_tensor *in = NULL;
   recur_output *out = NULL;
   recur_py_held *held = NULL;
@@ -300,10 +305,11 @@ static PyObject *recur_py_named(int op, void *handle, PyObject *inputs, PyObject
   if (!out_seq) goto done;
   n = PySequence_Fast_GET_SIZE(in_seq);
   m = PySequence_Fast_GET_SIZE(out_seq);
-  in = (recur_tensor *)calloc((size_t)(n > 0 ? n : 1), sizeof *in);
-  out = (recur_output *)calloc((size_t)(m > 0 ? m : 1), sizeof *out);
+  in = n <= STACK ? in_stack : (recur_tensor *)calloc((size_t)n, sizeof *in);
+  out = m <= STACK ? out_stack : (recur_output *)calloc((size_t)m, sizeof *out);
   /* one per input and one per output (its buffer), held until the call returns */
-  held = (recur_py_held *)calloc((size_t)(n + m > 0 ? n + m : 1), sizeof *held);
+  held = n + m <= 2 * STACK ? held_stack : (recur_py_held *)calloc((size_t)(n + m), sizeof *held);
+  if (held == held_stack) memset(held_stack, 0, sizeof(recur_py_held) * (size_t)(n + m));
   if (!in || !out || !held) {
     PyErr_NoMemory();
     goto done;
@@ -410,9 +416,9 @@ done:
     Py_XDECREF(held[i].texts);
     free((void *)held[i].ptrs);
   }
-  free(held);
-  free(in);
-  free(out);
+  if (held != held_stack) free(held);
+  if (in != in_stack) free(in);
+  if (out != out_stack) free(out);
   Py_XDECREF(in_seq);
   Py_XDECREF(out_seq);
   return result;
