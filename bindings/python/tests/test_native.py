@@ -108,3 +108,16 @@ def test_handles_are_freed_when_the_objects_go():
     del m, s
     gc.collect()
     assert recur.live_handles() == before
+
+
+def test_many_inputs_and_outputs_take_the_heap_path(native_model):
+    """More than 8 inputs or outputs: the descriptors are allocated, and the library's own
+    checks (here: repeated names) still answer."""
+    x = (b"input_layer", 2, IDS, IDS.shape, None)
+    outs = [(b"head", np.zeros((1, 2), np.float32)) for _ in range(9)]
+    with pytest.raises(recur.InvalidArgumentError, match="head"):
+        run(native_model, [x], outs)
+    with pytest.raises(recur.InvalidArgumentError, match="input_layer"):
+        run(native_model, [x] * 9, outs[:1])
+    out = np.zeros((1, 2), np.float32)
+    assert run(native_model, [x], [(b"head", out)]) == [(1, 2)]
