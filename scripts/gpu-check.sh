@@ -20,7 +20,8 @@
 #
 # What `run` checks: the C ABI's device tests (CApiDevice*), the CLI's RunOnCuda, the plugin's
 # table on the real plugin (gpu_plugin_table_cuda); Keras parity with every layer on `cuda`
-# (keras_parity_cuda: every layer case, .keras and .h5 file) and every whole model on `cuda`
+# (keras_parity_cuda: every layer case, .keras and .h5 file; again with RECUR_CUDA_GEMM=ordered,
+# the GEMMs in the CPU's order instead of cuBLAS's) and every whole model on `cuda`
 # (keras_graph_parity_cuda); recur_gpu_bench; compute-sanitizer's memcheck, racecheck and synccheck
 # over the layer, model and streaming device tests (CApiDeviceGpu.*) and a few parity cases; the Go
 # device tests; the Python binding's tests with a GPU (tests/test_device.py).
@@ -343,6 +344,10 @@ run() {
   # The case that was over its tolerance on the GPU (an LSTM with a linear recurrent_activation).
   TAIL_LINES=20 step keras_parity_cuda_recact 30 1 env RECUR_TEST_DEVICE=cuda "$b/tests/recur_keras_parity" \
     --gtest_filter='*keras3_recact_linear_lstm_*'
+  # Every layer case again with the kernel route's GEMMs summed in the CPU's order instead of by
+  # cuBLAS (RECUR_CUDA_GEMM=ordered): what is left of a difference is not cuBLAS's.
+  TAIL_LINES=12 step keras_parity_cuda_ordered_gemm 120 1 env RECUR_CUDA_GEMM=ordered RECUR_TEST_DEVICE=cuda \
+    "$b/tests/recur_keras_parity" --gtest_filter='KerasParitySummary.*'
   step keras_graph_parity_cuda 90 1 env RECUR_TEST_DEVICE=cuda "$b/tests/recur_graph_parity" --gtest_brief=1
   # ---- the benchmark (its table goes to bench.txt as well).
   TAIL_LINES=60 step gpu_bench 120 2 "$b/bench/recur_gpu_bench"
@@ -388,8 +393,8 @@ run() {
   local total=$((SECONDS - start)) i
   {
     printf '\n=== summary (%ds, GPU: %s)\n' "$total" "$( ((gpu)) && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo "none: $why_no_gpu$( ((emulate)) && echo '; the emulator ran the device checks')")"
-    printf '%-28s %-8s %s\n' check time result
-    for i in "${!names[@]}"; do printf '%-28s %-8s %s\n' "${names[$i]}" "${times[$i]}" "${results[$i]}"; done
+    printf '%-32s %-8s %s\n' check time result
+    for i in "${!names[@]}"; do printf '%-32s %-8s %s\n' "${names[$i]}" "${times[$i]}" "${results[$i]}"; done
   } | tee "$logs/summary.txt"
 
   # At most 8 files come back from $OUT: the summary, the benchmark, the failures' logs, and
