@@ -144,7 +144,7 @@ prepare() {
     echo "python_version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
     echo "python_soabi=$("$python" -c 'import sysconfig; print(sysconfig.get_config_var("SOABI"))')"
     echo "commit=$(git -C "$root" rev-parse HEAD 2>/dev/null)$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
-    echo "prepared=$(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+    echo "prepared=$(date -u +%Y-%m-%dT%H:%M:%SZ) on ${HOSTNAME:-unknown}"
   } >"$build/gpu-check/prepared.txt"
 
   local bytes tree
@@ -254,7 +254,7 @@ run() {
   budget=${RECUR_GPU_CHECK_BUDGET:-460}
   start=$SECONDS
 
-  echo "=== recur GPU check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+  echo "=== recur GPU check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on ${HOSTNAME:-unknown}"
   sed 's/^/    /' "$build/gpu-check/prepared.txt"
   echo "    here: $root (commit $(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown))"
 
