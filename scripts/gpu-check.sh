@@ -75,13 +75,14 @@ prepare() {
               -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
   fi
   python=$(command -v "$python") || { echo "prepare: no Python '${PYTHON:-python3}'" >&2; return 1; }
+  mkdir -p "$build"
   echo "== configure $build (Python $("$python" -c 'import sys; print(sys.version.split()[0])'))"
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DRECUR_BUILD_CUDA=ON "${launcher[@]}" \
     -DRECUR_BUILD_TESTS=ON -DRECUR_BUILD_EXAMPLES=OFF -DRECUR_BUILD_JAVA=OFF -DRECUR_BUILD_CSHARP=OFF \
-    -DPython3_EXECUTABLE="$python" >"$build.configure.log" 2>&1 ||
-    { tail -30 "$build.configure.log"; echo "prepare: cmake failed (log: $build.configure.log)" >&2; return 1; }
-  grep -q '^RECUR_BUILD_CUDA:BOOL=ON' "$build/CMakeCache.txt" && grep -q 'recur: building the GPU plugin' "$build.configure.log" ||
-    { grep 'recur:' "$build.configure.log"; echo "prepare: the GPU plugin is not configured (CUDA toolkit and cuDNN 9 needed)" >&2; return 1; }
+    -DPython3_EXECUTABLE="$python" >"$build/prepare-configure.log" 2>&1 ||
+    { tail -30 "$build/prepare-configure.log"; echo "prepare: cmake failed (log: $build/prepare-configure.log)" >&2; return 1; }
+  grep -q '^RECUR_BUILD_CUDA:BOOL=ON' "$build/CMakeCache.txt" && grep -q 'recur: building the GPU plugin' "$build/prepare-configure.log" ||
+    { grep 'recur:' "$build/prepare-configure.log"; echo "prepare: the GPU plugin is not configured (CUDA toolkit and cuDNN 9 needed)" >&2; return 1; }
 
   local targets=(recur recur_cuda recur_c_api_tests recur_keras_parity recur_graph_parity recur_cli
                  recur_cli_e2e_tests recur_gpu_bench recur_gpu_emulator_tests)
@@ -91,8 +92,8 @@ prepare() {
   grep -q '^recur_go:' <(cmake --build "$build" --target help 2>/dev/null | sed 's/^\.\.\. //;s/ .*//;s/$/:/') &&
     { targets+=(recur_go); have_go=1; }
   echo "== build: ${targets[*]}"
-  cmake --build "$build" -j"$jobs" --target "${targets[@]}" >"$build.build.log" 2>&1 ||
-    { tail -40 "$build.build.log"; echo "prepare: build failed (log: $build.build.log)" >&2; return 1; }
+  cmake --build "$build" -j"$jobs" --target "${targets[@]}" >"$build/prepare-build.log" 2>&1 ||
+    { tail -40 "$build/prepare-build.log"; echo "prepare: build failed (log: $build/prepare-build.log)" >&2; return 1; }
 
   rm -rf "$build/gpu-check" && mkdir -p "$build/gpu-check"
   if ((have_go)); then
