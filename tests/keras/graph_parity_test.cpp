@@ -3,13 +3,15 @@
 // tests/keras/graphs/ (saved by Keras 2, Keras 3 on TensorFlow and Keras 3 on JAX, as .keras and
 // .h5), run through the C ABI: input and output names, every call of a stateful model (with its
 // resets), and, for models that stream, the same inputs fed a few timesteps at a time through a
-// model state.
+// model state. RECUR_TEST_DEVICE (e.g. "cuda") runs every model on that device.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <recur/recur.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -159,6 +161,12 @@ std::vector<float> run_named(recur_model* m, const Inputs& in, const std::vector
 
 std::string last_error() { return recur_last_error(); }
 
+// RECUR_TEST_DEVICE, or null for the default (the CPU).
+const char* test_device() {
+  const char* d = std::getenv("RECUR_TEST_DEVICE");
+  return d && *d ? d : nullptr;
+}
+
 // Largest |got - want| / max(1, |want|) over one output, or +inf when the lengths differ.
 double error_of(const std::vector<float>& got, const std::vector<float>& want) {
   if (got.size() != want.size()) return INFINITY;
@@ -187,6 +195,7 @@ TEST_P(GraphParity, MatchesKeras) {
   const std::string path = kDir + "/" + c.file;
   Model model;
   ASSERT_EQ(recur_model_open(&model.m, path.c_str()), RECUR_OK) << path << ": " << last_error();
+  if (const char* d = test_device()) ASSERT_EQ(recur_model_set_device(model.m, d), RECUR_OK) << last_error();
   if (c.backend == "jax") ASSERT_EQ(recur_model_set_keras_backend(model.m, "jax"), RECUR_OK) << last_error();
   recur_model_info info;
   info.version = RECUR_MODEL_INFO_VERSION;
@@ -261,6 +270,7 @@ TEST_P(GraphParity, StreamsLikeOneCall) {
   const Case& c = cases()[GetParam()];
   Model model;
   ASSERT_EQ(recur_model_open(&model.m, (kDir + "/" + c.file).c_str()), RECUR_OK) << last_error();
+  if (const char* d = test_device()) ASSERT_EQ(recur_model_set_device(model.m, d), RECUR_OK) << last_error();
   if (c.backend == "jax") ASSERT_EQ(recur_model_set_keras_backend(model.m, "jax"), RECUR_OK);
   const char* why = nullptr;
   ASSERT_EQ(recur_model_streamable(model.m, &why), RECUR_OK);
@@ -417,3 +427,17 @@ class Summary : public ::testing::Environment {
 const auto* const kSummary = ::testing::AddGlobalTestEnvironment(new Summary);
 
 }  // namespace
+
+// With RECUR_TEST_DEVICE naming a device that cannot run here (no GPU, driver or plugin), the whole
+// suite is skipped (exit 77, ctest's SKIP_RETURN_CODE) with the reason, instead of failing every case.
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (const char* device = test_device()) {
+    if (recur_device_check(device) != RECUR_OK) {
+      std::printf("skipped: the model parity suite on %s cannot run here: %s\n", device, recur_last_error());
+      return 77;
+    }
+    std::printf("model parity on device %s\n", device);
+  }
+  return RUN_ALL_TESTS();
+}

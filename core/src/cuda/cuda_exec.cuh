@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +36,37 @@ template <class F>
 __global__ void for_each_kernel(int64_t n, F f) {
   const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) f(i);
+}
+
+// Row-major C = A @ B with each element summed over k in order, one fused multiply-add per term:
+// the order of the CPU's GEMM kernels (core/src/cpu/gemm_kernels.cpp, with FMA), where cuBLAS sums
+// in blocks of its own. Slower than cuBLAS on large shapes; RECUR_CUDA_GEMM=ordered selects it, to
+// tell how much of a parity difference is cuBLAS's accumulation order.
+struct OrderedGemm {
+  int64_t n, k;
+  const float* a;
+  int64_t lda;
+  const float* b;
+  int64_t ldb;
+  float* c;
+  int64_t ldc;
+  __device__ void operator()(int64_t idx) const {
+    const int64_t i = idx / n, j = idx % n;
+    const float* row = a + i * lda;
+    float acc = 0.0f;
+    for (int64_t p = 0; p < k; ++p) acc = __fmaf_rn(row[p], b[p * ldb + j], acc);
+    c[i * ldc + j] = acc;
+  }
+};
+
+// RECUR_CUDA_GEMM=ordered (read once): OrderedGemm instead of cuBLAS for every GEMM of the plugin's
+// own kernels (the cuDNN route is cuDNN's).
+inline bool ordered_gemm() {
+  static const bool on = [] {
+    const char* v = std::getenv("RECUR_CUDA_GEMM");
+    return v != nullptr && std::strcmp(v, "ordered") == 0;
+  }();
+  return on;
 }
 
 // What one thread keeps for one device. Destroyed at thread exit; errors there are ignored, as
@@ -148,6 +181,10 @@ class CudaExec {
       check_cuda(cudaMemset2DAsync(c, static_cast<std::size_t>(ldc) * sizeof(float), 0,
                                    static_cast<std::size_t>(n) * sizeof(float), static_cast<std::size_t>(m), stream_),
                  "cudaMemset2DAsync");
+      return;
+    }
+    if (ordered_gemm()) {
+      for_each(m * n, OrderedGemm{n, k, a, lda, b, ldb, c, ldc});
       return;
     }
     const float one = 1.0f, zero = 0.0f;
