@@ -802,7 +802,7 @@ void print_info_text(const std::string& file, const ModelReport& report) {
   }
   r.not_streamable = one_line(r.not_streamable);
   std::cout << "file:          " << one_line(file) << "\n";
-  std::cout << "dialect:       " << dialect_name(r.info.dialect) << " (keras_version " << str(r.info.keras_version)
+  std::cout << "dialect:       " << dialect_name(r.info.dialect) << " (keras_version " << one_line(str(r.info.keras_version))
             << ")\n";
   std::cout << "runnable:      " << (r.info.runnable ? "yes" : "no: " + one_line(str(r.info.unsupported))) << "\n";
   if (r.info.runnable) {
@@ -1326,7 +1326,7 @@ void open_model(ModelHandle& mh, const RunArgs& a) {
   check(recur_model_set_num_threads(mh.m, a.threads));
   if (!a.keras_backend.empty()) check(recur_model_set_keras_backend(mh.m, a.keras_backend.c_str()));
   check(recur_model_set_device(mh.m, a.device.c_str()));
-  status() << "device: " << device_line(model_device(mh.m, -1)) << "\n";
+  status() << "device: " << one_line(device_line(model_device(mh.m, -1))) << "\n";
 }
 
 // --states-in: sets the states of the model's stateful layers from an .npz (members named by layer).
@@ -1415,7 +1415,7 @@ RunResult run_layer(const RunArgs& a) {
   recur_device_info where{};
   where.version = RECUR_DEVICE_INFO_VERSION;
   check(recur_layer_get_device(lh.l, &where));
-  status() << "device: " << device_line(where) << "\n";
+  status() << "device: " << one_line(device_line(where)) << "\n";
   recur_layer_info li{};
   li.version = RECUR_LAYER_INFO_VERSION;
   check(recur_layer_get_info(lh.l, &li));
@@ -1855,7 +1855,7 @@ void check_device_line(const std::string& device) {
   if (recur_device_check(device.c_str()) == RECUR_OK)
     std::cout << device << ": available\n";
   else
-    std::cout << device << ": unavailable: " << recur_last_error() << "\n";
+    std::cout << device << ": unavailable: " << one_line(recur_last_error()) << "\n";
 }
 
 int cmd_devices() {
