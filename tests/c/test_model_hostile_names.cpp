@@ -49,3 +49,33 @@ TEST(HostileNames, NamesWithEscapesNewlinesAndPathPartsOpenAndRun) {
 }
 
 }  // namespace
+
+namespace {
+
+std::vector<std::string>* g_log_lines = nullptr;
+
+void keep_line(void*, int32_t, const char* message) { g_log_lines->push_back(message); }
+
+TEST(HostileNames, TheLogQuotesNamesEscaped) {
+  RECUR_SKIP_WITHOUT_FILES();
+  std::vector<std::string> lines;
+  g_log_lines = &lines;
+  ASSERT_RECUR_OK(recur_set_log_callback(keep_line, nullptr, 0));
+  const keras_edit::Opened r =
+      keras_edit::open_edited(kTokens, [](json& c) { rename(c, "gru", "\x1b[31mred\nrecur: spoofed"); });
+  // A layer put on the device ("auto" here) logs its name.
+  const std::string json_cfg = R"({"class_name": "GRU", "config": {"name": "\u001b[2Jx\ny", "units": 2}})";
+  rt::Layer l = rt::make_json(json_cfg, 2);
+  if (l) EXPECT_RECUR_OK(recur_layer_set_device(l.get(), "auto"));
+  recur_set_log_callback(nullptr, nullptr, 0);
+  g_log_lines = nullptr;
+  EXPECT_EQ(r.status, RECUR_OK) << r.message;
+  bool quoted = false;
+  for (const std::string& line : lines) {
+    for (unsigned char c : line) EXPECT_TRUE(c >= 0x20 && c != 0x7F) << "raw control byte in: " << line;
+    quoted = quoted || line.find("\\x1B[2Jx\\x0Ay") != std::string::npos;
+  }
+  EXPECT_TRUE(quoted) << "no log line names the layer";
+}
+
+}  // namespace
