@@ -40,7 +40,7 @@ TEST(HostileNames, LayerNameWithNulIsRefusedAtOpenWithItsIndex) {
 
 TEST(HostileNames, NamesWithEscapesNewlinesAndPathPartsOpenAndRun) {
   RECUR_SKIP_WITHOUT_FILES();
-  for (const std::string name : {std::string("\x1b[31mred\nrecur: spoofed"), std::string("a/../b"), std::string("a\\b"),
+  for (const std::string& name : {std::string("\x1b[31mred\nrecur: spoofed"), std::string("a/../b"), std::string("a\\b"),
                                  std::string(".."), std::string("CON")}) {
     SCOPED_TRACE(name);
     const keras_edit::Opened r = keras_edit::open_edited(kTokens, [&](json& c) { rename(c, "gru", name); });
@@ -66,7 +66,9 @@ TEST(HostileNames, TheLogQuotesNamesEscaped) {
   // A layer put on the device ("auto" here) logs its name.
   const std::string json_cfg = R"({"class_name": "GRU", "config": {"name": "\u001b[2Jx\ny", "units": 2}})";
   rt::Layer l = rt::make_json(json_cfg, 2);
-  if (l) EXPECT_RECUR_OK(recur_layer_set_device(l.get(), "auto"));
+  if (l) {
+    EXPECT_RECUR_OK(recur_layer_set_device(l.get(), "auto"));
+  }
   recur_set_log_callback(nullptr, nullptr, 0);
   g_log_lines = nullptr;
   EXPECT_EQ(r.status, RECUR_OK) << r.message;
