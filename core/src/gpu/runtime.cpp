@@ -170,9 +170,14 @@ std::string elf_problem(const std::string& path) {
            " bytes; expected entries of " + std::to_string(sizeof(Phdr)) + " bytes)";
   // Sizes are at most 16 bits times 16 bits here and offsets are 64-bit: compared by subtraction.
   const auto within = [&](std::uint64_t offset, std::uint64_t length) { return offset <= size && length <= size - offset; };
+  // Where a range past the end ends (or, when that overflows, starts).
+  const auto end_of = [](std::uint64_t offset, std::uint64_t length) {
+    return offset > UINT64_MAX - length ? "start at byte " + std::to_string(offset)
+                                        : "end at byte " + std::to_string(offset + length);
+  };
   const std::uint64_t ph_bytes = std::uint64_t{eh.e_phnum} * eh.e_phentsize;
   if (!within(eh.e_phoff, ph_bytes))
-    return "is truncated: its program headers end at byte " + std::to_string(eh.e_phoff + ph_bytes) + bytes;
+    return "is truncated: its program headers " + end_of(eh.e_phoff, ph_bytes) + bytes;
   int loads = 0;
   bool dynamic = false;
   for (unsigned i = 0; i < eh.e_phnum; ++i) {
@@ -188,14 +193,14 @@ std::string elf_problem(const std::string& path) {
     dynamic = dynamic || ph.p_type == PT_DYNAMIC;
     if (ph.p_filesz != 0 && !within(ph.p_offset, ph.p_filesz))
       return "is truncated: its " + std::string(ph.p_type == PT_LOAD ? "PT_LOAD " : "") + "segment " + std::to_string(i) +
-             " ends at byte " + std::to_string(ph.p_offset + ph.p_filesz) + bytes;
+             " should " + end_of(ph.p_offset, ph.p_filesz) + bytes;
   }
   if (eh.e_shnum != 0 || eh.e_shoff != 0) {
     if (eh.e_shentsize != sizeof(Shdr))
       return "has section headers of " + std::to_string(eh.e_shentsize) + " bytes; expected " + std::to_string(sizeof(Shdr));
     const std::uint64_t sh_bytes = std::uint64_t{eh.e_shnum} * eh.e_shentsize;
     if (!within(eh.e_shoff, sh_bytes))
-      return "is truncated: its section headers end at byte " + std::to_string(eh.e_shoff + sh_bytes) + bytes;
+      return "is truncated: its section headers " + end_of(eh.e_shoff, sh_bytes) + bytes;
   }
   if (loads == 0) return "has no PT_LOAD segment, so it is not a loadable library";
   if (!dynamic) return "has no PT_DYNAMIC segment, so it is not a shared library";
