@@ -65,6 +65,7 @@
 #include <thread>
 #include <vector>
 
+#include "io/printable.hpp"
 #include "npy.hpp"
 #include "results.hpp"
 
@@ -73,6 +74,14 @@ namespace {
 using recur_cli::Array;
 using recur_cli::NamedArrays;
 using recur_cli::shape_string;
+
+// A name from the model file (or anything else it holds) as the terminal gets it: control bytes,
+// newlines and bytes that are not UTF-8 as \xNN, so a name cannot send escape sequences or start
+// a line of its own.
+std::string shown(const std::string& name) { return recur::io::printable(name); }
+
+// A message as one printed line: the same escaping, with room for long messages.
+std::string one_line(const std::string& message) { return recur::io::printable(message, 1 << 16); }
 
 // An error that ends the program with exit code 2 after printing "recur: <message>".
 struct Failure {
@@ -145,7 +154,7 @@ std::ostream* g_status = &std::cout;
 std::ostream& status() { return *g_status; }
 
 // One line on stderr that is not an error.
-void note(const std::string& m) { std::cerr << "recur: note: " << m << "\n"; }
+void note(const std::string& m) { std::cerr << "recur: note: " << one_line(m) << "\n"; }
 
 [[noreturn]] void usage_error(const std::string& m) { throw Failure{m}; }
 
@@ -226,7 +235,7 @@ constexpr const char* kLogLevels[] = {"debug", "info", "warning", "error"};
 // One line per message; stdio locks each fwrite, so lines from several threads do not mix.
 void log_line(void*, int32_t level, const char* message) {
   const std::string line = std::string("recur: ") + (level >= 0 && level <= 3 ? kLogLevels[level] : "log") + ": " +
-                           message + "\n";
+                           one_line(message ? message : "") + "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
@@ -519,9 +528,12 @@ std::string input_notes(const Tensor& t, const Timesteps& ts, const ModelShapes&
   return out;
 }
 
+bool ends_with(const std::string& s, const std::string& suffix);
+
 // A stateful layer of a model: its name for recur_model_*_states and its states' shape.
 struct StatefulLayer {
   std::string name;
+  std::string member;  // its .npz member name for --states-out / --states-in (safe_file_names)
   int32_t num_states = 0, batch = 0, units = 0;
 };
 
@@ -538,6 +550,24 @@ std::vector<StatefulLayer> stateful_layers(const recur_model* m) {
     l.name = str(name);
     out.push_back(l);
   }
+  // Member names: the layer name made safe, keeping a Bidirectional half's "/forward" or
+  // "/backward" (the library's own separator; np.load gives back "bi/forward").
+  std::vector<std::string> prefixes, suffixes, unique;
+  for (const StatefulLayer& l : out) {
+    std::string prefix = l.name, suffix;
+    for (const char* half : {"/forward", "/backward"})
+      if (ends_with(prefix, half) && prefix.size() > std::strlen(half)) {
+        suffix = half;
+        prefix.resize(prefix.size() - suffix.size());
+      }
+    prefixes.push_back(prefix);
+    suffixes.push_back(suffix);
+    if (std::find(unique.begin(), unique.end(), prefix) == unique.end()) unique.push_back(prefix);
+  }
+  const std::vector<std::string> safe = recur_cli::safe_file_names(unique);
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i].member = safe[static_cast<std::size_t>(std::find(unique.begin(), unique.end(), prefixes[i]) - unique.begin())] +
+                    suffixes[i];
   return out;
 }
 
@@ -760,11 +790,21 @@ void print_info_json(const std::string& file, const ModelReport& r) {
   std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
 }
 
-void print_info_text(const std::string& file, const ModelReport& r) {
-  std::cout << "file:          " << file << "\n";
-  std::cout << "dialect:       " << dialect_name(r.info.dialect) << " (keras_version " << str(r.info.keras_version)
+void print_info_text(const std::string& file, const ModelReport& report) {
+  // Every name as the terminal shows it (and the widths computed from those).
+  ModelReport r = report;
+  for (Tensor& t : r.inputs) t.name = shown(t.name);
+  for (Tensor& t : r.outputs) t.name = shown(t.name);
+  for (StatefulLayer& l : r.stateful_layers) l.name = shown(l.name);
+  for (LayerRow& l : r.rows) {
+    l.name = shown(l.name);
+    l.cls = shown(l.cls);
+  }
+  r.not_streamable = one_line(r.not_streamable);
+  std::cout << "file:          " << one_line(file) << "\n";
+  std::cout << "dialect:       " << dialect_name(r.info.dialect) << " (keras_version " << one_line(str(r.info.keras_version))
             << ")\n";
-  std::cout << "runnable:      " << (r.info.runnable ? "yes" : "no: " + str(r.info.unsupported)) << "\n";
+  std::cout << "runnable:      " << (r.info.runnable ? "yes" : "no: " + one_line(str(r.info.unsupported))) << "\n";
   if (r.info.runnable) {
     std::size_t wt = 4, wl = 4;
     for (const Tensor& t : r.inputs) wt = std::max(wt, t.name.size());
@@ -799,7 +839,7 @@ void print_info_text(const std::string& file, const ModelReport& r) {
     }
     std::cout << "streams:       " << (r.not_streamable.empty() ? "yes" : "no: " + r.not_streamable) << "\n";
   }
-  std::cout << "device:        " << device_line(r.where) << "\n";
+  std::cout << "device:        " << one_line(device_line(r.where)) << "\n";
   std::cout << "cpu kernels:   " << recur_cpu_kernels() << "\n";
   std::cout << "limits:        " << limits_line() << "\n";
   const std::vector<std::string> choices = layer_choices(r.rows);
@@ -1286,7 +1326,7 @@ void open_model(ModelHandle& mh, const RunArgs& a) {
   check(recur_model_set_num_threads(mh.m, a.threads));
   if (!a.keras_backend.empty()) check(recur_model_set_keras_backend(mh.m, a.keras_backend.c_str()));
   check(recur_model_set_device(mh.m, a.device.c_str()));
-  status() << "device: " << device_line(model_device(mh.m, -1)) << "\n";
+  status() << "device: " << one_line(device_line(model_device(mh.m, -1))) << "\n";
 }
 
 // --states-in: sets the states of the model's stateful layers from an .npz (members named by layer).
@@ -1294,17 +1334,18 @@ void load_states(const recur_model* m, const std::string& path) {
   const std::vector<StatefulLayer> layers = stateful_layers(m);
   if (layers.empty()) usage_error("--states-in: the model has no stateful layers");
   for (const auto& [name, arr] : recur_cli::read_npz(path)) {
-    const auto l = std::find_if(layers.begin(), layers.end(), [&](const StatefulLayer& s) { return s.name == name; });
+    const auto l = std::find_if(layers.begin(), layers.end(),
+                                [&](const StatefulLayer& s) { return s.member == name || s.name == name; });
     if (l == layers.end()) {
       std::vector<std::string> names;
-      for (const StatefulLayer& s : layers) names.push_back(s.name);
+      for (const StatefulLayer& s : layers) names.push_back(s.member);
       throw recur_cli::NpyError(path + ": '" + name + "' is not a stateful layer of the model (" + list(names) + ")");
     }
     const std::vector<int64_t> want{l->num_states, l->batch, l->units};
     if (arr.shape != want)
       throw recur_cli::NpyError(path + ": '" + name + "' has shape " + shape_string(arr.shape) + "; expected " +
                                 shape_string(want) + " (states, batch, units)");
-    check(recur_model_set_states(const_cast<recur_model*>(m), name.c_str(), arr.data.data(), arr.data.size()));
+    check(recur_model_set_states(const_cast<recur_model*>(m), l->name.c_str(), arr.data.data(), arr.data.size()));
   }
 }
 
@@ -1318,7 +1359,7 @@ NamedArrays save_states(const recur_model* m) {
     a.data.resize(static_cast<std::size_t>(l.num_states) * static_cast<std::size_t>(l.batch) *
                   static_cast<std::size_t>(l.units));
     check(recur_model_get_states(m, l.name.c_str(), a.data.data(), a.data.size()));
-    out.emplace_back(l.name, std::move(a));
+    out.emplace_back(l.member, std::move(a));
   }
   if (out.empty()) usage_error("--states-out: the model has no stateful layers");
   return out;
@@ -1374,7 +1415,7 @@ RunResult run_layer(const RunArgs& a) {
   recur_device_info where{};
   where.version = RECUR_DEVICE_INFO_VERSION;
   check(recur_layer_get_device(lh.l, &where));
-  status() << "device: " << device_line(where) << "\n";
+  status() << "device: " << one_line(device_line(where)) << "\n";
   recur_layer_info li{};
   li.version = RECUR_LAYER_INFO_VERSION;
   check(recur_layer_get_info(lh.l, &li));
@@ -1500,13 +1541,6 @@ NamedArrays displayed(const RunResult& r) {
   return out;
 }
 
-// A file name for an output: its name with path separators replaced.
-std::string file_name(std::string name) {
-  for (char& c : name)
-    if (c == '/' || c == '\\') c = '_';
-  return name.empty() ? "output" : name;
-}
-
 // Output files are written under a temporary name beside them and renamed when every one is
 // written, so a cancelled or failed run leaves none, whole or partial.
 class PendingFiles {
@@ -1536,7 +1570,7 @@ class PendingFiles {
     for (const auto& [part, path] : files_)
       if (std::rename(part.c_str(), path.c_str()) != 0)
         throw recur_cli::NpyError(path + ": cannot write: " + std::strerror(errno));
-    for (const auto& f : files_) status() << "wrote " << f.second << "\n";
+    for (const auto& f : files_) status() << "wrote " << one_line(f.second) << "\n";
     files_.clear();
   }
 
@@ -1557,8 +1591,8 @@ void write_outputs(const RunArgs& a, const Destination& d, const RunResult& r, P
   throw_if_cancelled();
   for (std::size_t i = 0; i < r.arrays.size(); ++i) {
     const auto& kv = r.arrays[i];
-    status() << kv.first << ": " << shape_string(kv.second.shape);
-    if (i < r.keras_names.size() && r.keras_names[i] != kv.first) status() << "  " << r.keras_names[i];
+    status() << shown(kv.first) << ": " << shape_string(kv.second.shape);
+    if (i < r.keras_names.size() && r.keras_names[i] != kv.first) status() << "  " << shown(r.keras_names[i]);
     status() << "\n";
   }
   if (d.any && d.path.empty()) {
@@ -1580,12 +1614,13 @@ void write_outputs(const RunArgs& a, const Destination& d, const RunResult& r, P
     }
   }
   if (!a.output_dir.empty()) {
+    // Every file name is made safe (and distinct) before any file is written.
+    const std::vector<std::string> names = recur_cli::safe_file_names(display_names(r));
     std::error_code ec;
     std::filesystem::create_directories(a.output_dir, ec);
     if (ec) throw recur_cli::NpyError(a.output_dir + ": cannot create the directory: " + ec.message());
-    const std::vector<std::string> names = display_names(r);
     for (std::size_t i = 0; i < r.arrays.size(); ++i) {
-      const std::string path = a.output_dir + "/" + file_name(names[i]) + ".npy";
+      const std::string path = a.output_dir + "/" + names[i] + ".npy";
       files.write(path, [&](const std::string& p) { recur_cli::write_npy(p, r.arrays[i].second); });
     }
   }
@@ -1605,7 +1640,7 @@ int cmd_run(const RunArgs& a) {
   write_outputs(a, d, out, files);
   if (!a.states_out.empty()) {
     files.write(a.states_out, [&](const std::string& p) { recur_cli::write_npz(p, states); });
-    for (const auto& kv : states) status() << "states " << kv.first << ": " << shape_string(kv.second.shape) << "\n";
+    for (const auto& kv : states) status() << "states " << shown(kv.first) << ": " << shape_string(kv.second.shape) << "\n";
   }
   files.commit();
   return 0;
@@ -1779,14 +1814,15 @@ int cmd_verify(const RunArgs& a) {
         names.push_back(got.arrays[i].first + (i < got.keras_names.size() && got.keras_names[i] != got.arrays[i].first
                                                    ? " (" + got.keras_names[i] + ")"
                                                    : ""));
-      std::cerr << "recur: " << list(a.expected) << ": '" << kv.first << "' is not an output of this run (outputs: "
-                << list(names) << ")\n";
+      std::cerr << "recur: "
+                << one_line(list(a.expected) + ": '" + kv.first + "' is not an output of this run (outputs: " + list(names) + ")")
+                << "\n";
       shapes_ok = false;
       continue;
     }
     if (g->shape != kv.second.shape) {
-      std::cerr << "recur: " << kv.first << ": shape " << shape_string(g->shape) << " differs from the expected "
-                << shape_string(kv.second.shape) << " in " << list(a.expected) << "\n";
+      std::cerr << "recur: " << shown(kv.first) << ": shape " << shape_string(g->shape) << " differs from the expected "
+                << shape_string(kv.second.shape) << " in " << one_line(list(a.expected)) << "\n";
       shapes_ok = false;
       continue;
     }
@@ -1799,7 +1835,7 @@ int cmd_verify(const RunArgs& a) {
       if (e != 0.0) mrel = std::max(mrel, d / std::fabs(e));
       else if (d > 0.0) mrel = std::numeric_limits<double>::infinity();
     }
-    std::printf("%-10s %-14s max abs error %.3e  max rel error %.3e  (%zu elements)\n", kv.first.c_str(),
+    std::printf("%-10s %-14s max abs error %.3e  max rel error %.3e  (%zu elements)\n", shown(kv.first).c_str(),
                 shape_string(g->shape).c_str(), mabs, mrel, g->data.size());
     max_abs = std::max(max_abs, mabs);
     max_rel = std::max(max_rel, mrel);
@@ -1819,7 +1855,7 @@ void check_device_line(const std::string& device) {
   if (recur_device_check(device.c_str()) == RECUR_OK)
     std::cout << device << ": available\n";
   else
-    std::cout << device << ": unavailable: " << recur_last_error() << "\n";
+    std::cout << device << ": unavailable: " << one_line(recur_last_error()) << "\n";
 }
 
 int cmd_devices() {
@@ -1987,13 +2023,13 @@ int main(int argc, char** argv) {
     const int sig = signal_cancel().signal.load();
     rc = 128 + (sig ? sig : SIGINT);
   } catch (const Failure& f) {
-    std::cerr << "recur: " << f.message << "\n";
+    std::cerr << "recur: " << one_line(f.message) << "\n";
   } catch (const recur_cli::NpyError& e) {
-    std::cerr << "recur: " << e.what() << "\n";
+    std::cerr << "recur: " << one_line(e.what()) << "\n";
   } catch (const std::bad_alloc&) {
     std::cerr << "recur: out of memory\n";
   } catch (const std::exception& e) {
-    std::cerr << "recur: " << e.what() << "\n";
+    std::cerr << "recur: " << one_line(e.what()) << "\n";
   }
   recur_set_log_callback(nullptr, nullptr, 0);
   // Every handle a command makes is freed when it returns, on errors too: one left is a leak.

@@ -4,9 +4,13 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <vector>
+
+#include "io/printable.hpp"
 
 namespace recur_cli {
 namespace {
@@ -33,7 +37,74 @@ void append_nested(std::string& out, const Array& a, std::size_t axis, std::size
   out += ']';
 }
 
+// The UTF-8 length of the character at s[i], or 0 where no valid one starts.
+std::size_t char_length(const std::string& s, std::size_t i) {
+  const std::size_t n = recur::io::utf8_error_at(s.data() + i, std::min(s.size() - i, std::size_t{4}));
+  const auto c = static_cast<unsigned char>(s[i]);
+  const std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  // Valid when the first error (if any) lies past this character.
+  return len != 0 && i + len <= s.size() && (n == std::string::npos || n >= len) ? len : 0;
+}
+
+// Cuts `s` to at most `max_bytes` bytes without splitting a character (s is valid UTF-8 here).
+std::string cut(const std::string& s, std::size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  std::size_t end = max_bytes;
+  while (end > 0 && (static_cast<unsigned char>(s[end]) >> 6) == 0x2) --end;
+  return s.substr(0, end);
+}
+
+std::string safe_file_name(const std::string& name, std::size_t max_bytes) {
+  std::string out;
+  for (std::size_t i = 0; i < name.size();) {
+    const std::size_t len = char_length(name, i);
+    const auto c = static_cast<unsigned char>(name[i]);
+    if (len == 0 || (len == 1 && (c < 0x20 || c == 0x7F || std::string("/\\:*?\"<>|").find(static_cast<char>(c)) != std::string::npos))) {
+      out += '_';
+      i += len ? len : 1;
+    } else {
+      out.append(name, i, len);
+      i += len;
+    }
+  }
+  for (char& ch : out) {  // leading dots: no "." / ".." / hidden file
+    if (ch != '.') break;
+    ch = '_';
+  }
+  for (std::size_t k = out.size(); k-- > 0 && (out[k] == '.' || out[k] == ' ');) out[k] = '_';  // Windows drops them
+  std::string stem = out.substr(0, out.find('.'));
+  for (char& ch : stem) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  static const std::set<std::string> kDevices = {"CON",  "PRN",  "AUX",  "NUL",  "COM1", "COM2", "COM3", "COM4",
+                                                 "COM5", "COM6", "COM7", "COM8", "COM9", "LPT1", "LPT2", "LPT3",
+                                                 "LPT4", "LPT5", "LPT6", "LPT7", "LPT8", "LPT9"};
+  if (kDevices.count(stem)) out = "_" + out;
+  out = cut(out, max_bytes);
+  return out.empty() ? std::string("output") : out;
+}
+
+std::string folded(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 }  // namespace
+
+std::vector<std::string> safe_file_names(const std::vector<std::string>& names, std::size_t max_bytes) {
+  max_bytes = std::max<std::size_t>(max_bytes, 16);  // room for a number
+  std::vector<std::string> out;
+  std::set<std::string> used;  // folded
+  for (const std::string& name : names) {
+    const std::string base = safe_file_name(name, max_bytes);
+    std::string pick = base;
+    for (int k = 1; used.count(folded(pick)); ++k) {
+      const std::string suffix = "_" + std::to_string(k);
+      pick = cut(base, max_bytes - suffix.size()) + suffix;
+    }
+    used.insert(folded(pick));
+    out.push_back(pick);
+  }
+  return out;
+}
 
 std::string format_value(float v) {
   char buf[32];
@@ -44,7 +115,8 @@ std::string format_value(float v) {
 std::string text_of(const NamedArrays& arrays) {
   std::string out;
   for (const auto& [name, a] : arrays) {
-    out += name + ": " + shape_string(a.shape) + "\n";
+    // Names come from the model file: escaped, so none moves the cursor or starts a line.
+    out += recur::io::printable(name) + ": " + shape_string(a.shape) + "\n";
     if (a.shape.empty()) {  // a scalar
       if (!a.data.empty()) out += "  " + format_value(a.data[0]) + "\n";
       continue;

@@ -5,8 +5,12 @@
 #include <mutex>
 #include <shared_mutex>
 
+#include "io/printable.hpp"
+
 namespace recur::log {
 namespace {
+
+constexpr std::size_t kMaxLogBytes = 16384;
 
 // Messages hold the sink's lock shared while it runs, so set_sink (exclusive) waits for running
 // calls and the old sink is never called after set_sink returns.
@@ -40,7 +44,9 @@ void emit(Level level, const std::string& message) {
   Registry& r = registry();
   std::shared_lock<std::shared_mutex> lock(r.mutex);
   if (!r.sink || static_cast<int>(level) < r.min_level.load(std::memory_order_relaxed)) return;
-  r.sink(r.user_data, static_cast<int>(level), message.c_str());
+  // Messages quote names from model files: escaped, so none reaches a terminal or log file raw.
+  const std::string printable = io::printable(message, kMaxLogBytes);
+  r.sink(r.user_data, static_cast<int>(level), printable.c_str());
 }
 
 }  // namespace recur::log

@@ -9,9 +9,16 @@
 #include <nlohmann/json.hpp>
 #include <zip.h>
 
+#if defined(__linux__)
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <regex>
 #include <signal.h>
@@ -52,9 +59,11 @@ class Cli : public ::testing::Test {
   void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
 
   // Runs `recur <args>` (args are shell words; paths here contain no spaces).
-  Result run(const std::string& args) {
+  Result run(const std::string& args) { return run_with_env("", args); }
+  // The same with `env` (shell assignments, "NAME='value' ") set for the command.
+  Result run_with_env(const std::string& env, const std::string& args) {
     const std::string out = dir_ + "/stdout", err = dir_ + "/stderr";
-    const int st = std::system(("'" + kBin + "' " + args + " >'" + out + "' 2>'" + err + "'").c_str());
+    const int st = std::system((env + "'" + kBin + "' " + args + " >'" + out + "' 2>'" + err + "'").c_str());
     Result r;
     r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     r.out = slurp(out);
@@ -2321,3 +2330,200 @@ TEST_F(Cli, BadTextInputsAreRefused) {
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("text_vectorization"), std::string::npos) << r.err;
 }
+
+// ------------------------------------------------------------------------- a bad GPU plugin
+
+#if defined(__linux__)  // the plugin file is checked as ELF on Linux
+namespace {
+
+// The shared library the tests link: a real ELF file to cut short.
+std::string recur_library_path() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&recur_version_string), &info) == 0 || !info.dli_fname) return {};
+  return info.dli_fname;
+}
+
+// A truncated copy of a library (an interrupted install) must not crash `recur devices` (mapping
+// one raised SIGBUS in dlopen): it reports why the GPU is unavailable and exits 0 as documented,
+// and a run with --device auto runs on the CPU saying why.
+TEST_F(Cli, DevicesAndAutoSurviveABadPluginFile) {
+  const std::string lib = recur_library_path();
+  ASSERT_FALSE(lib.empty());
+  const std::string elf = slurp(lib);
+  ElfW(Ehdr) eh;
+  ASSERT_GT(elf.size(), sizeof eh);
+  std::memcpy(&eh, elf.data(), sizeof eh);
+  std::size_t in_last_load = 0;
+  for (int i = 0; i < eh.e_phnum; ++i) {
+    ElfW(Phdr) ph;
+    std::memcpy(&ph, elf.data() + eh.e_phoff + static_cast<std::size_t>(i) * sizeof ph, sizeof ph);
+    if (ph.p_type == PT_LOAD && ph.p_filesz > 1) in_last_load = static_cast<std::size_t>(ph.p_offset + ph.p_filesz / 2);
+  }
+  ASSERT_GT(in_last_load, 0u);
+  std::ofstream(tmp("cut.so"), std::ios::binary) << elf.substr(0, in_last_load);
+  std::ofstream(tmp("empty.so"), std::ios::binary) << "";
+  ASSERT_EQ(::mkdir(tmp("dir.so").c_str(), 0700), 0);
+  const std::pair<std::string, std::string> cases[] = {
+      {"cut.so", "is truncated: its PT_LOAD segment"}, {"empty.so", "is empty"}, {"dir.so", "is a directory"}};
+  for (const auto& [file, why] : cases) {
+    SCOPED_TRACE(file);
+    const std::string env = "RECUR_CUDA_PLUGIN='" + tmp(file) + "' ";
+    Result r = run_with_env(env, "devices");
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.out.find("cuda devices: 0"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("cuda: unavailable: cuda:0: the GPU plugin " + tmp(file) + " " + why), std::string::npos) << r.out;
+    r = run_with_env(env, "run " + m("keras3", "bigru.keras") + " -i " + m("keras3", "bigru_x.npy") + " --device auto -o " +
+                              tmp("y.npy"));
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.out.find("device: cpu (auto: the GPU plugin " + tmp(file) + " " + why), std::string::npos) << r.out;
+  }
+}
+
+}  // namespace
+#endif
+
+// ------------------------------------------------------------------------- names are data
+
+#include "../c/keras_config_edit.hpp"
+
+namespace {
+
+// Every string in the config equal to `from` (a layer's name and each reference to it) becomes `to`.
+void rename_in(nlohmann::json& node, const std::string& from, const std::string& to) {
+  if (node.is_string() && node.get<std::string>() == from) node = to;
+  else if (node.is_array() || node.is_object())
+    for (auto& child : node) rename_in(child, from, to);
+}
+
+// A copy of `src` at `dst` with its config.json edited.
+void edited_copy(const std::string& src, const std::string& dst, const std::function<void(nlohmann::json&)>& edit) {
+  auto members = keras_edit::read_members(src);
+  for (auto& [name, data] : members)
+    if (name == "config.json") {
+      nlohmann::json c = nlohmann::json::parse(data);
+      edit(c);
+      data = c.dump();
+    }
+  keras_edit::write_members(dst, members);
+}
+
+// Bytes a terminal acts on: control bytes other than the newline, and DEL.
+bool has_raw_control(const std::string& s) {
+  for (unsigned char c : s)
+    if ((c < 0x20 && c != '\n') || c == 0x7F) return true;
+  return false;
+}
+
+bool has_line_starting(const std::string& s, const std::string& start) {
+  std::istringstream in(s);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(start, 0) == 0) return true;
+  return false;
+}
+
+std::vector<std::string> entries_of(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+const std::string kEscName = "\x1b]0;title\x07\x1b[31mred\nrecur: spoofed";
+
+// A Keras 3 model whose four outputs are layers named with terminal escapes, a newline, path parts
+// and a Windows device name.
+std::string hostile_names_model(const std::string& dst, const std::string& tokens) {
+  edited_copy(tokens, dst, [](nlohmann::json& c) {
+    rename_in(c, "gru", kEscName);
+    rename_in(c, "lstm", "a\\b/../c");
+    rename_in(c, "dense", "..");
+    rename_in(c, "embedding", "CON");
+    c["config"]["output_layers"] = nlohmann::json::array(
+        {{kEscName, 0, 0}, {"a\\b/../c", 0, 0}, {"..", 0, 0}, {"CON", 0, 0}});
+  });
+  return dst;
+}
+
+TEST_F(Cli, NamesAreShownEscapedAndNeverStartALine) {
+  const std::string model = hostile_names_model(tmp("names.keras"), m("keras3", "tokens.keras"));
+  Result r = run("info " + model);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_FALSE(has_raw_control(r.out + r.err)) << r.out << r.err;
+  EXPECT_FALSE(has_line_starting(r.out, "recur: spoofed")) << r.out;
+  EXPECT_NE(r.out.find("\\x1B]0;title\\x07\\x1B[31mred\\x0Arecur: spoofed"), std::string::npos) << r.out;
+  // JSON carries the names as they are (escaped by JSON itself).
+  r = run("info --json " + model);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_FALSE(has_raw_control(r.out + r.err));
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["outputs"][0]["name"], kEscName);
+
+  for (const std::string& form : {std::string("-o -"), std::string("-o - --json"), std::string("--log debug -o -")}) {
+    SCOPED_TRACE(form);
+    r = run("run " + model + " -i " + m("keras3", "tokens_x.npy") + " " + form);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_FALSE(has_raw_control(r.out + r.err)) << r.out << r.err;
+    EXPECT_FALSE(has_line_starting(r.out + r.err, "recur: spoofed")) << r.out << r.err;
+  }
+  // A message that quotes a name: escaped too.
+  r = run("run " + model + " -i " + m("keras3", "tokens_x.npy") + " --outputs nothing");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_FALSE(has_raw_control(r.err)) << r.err;
+  EXPECT_FALSE(has_line_starting(r.err, "recur: spoofed")) << r.err;
+  EXPECT_NE(r.err.find("\\x0Arecur: spoofed"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, OutputFilesGetSafeDistinctNames) {
+  const std::string model = hostile_names_model(tmp("names.keras"), m("keras3", "tokens.keras"));
+  ASSERT_EQ(::mkdir(tmp("out").c_str(), 0700), 0);
+  const Result r = run("run " + model + " -i " + m("keras3", "tokens_x.npy") + " --output-dir " + tmp("out/d"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_FALSE(has_raw_control(r.out + r.err)) << r.out << r.err;
+  // Everything lands in the directory, under names safe on every OS.
+  EXPECT_EQ(entries_of(tmp("out")), std::vector<std::string>{"d"});
+  EXPECT_EQ(entries_of(tmp("out/d")), (std::vector<std::string>{"_CON.npy", "_]0;title__[31mred_recur_ spoofed.npy",
+                                                               "__.npy", "a_b_.._c.npy"}));
+  const Array gru = recur_cli::read_npy(tmp("out/d/_]0;title__[31mred_recur_ spoofed.npy"));
+  EXPECT_EQ(gru.shape, (std::vector<std::int64_t>{3, 6, 5}));
+}
+
+TEST_F(Cli, StatesMembersGetSafeNamesAndReadBack) {
+  const std::string model = tmp("stateful.keras");
+  edited_copy(m("keras3", "tokens.keras"), model, [](nlohmann::json& c) {
+    // (No '/': the library reads one in a states name as a Bidirectional half.)
+    rename_in(c, "gru", "..\\\x1b[2Jst");
+    for (auto& l : c["config"]["layers"]) {
+      if (l["class_name"] == "InputLayer") l["config"]["batch_shape"] = {3, 6};
+      if (l["class_name"] == "GRU") l["config"]["stateful"] = true;
+      if (l.contains("build_config") && l["build_config"].contains("input_shape")) l["build_config"]["input_shape"][0] = 3;
+    }
+  });
+  Result r = run("run " + model + " -i " + m("keras3", "tokens_x.npy") + " --states-out " + tmp("s.npz") + " -o " +
+                 tmp("y.npy"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_FALSE(has_raw_control(r.out + r.err)) << r.out << r.err;
+  std::vector<std::string> members;
+  for (const auto& kv : keras_edit::read_members(tmp("s.npz"))) members.push_back(kv.first);
+  EXPECT_EQ(members, std::vector<std::string>{"____[2Jst.npy"});
+  r = run("run " + model + " -i " + m("keras3", "tokens_x.npy") + " --states-in " + tmp("s.npz") + " -o " + tmp("y2.npy"));
+  EXPECT_EQ(r.rc, 0) << r.err;
+  r = run("info " + model);
+  EXPECT_FALSE(has_raw_control(r.out)) << r.out;
+  EXPECT_NE(r.out.find("stateful:      yes (..\\\\x1B[2Jst)"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, EmptyAndNulNamesAreRefusedWithTheLayerIndex) {
+  edited_copy(m("keras3", "tokens.keras"), tmp("empty.keras"), [](nlohmann::json& c) { rename_in(c, "gru", ""); });
+  edited_copy(m("keras3", "tokens.keras"), tmp("nul.keras"),
+              [](nlohmann::json& c) { rename_in(c, "gru", std::string("g\0ru\x1b[2J", 8)); });
+  Result r = run("info " + tmp("empty.keras"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("layer 3 (GRU) has an empty name"), std::string::npos) << r.err;
+  r = run("info " + tmp("nul.keras"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_FALSE(has_raw_control(r.err)) << r.err;
+  EXPECT_EQ(r.err.find('\0'), std::string::npos);
+  EXPECT_NE(r.err.find("layer 3 (GRU) is named 'g\\x00ru\\x1B[2J', which holds a NUL byte"), std::string::npos) << r.err;
+}
+
+}  // namespace

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <cmath>
+#include <set>
 #include <cstdlib>
 #include <limits>
 
@@ -60,3 +62,63 @@ TEST(Results, JsonNestedLikeTheDims) {
 }
 
 }  // namespace
+
+// ------------------------------------------------------------------------- names as file names
+
+bool safe_on_every_os(const std::string& n) {
+  if (n.empty() || n.size() > recur_cli::kMaxFileNameBytes || n[0] == '.' || n.back() == '.' || n.back() == ' ')
+    return false;
+  for (unsigned char c : n)
+    if (c < 0x20 || c == 0x7F || std::string("/\\:*?\"<>|").find(static_cast<char>(c)) != std::string::npos) return false;
+  return true;
+}
+
+TEST(SafeFileNames, HostileNamesBecomeSafeAndDistinct) {
+  const std::vector<std::string> names = {"\x1b[31mred\nrecur: spoofed", "..", ".", "a/../../b", "a\\b", "",
+                                          std::string("nul\0byte", 8), "con", "CON.txt", "end. ", std::string(300, 'x'),
+                                          "a_b", "a/b", "A/B", "\xff\xfe", "caf\xc3\xa9"};
+  const std::vector<std::string> got = recur_cli::safe_file_names(names);
+  ASSERT_EQ(got.size(), names.size());
+  std::set<std::string> folded;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_TRUE(safe_on_every_os(got[i])) << got[i];
+    std::string f = got[i];
+    for (char& c : f) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    EXPECT_TRUE(folded.insert(f).second) << got[i] << " is given twice";
+  }
+  EXPECT_EQ(got[0], "_[31mred_recur_ spoofed");
+  EXPECT_EQ(got[1], "__");
+  EXPECT_EQ(got[2], "_");
+  EXPECT_EQ(got[3], "a_.._.._b");
+  EXPECT_EQ(got[4], "a_b");
+  EXPECT_EQ(got[5], "output");
+  EXPECT_EQ(got[6], "nul_byte");
+  EXPECT_EQ(got[7], "_con");
+  EXPECT_EQ(got[8], "_CON.txt");
+  EXPECT_EQ(got[9], "end__");
+  EXPECT_EQ(got[10], std::string(recur_cli::kMaxFileNameBytes, 'x'));
+  EXPECT_EQ(got[11], "a_b_1");  // numbered after the names it meets
+  EXPECT_EQ(got[12], "a_b_2");
+  EXPECT_EQ(got[13], "A_B_3");  // equal ignoring case, as Windows and macOS compare
+  EXPECT_EQ(got[14], "___1");   // bytes that are not UTF-8 ("__" is taken by "..")
+  EXPECT_EQ(got[15], "caf\xc3\xa9");  // characters that are kept whole
+}
+
+TEST(SafeFileNames, NumberedNamesStayWithinTheCap) {
+  const std::vector<std::string> got = recur_cli::safe_file_names({std::string(500, 'y'), std::string(400, 'y')});
+  EXPECT_EQ(got[0], std::string(recur_cli::kMaxFileNameBytes, 'y'));
+  EXPECT_EQ(got[1], std::string(recur_cli::kMaxFileNameBytes - 2, 'y') + "_1");
+}
+
+TEST(Results, TextEscapesNamesFromTheModel) {
+  recur_cli::NamedArrays arrays;
+  recur_cli::Array a;
+  a.shape = {1, 1};
+  a.data = {1.0f};
+  a.dtype = "<f4";
+  arrays.emplace_back("\x1b[2Jevil\nrecur: spoofed", a);
+  const std::string text = recur_cli::text_of(arrays);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_EQ(text.rfind("\\x1B[2Jevil\\x0Arecur: spoofed: (1, 1)\n", 0), 0u) << text;
+}

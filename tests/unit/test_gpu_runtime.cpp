@@ -4,8 +4,18 @@
 // fails cleanly while "auto" falls back to the CPU with the same results.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
+#if defined(__linux__)
+#include <elf.h>
+#include <link.h>
+#include <unistd.h>
+#endif
 
 #include "gpu/runtime.hpp"
 #include "recur/device.hpp"
@@ -73,6 +83,49 @@ TEST(GpuPluginLoad, ValidPluginWithoutDevices) {
   EXPECT_NE(p.table, nullptr);
   expect_refused(p, "no NVIDIA GPU");
 }
+
+#if defined(__linux__)
+// A copy of the valid fake plugin with its ELF header edited: each edit is refused before dlopen
+// with what is wrong (the truncated files are covered by the C ABI tests, one process each).
+gpu::PluginLoad load_with_header(const std::function<void(ElfW(Ehdr)&)>& edit, const char* tag) {
+  std::ifstream in(fake("valid"), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_GT(bytes.size(), sizeof(ElfW(Ehdr)));
+  ElfW(Ehdr) eh;
+  std::memcpy(&eh, bytes.data(), sizeof eh);
+  edit(eh);
+  std::memcpy(bytes.data(), &eh, sizeof eh);
+  const std::string path = ::testing::TempDir() + "recur_edited_plugin_" + tag + "_" + std::to_string(::getpid()) + ".so";
+  std::ofstream(path, std::ios::binary) << bytes;
+  gpu::PluginLoad p = gpu::load_plugin(path);
+  std::remove(path.c_str());
+  return p;
+}
+
+TEST(GpuPluginLoad, ElfHeaderOfAnotherKindIsRefusedBeforeLoading) {
+  struct Case {
+    const char* tag;
+    std::function<void(ElfW(Ehdr)&)> edit;
+    const char* words;
+  };
+  const Case cases[] = {
+      {"machine", [](ElfW(Ehdr)& e) { e.e_machine = e.e_machine == EM_SPARC ? EM_MIPS : EM_SPARC; }, "is built for another processor"},
+      {"class", [](ElfW(Ehdr)& e) { e.e_ident[EI_CLASS] = sizeof(void*) == 8 ? ELFCLASS32 : ELFCLASS64; }, "ELF file; this process is"},
+      {"order", [](ElfW(Ehdr)& e) { e.e_ident[EI_DATA] = e.e_ident[EI_DATA] == ELFDATA2LSB ? ELFDATA2MSB : ELFDATA2LSB; }, "other byte order"},
+      {"type", [](ElfW(Ehdr)& e) { e.e_type = ET_EXEC; }, "is not a shared library (ELF type 2, expected ET_DYN)"},
+      {"phentsize", [](ElfW(Ehdr)& e) { e.e_phentsize = 7; }, "has no usable program headers"},
+      {"phoff", [](ElfW(Ehdr)& e) { e.e_phoff = ~static_cast<decltype(e.e_phoff)>(0) - 8; }, "is truncated: its program headers"},
+      {"shoff", [](ElfW(Ehdr)& e) { e.e_shoff += 1u << 30; }, "its section headers end at byte"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.tag);
+    const gpu::PluginLoad p = load_with_header(c.edit, c.tag);
+    EXPECT_EQ(p.table, nullptr);
+    expect_refused(p, c.words);
+    expect_refused(p, "RECUR_CUDA_PLUGIN");
+  }
+}
+#endif
 
 LayerConfig gru_config() {
   LayerConfig c = LayerConfig::defaults(LayerKind::gru, DialectInfo::latest(Dialect::keras3));

@@ -12,8 +12,17 @@
 #else
 #include <dlfcn.h>
 #endif
+#if defined(__linux__)
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -80,6 +89,125 @@ recur_gpu_plugin_entry_fn find_entry(void* library) {
 }
 #endif
 
+#if defined(__linux__)
+// dlopen maps a plugin's segments without checking them against the file's size, and the first
+// touch of a page past the end raises SIGBUS, killing the process (an interrupted install leaves
+// such a file). So the ELF headers are read with ordinary reads first, and a file whose headers or
+// segments do not lie within it, or that is not a shared library this process can load, is
+// refused with what is wrong. Returns "" for a file that looks loadable, and for one that cannot
+// be opened (dlopen then says why, as for a missing file).
+std::string elf_problem(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == EISDIR) return "is a directory, not a shared library";
+    return {};
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) return std::string("cannot be examined: ") + std::strerror(errno);
+  if (S_ISDIR(st.st_mode)) return "is a directory, not a shared library";
+  if (!S_ISREG(st.st_mode)) return "is not a regular file";
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  const auto read_at = [&](void* to, std::size_t n, std::uint64_t at) {
+    std::size_t done = 0;
+    while (done < n) {
+      const ssize_t r = ::pread(fd, static_cast<char*>(to) + done, n - done, static_cast<off_t>(at + done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return false;
+      done += static_cast<std::size_t>(r);
+    }
+    return true;
+  };
+  const std::string bytes = " (the file has " + std::to_string(size) + " bytes)";
+  if (size == 0) return "is empty (0 bytes)";
+  unsigned char ident[EI_NIDENT] = {0};
+  if (!read_at(ident, size < EI_NIDENT ? size : EI_NIDENT, 0) || size < SELFMAG ||
+      std::memcmp(ident, ELFMAG, SELFMAG) != 0)
+    return "is not an ELF shared library (it does not start with \\x7F\"ELF\")";
+  using Ehdr = ElfW(Ehdr);
+  using Phdr = ElfW(Phdr);
+  using Shdr = ElfW(Shdr);
+  constexpr unsigned char own_class = sizeof(void*) == 8 ? ELFCLASS64 : ELFCLASS32;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  constexpr unsigned char own_data = ELFDATA2MSB;
+#else
+  constexpr unsigned char own_data = ELFDATA2LSB;
+#endif
+  if (size < EI_NIDENT) return "is truncated inside its ELF header" + bytes;
+  if (ident[EI_CLASS] != own_class)
+    return std::string("is a ") + (ident[EI_CLASS] == ELFCLASS32 ? "32-bit" : ident[EI_CLASS] == ELFCLASS64 ? "64-bit" : "unknown-class") +
+           " ELF file; this process is " + (own_class == ELFCLASS64 ? "64-bit" : "32-bit");
+  if (ident[EI_DATA] != own_data) return "is an ELF file of the other byte order than this process";
+  if (size < sizeof(Ehdr)) return "is truncated inside its ELF header" + bytes + ", shorter than the header's " + std::to_string(sizeof(Ehdr)) + " bytes";
+  Ehdr eh{};
+  if (!read_at(&eh, sizeof eh, 0)) return "cannot be read: " + std::string(std::strerror(errno));
+  if (eh.e_type != ET_DYN) return "is not a shared library (ELF type " + std::to_string(eh.e_type) + ", expected ET_DYN)";
+#if defined(__x86_64__)
+  constexpr int own_machine = EM_X86_64;
+#elif defined(__aarch64__)
+  constexpr int own_machine = EM_AARCH64;
+#elif defined(__i386__)
+  constexpr int own_machine = EM_386;
+#elif defined(__arm__)
+  constexpr int own_machine = EM_ARM;
+#elif defined(__powerpc64__)
+  constexpr int own_machine = EM_PPC64;
+#elif defined(__riscv)
+  constexpr int own_machine = EM_RISCV;
+#elif defined(__s390x__)
+  constexpr int own_machine = EM_S390;
+#else
+  constexpr int own_machine = -1;  // not checked here; dlopen refuses another machine cleanly
+#endif
+  if (own_machine >= 0 && eh.e_machine != own_machine)
+    return "is built for another processor (ELF machine " + std::to_string(eh.e_machine) + ", this process is " +
+           std::to_string(own_machine) + ")";
+  if (eh.e_phnum == 0 || eh.e_phentsize != sizeof(Phdr))
+    return "has no usable program headers (" + std::to_string(eh.e_phnum) + " of " + std::to_string(eh.e_phentsize) +
+           " bytes; expected entries of " + std::to_string(sizeof(Phdr)) + " bytes)";
+  // Sizes are at most 16 bits times 16 bits here and offsets are 64-bit: compared by subtraction.
+  const auto within = [&](std::uint64_t offset, std::uint64_t length) { return offset <= size && length <= size - offset; };
+  // Where a range past the end ends (or, when that overflows, starts).
+  const auto end_of = [](std::uint64_t offset, std::uint64_t length) {
+    return offset > UINT64_MAX - length ? "start at byte " + std::to_string(offset)
+                                        : "end at byte " + std::to_string(offset + length);
+  };
+  const std::uint64_t ph_bytes = std::uint64_t{eh.e_phnum} * eh.e_phentsize;
+  if (!within(eh.e_phoff, ph_bytes))
+    return "is truncated: its program headers " + end_of(eh.e_phoff, ph_bytes) + bytes;
+  int loads = 0;
+  bool dynamic = false;
+  for (unsigned i = 0; i < eh.e_phnum; ++i) {
+    Phdr ph{};
+    if (!read_at(&ph, sizeof ph, eh.e_phoff + std::uint64_t{i} * sizeof(Phdr)))
+      return "cannot be read: " + std::string(std::strerror(errno));
+    if (ph.p_type == PT_LOAD) {
+      ++loads;
+      if (ph.p_filesz > ph.p_memsz)
+        return "has a malformed PT_LOAD segment " + std::to_string(i) + " (" + std::to_string(ph.p_filesz) +
+               " bytes in the file, more than its " + std::to_string(ph.p_memsz) + " in memory)";
+    }
+    dynamic = dynamic || ph.p_type == PT_DYNAMIC;
+    if (ph.p_filesz != 0 && !within(ph.p_offset, ph.p_filesz))
+      return "is truncated: its " + std::string(ph.p_type == PT_LOAD ? "PT_LOAD " : "") + "segment " + std::to_string(i) +
+             " should " + end_of(ph.p_offset, ph.p_filesz) + bytes;
+  }
+  if (eh.e_shnum != 0 || eh.e_shoff != 0) {
+    if (eh.e_shentsize != sizeof(Shdr))
+      return "has section headers of " + std::to_string(eh.e_shentsize) + " bytes; expected " + std::to_string(sizeof(Shdr));
+    const std::uint64_t sh_bytes = std::uint64_t{eh.e_shnum} * eh.e_shentsize;
+    if (!within(eh.e_shoff, sh_bytes))
+      return "is truncated: its section headers " + end_of(eh.e_shoff, sh_bytes) + bytes;
+  }
+  if (loads == 0) return "has no PT_LOAD segment, so it is not a loadable library";
+  if (!dynamic) return "has no PT_DYNAMIC segment, so it is not a shared library";
+  return {};
+}
+#endif
+
 std::string message_of(const char* buf) { return buf[0] ? std::string(buf) : std::string("no message"); }
 
 }  // namespace
@@ -90,6 +218,15 @@ PluginLoad load_plugin(const std::string& path) {
   PluginLoad out;
   out.path = path;
   // The handle is never closed because CUDA runtimes do not survive being unloaded.
+#if defined(__linux__)
+  const std::string bad = elf_problem(path);
+  if (!bad.empty()) {
+    out.why = "the GPU plugin " + path + " " + bad +
+              "; it was not loaded (an interrupted install leaves such a file): reinstall recur's GPU plugin "
+              "(librecur0-cuda), or point RECUR_CUDA_PLUGIN at a complete plugin from the same build";
+    return out;
+  }
+#endif
   std::string error;
   void* handle = open_library(path, error);
   if (!handle) {

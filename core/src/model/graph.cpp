@@ -335,6 +335,16 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
     le.name = e["config"].contains("name") && e["config"]["name"].is_string() ? e["config"]["name"].get<std::string>()
               : e.contains("name") && e["name"].is_string()                   ? e["name"].get<std::string>()
                                                                               : "layer_" + std::to_string(i);
+    // Keras accepts any name without '/', but recur's callers pick layers, outputs and states by
+    // name through C strings: an empty name cannot be asked for and one with a NUL byte is cut there.
+    if (le.name.empty())
+      fail(Code::io, file, ": model_config: layer ", i, " (", io::printable(le.class_name),
+           ") has an empty name, which no caller could ask for by name; name the layer in Keras (name=\"...\") and "
+           "save the model again");
+    if (le.name.find('\0') != std::string::npos)
+      fail(Code::io, file, ": model_config: layer ", i, " (", io::printable(le.class_name), ") is named '",
+           io::printable(le.name), "', which holds a NUL byte that C strings cut short; rename the layer in Keras and "
+           "save the model again");
     le.entry = &e;
     le.is_op = is_op_entry(e);
     if (by_name.count(le.name)) fail(Code::io, file, ": model_config: two layers are named '", io::printable(le.name), "'");
