@@ -28,9 +28,7 @@ int int_of(const json& cfg, const char* key, int fallback) {
 }
 
 std::string str_of(const json& cfg, const char* key, const std::string& fallback) {
-  if (!cfg.contains(key) || cfg[key].is_null()) return fallback;
-  if (!cfg[key].is_string()) fail(Code::invalid_argument, key, ": expected a string, got ", io::excerpt(cfg[key]));
-  return cfg[key].get<std::string>();
+  return string_field(cfg, key, fallback);
 }
 
 bool bool_of(const json& cfg, const char* key, bool fallback) {
