@@ -57,3 +57,32 @@ TEST(ModelHostileTypes, InitializerModeOfTheWrongType) {
 }
 
 }  // namespace
+
+namespace {
+
+// A declared axis past int32 (2^31 was once accepted, then reported as -2147483648 by
+// recur_model_get_info and `recur info`) is refused at open, with the limit.
+TEST(ModelHostileTypes, DeclaredAxisPastInt32) {
+  for (const keras_edit::json& big : {keras_edit::json(std::int64_t(1) << 31), keras_edit::json(std::int64_t(3037000500)),
+                                      keras_edit::json((std::int64_t(1) << 32) + 4)}) {
+    const auto r = keras_edit::open_edited(kFile, [&](keras_edit::json& c) {
+      keras_edit::layer(c, "input_layer")["config"]["batch_shape"] = keras_edit::json::array({nullptr, 7, big});
+    });
+    EXPECT_EQ(r.status, RECUR_ERR_IO) << big.dump() << ": " << r.message;
+    EXPECT_NE(r.message.find("input_layer"), std::string::npos) << r.message;
+    EXPECT_NE(r.message.find("an integer in [0, 2147483647], got " + big.dump()), std::string::npos) << r.message;
+  }
+}
+
+// The largest int32 axis is not refused as a dimension: what refuses it is the layer's own limit,
+// and recur_model_get_info never reports a negative size.
+TEST(ModelHostileTypes, DeclaredAxisAtInt32IsNotNarrowed) {
+  const auto r = keras_edit::open_edited(kFile, [&](keras_edit::json& c) {
+    keras_edit::layer(c, "input_layer")["config"]["batch_shape"] = keras_edit::json::array({nullptr, 7, 2147483647});
+  });
+  EXPECT_NE(r.status, RECUR_OK);
+  EXPECT_EQ(r.message.find("a dimension must be"), std::string::npos) << r.message;
+  EXPECT_EQ(r.message.find("-2147483648"), std::string::npos) << r.message;
+}
+
+}  // namespace

@@ -295,7 +295,9 @@ int get_int(const json& cfg, const char* key, int fallback) {
   const json& v = cfg[key];
   if (v.is_number_integer()) {
     int x = 0;
-    if (!io::int_in(v, io::kIntMin, io::kIntMax, x)) fail(Code::invalid_argument, key, ": ", io::excerpt(v), " is out of range");
+    if (!io::int_in(v, io::kIntMin, io::kIntMax, x))
+      fail(Code::invalid_argument, key, ": ", io::excerpt(v), " is out of range (expected an integer in [", io::kIntMin, ", ",
+           io::kIntMax, "])");
     return x;
   }
   // Keras writes integral floats in some configs (e.g. units=8.0 after arithmetic).
@@ -343,7 +345,8 @@ bool shape_dims(const json& shape_or_list, int& batch, int& features, int& axis1
   auto dim = [&](const json& d) {
     int x = 0;
     if (d.is_number_integer() && !io::int_in(d, io::kIntMin, io::kIntMax, x))
-      fail(Code::invalid_argument, "input shape: dimension ", io::excerpt(d), " is out of range in ", io::excerpt(shape));
+      fail(Code::invalid_argument, "input shape: dimension ", io::excerpt(d), " is out of range in ", io::excerpt(shape),
+           " (expected null or an integer in [", io::kIntMin, ", ", io::kIntMax, "])");
     return x;
   };
   features = dim(shape.back());

@@ -8,6 +8,7 @@
 #include <functional>
 #include <set>
 
+#include "io/json_int.hpp"
 #include "io/keras_entry.hpp"
 #include "io/printable.hpp"
 #include "model/layers/layer_util.hpp"
@@ -74,7 +75,7 @@ bool is_k3_tensor(const json& v) {
 
 int small_int(const json& v, const std::string& where) {
   if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > 1000000)
-    fail(Code::io, where, ": expected a small non-negative integer, got ", io::excerpt(v));
+    fail(Code::io, where, ": expected an integer in [0, 1000000], got ", io::excerpt(v));
   return v.get<int>();
 }
 
@@ -244,9 +245,11 @@ Spec spec_of_shape(const json& shape, bool ids, const std::string& where) {
   s.ids = ids;
   for (const auto& d : shape) {
     if (d.is_null()) s.dims.push_back(-1);
-    else if (d.is_number_integer() && d.get<std::int64_t>() >= 0 && d.get<std::int64_t>() <= (std::int64_t(1) << 31))
-      s.dims.push_back(d.get<Index>());
-    else fail(Code::io, where, ": a dimension must be null or a non-negative integer, got ", io::excerpt(d));
+    // Within int32: the C ABI reports sizes of axes as int32_t (recur_model_get_info).
+    else if (int x = 0; io::int_in(d, 0, io::kIntMax, x))
+      s.dims.push_back(x);
+    else fail(Code::io, where, ": a dimension must be null or an integer in [0, ", io::kIntMax, "], got ",
+              io::excerpt(d), " (fix the model's declared input shape)");
   }
   return s;
 }

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -42,6 +43,15 @@ json parse_json(const std::string& text, const std::string& where) {
   } catch (const json::exception& e) {
     fail(Code::io, where, ": malformed JSON (", io::printable(e.what()), ")");
   }
+}
+
+// A last axis as the int32 the C ABI reports (recur_model_get_info, recur_model_layer); declared
+// axes are within int32 already (graph.cpp), a computed one past it refuses the model.
+int int_axis(Index d, const std::string& what) {
+  if (d > static_cast<Index>(std::numeric_limits<std::int32_t>::max()))
+    fail(Code::limit, what, ": the last axis has ", d, " entries, over ", std::numeric_limits<std::int32_t>::max(),
+         " (the largest size recur reports); the model is too large to open");
+  return static_cast<int>(std::max<Index>(d, 0));
 }
 
 std::size_t checked_total(const std::vector<Index>& dims, const char* what) {
@@ -598,13 +608,14 @@ void Model::Impl::finish() {
     info.supported = le.why.empty();
     if (!le.nodes.empty()) {
       const graph::Node& n = g.nodes[static_cast<std::size_t>(le.nodes[0])];
-      if (n.is_input && !n.out.empty()) info.input_size = static_cast<int>(std::max<Index>(n.out[0].dims.back(), 0));
+      const std::string what = "layer '" + io::printable(le.name) + "'";
+      if (n.is_input && !n.out.empty()) info.input_size = int_axis(n.out[0].dims.back(), what);
       if (!n.main.empty()) {
         const graph::Node& src = g.nodes[static_cast<std::size_t>(n.main[0].node)];
         if (static_cast<std::size_t>(n.main[0].output) < src.out.size())
-          info.input_size = static_cast<int>(std::max<Index>(src.out[static_cast<std::size_t>(n.main[0].output)].dims.back(), 0));
+          info.input_size = int_axis(src.out[static_cast<std::size_t>(n.main[0].output)].dims.back(), what);
       }
-      if (!n.out.empty()) info.output_size = static_cast<int>(std::max<Index>(n.out[0].dims.back(), 0));
+      if (!n.out.empty()) info.output_size = int_axis(n.out[0].dims.back(), what);
       if (le.class_name == "Embedding") info.input_size = 1;
     }
     infos.push_back(std::move(info));
@@ -756,11 +767,11 @@ int Model::input_size() const {
   const auto& in = inputs();
   if (in.empty()) return 0;
   if (in[0].token_ids && in[0].dims.size() == 2) return 1;
-  return static_cast<int>(std::max<Index>(in[0].dims.back(), 0));
+  return int_axis(in[0].dims.back(), "input 0");
 }
 bool Model::takes_token_ids() const { return !inputs().empty() && inputs()[0].token_ids; }
 int Model::output_size() const {
-  return outputs().empty() ? 0 : static_cast<int>(std::max<Index>(outputs()[0].dims.back(), 0));
+  return outputs().empty() ? 0 : int_axis(outputs()[0].dims.back(), "output 0");
 }
 bool Model::returns_sequences() const { return !outputs().empty() && outputs()[0].sequence; }
 int Model::num_outputs() const { return static_cast<int>(outputs().size()); }
