@@ -4,7 +4,10 @@
 // as RECUR_ERR_INTERNAL.
 #include "keras_config_edit.hpp"
 
+#include <filesystem>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -83,6 +86,64 @@ TEST(ModelHostileTypes, DeclaredAxisAtInt32IsNotNarrowed) {
   EXPECT_NE(r.status, RECUR_OK);
   EXPECT_EQ(r.message.find("a dimension must be"), std::string::npos) << r.message;
   EXPECT_EQ(r.message.find("-2147483648"), std::string::npos) << r.message;
+}
+
+}  // namespace
+
+namespace {
+
+// A copy of `src` with its config edited, left on disk for the caller (removed by the caller).
+std::string write_edited(const std::string& src, const std::string& tag, const std::function<void(keras_edit::json&)>& edit) {
+  auto members = keras_edit::read_members(src);
+  for (auto& [name, data] : members)
+    if (name == "config.json") {
+      keras_edit::json cfg = keras_edit::json::parse(data);
+      edit(cfg);
+      data = cfg.dump();
+    }
+  const std::string path = (std::filesystem::temp_directory_path() / ("recur_types_" + tag + "_" + std::to_string(getpid()) + ".keras")).string();
+  keras_edit::write_members(path, members);
+  return path;
+}
+
+// Every name recur_model_stateful_layer lists goes through states_length, get_states and
+// set_states, a layer named with '/' (or with a Bidirectional's "/forward" suffix) included.
+TEST(ModelHostileTypes, StatefulLayerNamesWithASlashRoundTrip) {
+  const std::string src = kKeras + "/graphs/keras3/stateful_functional_lstm_gru.keras";
+  for (const std::string& renamed : {std::string("enc/gru"), std::string("gru/forward"), std::string("a/b/cell_0")}) {
+    const std::string path = write_edited(src, "slash", [&](keras_edit::json& c) {
+      keras_edit::json& e = keras_edit::layer(c, "gru");
+      e["name"] = renamed;
+      e["config"]["name"] = renamed;
+      keras_edit::layer(c, "dense")["inbound_nodes"][0]["args"][0]["config"]["keras_history"][0] = renamed;
+    });
+    recur_model* m = nullptr;
+    ASSERT_EQ(recur_model_open(&m, path.c_str()), RECUR_OK) << recur_last_error();
+    int32_t n = 0;
+    ASSERT_EQ(recur_model_num_stateful_layers(m, &n), RECUR_OK);
+    ASSERT_EQ(n, 2);
+    const char* name = nullptr;
+    int32_t states = 0, batch = 0, units = 0;
+    ASSERT_EQ(recur_model_stateful_layer(m, 1, &name, &states, &batch, &units), RECUR_OK);
+    EXPECT_EQ(std::string(name), renamed);
+    size_t len = 0;
+    ASSERT_EQ(recur_model_states_length(m, name, &len), RECUR_OK) << renamed << ": " << recur_last_error();
+    EXPECT_EQ(len, static_cast<size_t>(states) * static_cast<size_t>(batch) * static_cast<size_t>(units));
+    std::vector<float> s(len, 0.25f), back(len, 0.0f);
+    EXPECT_EQ(recur_model_set_states(m, name, s.data(), s.size()), RECUR_OK) << recur_last_error();
+    EXPECT_EQ(recur_model_get_states(m, name, back.data(), back.size()), RECUR_OK) << recur_last_error();
+    EXPECT_EQ(back, s);
+    recur_layer* l = nullptr;
+    EXPECT_EQ(recur_model_get_layer(m, name, &l), RECUR_OK) << recur_last_error();
+    recur_layer_destroy(l);
+    // The prefix alone is no layer.
+    const std::string prefix = renamed.substr(0, renamed.rfind('/'));
+    EXPECT_EQ(recur_model_states_length(m, prefix.c_str(), &len), RECUR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(recur_last_error()).find("the model has no layer '" + prefix + "'"), std::string::npos)
+        << recur_last_error();
+    recur_model_destroy(m);
+    std::filesystem::remove(path);
+  }
 }
 
 }  // namespace

@@ -674,39 +674,55 @@ std::string with_article(const std::string& cls) {
 
 }  // namespace
 
+// A name as recur_model_stateful_layer lists it: the layer's own name first (it may hold '/'),
+// then "<name>/forward|backward" for a Bidirectional's halves and "<name>/cell_<k>" for a stack's
+// cells.
 Layer* Model::Impl::find_layer(const std::string& name, const char* what) const {
-  std::string base = name, half;
-  const auto slash = name.rfind('/');
-  if (slash != std::string::npos) {
-    base = name.substr(0, slash);
-    half = name.substr(slash + 1);
-  }
-  for (const graph::LayerEntry& le : graph().layers) {
-    if (le.name != base) continue;
+  auto entry_named = [&](const std::string& n) -> const graph::LayerEntry* {
+    for (const graph::LayerEntry& le : graph().layers)
+      if (le.name == n) return &le;
+    return nullptr;
+  };
+  auto is_recurrent = [](const graph::LayerEntry& le) {
+    return le.class_name == "GRU" || le.class_name == "LSTM" || le.class_name == "CuDNNGRU" || le.class_name == "CuDNNLSTM" ||
+           le.class_name == "SimpleRNN" || le.class_name == "Bidirectional" || le.class_name == "RNN";
+  };
+  auto layers_of = [](const graph::LayerEntry& le) {
     std::vector<Layer*> ls;
     if (le.op) le.op->collect_layers(ls);
-    const bool recurrent = le.class_name == "GRU" || le.class_name == "LSTM" || le.class_name == "CuDNNGRU" ||
-                           le.class_name == "CuDNNLSTM" || le.class_name == "SimpleRNN" || le.class_name == "Bidirectional" ||
-                           le.class_name == "RNN";
-    if (ls.empty() || !recurrent) {
-      if (recurrent) fail(Code::unsupported, "layer '", name, "': ", le.why);
-      fail(Code::invalid_argument, what, ": layer '", name, "' is ", with_article(le.class_name), ", not a recurrent layer");
+    return ls;
+  };
+  auto resolve = [&](const graph::LayerEntry& le, const std::string& base, const std::string& half) -> Layer* {
+    const std::vector<Layer*> ls = layers_of(le);
+    if (ls.empty() || !is_recurrent(le)) {
+      if (is_recurrent(le)) fail(Code::unsupported, "layer '", io::printable(name), "': ", le.why);
+      fail(Code::invalid_argument, what, ": layer '", io::printable(name), "' is ", with_article(le.class_name),
+           ", not a recurrent layer");
     }
+    const std::string shown = io::printable(base);
     if (le.class_name == "Bidirectional") {
       if (half == "backward") return ls.at(1);
       if (half == "forward") return ls.at(0);
-      fail(Code::invalid_argument, what, ": '", base, "' is a Bidirectional; ask for '", base, "/forward' or '", base, "/backward'");
+      fail(Code::invalid_argument, what, ": '", shown, "' is a Bidirectional; ask for '", shown, "/forward' or '", shown,
+           "/backward'");
     }
     if (ls.size() > 1) {  // RNN(StackedRNNCells): one per cell, "<name>/cell_<k>"
       for (std::size_t k = 0; k < ls.size(); ++k)
         if (half == "cell_" + std::to_string(k)) return ls[k];
-      fail(Code::invalid_argument, what, ": '", base, "' is an RNN over ", ls.size(), " stacked cells; ask for '", base,
-           "/cell_0' .. '", base, "/cell_", ls.size() - 1, "'");
+      fail(Code::invalid_argument, what, ": '", shown, "' is an RNN over ", ls.size(), " stacked cells; ask for '", shown,
+           "/cell_0' .. '", shown, "/cell_", ls.size() - 1, "'");
     }
-    if (!half.empty()) fail(Code::invalid_argument, what, ": layer '", name, "' does not exist");
+    if (!half.empty()) fail(Code::invalid_argument, what, ": layer '", io::printable(name), "' does not exist");
     return ls.at(0);
-  }
-  fail(Code::invalid_argument, what, ": the model has no layer '", name, "'");
+  };
+  const graph::LayerEntry* exact = entry_named(name);
+  const auto slash = name.rfind('/');
+  const graph::LayerEntry* split = slash == std::string::npos ? nullptr : entry_named(name.substr(0, slash));
+  // The whole name wins when it is a one-layer recurrent layer, or when no prefix names a layer.
+  if (exact && (!split || (is_recurrent(*exact) && layers_of(*exact).size() == 1 && exact->class_name != "Bidirectional")))
+    return resolve(*exact, name, "");
+  if (split) return resolve(*split, name.substr(0, slash), name.substr(slash + 1));
+  fail(Code::invalid_argument, what, ": the model has no layer '", io::printable(name), "'");
 }
 
 namespace {
