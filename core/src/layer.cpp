@@ -28,7 +28,8 @@ std::size_t checked_product(std::initializer_list<Index> dims, const char* what)
     if (d < 0) fail(Error::Code::invalid_argument, what, ": negative dimension ", d);
     const auto ud = static_cast<std::size_t>(d);
     if (ud != 0 && total > (static_cast<std::size_t>(1) << 40) / ud)
-      fail(Error::Code::invalid_argument, what, ": dimensions are too large");
+      fail(Error::Code::invalid_argument, what, ": the dimensions' product is over 2^40 (1099511627776) entries; "
+           "use smaller sizes");
     total *= ud;
   }
   return total;

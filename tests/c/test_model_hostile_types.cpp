@@ -147,3 +147,33 @@ TEST(ModelHostileTypes, StatefulLayerNamesWithASlashRoundTrip) {
 }
 
 }  // namespace
+
+namespace {
+
+// Range messages say the range (they once said only "n: 2147483647 is out of range").
+TEST(ModelHostileTypes, OutOfRangeMessagesSayTheRange) {
+  const auto r = keras_edit::open_edited(kKeras + "/graphs/keras3/encoder_decoder_repeat.keras", [&](keras_edit::json& c) {
+    keras_edit::layer(c, "repeat_vector")["config"]["n"] = 2147483647;
+  });
+  EXPECT_EQ(r.status, RECUR_ERR_UNSUPPORTED) << r.message;
+  EXPECT_NE(r.message.find("n: 2147483647 is out of range (expected an integer in [-1073741824, 1073741824])"),
+            std::string::npos)
+      << r.message;
+  recur_layer* l = nullptr;
+  EXPECT_EQ(recur_layer_create_from_json(&l, R"({"class_name": "GRU", "config": {"units": 3037000500}})", 3,
+                                         RECUR_DIALECT_AUTO, nullptr),
+            RECUR_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(l, nullptr);
+  EXPECT_NE(std::string(recur_last_error()).find("units: 3037000500 is out of range (expected an integer in [-2147483648, 2147483647])"),
+            std::string::npos)
+      << recur_last_error();
+  EXPECT_EQ(recur_layer_create_from_json(
+                &l, R"({"class_name": "GRU", "config": {"units": 4, "batch_input_shape": [3, 5, 4294967296]}})", 0,
+                RECUR_DIALECT_AUTO, nullptr),
+            RECUR_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(recur_last_error()).find("(expected null or an integer in [-2147483648, 2147483647])"),
+            std::string::npos)
+      << recur_last_error();
+}
+
+}  // namespace

@@ -60,7 +60,8 @@ std::size_t checked_total(const std::vector<Index>& dims, const char* what) {
     if (d < 0) fail(Code::shape, what, ": the shape ", shape_string(dims), " is not known");
     n *= static_cast<double>(d);
   }
-  if (n > double(std::uint64_t(1) << 40)) fail(Code::shape, what, ": the shape ", shape_string(dims), " is too large");
+  if (n > double(std::uint64_t(1) << 40))
+    fail(Code::shape, what, ": the shape ", shape_string(dims), " has ", n, " entries, more than 2^40 (1099511627776); use a smaller batch or fewer timesteps");
   return static_cast<std::size_t>(n);
 }
 
