@@ -1333,7 +1333,10 @@ void open_model(ModelHandle& mh, const RunArgs& a) {
 void load_states(const recur_model* m, const std::string& path) {
   const std::vector<StatefulLayer> layers = stateful_layers(m);
   if (layers.empty()) usage_error("--states-in: the model has no stateful layers");
-  for (const auto& [name, arr] : recur_cli::read_npz(path)) {
+  for (const auto& member : recur_cli::read_npz(path)) {
+    // Named, not a structured binding: a lambda captures a binding only from C++20 (clang refuses).
+    const std::string& name = member.first;
+    const Array& arr = member.second;
     const auto l = std::find_if(layers.begin(), layers.end(),
                                 [&](const StatefulLayer& s) { return s.member == name || s.name == name; });
     if (l == layers.end()) {

@@ -135,7 +135,7 @@ class DictParser {
         std::uint64_t n = 0;
         while (std::isdigit(static_cast<unsigned char>(peek()))) {
           n = n * 10 + static_cast<std::uint64_t>(peek() - '0');
-          if (n > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max() / 10)) bad("dimension too large");
+          if (n > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max() / 10)) bad("dimension too large (at most " + std::to_string(std::numeric_limits<std::int64_t>::max() / 10) + ")");
           ++i_;
         }
         if (peek() == 'L') ++i_;  // Python 2 long
@@ -353,7 +353,8 @@ Array parse_npy(const std::string& bytes, const std::string& name) {
   std::uint64_t count = 1;
   for (std::int64_t d : shape->ints) {
     if (d != 0 && count > std::numeric_limits<std::uint64_t>::max() / 16 / static_cast<std::uint64_t>(d))
-      fail(name, "declared shape " + shape_string(shape->ints) + " is too large");
+      fail(name, "declared shape " + shape_string(shape->ints) + " is too large (its product must stay below " +
+                     std::to_string(std::numeric_limits<std::uint64_t>::max() / 16) + " entries)");
     count *= static_cast<std::uint64_t>(d);
   }
   const std::uint64_t need = count * static_cast<std::uint64_t>(dt.size);
@@ -500,10 +501,13 @@ NamedArrays read_npz(const std::string& path) {
       got += static_cast<zip_uint64_t>(r);
     }
     bytes.resize(static_cast<std::size_t>(got));
-    std::string zerr = zip_error_strerror(zip_file_get_error(zf));
+    zip_error_t* ze = zip_file_get_error(zf);
+    const std::string zerr = zip_error_code_zip(ze) == ZIP_ER_OK ? "" : std::string(" (") + zip_error_strerror(ze) + ")";
     zip_fclose(zf);
     if (got != zs.size)
-      fail(path + ":" + quote(member), "read " + std::to_string(got) + " of " + std::to_string(zs.size) + " bytes (" + zerr + ")");
+      fail(path + ":" + quote(member), "the archive declares " + std::to_string(zs.size) + " bytes for this member but holds " +
+                                    std::to_string(got) + zerr + ": the .npz is truncated or damaged; write it again " +
+                                    "(numpy.savez, or recur's -o/--states-out)");
     out.emplace_back(name, parse_npy(bytes, path + ":" + quote(member)));
   }
   return out;

@@ -27,8 +27,12 @@ std::size_t checked_product(std::initializer_list<Index> dims, const char* what)
   for (Index d : dims) {
     if (d < 0) fail(Error::Code::invalid_argument, what, ": negative dimension ", d);
     const auto ud = static_cast<std::size_t>(d);
-    if (ud != 0 && total > (static_cast<std::size_t>(1) << 40) / ud)
-      fail(Error::Code::invalid_argument, what, ": dimensions are too large");
+    if (ud != 0 && total > (static_cast<std::size_t>(1) << 40) / ud) {
+      std::string shown;
+      for (Index x : dims) shown += (shown.empty() ? "" : ", ") + std::to_string(x);
+      fail(Error::Code::invalid_argument, what, ": dimensions (", shown, ") are too large: their product is over 2^40 "
+           "(1099511627776) entries; use a smaller batch or fewer timesteps");
+    }
     total *= ud;
   }
   return total;

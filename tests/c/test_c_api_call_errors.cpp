@@ -281,6 +281,10 @@ TEST(CApiCallErrors, ForwardBatchAndTimesteps) {
   size_t n = 0;
   EXPECT_RECUR_ERR(recur_layer_output_length(l.get(), INT32_MAX, INT32_MAX, &n), RECUR_ERR_INVALID_ARGUMENT,
                    "too large");
+  // The message says the limit and what to do.
+  EXPECT_NE(std::string(recur_last_error()).find("over 2^40 (1099511627776) entries; use a smaller batch or fewer timesteps"),
+            std::string::npos)
+      << recur_last_error();
   EXPECT_TRUE(g.untouched());
 }
 

@@ -574,6 +574,33 @@ TEST(CApiErrors, JsonNonFloat32Dtype) {
       RECUR_ERR_UNSUPPORTED, "mixed_float16");
 }
 
+// A field of the wrong type inside a dtype policy, an initializer or a regularizer is the config's
+// error, named by its path (it was once a JSON type error escaping as RECUR_ERR_INTERNAL).
+TEST(CApiErrors, JsonNestedFieldsOfTheWrongType) {
+  auto k3_dtype = [](const std::string& policy) {
+    std::string j = k3_gru();
+    const std::string from = R"({"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": null})";
+    return j.replace(j.find(from), from.size(), policy);
+  };
+  expect_json_error(k3_dtype(R"({"module": "keras", "class_name": "DTypePolicy", "config": {"name": 32}})"),
+                    RECUR_ERR_INVALID_ARGUMENT, "dtype.config.name: expected a string");
+  expect_json_error(k3_dtype(R"({"class_name": "DTypePolicy", "config": {"name": ["float32"]}})"),
+                    RECUR_ERR_INVALID_ARGUMENT, "dtype.config.name");
+  expect_json_error(k3_dtype(R"({"class_name": "DTypePolicy", "config": "float32"})"), RECUR_ERR_INVALID_ARGUMENT,
+                    "dtype.config: expected an object");
+  expect_json_error(k3_dtype(R"({"class_name": 7, "config": {"name": "float32"}})"), RECUR_ERR_INVALID_ARGUMENT,
+                    "dtype.class_name: expected a string");
+  // Keras's DTypePolicy(name=None) is the global policy, float32.
+  rt::make_json(k3_dtype(R"({"class_name": "DTypePolicy", "config": {"name": null}})"), 3);
+  expect_json_error(k2_gru(R"(, "kernel_initializer": {"class_name": "VarianceScaling", "config": {"mode": 1}})"),
+                    RECUR_ERR_INVALID_ARGUMENT, "kernel_initializer.mode: expected a string");
+  expect_json_error(
+      k2_gru(R"(, "kernel_initializer": {"class_name": "VarianceScaling", "config": {"distribution": false}})"),
+      RECUR_ERR_INVALID_ARGUMENT, "kernel_initializer.distribution: expected a string");
+  expect_json_error(k2_gru(R"(, "kernel_regularizer": {"class_name": "OrthogonalRegularizer", "config": {"mode": 2}})"),
+                    RECUR_ERR_INVALID_ARGUMENT, "kernel_regularizer.mode: expected a string");
+}
+
 TEST(CApiErrors, JsonInputSizeAndDialectArguments) {
   const std::string no_shape = R"({"class_name": "LSTM", "config": {"units": 4}})";
   expect_json_error(no_shape, RECUR_ERR_INVALID_ARGUMENT, "input_size", 0);

@@ -1508,6 +1508,46 @@ void edit_keras(const std::string& src, const std::string& dst, const std::strin
   zip_discard(in);
 }
 
+// A stateful layer named with '/' (once listed but refused by name, so --states-out failed):
+// --states-out writes it under its name and --states-in reads it back.
+TEST_F(Graph, StatesOfALayerNamedWithASlash) {
+  const GraphCase g = graph_case("keras3", "stateful_functional_lstm_gru");
+  const std::string src = graph("keras3", "stateful_functional_lstm_gru", "keras");
+  edit_keras(src, tmp("a.keras"), "\"name\": \"gru\"", "\"name\": \"enc/gru\"");
+  edit_keras(tmp("a.keras"), tmp("b.keras"), "\"name\": \"gru\"", "\"name\": \"enc/gru\"");
+  edit_keras(tmp("b.keras"), tmp("slash.keras"), "\"keras_history\": [\"gru\"", "\"keras_history\": [\"enc/gru\"");
+  const std::string model = tmp("slash.keras");
+  Result r = run("run " + model + inputs(g, 0) + " -o " + tmp("o.npz") + " --states-out " + tmp("s.npz"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("states enc/gru: (1, 3, 3)\n"), std::string::npos) << r.out;
+  const NamedArrays s = recur_cli::read_npz(tmp("s.npz"));
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[1].first, "enc/gru");
+  r = run("run " + model + inputs(g, 1) + " -o " + tmp("o2.npz") + " --states-in " + tmp("s.npz") + " --states-out " +
+          tmp("s2.npz"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const NamedArrays s2 = recur_cli::read_npz(tmp("s2.npz"));
+  ASSERT_EQ(s2.size(), 2u);
+  EXPECT_EQ(s2[1].first, "enc/gru");
+  EXPECT_NE(s2[1].second.data, s[1].second.data) << "a second call moves the states on";
+  // Keras's second call, from the first call's states.
+  EXPECT_EQ(run("verify " + model + inputs(g, 1) + " -e " + expected(g, 1) + " --states-in " + tmp("s.npz")).rc, 0);
+}
+
+// A declared axis of 2^31 (once reported by `recur info` as -2147483648): refused at open with
+// the range.
+TEST_F(Graph, InfoOfADeclaredAxisPastInt32) {
+  const std::string src = graph("keras3", "stateful_functional_lstm_gru", "keras");
+  edit_keras(src, tmp("big.keras"), "\"batch_shape\": [3, null, 3]", "\"batch_shape\": [3, null, 2147483648]");
+  for (const char* format : {"", " --json"}) {
+    const Result r = run("info " + tmp("big.keras") + format);
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_EQ(r.out.find("-2147483648"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("a dimension must be null or an integer in [0, 2147483647], got 2147483648"), std::string::npos)
+        << r.err;
+  }
+}
+
 TEST_F(Cli, SavedModelFolder) {
   ASSERT_EQ(mkdir(tmp("exported").c_str(), 0755), 0);
   std::ofstream(tmp("exported/saved_model.pb")) << "x";

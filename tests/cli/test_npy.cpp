@@ -421,6 +421,36 @@ TEST_F(TempDir, NpzErrors) {
   EXPECT_NE(m.find(path("z2.npz")), std::string::npos) << m;
 }
 
+// A member whose declared size exceeds what the archive holds (the sizes patched to 0xFFFFFFF0):
+// the message gives both sizes and what to do, not "read 344 of 4294967280 bytes (No error)".
+TEST_F(TempDir, NpzMemberDeclaredLargerThanItIs) {
+  NamedArrays arrays;
+  Array a;
+  a.shape = {2};
+  a.data = {1, 2};
+  arrays.emplace_back("good", a);
+  recur_cli::write_npz(path("s.npz"), arrays);
+  std::string bytes;
+  {
+    std::ifstream f(path("s.npz"), std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  auto put32 = [&](std::size_t at, std::uint32_t v) {
+    for (int k = 0; k < 4; ++k) bytes[at + static_cast<std::size_t>(k)] = static_cast<char>((v >> (8 * k)) & 0xFF);
+  };
+  const auto local = bytes.find("PK\x03\x04");
+  const auto central = bytes.find("PK\x01\x02");
+  ASSERT_NE(local, std::string::npos);
+  ASSERT_NE(central, std::string::npos);
+  for (std::size_t at : {local + 18, local + 22, central + 20, central + 24}) put32(at, 0xFFFFFFF0u);
+  write("s2.npz", bytes);
+  const std::string m = error_of([&] { recur_cli::read_npz(path("s2.npz")); });
+  EXPECT_NE(m.find("good.npy"), std::string::npos) << m;
+  EXPECT_NE(m.find("declares 4294967280 bytes for this member but holds"), std::string::npos) << m;
+  EXPECT_NE(m.find("write it again"), std::string::npos) << m;
+  EXPECT_EQ(m.find("No error"), std::string::npos) << m;
+}
+
 TEST_F(TempDir, NpzMemberNotNpy) {
   // Build a zip with a non-.npy member through the writer, then rename it inside the bytes.
   NamedArrays arrays;

@@ -634,7 +634,8 @@ RECUR_API recur_status recur_model_is_stateful(const recur_model *model, int32_t
  * runs of the model. */
 RECUR_API recur_status recur_model_reset_states(recur_model *model);
 /* Floats of the states of stateful layer `layer` ("<name>/forward" or "<name>/backward" for the
- * halves of a Bidirectional, "<name>/cell_<k>" for cell k of an RNN over StackedRNNCells):
+ * halves of a Bidirectional, "<name>/cell_<k>" for cell k of an RNN over StackedRNNCells; a layer's
+ * own name is matched first, so every name recur_model_stateful_layer lists works, '/' in it or not):
  * num_states x (batch_size, units), h then c. Stateful ConvLSTM layers are reset with the model
  * but not named here. Errors: INVALID_ARGUMENT
  * (no such layer, or it is not stateful). */

@@ -167,12 +167,12 @@ InitializerSpec initializer_from(const json& j, const DialectInfo&, const char* 
     s.kind = K::variance_scaling;
     s.scale = number(cfg, "scale", 1.0, field);
     if (!(s.scale > 0.0)) fail(Code::invalid_argument, field, ".scale: expected a positive number, got ", s.scale);
-    const std::string mode = cfg.value("mode", std::string("fan_in"));
+    const std::string mode = string_field(cfg, "mode", "fan_in", field);
     if (mode == "fan_in") s.mode = M::fan_in;
     else if (mode == "fan_out") s.mode = M::fan_out;
     else if (mode == "fan_avg") s.mode = M::fan_avg;
     else fail(Code::invalid_argument, field, ".mode: expected fan_in, fan_out or fan_avg, got '", mode, "'");
-    const std::string dist = lower(cfg.value("distribution", std::string("truncated_normal")));
+    const std::string dist = lower(string_field(cfg, "distribution", "truncated_normal", field));
     if (dist == "truncated_normal" || dist == "normal") s.distribution = D::truncated_normal;
     else if (dist == "untruncated_normal") s.distribution = D::untruncated_normal;
     else if (dist == "uniform") s.distribution = D::uniform;
@@ -226,7 +226,7 @@ RegularizerSpec regularizer_from(const json& j, const DialectInfo& d, const char
     check_keys(cfg, {"factor", "mode"}, field, raw);
     s.kind = RegularizerSpec::Kind::orthogonal;
     s.factor = static_cast<float>(number(cfg, "factor", 0.01, field));
-    const std::string mode = cfg.value("mode", std::string("rows"));
+    const std::string mode = string_field(cfg, "mode", "rows", field);
     if (mode != "rows" && mode != "columns")
       fail(Code::invalid_argument, field, ".mode: expected 'rows' or 'columns', got '", mode, "'");
     s.rows_mode = mode == "rows";
@@ -295,7 +295,9 @@ int get_int(const json& cfg, const char* key, int fallback) {
   const json& v = cfg[key];
   if (v.is_number_integer()) {
     int x = 0;
-    if (!io::int_in(v, io::kIntMin, io::kIntMax, x)) fail(Code::invalid_argument, key, ": ", io::excerpt(v), " is out of range");
+    if (!io::int_in(v, io::kIntMin, io::kIntMax, x))
+      fail(Code::invalid_argument, key, ": ", io::excerpt(v), " is out of range (expected an integer in [", io::kIntMin, ", ",
+           io::kIntMax, "])");
     return x;
   }
   // Keras writes integral floats in some configs (e.g. units=8.0 after arithmetic).
@@ -318,7 +320,7 @@ Dialect detect(const json& root, const json& cfg) {
   if (root.contains("module") || root.contains("registered_name") || root.contains("build_config")) return Dialect::keras3;
   for (const char* k : {"time_major", "enable_caching_device", "batch_input_shape"})
     if (cfg.contains(k)) return Dialect::keras2;
-  const std::string cls = root.value("class_name", std::string());
+  const std::string cls = string_field(root, "class_name", "");
   if (cls == "CuDNNGRU" || cls == "CuDNNLSTM") return Dialect::keras2;
   if (cfg.contains("dtype") && cfg["dtype"].is_object()) return Dialect::keras3;
   if (cfg.contains("seed") || cfg.contains("use_cudnn")) return Dialect::keras3;
@@ -327,18 +329,8 @@ Dialect detect(const json& root, const json& cfg) {
 }
 
 void check_dtype(const json& cfg) {
-  if (!cfg.contains("dtype") || cfg["dtype"].is_null()) return;
-  const json& d = cfg["dtype"];
-  std::string name;
-  if (d.is_string()) {
-    name = d.get<std::string>();
-  } else if (d.is_object()) {
-    const json inner = d.value("config", json::object());
-    name = inner.is_object() ? inner.value("name", std::string("float32")) : std::string("float32");
-  } else {
-    fail(Code::invalid_argument, "dtype: expected a string or a DTypePolicy object, got ", io::excerpt(d));
-  }
-  if (name != "float32")
+  const std::string name = dtype_policy_name(cfg);
+  if (!name.empty() && name != "float32")
     fail(Code::unsupported, "dtype: recur computes in float32; the layer's dtype policy is '", io::printable(name), "'");
 }
 
@@ -353,7 +345,8 @@ bool shape_dims(const json& shape_or_list, int& batch, int& features, int& axis1
   auto dim = [&](const json& d) {
     int x = 0;
     if (d.is_number_integer() && !io::int_in(d, io::kIntMin, io::kIntMax, x))
-      fail(Code::invalid_argument, "input shape: dimension ", io::excerpt(d), " is out of range in ", io::excerpt(shape));
+      fail(Code::invalid_argument, "input shape: dimension ", io::excerpt(d), " is out of range in ", io::excerpt(shape),
+           " (expected null or an integer in [", io::kIntMin, ", ", io::kIntMax, "])");
     return x;
   };
   features = dim(shape.back());
@@ -363,6 +356,33 @@ bool shape_dims(const json& shape_or_list, int& batch, int& features, int& axis1
 }
 
 }  // namespace
+
+std::string string_field(const json& obj, const char* key, const std::string& fallback, const std::string& field) {
+  if (!obj.is_object()) return fallback;
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return fallback;
+  if (!it->is_string())
+    fail(Code::invalid_argument, field.empty() ? std::string() : field + ".", key, ": expected a string, got ", io::excerpt(*it));
+  return it->get<std::string>();
+}
+
+std::string dtype_policy_name(const json& cfg) {
+  if (!cfg.is_object() || !cfg.contains("dtype") || cfg["dtype"].is_null()) return "";
+  const json& d = cfg["dtype"];
+  if (d.is_string()) return d.get<std::string>();
+  if (!d.is_object())
+    fail(Code::invalid_argument, "dtype: expected a string or a DTypePolicy object, got ", io::excerpt(d));
+  string_field(d, "class_name", "", "dtype");
+  string_field(d, "module", "", "dtype");
+  if (!d.contains("config") || d["config"].is_null()) return "float32";
+  const json& inner = d["config"];
+  if (!inner.is_object())
+    fail(Code::invalid_argument, "dtype.config: expected an object {\"name\": \"float32\"}, got ", io::excerpt(inner));
+  if (inner.contains("name") && !inner["name"].is_null() && !inner["name"].is_string())
+    fail(Code::invalid_argument, "dtype.config.name: expected a string (a dtype policy name such as \"float32\"), got ",
+         io::excerpt(inner["name"]));
+  return string_field(inner, "name", "float32");
+}
 
 InitializerSpec parse_initializer_text(std::string_view text, const DialectInfo& d, const char* field) {
   if (text.empty()) fail(Code::invalid_argument, field, ": an initializer is required, got an empty name");
@@ -396,8 +416,10 @@ LayerConfig parse_layer_json(std::string_view text, int input_size, std::optiona
   return parse_layer_entry(parse_text(text, "json"), input_size, dialect, keras_version);
 }
 
-LayerConfig parse_layer_entry(const json& root, int input_size, std::optional<Dialect> dialect,
-                              std::optional<std::string_view> keras_version) {
+namespace {
+
+LayerConfig parse_entry_fields(const json& root, int input_size, std::optional<Dialect> dialect,
+                               std::optional<std::string_view> keras_version) {
   if (!root.is_object()) fail(Code::parse, "json: expected an object {\"class_name\": ..., \"config\": {...}}");
   if (!root.contains("class_name") || !root["class_name"].is_string())
     fail(Code::parse, "json: missing the string field \"class_name\"");
@@ -529,6 +551,18 @@ LayerConfig parse_layer_entry(const json& root, int input_size, std::optional<Di
   c.batch_size = c.stateful ? batch : 0;
   c.validate();
   return c;
+}
+
+}  // namespace
+
+LayerConfig parse_layer_entry(const json& root, int input_size, std::optional<Dialect> dialect,
+                              std::optional<std::string_view> keras_version) {
+  try {
+    return parse_entry_fields(root, input_size, dialect, keras_version);
+  } catch (const json::exception& e) {
+    // Each field is type-checked where it is read; this is the net for one that is not.
+    fail(Code::invalid_argument, "json: a field of an unexpected type (", io::printable(e.what()), ")");
+  }
 }
 
 int json_nesting_depth(std::string_view text) {

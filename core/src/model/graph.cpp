@@ -8,6 +8,8 @@
 #include <functional>
 #include <set>
 
+#include "io/json_int.hpp"
+#include "io/keras_entry.hpp"
 #include "io/printable.hpp"
 #include "model/layers/layer_util.hpp"
 #include "recur/cancel.hpp"
@@ -67,13 +69,13 @@ struct TensorRef {
 };
 
 bool is_k3_tensor(const json& v) {
-  return v.is_object() && v.value("class_name", std::string()) == "__keras_tensor__" && v.contains("config") &&
+  return v.is_object() && string_field(v, "class_name", "") == "__keras_tensor__" && v.contains("config") &&
          v["config"].is_object() && v["config"].contains("keras_history");
 }
 
 int small_int(const json& v, const std::string& where) {
   if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > 1000000)
-    fail(Code::io, where, ": expected a small non-negative integer, got ", io::excerpt(v));
+    fail(Code::io, where, ": expected an integer in [0, 1000000], got ", io::excerpt(v));
   return v.get<int>();
 }
 
@@ -243,18 +245,17 @@ Spec spec_of_shape(const json& shape, bool ids, const std::string& where) {
   s.ids = ids;
   for (const auto& d : shape) {
     if (d.is_null()) s.dims.push_back(-1);
-    else if (d.is_number_integer() && d.get<std::int64_t>() >= 0 && d.get<std::int64_t>() <= (std::int64_t(1) << 31))
-      s.dims.push_back(d.get<Index>());
-    else fail(Code::io, where, ": a dimension must be null or a non-negative integer, got ", io::excerpt(d));
+    // Within int32: the C ABI reports sizes of axes as int32_t (recur_model_get_info).
+    else if (int x = 0; io::int_in(d, 0, io::kIntMax, x))
+      s.dims.push_back(x);
+    else fail(Code::io, where, ": a dimension must be null or an integer in [0, ", io::kIntMax, "], got ",
+              io::excerpt(d), " (fix the model's declared input shape)");
   }
   return s;
 }
 
 bool int_dtype(const json& cfg) {
-  if (!cfg.contains("dtype")) return false;
-  const json& d = cfg["dtype"];
-  std::string name = d.is_string() ? d.get<std::string>() : "";
-  if (d.is_object() && d.contains("config") && d["config"].is_object()) name = d["config"].value("name", std::string());
+  const std::string name = dtype_policy_name(cfg);
   return name.rfind("int", 0) == 0 || name.rfind("uint", 0) == 0;
 }
 
@@ -282,7 +283,7 @@ const json* recorded_shape(const json& e) {
 }
 
 bool is_op_entry(const json& e) {
-  const std::string module = e.value("module", std::string());
+  const std::string module = string_field(e, "module", "");
   return module.find(".ops") != std::string::npos;
 }
 
@@ -290,14 +291,14 @@ bool is_op_entry(const json& e) {
 // Sequential whose first layer is an InputLayer or has an input shape, was called once when it was
 // built; that call is not saved, so the saved calls are numbered from 1.
 bool keras2_skips_first_call(const json& e) {
-  const std::string cls = e.value("class_name", std::string());
+  const std::string cls = string_field(e, "class_name", "");
   if (cls == "Functional" || cls == "Model") return true;
   if (cls != "Sequential") return false;
   const json& cfg = e["config"];
   if (!cfg.contains("layers") || !cfg["layers"].is_array() || cfg["layers"].empty() || !cfg["layers"][0].is_object())
     return false;
   const json& first = cfg["layers"][0];
-  if (first.value("class_name", std::string()) == "InputLayer") return true;
+  if (string_field(first, "class_name", "") == "InputLayer") return true;
   return first.contains("config") && first["config"].is_object() &&
          (first["config"].contains("batch_input_shape") || first["config"].contains("batch_shape"));
 }
@@ -377,7 +378,7 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
     }
     const json& ic = e["config"];
     const json shape = ic.contains("batch_shape") ? ic["batch_shape"] : ic.value("batch_input_shape", json());
-    return input_spec(shape, ic, file + ": model_config: InputLayer '" + io::printable(ic.value("name", std::string())) + "'");
+    return input_spec(shape, ic, file + ": model_config: InputLayer '" + io::printable(string_field(ic, "name", "")) + "'");
   };
 
   if (g->sequential) {

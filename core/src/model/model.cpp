@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -44,13 +45,23 @@ json parse_json(const std::string& text, const std::string& where) {
   }
 }
 
+// A last axis as the int32 the C ABI reports (recur_model_get_info, recur_model_layer); declared
+// axes are within int32 already (graph.cpp), a computed one past it refuses the model.
+int int_axis(Index d, const std::string& what) {
+  if (d > static_cast<Index>(std::numeric_limits<std::int32_t>::max()))
+    fail(Code::limit, what, ": the last axis has ", d, " entries, over ", std::numeric_limits<std::int32_t>::max(),
+         " (the largest size recur reports); the model is too large to open");
+  return static_cast<int>(std::max<Index>(d, 0));
+}
+
 std::size_t checked_total(const std::vector<Index>& dims, const char* what) {
   double n = 1;
   for (Index d : dims) {
     if (d < 0) fail(Code::shape, what, ": the shape ", shape_string(dims), " is not known");
     n *= static_cast<double>(d);
   }
-  if (n > double(std::uint64_t(1) << 40)) fail(Code::shape, what, ": the shape ", shape_string(dims), " is too large");
+  if (n > double(std::uint64_t(1) << 40))
+    fail(Code::shape, what, ": the shape ", shape_string(dims), " has ", n, " entries, more than 2^40 (1099511627776); use a smaller batch or fewer timesteps");
   return static_cast<std::size_t>(n);
 }
 
@@ -598,13 +609,14 @@ void Model::Impl::finish() {
     info.supported = le.why.empty();
     if (!le.nodes.empty()) {
       const graph::Node& n = g.nodes[static_cast<std::size_t>(le.nodes[0])];
-      if (n.is_input && !n.out.empty()) info.input_size = static_cast<int>(std::max<Index>(n.out[0].dims.back(), 0));
+      const std::string what = "layer '" + io::printable(le.name) + "'";
+      if (n.is_input && !n.out.empty()) info.input_size = int_axis(n.out[0].dims.back(), what);
       if (!n.main.empty()) {
         const graph::Node& src = g.nodes[static_cast<std::size_t>(n.main[0].node)];
         if (static_cast<std::size_t>(n.main[0].output) < src.out.size())
-          info.input_size = static_cast<int>(std::max<Index>(src.out[static_cast<std::size_t>(n.main[0].output)].dims.back(), 0));
+          info.input_size = int_axis(src.out[static_cast<std::size_t>(n.main[0].output)].dims.back(), what);
       }
-      if (!n.out.empty()) info.output_size = static_cast<int>(std::max<Index>(n.out[0].dims.back(), 0));
+      if (!n.out.empty()) info.output_size = int_axis(n.out[0].dims.back(), what);
       if (le.class_name == "Embedding") info.input_size = 1;
     }
     infos.push_back(std::move(info));
@@ -663,39 +675,55 @@ std::string with_article(const std::string& cls) {
 
 }  // namespace
 
+// A name as recur_model_stateful_layer lists it: the layer's own name first (it may hold '/'),
+// then "<name>/forward|backward" for a Bidirectional's halves and "<name>/cell_<k>" for a stack's
+// cells.
 Layer* Model::Impl::find_layer(const std::string& name, const char* what) const {
-  std::string base = name, half;
-  const auto slash = name.rfind('/');
-  if (slash != std::string::npos) {
-    base = name.substr(0, slash);
-    half = name.substr(slash + 1);
-  }
-  for (const graph::LayerEntry& le : graph().layers) {
-    if (le.name != base) continue;
+  auto entry_named = [&](const std::string& n) -> const graph::LayerEntry* {
+    for (const graph::LayerEntry& le : graph().layers)
+      if (le.name == n) return &le;
+    return nullptr;
+  };
+  auto is_recurrent = [](const graph::LayerEntry& le) {
+    return le.class_name == "GRU" || le.class_name == "LSTM" || le.class_name == "CuDNNGRU" || le.class_name == "CuDNNLSTM" ||
+           le.class_name == "SimpleRNN" || le.class_name == "Bidirectional" || le.class_name == "RNN";
+  };
+  auto layers_of = [](const graph::LayerEntry& le) {
     std::vector<Layer*> ls;
     if (le.op) le.op->collect_layers(ls);
-    const bool recurrent = le.class_name == "GRU" || le.class_name == "LSTM" || le.class_name == "CuDNNGRU" ||
-                           le.class_name == "CuDNNLSTM" || le.class_name == "SimpleRNN" || le.class_name == "Bidirectional" ||
-                           le.class_name == "RNN";
-    if (ls.empty() || !recurrent) {
-      if (recurrent) fail(Code::unsupported, "layer '", name, "': ", le.why);
-      fail(Code::invalid_argument, what, ": layer '", name, "' is ", with_article(le.class_name), ", not a recurrent layer");
+    return ls;
+  };
+  auto resolve = [&](const graph::LayerEntry& le, const std::string& base, const std::string& half) -> Layer* {
+    const std::vector<Layer*> ls = layers_of(le);
+    if (ls.empty() || !is_recurrent(le)) {
+      if (is_recurrent(le)) fail(Code::unsupported, "layer '", io::printable(name), "': ", le.why);
+      fail(Code::invalid_argument, what, ": layer '", io::printable(name), "' is ", with_article(le.class_name),
+           ", not a recurrent layer");
     }
+    const std::string shown = io::printable(base);
     if (le.class_name == "Bidirectional") {
       if (half == "backward") return ls.at(1);
       if (half == "forward") return ls.at(0);
-      fail(Code::invalid_argument, what, ": '", base, "' is a Bidirectional; ask for '", base, "/forward' or '", base, "/backward'");
+      fail(Code::invalid_argument, what, ": '", shown, "' is a Bidirectional; ask for '", shown, "/forward' or '", shown,
+           "/backward'");
     }
     if (ls.size() > 1) {  // RNN(StackedRNNCells): one per cell, "<name>/cell_<k>"
       for (std::size_t k = 0; k < ls.size(); ++k)
         if (half == "cell_" + std::to_string(k)) return ls[k];
-      fail(Code::invalid_argument, what, ": '", base, "' is an RNN over ", ls.size(), " stacked cells; ask for '", base,
-           "/cell_0' .. '", base, "/cell_", ls.size() - 1, "'");
+      fail(Code::invalid_argument, what, ": '", shown, "' is an RNN over ", ls.size(), " stacked cells; ask for '", shown,
+           "/cell_0' .. '", shown, "/cell_", ls.size() - 1, "'");
     }
-    if (!half.empty()) fail(Code::invalid_argument, what, ": layer '", name, "' does not exist");
+    if (!half.empty()) fail(Code::invalid_argument, what, ": layer '", io::printable(name), "' does not exist");
     return ls.at(0);
-  }
-  fail(Code::invalid_argument, what, ": the model has no layer '", name, "'");
+  };
+  const graph::LayerEntry* exact = entry_named(name);
+  const auto slash = name.rfind('/');
+  const graph::LayerEntry* split = slash == std::string::npos ? nullptr : entry_named(name.substr(0, slash));
+  // The whole name wins when it is a one-layer recurrent layer, or when no prefix names a layer.
+  if (exact && (!split || (is_recurrent(*exact) && layers_of(*exact).size() == 1 && exact->class_name != "Bidirectional")))
+    return resolve(*exact, name, "");
+  if (split) return resolve(*split, name.substr(0, slash), name.substr(slash + 1));
+  fail(Code::invalid_argument, what, ": the model has no layer '", io::printable(name), "'");
 }
 
 namespace {
@@ -756,11 +784,11 @@ int Model::input_size() const {
   const auto& in = inputs();
   if (in.empty()) return 0;
   if (in[0].token_ids && in[0].dims.size() == 2) return 1;
-  return static_cast<int>(std::max<Index>(in[0].dims.back(), 0));
+  return int_axis(in[0].dims.back(), "input 0");
 }
 bool Model::takes_token_ids() const { return !inputs().empty() && inputs()[0].token_ids; }
 int Model::output_size() const {
-  return outputs().empty() ? 0 : static_cast<int>(std::max<Index>(outputs()[0].dims.back(), 0));
+  return outputs().empty() ? 0 : int_axis(outputs()[0].dims.back(), "output 0");
 }
 bool Model::returns_sequences() const { return !outputs().empty() && outputs()[0].sequence; }
 int Model::num_outputs() const { return static_cast<int>(outputs().size()); }

@@ -329,7 +329,7 @@ class MultiHeadAttentionOp : public Op {
       if (o.is_array() && o.size() != 1)
         fail(Code::unsupported, "MultiHeadAttention: output_shape ", io::excerpt(o), " (recur projects to one feature axis)");
       if (!x.is_number_integer() || x.get<std::int64_t>() <= 0 || x.get<std::int64_t>() > kMaxAttentionDim)
-        fail(Code::invalid_argument, "MultiHeadAttention: output_shape: expected a positive integer, got ", io::excerpt(o));
+        fail(Code::invalid_argument, "MultiHeadAttention: output_shape: expected an integer in [1, ", kMaxAttentionDim, "], got ", io::excerpt(o));
       output_dim_ = x.get<Index>();
     }
     if (cfg.contains("attention_axes") && !cfg["attention_axes"].is_null()) {

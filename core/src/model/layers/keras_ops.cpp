@@ -31,7 +31,7 @@ class KerasOp : public Op {
       for (const auto& a : nodes[0]["args"]) {
         if (cls == "GetItem" && !args_.empty()) {  // x[key]: the key after the tensor
           read_key(a);
-        } else if (a.is_object() && a.value("class_name", std::string()) == "__keras_tensor__") {
+        } else if (a.is_object() && str_of(a, "class_name", "") == "__keras_tensor__") {
           args_.push_back({true, 0.0f});
         } else if (a.is_array()) {  // Concatenate's list of tensors
           for (std::size_t k = 0; k < a.size(); ++k) args_.push_back({true, 0.0f});
@@ -144,7 +144,7 @@ class KerasOp : public Op {
     }
     if (in.empty()) fail(Code::invalid_argument, kind_, ": no tensor argument");
     const std::vector<Index>& x = in[0];
-    if (reduction()) return reduced_shape(x, axes(x.size()), cfg_.value("keepdims", false));
+    if (reduction()) return reduced_shape(x, axes(x.size()), bool_of(cfg_, "keepdims", false));
     if (kind_ == "ExpandDims") return expanded_shape(x, int_of(cfg_, "axis", -1), kind_);
     if (kind_ == "Squeeze")
       return squeezed_shape(x, cfg_.contains("axis") && !cfg_["axis"].is_null() ? axes(x.size()) : std::vector<int>{}, kind_);
@@ -173,11 +173,11 @@ class KerasOp : public Op {
         SliceItem s = slice_item(it, json(), json(), "GetItem");
         s.index = true;
         key_.push_back(s);
-      } else if (it.is_object() && it.value("class_name", std::string()) == "__slice__" && it.contains("config") &&
+      } else if (it.is_object() && str_of(it, "class_name", "") == "__slice__" && it.contains("config") &&
                  it["config"].is_object()) {
         const json& c = it["config"];
         key_.push_back(slice_item(c.value("start", json()), c.value("stop", json()), c.value("step", json()), "GetItem"));
-      } else if (it.is_object() && it.value("class_name", std::string()) == "__ellipsis__") {
+      } else if (it.is_object() && str_of(it, "class_name", "") == "__ellipsis__") {
         key_.push_back(SliceItem{});
         key_.back().ellipsis = true;
       } else if (it.is_null()) {  // None: a new axis
@@ -261,7 +261,7 @@ class KerasOp : public Op {
       else if (kind_ == "Square") y.data[k] = v * v;
       else if (kind_ == "Sqrt") y.data[k] = std::sqrt(v);
       else if (kind_ == "Cast") {
-        const std::string dt = cfg_.value("dtype", std::string("float32"));
+        const std::string dt = str_of(cfg_, "dtype", "float32");
         y.data[k] = dt == "bool" ? (v != 0) : dt.rfind("int", 0) == 0 ? std::trunc(v) : v;
       } else y.data[k] = v;  // ExpandDims, Squeeze, ZerosLike, OnesLike: same values
     }

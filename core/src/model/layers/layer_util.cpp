@@ -23,14 +23,14 @@ int int_of(const json& cfg, const char* key, int fallback) {
   const json& x = v.is_array() && v.size() == 1 ? v[0] : v;  // Keras writes kernel_size=(3,) as [3]
   if (!x.is_number_integer()) fail(Code::invalid_argument, key, ": expected an integer, got ", io::excerpt(v));
   int i = 0;
-  if (!io::int_in(x, -(std::int64_t(1) << 30), std::int64_t(1) << 30, i)) fail(Code::invalid_argument, key, ": ", io::excerpt(x), " is out of range");
+  constexpr std::int64_t kBound = std::int64_t(1) << 30;
+  if (!io::int_in(x, -kBound, kBound, i))
+    fail(Code::invalid_argument, key, ": ", io::excerpt(x), " is out of range (expected an integer in [", -kBound, ", ", kBound, "])");
   return i;
 }
 
 std::string str_of(const json& cfg, const char* key, const std::string& fallback) {
-  if (!cfg.contains(key) || cfg[key].is_null()) return fallback;
-  if (!cfg[key].is_string()) fail(Code::invalid_argument, key, ": expected a string, got ", io::excerpt(cfg[key]));
-  return cfg[key].get<std::string>();
+  return string_field(cfg, key, fallback);
 }
 
 bool bool_of(const json& cfg, const char* key, bool fallback) {

@@ -45,7 +45,7 @@ void collect_numbers(const json& v, std::size_t depth, Numbers& out, const std::
 }
 
 Numbers numbers_of(const json& v, const std::string& what) {
-  const json& x = v.is_object() && v.value("class_name", std::string()) == "__numpy__" && v.contains("config") &&
+  const json& x = v.is_object() && str_of(v, "class_name", "") == "__numpy__" && v.contains("config") &&
                           v["config"].is_object() && v["config"].contains("value")
                       ? v["config"]["value"]
                       : v;

@@ -146,7 +146,7 @@ class RecurrentOp : public Op {
   // The layer entries of one direction, one per Layer of its chain. `zero_output`: Bidirectional
   // sets zero_output_for_mask on its halves (to their return_sequences).
   std::vector<json> chain_entries(const json& e, const Spec& in, bool zero_output, Chain& chain) const {
-    const std::string cls = e.value("class_name", std::string());
+    const std::string cls = str_of(e, "class_name", "");
     if (!e.contains("config") || !e["config"].is_object()) fail(Code::invalid_argument, cls, ": missing the object field \"config\"");
     const json& cfg = e["config"];
     auto flag = [&](const char* key) { return bool_of(cfg, key, false); };
@@ -250,7 +250,7 @@ class RecurrentOp : public Op {
     double made = 0;
     auto make = [&](json e, int features) {
       json& cfg = e["config"];
-      const std::string cls = e.value("class_name", std::string());
+      const std::string cls = str_of(e, "class_name", "");
       // A stateful layer whose entry records no input shape (Keras 3's .h5 drops build_config)
       // takes its batch size from the Input that feeds it, as Keras's functional rebuild does.
       if (cfg.value("stateful", json(false)) == json(true) && !cfg.contains("batch_input_shape") &&
@@ -293,7 +293,7 @@ class RecurrentOp : public Op {
     const json& cfg = entry_.at("config");
     if (!cfg.contains("layer") || !cfg["layer"].is_object()) fail(Code::invalid_argument, "Bidirectional: config has no 'layer'");
     const json& inner = cfg["layer"];
-    const std::string icls = inner.value("class_name", std::string());
+    const std::string icls = str_of(inner, "class_name", "");
     if (!is_recurrent_class(icls)) fail(Code::unsupported, "Bidirectional of ", icls);
     if (!inner.contains("config") || !inner["config"].is_object()) fail(Code::invalid_argument, "Bidirectional: layer has no config");
     const std::shared_ptr<Chain> fwd = make_chain(inner, true);

@@ -4,6 +4,7 @@
 
 #include <climits>
 
+#include "io/keras_entry.hpp"
 #include "recur/error.hpp"
 
 namespace recur::graph {
@@ -50,9 +51,9 @@ const OpTable& op_table() {
 }
 
 std::string unsupported_layer_advice(const json& entry) {
-  const std::string cls = entry.value("class_name", std::string());
+  const std::string cls = string_field(entry, "class_name", "");
   const json* reg = entry.contains("registered_name") ? &entry["registered_name"] : nullptr;
-  const std::string module = entry.value("module", std::string());
+  const std::string module = entry.contains("module") && entry["module"].is_string() ? entry["module"].get<std::string>() : "";
   const bool keras_module = module.empty() || module.rfind("keras", 0) == 0 || module.rfind("tf_keras", 0) == 0;
   if (cls == "Lambda")
     return "a Lambda layer holds Python code, which runs only in Python; rebuild the model with built-in layers "
@@ -68,10 +69,11 @@ bool is_sequence_model_class(const std::string& cls) {
 }
 
 std::shared_ptr<Op> make_op(const json& entry, const BuildContext& ctx, const std::string& object_path) {
-  const std::string cls = entry.value("class_name", std::string());
+  const std::string cls = string_field(entry, "class_name", "");
   const json& cfg = entry.at("config");
+  dtype_policy_name(cfg);  // its fields' types, for every layer (recurrent ones check the name too)
   std::shared_ptr<Op> op;
-  if (entry.value("module", std::string()).find(".ops") != std::string::npos) {
+  if (string_field(entry, "module", "").find(".ops") != std::string::npos) {
     op = make_keras_op(entry, cls);
   } else if (const OpFactory* make = op_table().find(cls)) {
     op = (*make)(entry, ctx, object_path);
@@ -79,7 +81,7 @@ std::shared_ptr<Op> make_op(const json& entry, const BuildContext& ctx, const st
     fail(Error::Code::unsupported, "unsupported layer ", cls);
   }
   op->class_name = cls;
-  op->name = cfg.value("name", std::string());
+  op->name = string_field(cfg, "name", "");
   return op;
 }
 

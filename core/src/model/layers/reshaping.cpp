@@ -24,7 +24,7 @@ namespace {
 class RepeatVectorOp : public Op {
  public:
   explicit RepeatVectorOp(const json& cfg) : n_(int_of(cfg, "n", 0)) {
-    if (n_ <= 0) fail(Code::invalid_argument, "n: expected a positive integer");
+    if (n_ <= 0) fail(Code::invalid_argument, "n: expected a positive integer, got ", n_);
   }
   std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
     check_rank(in, 1, 2, "RepeatVector");
@@ -111,7 +111,7 @@ class ReshapeOp : public Op {
     int unknown = 0;
     for (const auto& d : cfg["target_shape"]) {
       if (!d.is_number_integer() || d.get<std::int64_t>() < -1 || d.get<std::int64_t>() > (1 << 30))
-        fail(Code::invalid_argument, "target_shape: expected positive integers or one -1, got ", io::excerpt(cfg["target_shape"]));
+        fail(Code::invalid_argument, "target_shape: expected integers in [1, ", 1 << 30, "] or one -1, got ", io::excerpt(cfg["target_shape"]));
       target_.push_back(d.get<Index>());
       unknown += d.get<Index>() == -1;
     }

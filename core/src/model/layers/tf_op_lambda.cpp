@@ -360,7 +360,7 @@ class TfOpLambda : public Op {
 
 void register_tf_op_lambda_layers(OpTable& t) {
   t.add({"TFOpLambda", "SlicingOpLambda"}, [](const json& e, const BuildContext&, const std::string&) -> std::shared_ptr<Op> {
-    return std::make_shared<TfOpLambda>(e, e.value("class_name", std::string()));
+    return std::make_shared<TfOpLambda>(e, str_of(e, "class_name", ""));
   });
 }
 
