@@ -81,6 +81,13 @@ static int recur_py_init_errors(PyObject *m) {
     recur_py_errors[defs[i].index] = PyErr_NewExceptionWithDoc(qual, defs[i].doc, bases, NULL);
     Py_DECREF(bases);
     if (!recur_py_errors[defs[i].index]) return -1;
+    /* The class's status, so that an instance raised from Python code carries it too. */
+    {
+      PyObject *code = PyLong_FromLong(defs[i].index == 10 ? RECUR_ERR_INTERNAL : -defs[i].index);
+      int bad = !code || PyObject_SetAttrString(recur_py_errors[defs[i].index], "status", code) < 0;
+      Py_XDECREF(code);
+      if (bad) return -1;
+    }
     Py_INCREF(recur_py_errors[defs[i].index]);
     if (PyModule_AddObject(m, defs[i].name, recur_py_errors[defs[i].index]) < 0) return -1;
   }

@@ -24,20 +24,16 @@ def np() -> Any:
 
 def error(cls_name: str, message: str) -> Exception:
     """An exception of recur's class `cls_name` (e.g. "InvalidArgumentError") with `message`,
-    as the library raises them."""
-    cls = getattr(_native, cls_name)
-    e = cls(message)
-    e.status = {"InvalidArgumentError": -1, "ShapeError": -2, "UnsupportedError": -3, "ParseError": -4,
-                "StateError": -5, "OutOfMemoryError": -6, "IOError": -7, "LimitError": -8,
-                "CancelledError": -9, "InternalError": -100}.get(cls_name, -100)
-    return e
+    as the library raises them (its `status` is the class's)."""
+    cls: Any = getattr(_native, cls_name)
+    return cls(message)
 
 
-def _describe(x: Any) -> str:
-    n = np()
-    if isinstance(x, n.ndarray):
-        return "an array of dtype %s and shape %s" % (x.dtype, x.shape)
-    return "a %s" % type(x).__name__
+def describe(x: Any) -> str:
+    """What a user passed, for messages: an array's dtype and shape, a scalar's value, else its type."""
+    if type(x).__name__ == "ndarray":
+        return "an array of dtype %s and shape %s" % (x.dtype, tuple(x.shape))
+    return "%r" % (x,) if isinstance(x, (bool, int, float, str)) or x is None else "a %s" % type(x).__name__
 
 
 def as_float32(x: Any, what: str):
@@ -49,11 +45,11 @@ def as_float32(x: Any, what: str):
     try:
         a = n.asarray(x)
     except Exception as e:  # ragged lists and the like
-        raise error("InvalidArgumentError", "%s: expected an array of numbers, got %s (%s)" % (what, _describe(x), e)) from None
+        raise error("InvalidArgumentError", "%s: expected an array of numbers, got %s (%s)" % (what, describe(x), e)) from None
     if a.dtype.kind not in "fiub":
         raise error("InvalidArgumentError",
                     "%s: expected real numbers (float or integer), got %s; convert it with numpy.asarray(x, numpy.float32)"
-                    % (what, _describe(a)))
+                    % (what, describe(a)))
     return n.ascontiguousarray(a, dtype=n.float32)
 
 
@@ -67,9 +63,9 @@ def as_mask(mask: Any, what: str):
     try:
         a = n.asarray(mask)
     except Exception as e:
-        raise error("InvalidArgumentError", "%s: expected a (batch, timesteps) array of booleans, got %s (%s)" % (what, _describe(mask), e)) from None
+        raise error("InvalidArgumentError", "%s: expected a (batch, timesteps) array of booleans, got %s (%s)" % (what, describe(mask), e)) from None
     if a.dtype.kind not in "biuf":
-        raise error("InvalidArgumentError", "%s: expected a (batch, timesteps) array of booleans, got %s" % (what, _describe(a)))
+        raise error("InvalidArgumentError", "%s: expected a (batch, timesteps) array of booleans, got %s" % (what, describe(a)))
     return n.ascontiguousarray(a != 0, dtype=n.uint8)
 
 
@@ -92,6 +88,15 @@ class Closable:
     ``_native_obj`` (None once closed)."""
 
     _native_obj: Any
+
+    def _closed_message(self) -> str:
+        raise NotImplementedError
+
+    def _h(self) -> Any:
+        """The native object, or StateError (saying what to do) once closed."""
+        if self._native_obj is None:
+            raise error("StateError", self._closed_message())
+        return self._native_obj
 
     def close(self) -> None:
         """Frees the native object now (garbage collection would do it later)."""

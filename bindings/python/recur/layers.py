@@ -37,7 +37,7 @@ from typing import (TYPE_CHECKING, Any, Callable, ClassVar, Dict, Iterator, List
                     Tuple, Type, TypeVar, Union)
 
 from . import _native as _N
-from ._util import as_float32, as_mask, configure, error, np
+from ._util import as_float32, as_mask, configure, describe, error, np
 
 if TYPE_CHECKING:  # NumPy is imported on first use at run time
     import numpy
@@ -90,16 +90,10 @@ class WeightInfo(NamedTuple):
     """Keras's shape of the weight (CuDNN layers: their own CuDNN layout)."""
 
 
-def _describe(x: Any) -> str:
-    if type(x).__name__ == "ndarray":
-        return "an array of dtype %s and shape %s" % (x.dtype, tuple(x.shape))
-    return "%r" % (x,) if isinstance(x, (bool, int, float, str)) or x is None else "a %s" % type(x).__name__
-
-
 def _int(value: Any, what: str, low: int = -_INT32_MAX - 1) -> int:
     """value as a Python int that fits the C ABI's int32 (bools and floats refused)."""
     if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise error("InvalidArgumentError", "%s: expected an integer, got %s" % (what, _describe(value)))
+        raise error("InvalidArgumentError", "%s: expected an integer, got %s" % (what, describe(value)))
     v = int(value.__index__())
     if not low <= v <= _INT32_MAX:
         raise error("InvalidArgumentError", "%s: expected an integer in [%d, %d], got %d" % (what, low, _INT32_MAX, v))
@@ -112,7 +106,7 @@ def _flag(value: Any, what: str) -> bool:
         return bool(value)
     if isinstance(value, int) and value in (0, 1):
         return bool(value)
-    raise error("InvalidArgumentError", "%s: expected True or False, got %s" % (what, _describe(value)))
+    raise error("InvalidArgumentError", "%s: expected True or False, got %s" % (what, describe(value)))
 
 
 def _training(value: Any) -> int:
@@ -134,7 +128,7 @@ def _keras_object(value: KerasObject, what: str) -> Optional[str]:
     if isinstance(value, dict):
         return json.dumps(value, default=_json_default)
     raise error("InvalidArgumentError",
-                "%s: expected a Keras name (str) or Keras JSON (dict), got %s" % (what, _describe(value)))
+                "%s: expected a Keras name (str) or Keras JSON (dict), got %s" % (what, describe(value)))
 
 
 def _dialect(value: Any, what: str = "dialect", allow_auto: bool = False) -> int:
@@ -143,13 +137,13 @@ def _dialect(value: Any, what: str = "dialect", allow_auto: bool = False) -> int
     if isinstance(value, str) and value.lower() in _DIALECTS:
         return _DIALECTS[value.lower()]
     raise error("InvalidArgumentError", "%s: expected \"keras2\" or \"keras3\"%s, got %s"
-                % (what, " or None (detect it from the config)" if allow_auto else "", _describe(value)))
+                % (what, " or None (detect it from the config)" if allow_auto else "", describe(value)))
 
 
 def _device_string(device: Any, what: str = "device") -> str:
     if not isinstance(device, str):
         raise error("InvalidArgumentError",
-                    "%s: expected \"cpu\", \"cuda\", \"cuda:N\" or \"auto\", got %s" % (what, _describe(device)))
+                    "%s: expected \"cpu\", \"cuda\", \"cuda:N\" or \"auto\", got %s" % (what, describe(device)))
     return device
 
 
@@ -376,7 +370,7 @@ class RecurrentLayer:
                 act = "linear"
             if not isinstance(act, str):
                 raise error("InvalidArgumentError",
-                            "%s: expected a Keras activation name (str) or None, got %s" % (what, _describe(act)))
+                            "%s: expected a Keras activation name (str) or None, got %s" % (what, describe(act)))
             if act != default:
                 setter(act)
         for what, obj in (("kernel_initializer", kernel_initializer),
@@ -400,7 +394,7 @@ class RecurrentLayer:
         for what, rate_arg in (("dropout", dropout), ("recurrent_dropout", recurrent_dropout)):
             if isinstance(rate_arg, bool) or not isinstance(rate_arg, numbers.Real):
                 raise error("InvalidArgumentError",
-                            "%s: expected a rate in [0, 1], got %s" % (what, _describe(rate_arg)))
+                            "%s: expected a rate in [0, 1], got %s" % (what, describe(rate_arg)))
             rate = float(rate_arg)
             if not 0.0 <= rate <= 1.0:  # NaN included
                 raise error("InvalidArgumentError", "%s: expected a rate in [0, 1], got %r" % (what, rate))
@@ -413,17 +407,17 @@ class RecurrentLayer:
         if seed is not None:
             if isinstance(seed, bool) or not hasattr(seed, "__index__") or not -1 <= seed.__index__() < 2**63:
                 raise error("InvalidArgumentError", "seed: expected an integer >= 0 (or None: random), got %s"
-                            % _describe(seed))
+                            % describe(seed))
             opts.seed = seed.__index__()
         if name is not None:
             if not isinstance(name, str):
-                raise error("InvalidArgumentError", "name: expected a str, got %s" % _describe(name))
+                raise error("InvalidArgumentError", "name: expected a str, got %s" % describe(name))
             opts.set_name(name)
         if keras_version is not None:
             if not isinstance(keras_version, str):
                 raise error("InvalidArgumentError",
                             "keras_version: expected a version string such as \"3.3.3\", got %s"
-                            % _describe(keras_version))
+                            % describe(keras_version))
             opts.set_keras_version(keras_version)
         self._adopt(_N.Layer.create(opts), name)
         self._recipe = ("kwargs", recipe)
@@ -486,7 +480,7 @@ class RecurrentLayer:
             recur.UnsupportedError: valid Keras that the dialect does not have.
         """
         if not isinstance(json_str, (str, bytes)):
-            raise error("InvalidArgumentError", "json_str: expected a str of Keras JSON, got %s" % _describe(json_str))
+            raise error("InvalidArgumentError", "json_str: expected a str of Keras JSON, got %s" % describe(json_str))
         text = json_str.decode("utf-8", "replace") if isinstance(json_str, bytes) else json_str
         return cls._from_text(text, input_size, dialect, keras_version, "from_keras_json",
                               (device, num_threads, keras_backend))
@@ -496,7 +490,7 @@ class RecurrentLayer:
                    keras_version: Optional[str], source: str, settings: Tuple[Any, Any, Any]) -> _L:
         size = 0 if input_size is None else _int(input_size, "input_size")
         if keras_version is not None and not isinstance(keras_version, str):
-            raise error("InvalidArgumentError", "keras_version: expected a str, got %s" % _describe(keras_version))
+            raise error("InvalidArgumentError", "keras_version: expected a str, got %s" % describe(keras_version))
         handle = _N.Layer.create_from_json(text, size, _dialect(dialect, allow_auto=True), keras_version)
         name = None
         try:  # valid JSON: recur parsed it
@@ -520,7 +514,7 @@ class RecurrentLayer:
         Arguments and errors as :meth:`from_keras_json`."""
         if not isinstance(config, dict):
             raise error("InvalidArgumentError", "config: expected a dict (a Keras layer config), got %s"
-                        % _describe(config))
+                        % describe(config))
         if "class_name" not in config or "config" not in config:
             if cls._type == 0:
                 raise error("InvalidArgumentError", "config: a bare get_config() dict does not name its class; "
@@ -695,7 +689,7 @@ class RecurrentLayer:
         if isinstance(weights, (str, bytes, dict)) or not hasattr(weights, "__len__") or (
                 type(weights).__name__ == "ndarray"):
             raise error("InvalidArgumentError", "weights: expected a list of arrays (as get_weights returns), got %s"
-                        % _describe(weights))
+                        % describe(weights))
         with self._writing() as h:
             infos = self._weight_infos(h)
             if len(weights) != len(infos):
@@ -780,7 +774,7 @@ class RecurrentLayer:
     def keras_backend(self, backend: str) -> None:
         if not isinstance(backend, str):
             raise error("InvalidArgumentError", "keras_backend: expected \"tensorflow\" or \"jax\", got %s"
-                        % _describe(backend))
+                        % describe(backend))
         with self._writing() as h:
             h.set_keras_backend(backend)
             self._keras_backend = backend
@@ -796,7 +790,7 @@ class RecurrentLayer:
         if not isinstance(value, (list, tuple)):
             if ns != 1:
                 raise error("InvalidArgumentError", "%s: expected a list of %d arrays [h, c], got %s"
-                            % (what, ns, _describe(value)))
+                            % (what, ns, describe(value)))
             value = [value]
         if len(value) != ns:
             raise error("InvalidArgumentError", "%s: expected %d array%s [%s], got %d"
@@ -1012,10 +1006,10 @@ class SequenceLayer(RecurrentLayer):
         n = np()
         if isinstance(states, LayerState) or not isinstance(states, (list, tuple)) or not states:
             raise error("InvalidArgumentError", "states: expected a non-empty list of LayerState, got %s"
-                        % _describe(states))
+                        % describe(states))
         for k, s in enumerate(states):
             if not isinstance(s, LayerState):
-                raise error("InvalidArgumentError", "states[%d]: expected a LayerState, got %s" % (k, _describe(s)))
+                raise error("InvalidArgumentError", "states[%d]: expected a LayerState, got %s" % (k, describe(s)))
         # Locked in creation order, so calls with overlapping states cannot deadlock.
         order = sorted(range(len(states)), key=lambda k: (states[k]._id, k))
         for p, q in zip(order, order[1:]):
@@ -1091,7 +1085,7 @@ def _device_pointer(obj: Any, what: str, optional: bool) -> Tuple[int, Optional[
     iface = getattr(obj, "__cuda_array_interface__", None)
     if not isinstance(iface, dict):
         raise error("InvalidArgumentError", "%s: expected an object with __cuda_array_interface__ (CuPy, PyTorch "
-                    "CUDA tensors, ...) or a device address (int), got %s" % (what, _describe(obj)))
+                    "CUDA tensors, ...) or a device address (int), got %s" % (what, describe(obj)))
     shape = _tuple(iface.get("shape", ()))
     strides = iface.get("strides")
     if iface.get("typestr") not in ("<f4", "=f4", "|f4"):

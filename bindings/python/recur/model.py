@@ -56,10 +56,10 @@ def _dims(rank: int, dims: Tuple[int, ...]) -> Tuple[Optional[int], ...]:
     return tuple(None if d < 0 else int(d) for d in dims[:rank])
 
 
-class _Runner:
-    """What Model and Stream share: turning Keras-style inputs into the C ABI's named tensors
-    and the outputs back into arrays. Output shapes are cached per input signature (text inputs
-    excepted: their output shapes can depend on the text)."""
+class _Runner(Closable):
+    """What Model and Stream share: turning Keras-style inputs into the C ABI's named tensors and
+    the outputs back into arrays, one call path for both. Output shapes are cached per input
+    signature (text inputs excepted: their output shapes can depend on the text)."""
 
     _inputs: List[TensorSpec]
     _outputs: List[TensorSpec]
@@ -80,10 +80,6 @@ class _Runner:
         N = np()
         self._ndarray, self._empty, self._f32 = N.ndarray, N.empty, N.float32
         self._plans: Dict[Any, Tuple[bytes, int, Any, List[Tuple[int, ...]]]] = {}
-        self._fast: Optional[Dict[Any, int]] = None
-        if len(self._inputs) == 1 and self._inputs[0].dtype != "string":
-            self._fast = {N.dtype(N.float32): 1, N.dtype(N.int32): 2, N.dtype(N.int64): 3}
-            self._fast_rank = len(self._inputs[0].shape)
 
     def _values(self, x: Inputs, what: str) -> List[Any]:
         """x as one value per model input, in input order."""
@@ -137,12 +133,6 @@ class _Runner:
     def _tensors(self, x: Inputs, mask: Any, step: bool) -> Tuple[list, Any]:
         """The named tensors of a call, and the key of its output shapes (None: not cacheable)."""
         N = np()
-        a: Any = x
-        if mask is None and self._fast is not None and type(a) is N.ndarray and a.flags.c_contiguous:
-            # The common call, one numeric array for a one-input model: no conversion to decide.
-            dt = self._fast.get(a.dtype)
-            if dt is not None and not (step and a.ndim == self._fast_rank - 1):
-                return [(self._in_names[0], dt, a, a.shape, None)], ((a.shape, dt, None),)
         values = self._values(x, "inputs")
         masks = self._masks(mask)
         tensors = []
@@ -205,18 +195,59 @@ class _Runner:
             self._plans.clear()
         self._plans[(x.shape, x.dtype)] = (name, dt, None if shape == x.shape else shape, dims)
 
-    def _run_plan(self, h: Any, plan: Tuple[bytes, int, Any, List[Tuple[int, ...]]], x: Any, run: Any) -> Any:
+    def _run_plan(self, h: Any, plan: Tuple[bytes, int, Any, List[Tuple[int, ...]]], x: Any, run: Any,
+                  options: Any, return_dict: bool) -> Any:
         name, dt, shape, dims = plan
         if shape is not None:
             x = x.reshape(shape)  # one timestep given without its axis
         empty, f32 = self._empty, self._f32
-        if len(dims) == 1:
+        if len(dims) == 1 and not return_dict:
             out = empty(dims[0], f32)
-            run(h, [(name, dt, x, x.shape, None)], [(self._out_keys[0][0], out)], None)
+            run(h, [(name, dt, x, x.shape, None)], [(self._out_keys[0][0], out)], options)
             return out
         arrays = [empty(d, f32) for d in dims]
-        run(h, [(name, dt, x, x.shape, None)], [(k[0], a) for k, a in zip(self._out_keys, arrays)], None)
-        return arrays
+        run(h, [(name, dt, x, x.shape, None)], [(k[0], a) for k, a in zip(self._out_keys, arrays)], options)
+        return self._result(arrays, [k[1] for k in self._out_keys], return_dict)
+
+    def _call(self, x: Inputs, mask: Any, return_dict: bool, outputs: Optional[Sequence[str]],
+              run_options: Optional[RunOptions], step: bool) -> Any:
+        """A model's predict or a stream's step: the same inputs, outputs and errors, through
+        _native's named run or named step."""
+        h = self._h()
+        shapes, run = ((_native.recur_py_step_output_shapes, _native.recur_py_step_named) if step else
+                       (_native.recur_py_output_shapes, _native.recur_py_run_named))
+        options = None if run_options is None else run_options._o
+        plain = mask is None and outputs is None
+        if plain and type(x) is self._ndarray:
+            plan = self._plans.get((x.shape, x.dtype))
+            if plan is not None and x.flags.c_contiguous:
+                return self._run_plan(h, plan, x, run, options, return_dict)
+        tensors, key = self._tensors(x, mask, step)
+        keys = self._out_keys if outputs is None else self._select(outputs)
+        dims = self._shapes(h, tensors, key, keys, shapes)
+        arrays = self._outputs_of(dims)
+        run(h, tensors, [(k[0], a) for k, a in zip(keys, arrays)], options)
+        if plain:
+            self._remember(x, tensors, key, dims)
+        return self._result(arrays, [k[1] for k in keys], return_dict)
+
+    @staticmethod
+    def _select(outputs: Sequence[str]) -> List[Tuple[bytes, str]]:
+        if isinstance(outputs, str):
+            outputs = [outputs]
+        return [(o.encode(), o) for o in outputs]
+
+    def _shapes(self, h: Any, tensors: list, key: Any, keys: list, fn: Any) -> List[Tuple[int, ...]]:
+        if key is not None:
+            full = (key, tuple(k[0] for k in keys))
+            dims = self._shape_cache.get(full)
+            if dims is None:
+                dims = fn(h, tensors, [(k[0], None) for k in keys])
+                if len(self._shape_cache) > 64:
+                    self._shape_cache.clear()
+                self._shape_cache[full] = dims
+            return dims
+        return fn(h, tensors, [(k[0], None) for k in keys])
 
     def _outputs_of(self, dims: List[Tuple[int, ...]]) -> list:
         N = np()
@@ -229,7 +260,7 @@ class _Runner:
         return arrays[0] if len(arrays) == 1 else arrays
 
 
-class Model(_Runner, Closable):
+class Model(_Runner):
     """A Keras model opened from a ``.keras`` or ``.h5`` file: Keras's ``model.predict`` with
     Keras's numbers, stateful models, and streams (:meth:`new_state`).
 
@@ -256,10 +287,8 @@ class Model(_Runner, Closable):
         self._setup_io()
 
     # ---- what it is ----------------------------------------------------------------------------
-    def _h(self) -> Any:
-        if self._native_obj is None:
-            raise error("StateError", "Model %r is closed: open it again with recur.load_model" % self._name)
-        return self._native_obj
+    def _closed_message(self) -> str:
+        return "Model %r is closed: open it again with recur.load_model" % self._name
 
     @property
     def name(self) -> str:
@@ -381,21 +410,7 @@ class Model(_Runner, Closable):
         (a dict by name with return_dict=True)."""
         if batch_size is not None:
             return self._predict_sliced(x, mask, return_dict, outputs, run_options, batch_size)
-        h = self._h()
-        plain = mask is None and outputs is None and run_options is None and not return_dict
-        if plain and type(x) is self._ndarray:
-            plan = self._plans.get((x.shape, x.dtype))
-            if plan is not None and x.flags.c_contiguous:
-                return self._run_plan(h, plan, x, _native.recur_py_run_named)
-        tensors, key = self._tensors(x, mask, False)
-        keys = self._out_keys if outputs is None else self._select(outputs)
-        dims = self._shapes(h, tensors, key, keys, _native.recur_py_output_shapes)
-        arrays = self._outputs_of(dims)
-        _native.recur_py_run_named(h, tensors, [(k[0], a) for k, a in zip(keys, arrays)],
-                                   None if run_options is None else run_options._o)
-        if plain:
-            self._remember(x, tensors, key, dims)
-        return self._result(arrays, [k[1] for k in keys], return_dict)
+        return self._call(x, mask, return_dict, outputs, run_options, False)
 
     __call__ = predict
 
@@ -420,23 +435,6 @@ class Model(_Runner, Closable):
         names = list(parts[0])
         joined = [N.concatenate([p[n] for p in parts], axis=0) for n in names]
         return self._result(joined, names, return_dict)
-
-    def _select(self, outputs: Sequence[str]) -> List[Tuple[bytes, str]]:
-        if isinstance(outputs, str):
-            outputs = [outputs]
-        return [(o.encode(), o) for o in outputs]
-
-    def _shapes(self, h: Any, tensors: list, key: Any, keys: list, fn: Any) -> List[Tuple[int, ...]]:
-        if key is not None:
-            full = (key, tuple(k[0] for k in keys))
-            dims = self._shape_cache.get(full)
-            if dims is None:
-                dims = fn(h, tensors, [(k[0], None) for k in keys])
-                if len(self._shape_cache) > 64:
-                    self._shape_cache.clear()
-                self._shape_cache[full] = dims
-            return dims
-        return fn(h, tensors, [(k[0], None) for k in keys])
 
     # ---- stateful models ----------------------------------------------------------------------
     @property
@@ -509,7 +507,7 @@ class Model(_Runner, Closable):
             self._name, [(s.name, s.shape, s.dtype) for s in self._inputs], [(s.name, s.shape) for s in self._outputs])
 
 
-class Stream(_Runner, Closable):
+class Stream(_Runner):
     """One stream through a whole model (recur_model_state): the model's recurrent states for a
     batch of sequences, stepped a few timesteps at a time. Steps of one stream run one at a time
     (one thread at a time); different streams of one model may step concurrently."""
@@ -522,10 +520,8 @@ class Stream(_Runner, Closable):
         self._model_name = model._name
         self._setup_io()
 
-    def _h(self) -> Any:
-        if self._native_obj is None:
-            raise error("StateError", "this stream of model %r is closed: make another with Model.new_state" % self._model_name)
-        return self._native_obj
+    def _closed_message(self) -> str:
+        return "this stream of model %r is closed: make another with Model.new_state" % self._model_name
 
     @property
     def batch(self) -> int:
@@ -539,21 +535,7 @@ class Stream(_Runner, Closable):
         Inputs without a timesteps axis are given whole. Returns the outputs as predict does:
         sequence outputs hold the steps fed, the others their value after them. On any error the
         stream is left exactly as before the call."""
-        h = self._h()
-        plain = mask is None and outputs is None and run_options is None and not return_dict
-        if plain and type(x) is self._ndarray:
-            plan = self._plans.get((x.shape, x.dtype))
-            if plan is not None and x.flags.c_contiguous:
-                return self._run_plan(h, plan, x, _native.recur_py_step_named)
-        tensors, key = self._tensors(x, mask, True)
-        keys = self._out_keys if outputs is None else Model._select(self, outputs)  # type: ignore[arg-type]
-        dims = Model._shapes(self, h, tensors, key, keys, _native.recur_py_step_output_shapes)  # type: ignore[arg-type]
-        arrays = self._outputs_of(dims)
-        _native.recur_py_step_named(h, tensors, [(k[0], a) for k, a in zip(keys, arrays)],
-                                    None if run_options is None else run_options._o)
-        if plain:
-            self._remember(x, tensors, key, dims)
-        return self._result(arrays, [k[1] for k in keys], return_dict)
+        return self._call(x, mask, return_dict, outputs, run_options, True)
 
     __call__ = step
 
