@@ -37,15 +37,6 @@ void append_nested(std::string& out, const Array& a, std::size_t axis, std::size
   out += ']';
 }
 
-// The UTF-8 length of the character at s[i], or 0 where no valid one starts.
-std::size_t char_length(const std::string& s, std::size_t i) {
-  const std::size_t n = recur::io::utf8_error_at(s.data() + i, std::min(s.size() - i, std::size_t{4}));
-  const auto c = static_cast<unsigned char>(s[i]);
-  const std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-  // Valid when the first error (if any) lies past this character.
-  return len != 0 && i + len <= s.size() && (n == std::string::npos || n >= len) ? len : 0;
-}
-
 // Cuts `s` to at most `max_bytes` bytes without splitting a character (s is valid UTF-8 here).
 std::string cut(const std::string& s, std::size_t max_bytes) {
   if (s.size() <= max_bytes) return s;
@@ -57,7 +48,7 @@ std::string cut(const std::string& s, std::size_t max_bytes) {
 std::string safe_file_name(const std::string& name, std::size_t max_bytes) {
   std::string out;
   for (std::size_t i = 0; i < name.size();) {
-    const std::size_t len = char_length(name, i);
+    const std::size_t len = recur::io::utf8_char_at(name.data() + i, name.size() - i);
     const auto c = static_cast<unsigned char>(name[i]);
     if (len == 0 || (len == 1 && (c < 0x20 || c == 0x7F || std::string("/\\:*?\"<>|").find(static_cast<char>(c)) != std::string::npos))) {
       out += '_';

@@ -389,8 +389,8 @@ class TextVectorizationOp : public Op {
   // tf.strings.unicode_split(..., "UTF-8"): one token per code point (the input is valid UTF-8).
   static void split_characters(const std::string& s, std::vector<std::string>& out) {
     for (std::size_t i = 0; i < s.size();) {
-      const unsigned char c = static_cast<unsigned char>(s[i]);
-      const std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : 4;
+      const int lead = io::utf8_lead_length(static_cast<unsigned char>(s[i]));
+      const std::size_t len = lead > 0 ? static_cast<std::size_t>(lead) : 4;
       out.push_back(s.substr(i, std::min(len, s.size() - i)));
       i += len;
     }
