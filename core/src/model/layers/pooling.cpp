@@ -22,6 +22,18 @@
 namespace recur::graph {
 namespace {
 
+// The one (batch, steps, features) input of a pooling op over steps ((batch, features, steps)
+// when channels_first), as the spec of its output to fill in.
+Spec sequence_input(const std::vector<Spec>& in, const std::string& class_name, bool channels_first) {
+  check_rank(in, 1, 3, class_name.c_str());
+  if (in[0].dims.size() != 3)
+    fail(Code::shape, class_name, ": expected (batch, ", channels_first ? "features, steps" : "steps, features", "), got ",
+         spec_string(in[0]));
+  Spec s = in[0];
+  s.ids = false;
+  return s;
+}
+
 // GlobalAveragePooling1D / GlobalMaxPooling1D. Keras's global max ignores a mask (Keras 2 and 3
 // drop it); the global average weighs the steps by it and hands no mask on (compute_mask: None).
 class GlobalPool1DOp : public Op {
@@ -108,12 +120,7 @@ class Pool1DOp : public Op {
     return {T >= pool_ ? (T - pool_) / strides_ + 1 : 0, 0};
   }
   std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
-    check_rank(in, 1, 3, class_name.c_str());
-    if (in[0].dims.size() != 3)
-      fail(Code::shape, class_name, ": expected (batch, ", channels_first_ ? "features, steps" : "steps, features", "), got ",
-           spec_string(in[0]));
-    Spec s = in[0];
-    s.ids = false;
+    Spec s = sequence_input(in, class_name, channels_first_);
     const std::size_t axis = channels_first_ ? 2 : 1;
     if (in[0].dims[axis] >= 0) {
       s.dims[axis] = geometry(in[0].dims[axis]).first;
@@ -164,12 +171,7 @@ class AdaptivePool1DOp : public Op {
     channels_first_ = channels_first_of(cfg);
   }
   std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
-    check_rank(in, 1, 3, class_name.c_str());
-    if (in[0].dims.size() != 3)
-      fail(Code::shape, class_name, ": expected (batch, ", channels_first_ ? "features, steps" : "steps, features", "), got ",
-           spec_string(in[0]));
-    Spec s = in[0];
-    s.ids = false;
+    Spec s = sequence_input(in, class_name, channels_first_);
     const std::size_t axis = channels_first_ ? 2 : 1;
     if (in[0].dims[axis] >= 0) windows(in[0].dims[axis]);
     s.dims[axis] = out_;
