@@ -3,7 +3,6 @@
 ``import recur`` stays fast) and the conversions of user arrays into what the C ABI takes."""
 from __future__ import annotations
 
-import sys
 from typing import Any, Optional, TypeVar
 
 from . import _native
@@ -67,10 +66,6 @@ def as_mask(mask: Any, what: str):
     if a.dtype.kind not in "biuf":
         raise error("InvalidArgumentError", "%s: expected a (batch, timesteps) array of booleans, got %s" % (what, describe(a)))
     return n.ascontiguousarray(a != 0, dtype=n.uint8)
-
-
-def is_little_endian() -> bool:
-    return sys.byteorder == "little"
 
 
 def configure(obj: Any, device: Optional[str], num_threads: Optional[int], keras_backend: Optional[str]) -> None:
