@@ -17,16 +17,22 @@ namespace {
 #if defined(__AVX512F__)
 constexpr int W = 16;
 constexpr KIndex KC = 256;  // a 256 x 32 panel block is 32 KiB, as AVX2's best
+// 32 registers: 8 rows x 2 vectors of accumulators, 10 loads per 16 FMAs, and batches (powers of
+// two, mostly) split into whole tiles.
+constexpr int MR = 8;
 #elif defined(__AVX__)
 constexpr int W = 8;
 constexpr KIndex KC = 512;  // measured best on Zen 2/3: a 512 x 16 panel block is 32 KiB
+constexpr int MR = 6;       // 16 registers: 12 accumulators, 2 of weights, 1 broadcast
 #else
 constexpr int W = 4;
 constexpr KIndex KC = 512;
+constexpr int MR = 6;
 #endif
 constexpr int NR = 2 * W;
-constexpr int MR = 6;
-constexpr KIndex MC = 60;  // rows per block of a: 60 x KC floats stay in L2
+// Rows per block of a (at most MC x KC floats, in L2). The rows are split into equal blocks of
+// whole tiles, so that 64 rows are one block and not 60 + a thin 4 that streams the weights again.
+constexpr KIndex MC = 16 * MR;
 
 typedef float V __attribute__((vector_size(W * sizeof(float))));
 
@@ -106,7 +112,7 @@ inline void tile(KIndex kb, const float* a, KIndex lda, KIndex ka, const float* 
     }
 }
 
-// A tile of `rows` rows whose a is packed k-major (kb x rows).
+// A tile of `rows` (< MR) rows whose a is packed k-major (kb x rows).
 void row_block(KIndex rows, KIndex kb, const float* ap, const float* bp, float* c, KIndex ldc, bool first,
                const float* bias) {
   switch (rows) {
@@ -115,8 +121,10 @@ void row_block(KIndex rows, KIndex kb, const float* ap, const float* bp, float* 
     case 3: tile<3, 1>(kb, ap, 1, 3, bp, 0, c, ldc, first, bias); break;
     case 4: tile<4, 1>(kb, ap, 1, 4, bp, 0, c, ldc, first, bias); break;
     case 5: tile<5, 1>(kb, ap, 1, 5, bp, 0, c, ldc, first, bias); break;
-    default: tile<6, 1>(kb, ap, 1, 6, bp, 0, c, ldc, first, bias); break;
+    case 6: tile<6, 1>(kb, ap, 1, 6, bp, 0, c, ldc, first, bias); break;
+    default: tile<7, 1>(kb, ap, 1, 7, bp, 0, c, ldc, first, bias); break;
   }
+  static_assert(MR <= 8, "row_block handles up to 7 rows");
 }
 
 // Packs rows [0, mb) x columns [0, kb) of a into tiles of MR rows, each k-major.
@@ -155,13 +163,15 @@ void gemm(KIndex m, KIndex k, const float* a, KIndex lda, const float* packed, K
   // The block of a in use, packed: MC x KC floats per thread, so a call allocates nothing.
   thread_local float a_block[MC * KC];
   const KIndex pstride = k * NR;
+  const KIndex blocks = (m + MC - 1) / MC;
+  const KIndex mc = ((m + blocks - 1) / blocks + MR - 1) / MR * MR;  // <= MC
   for (KIndex k0 = 0; k0 < k; k0 += KC) {
     const KIndex kb = k - k0 < KC ? k - k0 : KC;
     const bool first = k0 == 0, last = k0 + kb >= k;
-    for (KIndex m0 = 0; m0 < m; m0 += MC) {
-      const KIndex mb = m - m0 < MC ? m - m0 : MC;
+    for (KIndex m0 = 0; m0 < m; m0 += mc) {
+      const KIndex mb = m - m0 < mc ? m - m0 : mc;
       pack_a(mb, kb, a + m0 * lda + k0, lda, a_block);
-      // Full 6-row tiles panel by panel; the last rows (fewer than 6, so too few accumulators
+      // Full tiles of MR rows panel by panel; the last rows (too few accumulators
       // to hide the FMA latency) two panels at a time.
       const KIndex full = mb - mb % MR, rest = mb - full;
       for (KIndex p = 0; p < panels; p += 2) {
