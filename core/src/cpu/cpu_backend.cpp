@@ -93,17 +93,17 @@ struct Run {
 
   Index row_index(Index b, Index t) const { return row_index_of(job, B, T, b, t); }
 
-  // Gathers the inputs of timesteps [k, k + n) in processing order, time-major (one thread).
-  void gather(Index k, Index n) {
+  // Gathers rows [b0, b1) of the inputs of timesteps [k, k + n) in processing order, time-major
+  // (each thread its share of the rows, so that none waits at the next barrier while one copies).
+  void gather(Index k, Index n, Index b0, Index b1) {
     for (int g = 0; g < job.num_inputs; ++g) {
       auto& dst = ws.gathered[static_cast<std::size_t>(g)];
       for (Index j = 0; j < n; ++j) {
         const Index t = job.go_backwards ? T - 1 - (k + j) : k + j;
-        for (Index b = 0; b < B; ++b)
+        for (Index b = b0; b < b1; ++b)
           std::memcpy(dst.data() + (j * B + b) * F, job.inputs[g] + row_index(b, t) * F,
                       static_cast<std::size_t>(F) * sizeof(float));
       }
-      ws.gathered_ptrs[static_cast<std::size_t>(g)] = dst.data();
     }
   }
 
@@ -132,7 +132,7 @@ struct Run {
         const Index j = k % chunk;
         if (j == 0) {
           const Index n = std::min(chunk, T - k);
-          if (tid == 0) gather(k, n);
+          gather(k, n, B * tid / nt, B * (tid + 1) / nt);
           if (sync) sync(pool);
           cell.project(ws.gathered_ptrs.data(), job.num_inputs, n * B, ws.projected.data(), PW, q0, q1);
           if (sync) sync(pool);
@@ -188,6 +188,8 @@ bool run_units(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws, 
     for (auto& g : ws.gathered) g.resize(static_cast<std::size_t>(chunk * B * F));
   }
   ws.gathered_ptrs.resize(static_cast<std::size_t>(job.num_inputs));
+  if (chunk < T)
+    for (std::size_t g = 0; g < ws.gathered.size(); ++g) ws.gathered_ptrs[g] = ws.gathered[g].data();
   cell.prepare(ws.step, B);
   ws.next.resize(static_cast<std::size_t>(ns));
   for (int s = 0; s < ns; ++s) {
