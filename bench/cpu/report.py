@@ -170,6 +170,24 @@ def write_markdown(res, path):
         f.write("\n".join(out) + "\n")
 
 
+def summary_table(res):
+    """The docs' table: recur's median time and each peer's ratio, with the cores each used."""
+    out = ["| shape (B, T, F, H) | cell | threads | recur | × oneDNN | × PyTorch | × ORT |",
+           "|---|---|---|---|---|---|---|"]
+    for r in res["rows"]:
+        x = r["results"]["recur"]
+        kind = "stream step" if r["stream"] else ""
+        cells = [f"{r['shape']} ({r['B']},{r['T']},{r['F']},{r['H']}) {kind}".strip(), SHORT_CELL[r["cell"]],
+                 str(r["threads"])]
+        cells.append(f"{fmt_time(x['median_s'])} ({x['threads_used']:.1f})" if x["status"] == "ok" else "n/a")
+        for c in PEERS:
+            y = r["results"][c]
+            cells.append(f"{y['ratio_vs_recur']:.2f} ({y['threads_used']:.1f})"
+                         if y["status"] == "ok" and y.get("ratio_vs_recur") else "–")
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def plot(res, path):
     import matplotlib
 
@@ -239,8 +257,12 @@ def plot(res, path):
 
 
 if __name__ == "__main__":
-    # Re-render from a results.json: report.py results.json OUT_DIR
+    # Re-render from a results.json: report.py results.json OUT_DIR, or print the docs' table:
+    # report.py results.json --summary
     with open(sys.argv[1]) as f:
         res = json.load(f)
-    write_markdown(res, sys.argv[2] + "/results.md")
-    plot(res, sys.argv[2] + "/bench.png")
+    if sys.argv[2] == "--summary":
+        print(summary_table(res))
+    else:
+        write_markdown(res, sys.argv[2] + "/results.md")
+        plot(res, sys.argv[2] + "/bench.png")
