@@ -234,7 +234,26 @@ def memory_probe(argv, env):
     return phases
 
 
+def recur_kernels(bindir, asked=None):
+    """The kernel set librecur runs in a process (with RECUR_CPU_KERNELS=asked)."""
+    env = dict(os.environ)
+    env.pop("RECUR_CPU_KERNELS", None)
+    if asked:
+        env["RECUR_CPU_KERNELS"] = asked
+    out = subprocess.run([os.path.join(bindir, "native_worker"), "--kernels"], capture_output=True, text=True, env=env)
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def other_recur_sets(bindir):
+    """recur's kernel sets this CPU runs besides the one it chooses (and the baseline): each is timed
+    as a contender of its own ("recur_avx2", say), so that every set is compared with the peers."""
+    chosen = recur_kernels(bindir)
+    return [k for k in ("avx512", "avx2") if k != chosen and recur_kernels(bindir, k) == k]
+
+
 def contender_argv(bindir, c):
+    if c.startswith("recur_"):
+        c = "recur"
     return {"recur": [os.path.join(bindir, "native_worker")],
             "onednn": [os.path.join(bindir, "native_worker")],
             "torch": [os.path.join(bindir, "torch_worker")],
@@ -250,6 +269,9 @@ def main():
     ap.add_argument("--seconds", type=float, help="minimum seconds per measurement")
     ap.add_argument("--shapes", help="comma-separated subset of " + ",".join(s[0] for s in SHAPES))
     ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--recur-sets", default="auto",
+                    help="recur's other kernel sets to time as well (comma-separated, e.g. avx2; 'auto': every set "
+                         "this CPU runs except baseline; 'none')")
     ap.add_argument("--threads", default=",".join(map(str, THREADS)),
                     help="comma-separated thread counts (default %(default)s), each measured in its own processes")
     ap.add_argument("--ort-no-spin", action="store_true",
@@ -288,6 +310,16 @@ def main():
         "tolerance": TOLERANCE,
     }
 
+    if args.recur_sets == "auto":
+        others = other_recur_sets(args.bin)
+    elif args.recur_sets == "none":
+        others = []
+    else:
+        others = [k for k in args.recur_sets.split(",") if k]
+    CONTENDERS[1:1] = [f"recur_{k}" for k in others]
+    meta["recur_other_sets"] = others
+    print("recur's other kernel sets timed: " + (", ".join(others) or "none"), flush=True)
+
     log = open(os.path.join(args.out, "workers.log"), "w")
     sgemm_seconds = 0.6 if args.quick else 1.5
     sgemm = {"start": measure_sgemm(args.bin, sgemm_seconds)}
@@ -302,8 +334,11 @@ def main():
             missing[c] = f"{os.path.basename(argv[0])} was not built"
             continue
         for t in THREADS:
+            env = worker_env(t)
+            if c.startswith("recur_"):
+                env["RECUR_CPU_KERNELS"] = c[len("recur_"):]
             try:
-                workers[c, t] = Worker(f"{c} at {t} thread(s)", argv + ["--threads", str(t)], worker_env(t), log)
+                workers[c, t] = Worker(f"{c} at {t} thread(s)", argv + ["--threads", str(t)], env, log)
             except WorkerError as e:
                 missing.setdefault(c, str(e))
     meta["versions"] = {c: w.info for (c, t), w in workers.items() if t == THREADS[0]}
@@ -358,6 +393,9 @@ def main():
                         except WorkerError as e:
                             fail(f"{shape} {cell} {threads}t {c}: setup or check: {e}")
                             na[c] = f"error: {e}"
+                            continue
+                        if c.startswith("recur_") and f"kernels={c[len('recur_'):]}" not in notes[c]:
+                            na[c] = f"this CPU cannot run those kernels ({notes[c]})"
                             continue
                         got = np.fromfile(out_path, np.float32).reshape(-1, *ref.shape)  # torch: both routes
                         errs[c] = float(max(np.abs(g - ref).max() for g in got))
@@ -488,7 +526,7 @@ def run_memory(shapes, args, tmp, missing):
         _, B, T, F, H, stream = names[shape]
         case_dir = os.path.join(tmp, f"mem_{shape}_{cell}")
         write_case(case_dir, cell, B, T, F, H, stream, args.seed + 999)
-        for c in CONTENDERS:
+        for c in [c for c in CONTENDERS if not c.startswith("recur_")]:
             entry = {"shape": shape, "cell": cell, "B": B, "T": T, "F": F, "H": H, "contender": c}
             if c in missing:
                 entry.update(status="n/a", reason=missing[c])

@@ -9,6 +9,15 @@ SHORT_CELL = {"gru_ra": "GRU ra=T", "gru_rb": "GRU ra=F", "lstm": "LSTM"}
 PEERS = ["onednn", "torch", "ort"]
 
 
+def name_of(c):
+    """recur_avx2 -> recur (avx2): recur on one of its other kernel sets."""
+    return f"recur ({c[len('recur_'):]})" if c.startswith("recur_") else NAMES[c]
+
+
+def other_sets(res):
+    return res["meta"].get("recur_other_sets", [])
+
+
 def fmt_time(s):
     if s is None:
         return "n/a"
@@ -95,6 +104,27 @@ def write_markdown(res, path):
         w(table_row(r, time_cells))
     w("")
 
+    for k in other_sets(res):
+        c = f"recur_{k}"
+        w(f"### recur on its `{k}` kernels\n")
+        w(f"The same measurements with `RECUR_CPU_KERNELS={k}` (its own processes, interleaved with the others). "
+          "× = peer time / this time.\n")
+        w(f"| shape (B,T,F,H) | cell | threads | recur ({k}) | × recur | × oneDNN | × PyTorch | × ORT |")
+        w("|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            x = r["results"].get(c, {"status": "n/a"})
+            cells = [shape_label(r), SHORT_CELL[r["cell"]], str(r["threads"])]
+            if x["status"] != "ok":
+                w("| " + " | ".join(cells + ["n/a", "–", "–", "–", "–"]) + " |")
+                continue
+            used = f" · {x['threads_used']:.2f} cores" if "threads_used" in x else ""
+            cells.append(f"{fmt_time(x['median_s'])} ({fmt_time(x['min_s'])}){used}")
+            for p in ["recur"] + PEERS:
+                y = r["results"][p]
+                cells.append(f"{y['median_s'] / x['median_s']:.2f}" if y["status"] == "ok" else "–")
+            w("| " + " | ".join(cells) + " |")
+        w("")
+
     w("## Throughput\n")
     pk = m.get("sgemm_peak_gflops", {})
     w("GFLOP/s (FLOPs per call: GRU 2·B·T·(F+H)·3H, LSTM 2·B·T·(F+H)·4H) and, in brackets, the fraction of the "
@@ -125,10 +155,10 @@ def write_markdown(res, path):
         for e in mem:
             case = f"{e['shape']} ({e['B']},{e['T']},{e['F']},{e['H']}) {SHORT_CELL[e['cell']]}"
             if e["status"] != "ok":
-                w(f"| {case} | {NAMES[e['contender']]} | n/a | {e['reason']} | | | | | | |")
+                w(f"| {case} | {name_of(e['contender'])} | n/a | {e['reason']} | | | | | | |")
                 continue
             ph = e["phases_kb"]
-            w(f"| {case} | {NAMES[e['contender']]} | {e['peak_kb'] / 1024:.1f} | {e['peak_phase']} | "
+            w(f"| {case} | {name_of(e['contender'])} | {e['peak_kb'] / 1024:.1f} | {e['peak_phase']} | "
               f"{e['over_start_kb'] / 1024:.1f} | "
               + " | ".join(f"{ph.get(k, 0) / 1024:.1f}" for k in ("start", "create", "weights", "call1", "call2"))
               + " |")
@@ -139,7 +169,7 @@ def write_markdown(res, path):
     for r in rows:
         for c, x in r["results"].items():
             if x["status"] != "ok":
-                reasons.setdefault(f"{NAMES[c]}: {x['reason']}", []).append(
+                reasons.setdefault(f"{name_of(c)}: {x['reason']}", []).append(
                     f"{r['shape']} {SHORT_CELL[r['cell']]} {r['threads']}t")
     for reason, where in reasons.items():
         w(f"- n/a, {reason} ({len(where)} rows" + (f": {', '.join(where)}" if len(where) <= 6 else "") + ")")
@@ -149,7 +179,7 @@ def write_markdown(res, path):
             if x["status"] == "ok":
                 errs[c] = max(errs.get(c, 0.0), x["max_abs_err"])
     w("- Largest |output − float64 Keras| over all cases before timing: "
-      + ", ".join(f"{NAMES[c]} {e:.1e}" for c, e in errs.items()) + f" (tolerance {m['tolerance']}).")
+      + ", ".join(f"{name_of(c)} {e:.1e}" for c, e in errs.items()) + f" (tolerance {m['tolerance']}).")
     routes = [f"{r['shape']} {SHORT_CELL[r['cell']]} {r['threads']}t "
               f"{r['results']['torch']['describe'].replace('route=', '')}" for r in rows
               if r["results"].get("torch", {}).get("status") == "ok"]

@@ -3,7 +3,8 @@
 // starts one process per contender and thread count, so that neither library's threads share a
 // process with the other's and each creates its work at the count it is measured at.
 //
-//   native_worker --threads N              serve contender "recur" or "onednn" at N threads
+//   native_worker --threads N              serve contender "recur" (or "recur_<set>") or "onednn"
+//   native_worker --kernels                print the kernel set librecur runs here
 //   native_worker --mem NAME CELL B T F H STREAM CHECK_STEPS DIR   peak memory per phase
 #include <dlfcn.h>
 #include <omp.h>
@@ -92,6 +93,8 @@ class Recur final : public Contender {
                              out_.size(), nullptr, 0),
          "forward");
   }
+
+  std::string describe() const override { return "kernels=" + recur_kernels(); }
 
   std::vector<float> check(const Data &d) override {
     const int tc = s_.check_steps;
@@ -278,7 +281,8 @@ class OneDnn final : public Contender {
 };
 
 std::unique_ptr<Contender> make(const std::string &name, const Spec &s) {
-  if (name == "recur") return std::make_unique<Recur>(s);
+  // "recur_avx2" and the like: recur on another kernel set (the driver sets RECUR_CPU_KERNELS).
+  if (name == "recur" || name.rfind("recur_", 0) == 0) return std::make_unique<Recur>(s);
   if (name == "onednn") return std::make_unique<OneDnn>(s);
   throw std::runtime_error("this process runs recur and onednn, not '" + name + "'");
 }
@@ -287,6 +291,10 @@ std::unique_ptr<Contender> make(const std::string &name, const Spec &s) {
 
 int main(int argc, char **argv) {
   try {
+    if (argc >= 2 && std::string(argv[1]) == "--kernels") {
+      std::printf("%s\n", recur_kernels().c_str());
+      return 0;
+    }
     if (argc >= 2 && std::string(argv[1]) == "--mem") {
       std::string rest;
       for (int i = 3; i < argc; ++i) rest += std::string(argv[i]) + " ";
