@@ -144,17 +144,26 @@ struct Run {
       const float* in[2] = {buf[p][0], buf[p][1]};
       float* out[2] = {buf[p ^ 1][0], buf[p ^ 1][1]};
       cell.step_range(xp, xp_stride, B, in, out, job.recurrent_masks, ws.step, q0, q1, sync, pool);
-      for (Index b = 0; b < B; ++b) {
-        const Index off = b * u + j0;
-        const std::size_t bytes = static_cast<std::size_t>(nj) * sizeof(float);
-        if (!job.mask || job.mask[row_index(b, t)]) {
-          std::memcpy(out_t + off, out[0] + off, bytes);
-        } else {
-          // A masked step keeps the states, and the output repeats the previous one (or is 0).
-          for (int s = 0; s < ns; ++s) std::memcpy(out[s] + off, in[s] + off, bytes);
-          if (zero_masked) std::fill_n(out_t + off, nj, 0.0f);
+      const std::size_t bytes = static_cast<std::size_t>(nj) * sizeof(float);
+      if (!job.mask) {
+        // Every step is valid: the output is h itself, and the last one is kept once, at the end.
+        for (Index b = 0; b < B; ++b) {
+          const Index off = b * u + j0;
+          if (job.sequence_output) std::memcpy(job.sequence_output + row_index(b, k) * u + j0, out[0] + off, bytes);
+          if (k == T - 1) std::memcpy(out_t + off, out[0] + off, bytes);
         }
-        if (job.sequence_output) std::memcpy(job.sequence_output + row_index(b, k) * u + j0, out_t + off, bytes);
+      } else {
+        for (Index b = 0; b < B; ++b) {
+          const Index off = b * u + j0;
+          if (job.mask[row_index(b, t)]) {
+            std::memcpy(out_t + off, out[0] + off, bytes);
+          } else {
+            // A masked step keeps the states, and the output repeats the previous one (or is 0).
+            for (int s = 0; s < ns; ++s) std::memcpy(out[s] + off, in[s] + off, bytes);
+            if (zero_masked) std::fill_n(out_t + off, nj, 0.0f);
+          }
+          if (job.sequence_output) std::memcpy(job.sequence_output + row_index(b, k) * u + j0, out_t + off, bytes);
+        }
       }
       if (tid == 0 && job.cancel) stop[k & 1] = cancelled(job.cancel);
       if (sync) sync(pool);
