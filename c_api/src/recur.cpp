@@ -972,6 +972,27 @@ recur::ModelStream& stream_of(const recur_model_state* s, const char* fn) {
   return *s->impl;
 }
 
+// The streams of a many-state call: each a live handle, each once (the core checks the model).
+std::vector<recur::ModelStream*> streams_of(const recur_model_state* const* states, int32_t n, const char* fn) {
+  if (n < 1) recur::fail(Error::Code::invalid_argument, fn, ": num_states must be at least 1, got ", n);
+  if (!states) recur::fail(Error::Code::invalid_argument, fn, ": states is NULL with num_states = ", n);
+  std::vector<recur::ModelStream*> out(static_cast<std::size_t>(n));
+  std::unordered_map<const recur_model_state*, int32_t> first;
+  first.reserve(out.size());
+  for (int32_t i = 0; i < n; ++i) {
+    const recur_model_state* s = states[i];
+    if (!s) recur::fail(Error::Code::invalid_argument, fn, ": states[", i, "] is NULL");
+    if (!model_states().contains(s))
+      recur::fail(Error::Code::state, fn, ": states[", i, "] is not a live handle (destroyed?)");
+    const auto seen = first.emplace(s, i);
+    if (!seen.second)
+      recur::fail(Error::Code::invalid_argument, fn, ": states[", seen.first->second, "] and states[", i,
+                  "] are the same state (each stream may appear once per call)");
+    out[static_cast<std::size_t>(i)] = s->impl.get();
+  }
+  return out;
+}
+
 std::vector<recur::Index> timesteps_of(const recur::Model& m, const int32_t* timesteps, int32_t n, const char* fn) {
   const std::size_t want = m.inputs().size();
   if (n < 0 || static_cast<std::size_t>(n) != want)
@@ -1481,6 +1502,34 @@ recur_status recur_model_state_output_shapes(const recur_model_state* state, con
     const std::vector<recur::NamedInput> in = named_inputs(inputs, num_inputs, fn);
     std::vector<recur::NamedOutput> out = named_outputs(outputs, num_outputs, fn);
     prefixed(fn, [&] { st.named_output_shapes(in, out); });
+    write_back(out, outputs);
+  });
+}
+
+recur_status recur_model_states_step_named(recur_model_state* const* states, int32_t num_states,
+                                           const recur_tensor* inputs, int32_t num_inputs, recur_output* outputs,
+                                           int32_t num_outputs, const recur_run_options* options) {
+  const char* fn = "recur_model_states_step_named";
+  return guarded([&] {
+    const std::vector<recur::ModelStream*> streams = streams_of(states, num_states, fn);
+    const recur::CancelScope scope(cancel_flag_of(options, fn));
+    const std::vector<recur::NamedInput> in = named_inputs(inputs, num_inputs, fn);
+    std::vector<recur::NamedOutput> out = named_outputs(outputs, num_outputs, fn);
+    prefixed(fn, [&] { recur::ModelStream::step_named_many(streams, in, out); });
+    write_back(out, outputs);
+  });
+}
+
+recur_status recur_model_states_output_shapes(const recur_model_state* const* states, int32_t num_states,
+                                              const recur_tensor* inputs, int32_t num_inputs, recur_output* outputs,
+                                              int32_t num_outputs) {
+  const char* fn = "recur_model_states_output_shapes";
+  return guarded([&] {
+    const std::vector<recur::ModelStream*> streams = streams_of(states, num_states, fn);
+    const std::vector<const recur::ModelStream*> cs(streams.begin(), streams.end());
+    const std::vector<recur::NamedInput> in = named_inputs(inputs, num_inputs, fn);
+    std::vector<recur::NamedOutput> out = named_outputs(outputs, num_outputs, fn);
+    prefixed(fn, [&] { recur::ModelStream::named_output_shapes_many(cs, in, out); });
     write_back(out, outputs);
   });
 }
