@@ -10,6 +10,7 @@
 #include <new>
 #include <shared_mutex>
 #include <string>
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -977,19 +978,21 @@ std::vector<recur::ModelStream*> streams_of(const recur_model_state* const* stat
   if (n < 1) recur::fail(Error::Code::invalid_argument, fn, ": num_states must be at least 1, got ", n);
   if (!states) recur::fail(Error::Code::invalid_argument, fn, ": states is NULL with num_states = ", n);
   std::vector<recur::ModelStream*> out(static_cast<std::size_t>(n));
-  std::unordered_map<const recur_model_state*, int32_t> first;
-  first.reserve(out.size());
+  std::vector<std::pair<const recur_model_state*, int32_t>> seen(out.size());
   for (int32_t i = 0; i < n; ++i) {
     const recur_model_state* s = states[i];
     if (!s) recur::fail(Error::Code::invalid_argument, fn, ": states[", i, "] is NULL");
     if (!model_states().contains(s))
       recur::fail(Error::Code::state, fn, ": states[", i, "] is not a live handle (destroyed?)");
-    const auto seen = first.emplace(s, i);
-    if (!seen.second)
-      recur::fail(Error::Code::invalid_argument, fn, ": states[", seen.first->second, "] and states[", i,
-                  "] are the same state (each stream may appear once per call)");
-    out[static_cast<std::size_t>(i)] = s->impl.get();
+    seen[static_cast<std::size_t>(i)] = {s, i};
   }
+  // Repeats found by sorting: no allocation per state.
+  std::sort(seen.begin(), seen.end());
+  for (std::size_t k = 1; k < seen.size(); ++k)
+    if (seen[k].first == seen[k - 1].first)
+      recur::fail(Error::Code::invalid_argument, fn, ": states[", seen[k - 1].second, "] and states[", seen[k].second,
+                  "] are the same state (each stream may appear once per call)");
+  for (int32_t i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] = states[i]->impl.get();
   return out;
 }
 

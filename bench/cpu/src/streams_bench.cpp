@@ -4,7 +4,8 @@
 // them (recur_model_states_step_named), for N = 1, 16, 256, 4096 by default.
 //
 // Run: streams_bench [MODEL=bench/cpu/models/streams_gru64_lstm64.keras] [SECONDS=1] [N...]
-// The model must stream and have one float sequence input and one output. Wall-clock and process
+// The model must stream and have one sequence input, (B, T, F) floats or (B, T) token ids (fed
+// ids 1 to 5), and one output. Wall-clock and process
 // CPU time are both printed: on a shared machine the CPU time is the steadier of the two. Before
 // timing, both ways are stepped a few times on the same inputs and compared (within 1e-5).
 #include <time.h>
@@ -40,20 +41,22 @@ struct Streams {
   recur_model* model;
   int n;
   int64_t features, out_len;
+  bool ids;
   const char *in_name, *out_name;
   std::vector<recur_model_state*> states;
   std::vector<float> y;
   std::vector<std::vector<float>> variants;  // inputs, made before timing
   const float* x = nullptr;
-  Streams(recur_model* m, int count, int64_t f, int64_t o, const char* in, const char* out)
-      : model(m), n(count), features(f), out_len(o), in_name(in), out_name(out) {
+  Streams(recur_model* m, int count, int64_t f, int64_t o, const char* in, const char* out, bool token_ids)
+      : model(m), n(count), features(f), out_len(o), ids(token_ids), in_name(in), out_name(out) {
     states.assign(static_cast<size_t>(n), nullptr);
     for (auto& s : states) check(recur_model_state_create(&s, model, 1), "recur_model_state_create");
     y.assign(static_cast<size_t>(n * out_len), 0.0f);
     variants.assign(4, std::vector<float>(static_cast<size_t>(n * features)));
     for (size_t v = 0; v < variants.size(); ++v)
       for (size_t i = 0; i < variants[v].size(); ++i)
-        variants[v][i] = static_cast<float>(std::sin(0.37 * double(i) + 1.3 * double(v)));
+        variants[v][i] = ids ? static_cast<float>(1 + (i * 7 + v) % 5)
+                             : static_cast<float>(std::sin(0.37 * double(i) + 1.3 * double(v)));
     x = variants[0].data();
   }
   ~Streams() {
@@ -78,7 +81,7 @@ struct Streams {
     in.name = in_name;
     in.data = x;
     in.length = static_cast<size_t>(n * features);
-    in.rank = 3;
+    in.rank = ids ? 2 : 3;
     in.dims[0] = n;
     in.dims[1] = 1;
     in.dims[2] = features;
@@ -134,9 +137,11 @@ int main(int argc, char** argv) {
     if (ni != 1 || no != 1) throw std::runtime_error("the model must have one input and one output");
     const char *in_name = nullptr, *out_name = nullptr;
     int64_t dims[RECUR_MAX_RANK];
-    check(recur_model_input(model, 0, &in_name, &rank, dims, nullptr), "recur_model_input");
-    if (rank != 3 || dims[2] < 1) throw std::runtime_error("the input must be (B, T, F)");
-    const int64_t features = dims[2];
+    int32_t token_ids = 0;
+    check(recur_model_input(model, 0, &in_name, &rank, dims, &token_ids), "recur_model_input");
+    const bool ids = rank == 2 && token_ids;
+    if (!ids && (rank != 3 || dims[2] < 1)) throw std::runtime_error("the input must be (B, T, F) or (B, T) token ids");
+    const int64_t features = ids ? 1 : dims[2];
     check(recur_model_output(model, 0, &out_name, &rank, dims), "recur_model_output");
     size_t in_len = 0, out_len = 0;
     {
@@ -145,13 +150,13 @@ int main(int argc, char** argv) {
       recur_model_state_lengths(probe, 1, &in_len, &out_len);
       recur_model_state_destroy(probe);
     }
-    std::printf("recur %s, CPU kernels %s, model %s (input %s (1, 1, %lld) per stream, %zu outputs), 1 thread\n",
-                recur_version_string(), recur_cpu_kernels(), file.c_str(), in_name, static_cast<long long>(features),
-                out_len);
+    std::printf("recur %s, CPU kernels %s, model %s (input %s (1, 1%s) per stream, %zu outputs), 1 thread\n",
+                recur_version_string(), recur_cpu_kernels(), file.c_str(), in_name,
+                ids ? "" : (", " + std::to_string(features)).c_str(), out_len);
     // The same numbers both ways first.
     {
-      Streams a(model, 5, features, static_cast<int64_t>(out_len), in_name, out_name);
-      Streams b(model, 5, features, static_cast<int64_t>(out_len), in_name, out_name);
+      Streams a(model, 5, features, static_cast<int64_t>(out_len), in_name, out_name, ids);
+      Streams b(model, 5, features, static_cast<int64_t>(out_len), in_name, out_name, ids);
       double worst = 0;
       for (int r = 0; r < 4; ++r) {
         a.inputs(r);
@@ -166,8 +171,8 @@ int main(int argc, char** argv) {
     std::printf("\n| streams | one by one: us/stream-step (wall, CPU) | batched: us/stream-step (wall, CPU) | "
                 "speedup (wall, CPU) |\n|---:|---:|---:|---:|\n");
     for (int n : counts) {
-      Streams one(model, n, features, static_cast<int64_t>(out_len), in_name, out_name);
-      Streams all(model, n, features, static_cast<int64_t>(out_len), in_name, out_name);
+      Streams one(model, n, features, static_cast<int64_t>(out_len), in_name, out_name, ids);
+      Streams all(model, n, features, static_cast<int64_t>(out_len), in_name, out_name, ids);
       int r1 = 0, r2 = 0;
       const Timing t1 = measure(n, seconds, [&] {
         one.inputs(r1++);

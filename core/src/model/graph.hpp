@@ -257,6 +257,7 @@ struct StreamStates {
   int scope(const Op* model, int site, std::size_t nodes);
   // Takes another stream's call-site bases (a batch of streams steps with the bases they share).
   void copy_scopes(const StreamStates& from) {
+    if (next_base_ == from.next_base_ && scopes_.size() == from.scopes_.size()) return;  // bases only grow
     scopes_ = from.scopes_;
     next_base_ = from.next_base_;
   }

@@ -1425,13 +1425,16 @@ const std::shared_ptr<const ModelShared>* shared_of(const std::vector<Stream*>& 
   if (streams.empty()) fail(Code::invalid_argument, "num_states: expected at least 1 state, got 0");
   const std::shared_ptr<const ModelShared>* first = nullptr;
   double sum = 0;
-  std::map<const void*, std::size_t> seen;
+  // Repeats found by sorting (no allocation per state, as a map would make).
+  std::vector<std::pair<const void*, std::size_t>> seen(streams.size());
+  for (std::size_t i = 0; i < streams.size(); ++i) seen[i] = {streams[i], i};
+  std::sort(seen.begin(), seen.end());
+  for (std::size_t k = 1; k < seen.size(); ++k)
+    if (seen[k].first && seen[k].first == seen[k - 1].first)
+      fail(Code::invalid_argument, "states[", seen[k - 1].second, "] and states[", seen[k].second,
+           "] are the same state (each stream may appear once per call)");
   for (std::size_t i = 0; i < streams.size(); ++i) {
     if (!streams[i]) fail(Code::invalid_argument, "states[", i, "] is NULL");
-    const auto it = seen.emplace(streams[i], i);
-    if (!it.second)
-      fail(Code::invalid_argument, "states[", it.first->second, "] and states[", i,
-           "] are the same state (each stream may appear once per call)");
     const auto& sh = get(streams[i]);
     if (!first) first = &sh;
     else if (sh.get() != first->get())
