@@ -98,6 +98,14 @@ class Registry {
     std::shared_lock<std::shared_mutex> lock(mutex_);
     return live_.count(p) != 0;
   }
+  // The index of the first of p[0..n) that is not live (n when all are), under one lock.
+  template <typename T>
+  std::size_t first_missing(const T* const* p, std::size_t n) const {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    for (std::size_t i = 0; i < n; ++i)
+      if (p[i] && !live_.count(p[i])) return i;
+    return n;
+  }
   std::uint64_t size() const {
     std::shared_lock<std::shared_mutex> lock(mutex_);
     return live_.size();
@@ -980,12 +988,11 @@ std::vector<recur::ModelStream*> streams_of(const recur_model_state* const* stat
   std::vector<recur::ModelStream*> out(static_cast<std::size_t>(n));
   std::vector<std::pair<const recur_model_state*, int32_t>> seen(out.size());
   for (int32_t i = 0; i < n; ++i) {
-    const recur_model_state* s = states[i];
-    if (!s) recur::fail(Error::Code::invalid_argument, fn, ": states[", i, "] is NULL");
-    if (!model_states().contains(s))
-      recur::fail(Error::Code::state, fn, ": states[", i, "] is not a live handle (destroyed?)");
-    seen[static_cast<std::size_t>(i)] = {s, i};
+    if (!states[i]) recur::fail(Error::Code::invalid_argument, fn, ": states[", i, "] is NULL");
+    seen[static_cast<std::size_t>(i)] = {states[i], i};
   }
+  const std::size_t gone = model_states().first_missing(states, out.size());
+  if (gone < out.size()) recur::fail(Error::Code::state, fn, ": states[", gone, "] is not a live handle (destroyed?)");
   // Repeats found by sorting: no allocation per state.
   std::sort(seen.begin(), seen.end());
   for (std::size_t k = 1; k < seen.size(); ++k)
