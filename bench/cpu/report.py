@@ -56,9 +56,14 @@ def write_markdown(res, path):
     w(f"- Load: `{m['uptime_start']}` at the start, `{m.get('uptime_end', '')}` at the end"
       + (f"; 1-minute load between {min(loads):.1f} and {max(loads):.1f} during the measurements." if loads else ".")
       )
-    w(f"- Every contender process ran with `OMP_WAIT_POLICY=PASSIVE` (`OMP_NUM_THREADS={m['env']['OMP_NUM_THREADS']}`,"
-      " lowered per measurement); ONNX Runtime's own pool with intra-op spinning "
-      + ("on (its default)." if m["env"].get("ort_intra_op_allow_spinning", "1") == "1" else "off."))
+    w("- One process per contender and thread count, with `OMP_NUM_THREADS` at that count from its start, so "
+      "that every library creates its primitives, sessions and pools at the count it is measured at; each "
+      "library's own wait policy (OpenMP's default, `OMP_WAIT_POLICY` unset); ONNX Runtime's intra-op spinning "
+      + ("on (its default)" if m["env"].get("ort_intra_op_allow_spinning", "1") == "1" else "off")
+      + f"; {m['env'].get('settle_s', 0) * 1e3:.0f} ms of quiet between two timed commands.")
+    w("- Cores used: each contender's CPU time over its wall time while timed (its process's every thread; a "
+      "spinning pool thread counts), the median over the rounds. A contender that used more than it was given "
+      "fails the run.")
     for p, v in m.get("versions", {}).items():
         w(f"- {p} process: {v}")
     if "ort_identity_call_s" in m:
@@ -72,13 +77,15 @@ def write_markdown(res, path):
     w("")
 
     w("## Time per call\n")
-    w("Median of the per-round mean time per call (the minimum in brackets). × = peer time / recur time at the "
-      "same thread count: above 1 recur is faster. Outputs: the full sequence of h (return_sequences).\n")
+    w("Median of the per-round mean time per call (the minimum in brackets), then the cores the contender kept "
+      "busy. × = peer time / recur time at the same thread count: above 1 recur is faster. Outputs: the full "
+      "sequence of h (return_sequences).\n")
     w("| shape (B,T,F,H) | cell | threads | recur | oneDNN | × | PyTorch | × | ORT | × |")
     w("|---|---|---|---|---|---|---|---|---|---|")
     def time_cells(c, x):
         ok = x["status"] == "ok"
-        cells = [f"{fmt_time(x['median_s'])} ({fmt_time(x['min_s'])})" if ok else "n/a"]
+        used = f" · {x['threads_used']:.2f} cores" if ok and "threads_used" in x else ""
+        cells = [f"{fmt_time(x['median_s'])} ({fmt_time(x['min_s'])}){used}" if ok else "n/a"]
         if c != "recur":
             ratio = x.get("ratio_vs_recur") if ok else None
             cells.append(f"{ratio:.2f}" if ratio else "–")
@@ -221,7 +228,7 @@ def plot(res, path):
     m = res["meta"]
     legend_ax.text(0.0, 0.45, "Bars: median of per-round mean times (lower is better).\n"
                    "Labels: peer time / recur time (>1: recur faster).\n"
-                   f"{m['rounds']} interleaved rounds, OMP_WAIT_POLICY=PASSIVE.\n"
+                   f"{m['rounds']} interleaved rounds; a process per contender and thread count.\n"
                    f"{m['cpu']}, {m['cores']} cores. {m['date']}"
                    + ("\nQUICK RUN: not a measurement." if m["quick"] else ""),
                    fontsize=8, va="top", transform=legend_ax.transAxes)

@@ -525,9 +525,9 @@ RECUR_API recur_status recur_model_get_device(const recur_model *model, int32_t 
 
 /* Threads one call on this layer may use on the CPU: recur_layer_forward, recur_layer_forward_state,
  * recur_layer_forward_states and recur_cell_call. 1 (the default) runs on the calling thread only
- * and never starts a thread; 0 means one per core of the machine. More threads split the gate
- * columns and the input projection of a call between them, so results are bitwise the same for
- * every thread count. Small calls (little work per timestep) stay on the calling thread whatever
+ * and never starts a thread; 0 means one per core of the machine. More threads split the batch
+ * rows (8 or more per thread) or the gate columns and the input projection of a call between them,
+ * never a sum, so results are bitwise the same for every thread count. Small calls (little work per timestep) stay on the calling thread whatever
  * the count, since waking a thread would cost more than it saves. Calls on a GPU ignore it.
  * Errors: INVALID_ARGUMENT (num_threads negative or above 1024), STATE (destroyed handle).
  * Not thread-safe with other calls on the layer. */
