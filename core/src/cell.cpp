@@ -84,19 +84,26 @@ void Cell::set_params(const CellParams& p) {
               p.recurrent_bias.size() ? p.recurrent_bias.data() : nullptr);
 }
 
-void Cell::gate_gemm(const std::vector<float>& packed, Index k, int gate, const float* a, Index lda, Index rows,
-                     float* c, Index ldc, const std::vector<float>& bias, Index q0, Index q1) const {
+void Cell::gate_gemm(const std::vector<float>& packed, Index k, int gate, int count, const float* a, Index lda,
+                     Index rows, float* c, Index ldc, const std::vector<float>& bias, Index q0, Index q1) const {
   const Index nr = kernels_->nr, up = padded_units();
-  const Index first = gate * panels_per_gate_ + q0;
-  kernels_->gemm(rows, k, a, lda, packed.data() + first * k * nr, q1 - q0, c + gate * up + q0 * nr, ldc,
-                 bias.empty() ? nullptr : bias.data() + gate * up + q0 * nr);
+  // Every panel of consecutive gates is one run of panels (and of columns of c and the bias): one
+  // product, whose last panels of a gate share registers with the next gate's first.
+  const bool whole = q0 == 0 && q1 == panels_per_gate_;
+  const int calls = whole ? 1 : count;
+  const Index panels = whole ? count * panels_per_gate_ : q1 - q0;
+  for (int g = gate; g < gate + calls; ++g) {
+    const Index first = g * panels_per_gate_ + q0;
+    kernels_->gemm(rows, k, a, lda, packed.data() + first * k * nr, panels, c + g * up + q0 * nr, ldc,
+                   bias.empty() ? nullptr : bias.data() + g * up + q0 * nr);
+  }
 }
 
 void Cell::project(const float* const* xs, int n_x, Index rows, float* out, Index ldo, Index q0, Index q1) const {
   static const std::vector<float> none;
   const std::vector<float>& bias = bias_in_projection_ ? input_bias_ : none;
-  for (int g = 0; g < gates_; ++g)
-    gate_gemm(kernel_, input_size_, g, xs[n_x == 1 ? 0 : g], input_size_, rows, out, ldo, bias, q0, q1);
+  if (n_x == 1) return gate_gemm(kernel_, input_size_, 0, gates_, xs[0], input_size_, rows, out, ldo, bias, q0, q1);
+  for (int g = 0; g < gates_; ++g) gate_gemm(kernel_, input_size_, g, 1, xs[g], input_size_, rows, out, ldo, bias, q0, q1);
 }
 
 void Cell::project(const float* const* xs, int n_x, Index rows, RowMatrix& out) const {
@@ -118,14 +125,14 @@ void Cell::step_range(const float* xp, Index xp_stride, Index batch, const float
   // Recurrent products (+ the recurrent bias of GRU reset_after) of the gates computed from h;
   // with dropout, each gate sees h ⊙ its own mask.
   const int from_h = gru_ && !reset_after_ ? 2 : gates_;
-  for (int g = 0; g < from_h; ++g) {
-    const float* a = h;
-    if (masks) {
-      ws.masked.resize(batch, u);
+  if (!masks) {
+    gate_gemm(recurrent_, u, 0, from_h, h, u, batch, pre, pw, recurrent_bias_, q0, q1);
+  } else {
+    ws.masked.resize(batch, u);
+    for (int g = 0; g < from_h; ++g) {
       kernels_->multiply(h, (*masks)[static_cast<std::size_t>(g)].data(), ws.masked.data(), batch * u);
-      a = ws.masked.data();
+      gate_gemm(recurrent_, u, g, 1, ws.masked.data(), u, batch, pre, pw, recurrent_bias_, q0, q1);
     }
-    gate_gemm(recurrent_, u, g, a, u, batch, pre, pw, recurrent_bias_, q0, q1);
   }
 
   cpu::GateArgs args;
@@ -163,7 +170,7 @@ void Cell::step_range(const float* xp, Index xp_stride, Index batch, const float
   if (!reset_after_) {
     // ĥ's GEMM reads r ⊙ h over every unit: wait for the other threads' units first.
     if (sync) sync(sync_context);
-    gate_gemm(recurrent_, u, 2, ws.rh.data(), u, batch, pre, pw, recurrent_bias_, q0, q1);
+    gate_gemm(recurrent_, u, 2, 1, ws.rh.data(), u, batch, pre, pw, recurrent_bias_, q0, q1);
   }
   kernels_->gru_update(args);
 }

@@ -84,9 +84,9 @@ class Cell {
             const std::vector<RowMatrix>* recurrent_masks, StepWorkspace& ws) const;
 
  private:
-  // c[:, panels [q0, q1) of gate g] = a @ the packed matrix's gate g (+ bias)
-  void gate_gemm(const std::vector<float>& packed, Index k, int gate, const float* a, Index lda, Index rows, float* c,
-                 Index ldc, const std::vector<float>& bias, Index q0, Index q1) const;
+  // c[:, panels [q0, q1) of gates [gate, gate + count)] = a @ those gates of the packed matrix (+ bias)
+  void gate_gemm(const std::vector<float>& packed, Index k, int gate, int count, const float* a, Index lda,
+                 Index rows, float* c, Index ldc, const std::vector<float>& bias, Index q0, Index q1) const;
 
   bool gru_;
   bool lstm_;

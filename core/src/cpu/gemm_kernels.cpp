@@ -136,8 +136,17 @@ void thin(KIndex k, const float* a, KIndex lda, const float* packed, KIndex pane
   KIndex p = 0;
   for (; p + NP <= panels; p += NP)
     tile<R, NP>(k, a, lda, packed + p * pstride, pstride, c + p * NR, ldc, true, bias ? bias + p * NR : nullptr);
-  for (; p < panels; ++p)
-    tile<R, 1>(k, a, lda, packed + p * pstride, pstride, c + p * NR, ldc, true, bias ? bias + p * NR : nullptr);
+  // The last panels together as well: one panel alone is two dependent chains of FMAs.
+  const float* bp = packed + p * pstride;
+  float* cp = c + p * NR;
+  const float* pb = bias ? bias + p * NR : nullptr;
+  static_assert(NP <= 4, "the rest is at most 3 panels");
+  switch (panels - p) {
+    case 1: return tile<R, 1>(k, a, lda, bp, pstride, cp, ldc, true, pb);
+    case 2: return tile<R, 2>(k, a, lda, bp, pstride, cp, ldc, true, pb);
+    case 3: return tile<R, 3>(k, a, lda, bp, pstride, cp, ldc, true, pb);
+    default: return;
+  }
 }
 
 // Rows [0, mb) of a (rows lda apart) against np (1 or 2) panels of a k block: tiles of TR rows x TP
