@@ -711,8 +711,12 @@ RECUR_API recur_status recur_model_state_step(recur_model_state *state, int32_t 
  * a layer or opening a model runs no initializer whose result the file's weights replace, so its
  * time grows with the bytes of the input, not with the sizes it declares. Running a model does the
  * work its config declares (a RepeatVector of n steps runs the layers after it for n steps), and
- * every tensor that work builds is checked against RECUR_LIMIT_TENSOR_BYTES: an application that
- * runs untrusted models lowers that limit to bound their time and memory. */
+ * every tensor that work builds is checked against RECUR_LIMIT_TENSOR_BYTES. Since 0.8 the limits
+ * also bound the whole: all of a model's states together, the peak of a run's live tensors
+ * (planned before the run starts), the timesteps a layer creates and an initializer's work (see
+ * "Budgets" at the end of this header); with the defaults, opening any model file and running it
+ * takes at most about 2 GiB beyond the caller's own buffers. An application that runs untrusted
+ * models also sets a timeout on its runs (recur_run_options_set_timeout) to bound their time. */
 typedef enum recur_limit {
   RECUR_LIMIT_UNITS = 0,        /* units of one recurrent layer (default 65536) */
   RECUR_LIMIT_BATCH = 1,        /* batch of a stateful layer, a recur_state or a recur_model_state
@@ -968,11 +972,15 @@ RECUR_API recur_status recur_set_log_callback(recur_log_callback callback, void 
  *                                  (Orthogonal), before it starts.
  * Going over one fails with RECUR_ERR_LIMIT and a message naming the limit, the amount asked for
  * and how to raise it. With the default limits, opening any model file and running it take at
- * most about 2 GiB beyond the caller's own input and output buffers (and the weights the file
- * itself holds). Memory is bounded by the limits; the time of a run grows with the work the
- * model declares (a recurrent layer of u units over T steps of batch B does about 3 B T u^2
- * multiply-adds per gate), which no size limit bounds: a service running untrusted models sets a
- * timeout on its runs (recur_run_options_set_timeout) as well. */
+ * most about 2 GiB beyond the caller's own input and output buffers and the weights the file
+ * itself holds (run_bytes 1 GiB of live tensors, total_state_bytes 256 MiB of states, and the
+ * layers' working buffers), and opening takes time that grows with the file's bytes (no
+ * initializer runs whose result the file's weights replace). Creating a layer from JSON runs its
+ * initializers once: init_work holds an Orthogonal to a second or two. The time of a run grows
+ * with the work the model declares (a recurrent layer of u units over T steps at batch B does
+ * about 3 B T u (u + features) multiply-adds), which no size limit bounds: a service running
+ * untrusted models sets a timeout on its runs (recur_run_options_set_timeout), which the run
+ * checks between layers and between timesteps. */
 
 /* Sets the timeout of every call made with these options: a run (recur_model_run_named) or a
  * stream step (recur_model_state_step_named) that has run `seconds` since it started stops at its
