@@ -18,7 +18,7 @@ var limitDefaults = map[Limit]uint64{
 	LimitFileBytes:       4 << 30,
 	LimitTensorBytes:     1 << 30,
 	LimitTotalStateBytes: 256 << 20,
-	LimitRunBytes:        1 << 30,
+	LimitRunBytes:        512 << 20,
 	LimitTimesteps:       1 << 20,
 	LimitInitWork:        1 << 32,
 }

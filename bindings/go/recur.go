@@ -116,7 +116,7 @@ const (
 	LimitTensorBytes Limit = 5 // bytes of one tensor a model allocates as it is built, runs or streams (default 1 GiB)
 	// Budgets over the whole (since 0.8):
 	LimitTotalStateBytes Limit = 6 // bytes of the states of all of one model's stateful layers, or of one ModelState (default 256 MiB)
-	LimitRunBytes        Limit = 7 // bytes of the tensors live at once in one run or step, planned before it starts (default 1 GiB)
+	LimitRunBytes        Limit = 7 // bytes of the tensors live at once in one run or step, planned before it starts (default 512 MiB)
 	LimitTimesteps       Limit = 8 // timesteps one layer creates (RepeatVector n, UpSampling1D) (default 1048576)
 	LimitInitWork        Limit = 9 // multiply-adds of one initializer that grows faster than its output (Orthogonal's QR) (default 2^32)
 )

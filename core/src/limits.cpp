@@ -21,7 +21,7 @@ constexpr std::uint64_t kDefaults[kNumLimits] = {
     4 * kGiB,    // file_bytes
     kGiB,        // tensor_bytes
     256 * kMiB,  // total_state_bytes
-    kGiB,        // run_bytes
+    512 * kMiB,  // run_bytes: with the caller's copies of the outputs, a run stays near 2 GiB
     1u << 20,    // timesteps
     std::uint64_t(1) << 32,  // init_work: an Orthogonal of about 1000 x 3000 (a GRU of 1000 units), a second or two
 };

@@ -706,7 +706,7 @@ TEST_F(Cli, UsageErrors) {
 
 const std::string kDefaultLimits =
     "limits:        units 65536, batch 1048576, state_bytes 256M, weight_bytes 1G, file_bytes 4G, tensor_bytes 1G, "
-    "total_state_bytes 256M, run_bytes 1G, timesteps 1048576, init_work 4294967296\n";
+    "total_state_bytes 256M, run_bytes 512M, timesteps 1048576, init_work 4294967296\n";
 
 TEST_F(Cli, InfoPrintsTheLimits) {
   const Result r = run("info " + m("keras2", "tokens.h5"));
@@ -717,7 +717,7 @@ TEST_F(Cli, InfoPrintsTheLimits) {
                             " --limit weight_bytes=1K --limit weight_bytes=2G --limit state_bytes=1000");
   ASSERT_EQ(raised.rc, 0) << raised.err;
   EXPECT_NE(raised.out.find("limits:        units 131072, batch 1048576, state_bytes 1000, weight_bytes 2G, "
-                            "file_bytes 4G, tensor_bytes 1G, total_state_bytes 256M, run_bytes 1G, timesteps 1048576, "
+                            "file_bytes 4G, tensor_bytes 1G, total_state_bytes 256M, run_bytes 512M, timesteps 1048576, "
                             "init_work 4294967296\n"),
             std::string::npos)
       << raised.out;

@@ -78,7 +78,7 @@ public enum Limit {
   /// ModelState (default 256 MiB; since 0.8).</summary>
   TotalStateBytes = 6,
   /// <summary>Bytes of the tensors live at once in one run or stream step, planned from the shapes
-  /// before it starts (default 1 GiB; since 0.8).</summary>
+  /// before it starts (default 512 MiB; since 0.8).</summary>
   RunBytes = 7,
   /// <summary>Timesteps one layer creates: RepeatVector's n, UpSampling1D's output (default 1048576;
   /// since 0.8).</summary>

@@ -742,7 +742,7 @@ typedef enum recur_limit {
                                    one model state (stream) holds (default 256 MiB) */
   RECUR_LIMIT_RUN_BYTES = 7,    /* bytes of the tensors live at once in one model run or stream
                                    step (the inputs, every layer's outputs until their last use),
-                                   planned from the shapes before the run starts (default 1 GiB) */
+                                   planned from the shapes before the run starts (default 512 MiB) */
   RECUR_LIMIT_TIMESTEPS = 8,    /* timesteps one layer creates: RepeatVector's n, UpSampling1D's
                                    output steps (default 1048576) */
   RECUR_LIMIT_INIT_WORK = 9     /* work of one initializer whose cost grows faster than its output,
@@ -973,7 +973,7 @@ RECUR_API recur_status recur_set_log_callback(recur_log_callback callback, void 
  * Going over one fails with RECUR_ERR_LIMIT and a message naming the limit, the amount asked for
  * and how to raise it. With the default limits, opening any model file and running it take at
  * most about 2 GiB beyond the caller's own input and output buffers and the weights the file
- * itself holds (run_bytes 1 GiB of live tensors, total_state_bytes 256 MiB of states, and the
+ * itself holds (run_bytes 512 MiB of live tensors, total_state_bytes 256 MiB of states, and the
  * layers' working buffers), and opening takes time that grows with the file's bytes (no
  * initializer runs whose result the file's weights replace). Creating a layer from JSON runs its
  * initializers once: init_work holds an Orthogonal to a second or two. The time of a run grows

@@ -30,7 +30,7 @@ public enum Limit {
   TOTAL_STATE_BYTES(Recur.LIMIT_TOTAL_STATE_BYTES),
   /**
    * Bytes of the tensors live at once in one run or stream step, planned from the shapes before it
-   * starts (default 1 GiB; since 0.8).
+   * starts (default 512 MiB; since 0.8).
    */
   RUN_BYTES(Recur.LIMIT_RUN_BYTES),
   /** Timesteps one layer creates: RepeatVector's n, UpSampling1D's output (default 1048576; since 0.8). */

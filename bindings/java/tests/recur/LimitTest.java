@@ -21,7 +21,7 @@ class LimitTest {
     DEFAULTS.put(Limit.FILE_BYTES, 4 * GIB);
     DEFAULTS.put(Limit.TENSOR_BYTES, GIB);
     DEFAULTS.put(Limit.TOTAL_STATE_BYTES, 256 * MIB);
-    DEFAULTS.put(Limit.RUN_BYTES, GIB);
+    DEFAULTS.put(Limit.RUN_BYTES, 512 * MIB);
     DEFAULTS.put(Limit.TIMESTEPS, 1048576L);
     DEFAULTS.put(Limit.INIT_WORK, 1L << 32);
   }
