@@ -20,7 +20,7 @@ var limitDefaults = map[Limit]uint64{
 	LimitTotalStateBytes: 256 << 20,
 	LimitRunBytes:        512 << 20,
 	LimitTimesteps:       1 << 20,
-	LimitInitWork:        1 << 32,
+	LimitInitWork:        1 << 31,
 }
 
 // lowerLimit sets a limit for the rest of a test and returns the function that restores it.

@@ -118,7 +118,7 @@ const (
 	LimitTotalStateBytes Limit = 6 // bytes of the states of all of one model's stateful layers, or of one ModelState (default 256 MiB)
 	LimitRunBytes        Limit = 7 // bytes of the tensors live at once in one run or step, planned before it starts (default 512 MiB)
 	LimitTimesteps       Limit = 8 // timesteps one layer creates (RepeatVector n, UpSampling1D) (default 1048576)
-	LimitInitWork        Limit = 9 // multiply-adds of one initializer that grows faster than its output (Orthogonal's QR) (default 2^32)
+	LimitInitWork        Limit = 9 // multiply-adds of one initializer that grows faster than its output (Orthogonal's QR) (default 2^31)
 )
 
 var limitNames = [...]string{"units", "batch", "state_bytes", "weight_bytes", "file_bytes", "tensor_bytes",

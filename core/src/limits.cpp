@@ -23,7 +23,7 @@ constexpr std::uint64_t kDefaults[kNumLimits] = {
     256 * kMiB,  // total_state_bytes
     512 * kMiB,  // run_bytes: with the caller's copies of the outputs, a run stays near 2 GiB
     1u << 20,    // timesteps
-    std::uint64_t(1) << 32,  // init_work: an Orthogonal of about 1000 x 3000 (a GRU of 1000 units), a second or two
+    std::uint64_t(1) << 31,  // init_work: a GRU's Orthogonal recurrent kernel of about 870 units, 1 to 2 s
 };
 constexpr const char* kNames[kNumLimits] = {"units", "batch", "state_bytes", "weight_bytes", "file_bytes",
                                             "tensor_bytes", "total_state_bytes", "run_bytes", "timesteps",

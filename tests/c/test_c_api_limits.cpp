@@ -35,7 +35,7 @@ void expect_limit(recur_status st, const char* limit_name) {
 
 TEST(CApiLimits, GetSetDefaultAndRestore) {
   const uint64_t defaults[] = {65536,       1u << 20,   256ull << 20, 1ull << 30, 4ull << 30,
-                               1ull << 30,  256ull << 20, 512ull << 20, 1u << 20,  1ull << 32};
+                               1ull << 30,  256ull << 20, 512ull << 20, 1u << 20,  1ull << 31};
   for (int32_t i = RECUR_LIMIT_UNITS; i <= RECUR_LIMIT_INIT_WORK; ++i) {
     uint64_t v = 0, d = 0;
     ASSERT_RECUR_OK(recur_default_limit(i, &d));

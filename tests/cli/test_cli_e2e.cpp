@@ -706,7 +706,7 @@ TEST_F(Cli, UsageErrors) {
 
 const std::string kDefaultLimits =
     "limits:        units 65536, batch 1048576, state_bytes 256M, weight_bytes 1G, file_bytes 4G, tensor_bytes 1G, "
-    "total_state_bytes 256M, run_bytes 512M, timesteps 1048576, init_work 4294967296\n";
+    "total_state_bytes 256M, run_bytes 512M, timesteps 1048576, init_work 2147483648\n";
 
 TEST_F(Cli, InfoPrintsTheLimits) {
   const Result r = run("info " + m("keras2", "tokens.h5"));
@@ -718,7 +718,7 @@ TEST_F(Cli, InfoPrintsTheLimits) {
   ASSERT_EQ(raised.rc, 0) << raised.err;
   EXPECT_NE(raised.out.find("limits:        units 131072, batch 1048576, state_bytes 1000, weight_bytes 2G, "
                             "file_bytes 4G, tensor_bytes 1G, total_state_bytes 256M, run_bytes 512M, timesteps 1048576, "
-                            "init_work 4294967296\n"),
+                            "init_work 2147483648\n"),
             std::string::npos)
       << raised.out;
   EXPECT_NE(raised.out.find("layers:        5"), std::string::npos) << raised.out;

@@ -32,7 +32,7 @@ constexpr double kRunTimeout = 2.0;
 // Values at and around the limits, and small ones.
 const std::int64_t kSteps[] = {1, 2, 7, 100, 4096, 65536, 1 << 20, (1 << 20) + 1, 50000000, 2147483647};
 const std::int64_t kBatches[] = {1, 2, 3, 64, 4096, 65536, 1 << 20, (1 << 20) + 1};
-const std::int64_t kUnits[] = {1, 4, 31, 256, 1000, 1100, 2000, 4000, 8192, 65536, 65537};
+const std::int64_t kUnits[] = {1, 4, 31, 256, 870, 880, 1000, 2000, 4000, 8192, 65536, 65537};
 
 template <std::size_t N>
 std::int64_t pick(FuzzedDataProvider& p, const std::int64_t (&v)[N]) {

@@ -84,7 +84,7 @@ public enum Limit {
   /// since 0.8).</summary>
   Timesteps = 8,
   /// <summary>Multiply-adds of one initializer whose work grows faster than its output
-  /// (Orthogonal's QR) (default 2^32; since 0.8).</summary>
+  /// (Orthogonal's QR) (default 2^31; since 0.8).</summary>
   InitWork = 9
 }
 

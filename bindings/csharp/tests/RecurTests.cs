@@ -635,7 +635,7 @@ static partial class Program {
       { Limit.Units, 65536 }, { Limit.Batch, 1048576 }, { Limit.StateBytes, 256 * MiB },
       { Limit.WeightBytes, GiB }, { Limit.FileBytes, 4 * GiB }, { Limit.TensorBytes, GiB },
       { Limit.TotalStateBytes, 256 * MiB }, { Limit.RunBytes, 512 * MiB }, { Limit.Timesteps, 1048576 },
-      { Limit.InitWork, 1UL << 32 }
+      { Limit.InitWork, 1UL << 31 }
     };
     Check(Enum.GetValues(typeof(Limit)).Length == 10, "ten limits");
     foreach (var kv in defaults) {

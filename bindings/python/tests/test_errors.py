@@ -410,7 +410,7 @@ def test_budget_limits(restore_limits, seq_model):
     assert recur.default_limit("total_state_bytes") == 256 << 20
     assert recur.default_limit("run_bytes") == 512 << 20
     assert recur.default_limit("timesteps") == 1 << 20
-    assert recur.default_limit("init_work") == 1 << 32
+    assert recur.default_limit("init_work") == 1 << 31
     x = np.zeros((3, 7, 4), np.float32)
     recur.set_limit("run_bytes", 256)  # the input alone is 336 bytes
     with pytest.raises(recur.LimitError, match=r"the run on inputs of shape \(3, 7, 4\): .* over the run_bytes limit of 256 bytes") as e:

@@ -747,9 +747,9 @@ typedef enum recur_limit {
                                    output steps (default 1048576) */
   RECUR_LIMIT_INIT_WORK = 9     /* work of one initializer whose cost grows faster than its output,
                                    in multiply-adds: Orthogonal's QR of a (rows x cols) matrix
-                                   counts max(rows, cols) x min(rows, cols)^2 (default 2^32, an
-                                   Orthogonal recurrent kernel of about 1000 units, a second or
-                                   two) */
+                                   counts max(rows, cols) x min(rows, cols)^2 (default 2^31: a
+                                   GRU's Orthogonal recurrent kernel of about 870 units, 1 to 2
+                                   seconds on one core) */
 } recur_limit;
 
 /* The current value of a limit (a recur_limit). Errors: INVALID_ARGUMENT (unknown limit, value

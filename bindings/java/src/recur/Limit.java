@@ -37,7 +37,7 @@ public enum Limit {
   TIMESTEPS(Recur.LIMIT_TIMESTEPS),
   /**
    * Multiply-adds of one initializer whose work grows faster than its output (Orthogonal's QR)
-   * (default 2^32; since 0.8).
+   * (default 2^31; since 0.8).
    */
   INIT_WORK(Recur.LIMIT_INIT_WORK);
 

@@ -23,7 +23,7 @@ class LimitTest {
     DEFAULTS.put(Limit.TOTAL_STATE_BYTES, 256 * MIB);
     DEFAULTS.put(Limit.RUN_BYTES, 512 * MIB);
     DEFAULTS.put(Limit.TIMESTEPS, 1048576L);
-    DEFAULTS.put(Limit.INIT_WORK, 1L << 32);
+    DEFAULTS.put(Limit.INIT_WORK, 1L << 31);
   }
 
   @Test
