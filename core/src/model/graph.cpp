@@ -689,28 +689,44 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
 
 // Refuses a run whose tensors would together be over the run_bytes limit, before it allocates.
 void Graph::plan_run(const std::vector<Value>& inputs) const {
-  std::vector<Spec> specs;
-  std::string shapes;
-  for (std::size_t i = 0; i < inputs.size() && i < input_specs.size(); ++i) {
-    Spec s = input_specs[i];
-    s.dims = inputs[i].shape;
-    specs.push_back(s);
-    shapes += (i ? ", " : "") + shape_string(inputs[i].shape);
+  if (inputs.size() != input_nodes.size() || inputs.size() > input_specs.size()) return;
+  std::vector<std::vector<Index>> key;
+  key.reserve(inputs.size());
+  for (const Value& v : inputs) key.push_back(v.shape);
+  Plan p;
+  bool cached = false;
+  {
+    std::lock_guard<std::mutex> lock(plan_cache->mutex);
+    auto it = plan_cache->plans.find(key);
+    if (it != plan_cache->plans.end()) p = it->second, cached = true;
   }
-  if (specs.size() != input_nodes.size()) return;
-  double peak = 0;
-  std::string at = "its inputs";
-  try {
-    peak = peak_bytes(specs, &at);
-  } catch (const Error& e) {
-    // Shapes only the run tells (a sequence longer than declared that a layer's rule cannot take
-    // before it runs): the run's own checks of each tensor stand.
-    if (e.code() == Code::limit) throw;
-    return;
+  if (!cached) {
+    std::vector<Spec> specs;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      Spec s = input_specs[i];
+      s.dims = inputs[i].shape;
+      specs.push_back(s);
+    }
+    try {
+      p = plan(specs);
+    } catch (const Error& e) {
+      // Shapes only the run tells (a sequence longer than declared that a layer's rule cannot
+      // take before it runs): the run's own checks of each tensor stand.
+      if (e.code() == Code::limit) throw;
+    }
+    std::lock_guard<std::mutex> lock(plan_cache->mutex);
+    if (plan_cache->plans.size() < 64) plan_cache->plans.emplace(std::move(key), p);
   }
-  check_limit(Limit::run_bytes, peak,
-              "the run on inputs of shape " + shapes + ": the tensors it holds at once, at " + at +
-                  " (planned before it starts)");
+  if (!p.known) return;
+  // Checked against the limits in effect now: a cached plan holds amounts, not decisions.
+  for (const auto& [bytes, what] : p.records) check_limit(Limit::tensor_bytes, bytes, what);
+  if (p.peak > static_cast<double>(limit(Limit::run_bytes))) {
+    std::string shapes;
+    for (std::size_t i = 0; i < inputs.size(); ++i) shapes += (i ? ", " : "") + shape_string(inputs[i].shape);
+    check_limit(Limit::run_bytes, p.peak,
+                "the run on inputs of shape " + shapes + ": the tensors it holds at once, at " + p.peak_at +
+                    " (planned before it starts)");
+  }
 }
 
 std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx) const {
@@ -911,13 +927,14 @@ void BuildContext::reserve_states(double bytes, const std::string& what) const {
   *state_bytes = total;
 }
 
-double Graph::peak_bytes(const std::vector<Spec>& inputs, std::string* peak_at) const {
+Graph::Plan Graph::plan(const std::vector<Spec>& inputs) const {
   auto bytes_of = [](const Spec& s) {
     if (s.strings) return 0.0;  // counted when the text layers turn them into ids
     double n = 4.0;
     for (Index d : s.dims) n *= static_cast<double>(std::max<Index>(d, 1));
     return n;
   };
+  Plan result;
   std::vector<std::vector<Spec>> specs(nodes.size());
   std::vector<int> reads(nodes.size(), 0);
   for (int id : order) {
@@ -927,17 +944,18 @@ double Graph::peak_bytes(const std::vector<Spec>& inputs, std::string* peak_at) 
     if (n.mask.node >= 0) ++reads[static_cast<std::size_t>(n.mask.node)];
   }
   for (const Ref& r : outputs) ++reads[static_cast<std::size_t>(r.node)];
-  double live = 0, peak = 0;
+  double live = 0;
   auto release = [&](const Ref& r) {
     if (--reads[static_cast<std::size_t>(r.node)] != 0) return;
     for (const Spec& s : specs[static_cast<std::size_t>(r.node)]) live -= bytes_of(s);
     specs[static_cast<std::size_t>(r.node)].clear();
   };
+  result.peak_at = "its inputs";
   for (std::size_t i = 0; i < input_nodes.size(); ++i) {
     specs[static_cast<std::size_t>(input_nodes[i])] = {inputs.at(i)};
     live += bytes_of(inputs.at(i));
   }
-  peak = live;
+  result.peak = live;
   for (int id : order) {
     const Node& n = nodes[static_cast<std::size_t>(id)];
     if (n.is_input || !n.op || n.out.empty()) continue;
@@ -948,17 +966,17 @@ double Graph::peak_bytes(const std::vector<Spec>& inputs, std::string* peak_at) 
     at.call = n.call.get();
     std::vector<Spec> out = n.op->build(main, init, at);
     const LayerEntry& le = layers[static_cast<std::size_t>(n.layer)];
+    const std::string where = "layer '" + io::printable(le.name) + "' (" + le.class_name + ")";
     // The outputs exist while the inputs do: a layer reads its inputs as it writes its outputs.
     for (const Spec& s : out) {
       const double b = bytes_of(s);
-      if (b > static_cast<double>(limit(Limit::tensor_bytes)))  // the one the run would refuse at this layer
-        check_limit(Limit::tensor_bytes, b,
-                    "layer '" + io::printable(le.name) + "' (" + le.class_name + "): a tensor of shape " + spec_string(s));
+      if (result.records.empty() || b > result.records.back().first)
+        result.records.emplace_back(b, where + ": a tensor of shape " + spec_string(s));
       live += b;
     }
-    if (live > peak) {
-      peak = live;
-      if (peak_at) *peak_at = "layer '" + io::printable(le.name) + "' (" + le.class_name + ")";
+    if (live > result.peak) {
+      result.peak = live;
+      result.peak_at = where;
     }
     specs[static_cast<std::size_t>(id)] = std::move(out);
     if (reads[static_cast<std::size_t>(id)] == 0) {  // read by nothing (a mask recur computes itself)
@@ -969,7 +987,8 @@ double Graph::peak_bytes(const std::vector<Spec>& inputs, std::string* peak_at) 
     for (const Ref& r : n.initial_state) release(r);
     if (n.mask.node >= 0) release(n.mask);
   }
-  return peak;
+  result.known = true;
+  return result;
 }
 
 }  // namespace recur::graph

@@ -226,10 +226,24 @@ class Graph {
   // The output specs for concrete input specs (shared-layer build rules; nothing is created).
   std::vector<Spec> infer(const std::vector<Spec>& inputs) const;
   // The most bytes of tensors live at once in a run on inputs of these specs: each node's outputs
-  // from the node that makes them to their last reader, the inputs and outputs included; the
-  // layer where the peak falls into `peak_at`. Error(limit) for one tensor over tensor_bytes.
-  double peak_bytes(const std::vector<Spec>& inputs, std::string* peak_at = nullptr) const;
+  // from the node that makes them to their last reader, the inputs and outputs included.
+  struct Plan {
+    bool known = false;     // false: shapes only the run tells
+    double peak = 0;        // bytes
+    std::string peak_at;    // the layer where the peak falls
+    // Each tensor larger than every one before it, in the order the run makes them: the first of
+    // these over tensor_bytes is the first tensor of the run over it.
+    std::vector<std::pair<double, std::string>> records;
+  };
+  Plan plan(const std::vector<Spec>& inputs) const;
+  // Error(limit) when a run on these inputs would hold a tensor over tensor_bytes or tensors over
+  // run_bytes together, before it allocates. Plans are kept by input shapes (a few dozen).
   void plan_run(const std::vector<Value>& inputs) const;
+  struct PlanCache {
+    std::mutex mutex;
+    std::map<std::vector<std::vector<Index>>, Plan> plans;
+  };
+  std::shared_ptr<PlanCache> plan_cache = std::make_shared<PlanCache>();
   BuildContext context;
 
   std::vector<LayerEntry> layers;
