@@ -20,8 +20,11 @@
 //
 // info, run, verify and stream take --limit NAME=VALUE (repeatable, also before the subcommand)
 // to raise or lower one of the library's resource limits: units, batch, state_bytes,
-// weight_bytes, file_bytes or tensor_bytes, VALUE an integer with an optional K, M or G suffix
-// (x1024, x1024^2, x1024^3); 0 restores the default. `info` prints the limits in effect.
+// weight_bytes, file_bytes, tensor_bytes, total_state_bytes, run_bytes, timesteps or init_work,
+// VALUE an integer with an optional K, M or G suffix (x1024, x1024^2, x1024^3); 0 restores the default. `info` prints the limits in effect. The
+// budgets over the whole model are limits too: total_state_bytes, run_bytes, timesteps and
+// init_work. run, verify and stream take --timeout SECONDS: each model run or stream step that
+// takes longer stops with an error.
 //
 // A model takes one --input per model input, in the model's input order, or NAME=path for input
 // NAME, or one .npz whose members are named like the inputs; masks go to the inputs with a
@@ -584,8 +587,14 @@ constexpr LimitName kLimits[] = {{"units", RECUR_LIMIT_UNITS, false},
                                  {"state_bytes", RECUR_LIMIT_STATE_BYTES, true},
                                  {"weight_bytes", RECUR_LIMIT_WEIGHT_BYTES, true},
                                  {"file_bytes", RECUR_LIMIT_FILE_BYTES, true},
-                                 {"tensor_bytes", RECUR_LIMIT_TENSOR_BYTES, true}};
-constexpr const char* kLimitChoices = "units, batch, state_bytes, weight_bytes, file_bytes, tensor_bytes";
+                                 {"tensor_bytes", RECUR_LIMIT_TENSOR_BYTES, true},
+                                 {"total_state_bytes", RECUR_LIMIT_TOTAL_STATE_BYTES, true},
+                                 {"run_bytes", RECUR_LIMIT_RUN_BYTES, true},
+                                 {"timesteps", RECUR_LIMIT_TIMESTEPS, false},
+                                 {"init_work", RECUR_LIMIT_INIT_WORK, false}};
+constexpr const char* kLimitChoices =
+    "units, batch, state_bytes, weight_bytes, file_bytes, tensor_bytes, total_state_bytes, run_bytes, timesteps, "
+    "init_work";
 
 // NAME=VALUE -> the limit and its value; the reason it is wrong otherwise.
 std::string parse_limit(const std::string& arg, recur_limit* which, uint64_t* value) {
@@ -621,6 +630,7 @@ std::string parse_limit(const std::string& arg, recur_limit* which, uint64_t* va
 
 // The library's message, and the option that raises the limit it names.
 void limit_failure(const std::string& message) {
+  if (message.find("deadline passed after ") != std::string::npos) throw Failure{message + "; here: --timeout SECONDS"};
   for (const LimitName& l : kLimits)
     if (message.find(std::string(" ") + l.name + " limit of ") != std::string::npos)
       throw Failure{message + "; here: --limit " + l.name + "=VALUE"};
@@ -879,6 +889,7 @@ struct RunArgs {
   int32_t chunk = 1;
   std::vector<std::string> initial_states;
   double atol = 1e-5;
+  double timeout = 0;     // --timeout: seconds each run or step may take (0: no limit)
   bool json = false;      // outputs printed or written as JSON
   bool per_step = false;  // stream: print each step's outputs as they come
   bool row_streams = false;  // stream: one model state per row, all stepped in one call
@@ -1309,6 +1320,16 @@ std::vector<recur_output> output_requests(const std::vector<std::string>& addres
 
 // Arrays of the dims the shape query wrote, with the requests pointed at their data.
 std::vector<Array> output_arrays(std::vector<recur_output>& req) {
+  // The outputs are tensors of the run too: over run_bytes together, the run would be refused
+  // anyway, so the buffers are not made.
+  double bytes = 0;
+  for (const recur_output& r : req) bytes += 4.0 * static_cast<double>(r.length);
+  uint64_t cap = 0;
+  check(recur_get_limit(RECUR_LIMIT_RUN_BYTES, &cap));
+  if (bytes > static_cast<double>(cap))
+    throw Failure{"the outputs: need " + std::to_string(static_cast<unsigned long long>(bytes)) +
+                  " bytes together, over the run_bytes limit of " + std::to_string(cap) +
+                  " bytes (recur_set_limit(RECUR_LIMIT_RUN_BYTES, ...) raises it); here: --limit run_bytes=VALUE"};
   std::vector<Array> arrays(req.size());
   for (std::size_t k = 0; k < req.size(); ++k) {
     arrays[k].dtype = "<f4";
@@ -1973,6 +1994,10 @@ int main(int argc, char** argv) {
     // No range check here: the library's, so the message is the one the C ABI gives.
     sub->add_option("--threads", a.threads, threads_help)->capture_default_str();
     sub->add_option("--keras-backend", a.keras_backend, backend_help);
+    sub->add_option("--timeout", a.timeout,
+                    "seconds each model run or stream step may take before it stops with an error (0, the default: "
+                    "no limit)")
+        ->check(CLI::NonNegativeNumber);
   };
   const char* const outputs_help =
       "run only these model outputs, in this order (NAME[,NAME...], repeatable; 'name:k' for the k-th of a Keras 3 "
@@ -2039,6 +2064,10 @@ int main(int argc, char** argv) {
     else if (verbose) start_log("info");
     apply_limits(global_limits);
     apply_limits(sub_limits);
+    {
+      const double timeout = *run ? ra.timeout : *verify ? va.timeout : *stream ? sa.timeout : 0.0;
+      if (timeout > 0) check(recur_run_options_set_timeout(signal_cancel().options, timeout));
+    }
     if (*info) rc = cmd_info(info_file, info_json, info_device);
     else if (*run) rc = cmd_run(ra);
     else if (*verify) rc = cmd_verify(va);

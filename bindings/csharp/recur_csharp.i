@@ -202,6 +202,14 @@ recur_rc recur_cs_run_options_is_cancelled(const recur_run_options *options, int
   return recur_run_options_is_cancelled(options, cancelled);
 }
 recur_rc recur_cs_live_run_options(uint64_t *run_options) { return recur_live_run_options(run_options); }
+recur_rc recur_cs_run_options_set_timeout(recur_run_options *options, double seconds) {
+  return recur_run_options_set_timeout(options, seconds);
+}
+double recur_cs_run_options_get_timeout(const recur_run_options *options) {
+  double s = 0;
+  recur_run_options_get_timeout(options, &s); /* cannot fail on a live handle */
+  return s;
+}
 recur_rc recur_cs_set_log_callback(recur_log_callback callback, void *log_user_data, int32_t min_level) {
   return recur_set_log_callback(callback, log_user_data, min_level);
 }

@@ -6,6 +6,8 @@ package recur
 
 import (
 	"context"
+	"strings"
+	"time"
 
 	"recur.dev/recur/internal/recurswig"
 )
@@ -41,6 +43,14 @@ func withContext(ctx context.Context, call func(options int64) error) error {
 	if err := recurswig.Recur_go_run_options_create(&options); err != nil {
 		return err
 	}
+	// A ctx with a deadline also sets the native timeout (since 0.8): the run checks it itself
+	// between layers and timesteps, without waiting for the goroutine below to be scheduled.
+	deadline, hasDeadline := ctx.Deadline()
+	if hasDeadline {
+		if left := time.Until(deadline).Seconds(); left > 0 {
+			_ = recurswig.Recur_go_run_options_set_timeout(options, left)
+		}
+	}
 	finished := make(chan struct{})
 	watching := make(chan struct{})
 	go func() {
@@ -58,6 +68,10 @@ func withContext(ctx context.Context, call func(options int64) error) error {
 	recurswig.Recur_go_run_options_destroy(options)
 	if e, ok := err.(*Error); ok && e.Status == ErrCancelled && e.Cause == nil {
 		e.Cause = ctx.Err()
+	}
+	// The native timeout is the ctx's deadline: reported as the ctx's, a cancel by DeadlineExceeded.
+	if e, ok := err.(*Error); ok && hasDeadline && e.Status == ErrLimit && strings.Contains(e.Msg, "deadline passed after") {
+		return &Error{Status: ErrCancelled, Msg: "cancelled: " + e.Msg, Cause: context.DeadlineExceeded}
 	}
 	return err
 }

@@ -11,12 +11,16 @@ import (
 // any parallel test starts, and each puts the default back with defer.
 
 var limitDefaults = map[Limit]uint64{
-	LimitUnits:       65536,
-	LimitBatch:       1 << 20,
-	LimitStateBytes:  256 << 20,
-	LimitWeightBytes: 1 << 30,
-	LimitFileBytes:   4 << 30,
-	LimitTensorBytes: 1 << 30,
+	LimitUnits:           65536,
+	LimitBatch:           1 << 20,
+	LimitStateBytes:      256 << 20,
+	LimitWeightBytes:     1 << 30,
+	LimitFileBytes:       4 << 30,
+	LimitTensorBytes:     1 << 30,
+	LimitTotalStateBytes: 256 << 20,
+	LimitRunBytes:        512 << 20,
+	LimitTimesteps:       1 << 20,
+	LimitInitWork:        1 << 31,
 }
 
 // lowerLimit sets a limit for the rest of a test and returns the function that restores it.
@@ -33,8 +37,8 @@ func lowerLimit(t *testing.T, l Limit, v uint64) func() {
 }
 
 func TestLimitDefaults(t *testing.T) {
-	if len(limitDefaults) != 6 {
-		t.Fatal("six limits")
+	if len(limitDefaults) != 10 {
+		t.Fatal("ten limits")
 	}
 	for l, want := range limitDefaults {
 		d, err := DefaultLimit(l)
@@ -46,14 +50,15 @@ func TestLimitDefaults(t *testing.T) {
 			t.Errorf("GetLimit(%v) = %d, %v; want the default %d", l, v, err, want)
 		}
 	}
-	names := []string{"units", "batch", "state_bytes", "weight_bytes", "file_bytes", "tensor_bytes"}
+	names := []string{"units", "batch", "state_bytes", "weight_bytes", "file_bytes", "tensor_bytes",
+		"total_state_bytes", "run_bytes", "timesteps", "init_work"}
 	for i, n := range names {
 		if Limit(i).String() != n {
 			t.Errorf("Limit(%d).String() = %q, want %q", i, Limit(i).String(), n)
 		}
 	}
-	if Limit(9).String() != "Limit(9)" {
-		t.Errorf("Limit(9).String() = %q", Limit(9).String())
+	if Limit(10).String() != "Limit(10)" {
+		t.Errorf("Limit(10).String() = %q", Limit(10).String())
 	}
 	if StatusString(ErrLimit) != "over a resource limit" {
 		t.Errorf("StatusString(ErrLimit) = %q", StatusString(ErrLimit))
@@ -84,7 +89,7 @@ func TestLimitSetAndRestore(t *testing.T) {
 }
 
 func TestLimitBadArguments(t *testing.T) {
-	for _, bad := range []Limit{-1, 6, 99, Limit(1 << 40)} {
+	for _, bad := range []Limit{-1, 10, 99, Limit(1 << 40)} {
 		_, err := GetLimit(bad)
 		wantError(t, "GetLimit("+bad.String()+")", err, ErrInvalidArgument, "limit")
 		_, err = DefaultLimit(bad)

@@ -114,9 +114,15 @@ const (
 	LimitWeightBytes Limit = 3 // bytes of one layer's weights as held (gates padded to panels of 8-32 columns), and of all of one model's as stored (default 1 GiB)
 	LimitFileBytes   Limit = 4 // bytes of a model file or image, or of one .keras member (default 4 GiB)
 	LimitTensorBytes Limit = 5 // bytes of one tensor a model allocates as it is built, runs or streams (default 1 GiB)
+	// Budgets over the whole (since 0.8):
+	LimitTotalStateBytes Limit = 6 // bytes of the states of all of one model's stateful layers, or of one ModelState (default 256 MiB)
+	LimitRunBytes        Limit = 7 // bytes of the tensors live at once in one run or step, planned before it starts (default 512 MiB)
+	LimitTimesteps       Limit = 8 // timesteps one layer creates (RepeatVector n, UpSampling1D) (default 1048576)
+	LimitInitWork        Limit = 9 // multiply-adds of one initializer that grows faster than its output (Orthogonal's QR) (default 2^31)
 )
 
-var limitNames = [...]string{"units", "batch", "state_bytes", "weight_bytes", "file_bytes", "tensor_bytes"}
+var limitNames = [...]string{"units", "batch", "state_bytes", "weight_bytes", "file_bytes", "tensor_bytes",
+	"total_state_bytes", "run_bytes", "timesteps", "init_work"}
 
 // String is the limit's name as recur's messages and the CLI's --limit spell it ("units",
 // "weight_bytes", ...).

@@ -453,6 +453,9 @@ void recur_go_run_options_destroy(long long options) {
   recur_run_options_destroy((recur_run_options *)(uintptr_t)options);
 }
 recur_rc recur_go_live_run_options(uint64_t *value) { return recur_live_run_options(value); }
+recur_rc recur_go_run_options_set_timeout(long long options, double seconds) {
+  return recur_run_options_set_timeout((recur_run_options *)(uintptr_t)options, seconds);
+}
 
 /* handler: 0 turns the log off, else the Go handle of the function recurGoLog calls. */
 recur_rc recur_go_set_log_handler(long long handler, int32_t min_level) {

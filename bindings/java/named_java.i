@@ -288,6 +288,18 @@ JNIEXPORT jboolean JNICALL Java_recur_NativeApi_optionsIsCancelled(JNIEnv *jenv,
   return c ? JNI_TRUE : JNI_FALSE;
 }
 
+JNIEXPORT void JNICALL Java_recur_NativeApi_optionsSetTimeout(JNIEnv *jenv, jclass cls, jlong options, jdouble seconds) {
+  recur_status st = recur_run_options_set_timeout((recur_run_options *)(intptr_t)options, (double)seconds);
+  if (st != RECUR_OK) recur_java_raise(jenv, (int)st);
+}
+
+JNIEXPORT jdouble JNICALL Java_recur_NativeApi_optionsGetTimeout(JNIEnv *jenv, jclass cls, jlong options) {
+  double s = 0;
+  recur_status st = recur_run_options_get_timeout((const recur_run_options *)(intptr_t)options, &s);
+  if (st != RECUR_OK) recur_java_raise(jenv, (int)st);
+  return (jdouble)s;
+}
+
 JNIEXPORT jlong JNICALL Java_recur_NativeApi_liveRunOptions(JNIEnv *jenv, jclass cls) {
   uint64_t n = 0;
   recur_status st = recur_live_run_options(&n);

@@ -504,6 +504,13 @@ typedef struct {} RecurRunOptions;
   recur_rc cancel() { return recur_run_options_cancel($self); }
   recur_rc reset() { return recur_run_options_reset($self); }
   recur_rc is_cancelled(int32_t *count) { return recur_run_options_is_cancelled($self, count); }
+  /* Each call's timeout in seconds, 0 for none (since 0.8). */
+  recur_rc set_timeout(double seconds) { return recur_run_options_set_timeout($self, seconds); }
+  double get_timeout() {
+    double s = 0;
+    recur_run_options_get_timeout($self, &s); /* cannot fail on a live handle */
+    return s;
+  }
 }
 
 /* These hold Python objects, so they keep the GIL and release it themselves around the C call. */

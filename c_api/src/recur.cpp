@@ -4,6 +4,7 @@
 #include "recur/recur.h"
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -75,6 +76,7 @@ struct recur_model_state {
 
 struct recur_run_options {
   std::atomic<bool> cancelled{false};
+  std::atomic<double> timeout_s{0.0};  // each call's own deadline, seconds from its start (0: none)
 };
 
 namespace {
@@ -1328,6 +1330,8 @@ Options& options_of(Options* o, const char* fn) {
 const std::atomic<bool>* cancel_flag_of(const recur_run_options* o, const char* fn) {
   return o ? &options_of(o, fn).cancelled : nullptr;
 }
+// The run's timeout in seconds (0: none).
+double timeout_of(const recur_run_options* o) { return o ? o->timeout_s.load(std::memory_order_relaxed) : 0.0; }
 
 template <typename T>
 void require_array(const T* p, int32_t n, const char* fn, const char* name, const char* count) {
@@ -1471,7 +1475,7 @@ recur_status recur_model_run_named(const recur_model* model, const recur_tensor*
   const char* fn = "recur_model_run_named";
   return guarded([&] {
     const recur::Model& m = model_of(model, fn);
-    const recur::CancelScope scope(cancel_flag_of(options, fn));
+    const recur::CancelScope scope(cancel_flag_of(options, fn), timeout_of(options));
     const std::vector<recur::NamedInput> in = named_inputs(inputs, num_inputs, fn);
     std::vector<recur::NamedOutput> out = named_outputs(outputs, num_outputs, fn);
     prefixed(fn, [&] { m.run_named(in, out); });
@@ -1496,7 +1500,7 @@ recur_status recur_model_state_step_named(recur_model_state* state, const recur_
   const char* fn = "recur_model_state_step_named";
   return guarded([&] {
     recur::ModelStream& st = stream_of(state, fn);
-    const recur::CancelScope scope(cancel_flag_of(options, fn));
+    const recur::CancelScope scope(cancel_flag_of(options, fn), timeout_of(options));
     const std::vector<recur::NamedInput> in = named_inputs(inputs, num_inputs, fn);
     std::vector<recur::NamedOutput> out = named_outputs(outputs, num_outputs, fn);
     prefixed(fn, [&] { st.step_named(in, out); });
@@ -1565,6 +1569,30 @@ recur_status recur_set_log_callback(recur_log_callback callback, void* user_data
     recur::log::set_sink(log_sink, &slots[next], min_level);
     current = next;
     recur::log::write(recur::log::Level::info, "CPU kernels: ", recur::cpu::cpu_kernels_reason());
+  });
+}
+
+}  // extern "C"
+
+/* ---- budgets: a run's deadline (0.8) ---- */
+
+extern "C" {
+
+recur_status recur_run_options_set_timeout(recur_run_options* options, double seconds) {
+  return guarded([&] {
+    recur_run_options& o = options_of(options, "recur_run_options_set_timeout");
+    if (!(seconds >= 0) || std::isinf(seconds))
+      recur::fail(Error::Code::invalid_argument, "recur_run_options_set_timeout: seconds must be a finite number >= 0 "
+                  "(0: no timeout), got ", seconds);
+    o.timeout_s.store(seconds, std::memory_order_relaxed);
+  });
+}
+
+recur_status recur_run_options_get_timeout(const recur_run_options* options, double* seconds) {
+  return guarded([&] {
+    const recur_run_options& o = options_of(options, "recur_run_options_get_timeout");
+    require(seconds, "recur_run_options_get_timeout", "seconds");
+    *seconds = o.timeout_s.load(std::memory_order_relaxed);
   });
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "recur/error.hpp"
+#include "recur/limits.hpp"
 
 namespace recur {
 namespace {
@@ -113,6 +114,10 @@ void initialize(const InitializerSpec& spec, Tensor& out, Rng& layer_rng) {
       for (std::size_t i = 0; i + 1 < out.shape.size(); ++i) rows *= out.shape[i];
       const Index cols = out.shape.back();
       const Index big = std::max(rows, cols), small = std::min(rows, cols);
+      // The QR's work is cubic in a size that is only linear in the config: checked before it starts.
+      check_limit(Limit::init_work, static_cast<double>(big) * static_cast<double>(small) * static_cast<double>(small),
+                  spec.name + ": the orthogonal initializer's QR of a " + std::to_string(big) + " x " + std::to_string(small) +
+                      " matrix (multiply-adds)");
       Eigen::MatrixXd a(big, small);
       for (Index j = 0; j < small; ++j)
         for (Index i = 0; i < big; ++i) a(i, j) = rng.normal();

@@ -518,6 +518,7 @@ SequenceJob Layer::sequence_job(Index B, Index T, const std::uint8_t* mask, floa
   job.sequence_output = config_.return_sequences ? output : nullptr;
   job.threads = num_threads_;
   job.cancel = cancel_flag();
+  job.deadline_ns = run_deadline_ns();
   job.last_output = config_.return_sequences ? nullptr : output;
   return job;
 }

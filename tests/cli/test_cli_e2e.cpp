@@ -705,7 +705,8 @@ TEST_F(Cli, UsageErrors) {
 // ------------------------------------------------------------------------------------- limits
 
 const std::string kDefaultLimits =
-    "limits:        units 65536, batch 1048576, state_bytes 256M, weight_bytes 1G, file_bytes 4G, tensor_bytes 1G\n";
+    "limits:        units 65536, batch 1048576, state_bytes 256M, weight_bytes 1G, file_bytes 4G, tensor_bytes 1G, "
+    "total_state_bytes 256M, run_bytes 512M, timesteps 1048576, init_work 2147483648\n";
 
 TEST_F(Cli, InfoPrintsTheLimits) {
   const Result r = run("info " + m("keras2", "tokens.h5"));
@@ -716,7 +717,8 @@ TEST_F(Cli, InfoPrintsTheLimits) {
                             " --limit weight_bytes=1K --limit weight_bytes=2G --limit state_bytes=1000");
   ASSERT_EQ(raised.rc, 0) << raised.err;
   EXPECT_NE(raised.out.find("limits:        units 131072, batch 1048576, state_bytes 1000, weight_bytes 2G, "
-                            "file_bytes 4G, tensor_bytes 1G\n"),
+                            "file_bytes 4G, tensor_bytes 1G, total_state_bytes 256M, run_bytes 512M, timesteps 1048576, "
+                            "init_work 2147483648\n"),
             std::string::npos)
       << raised.out;
   EXPECT_NE(raised.out.find("layers:        5"), std::string::npos) << raised.out;
@@ -766,6 +768,28 @@ TEST_F(Cli, RaisedLimitsStillWork) {
   EXPECT_EQ(r.rc, 0) << r.out << r.err;
 }
 
+// The budgets over the whole: run_bytes refuses a run before its output buffers are made, and
+// --timeout stops a run that takes longer (a timeout this small passes before the first layer).
+TEST_F(Cli, RunBytesAndTimeout) {
+  const std::string base = "run " + m("keras2", "bigru.keras") + " --input " + m("keras2", "bigru_x.npy") +
+                           " --output " + tmp("o.npz");
+  Result r = run(base + " --limit run_bytes=64");
+  EXPECT_EQ(r.rc, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("run_bytes limit of 64 bytes"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--limit run_bytes=VALUE"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::ifstream(tmp("o.npz")).good());
+  r = run(base + " --timeout 0.000000001");
+  EXPECT_EQ(r.rc, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("deadline passed after "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--timeout SECONDS"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::ifstream(tmp("o.npz")).good());
+  r = run(base + " --timeout 3600 --limit init_work=1K --limit timesteps=1K --limit total_state_bytes=1M");
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  r = run(base + " --timeout -1");
+  EXPECT_EQ(r.rc, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--timeout"), std::string::npos) << r.err;
+}
+
 TEST_F(Cli, BadLimitsAreUsageErrors) {
   const std::string info = "info " + m("keras2", "tokens.h5");
   for (const std::string bad : {"units=bad", "units=", "units=1.5K", "units=-1", "units=2T", "units=K",
@@ -782,7 +806,9 @@ TEST_F(Cli, BadLimitsAreUsageErrors) {
     const Result r = run(info + " --limit " + bad);
     EXPECT_EQ(r.rc, 2) << r.out << r.err;
     EXPECT_NE(r.err.find("--limit"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("units, batch, state_bytes, weight_bytes, file_bytes, tensor_bytes"), std::string::npos)
+    EXPECT_NE(r.err.find("units, batch, state_bytes, weight_bytes, file_bytes, tensor_bytes, total_state_bytes, "
+                         "run_bytes, timesteps, init_work"),
+              std::string::npos)
         << r.err;
   }
   const Result r = run("--limit units=bad devices");

@@ -73,7 +73,19 @@ public enum Limit {
   /// <summary>Bytes of a model file or image, and of one member of a .keras archive (default 4 GiB).</summary>
   FileBytes = 4,
   /// <summary>Bytes of one tensor a model allocates while it is built, runs or streams (default 1 GiB).</summary>
-  TensorBytes = 5
+  TensorBytes = 5,
+  /// <summary>Bytes of the states of all the stateful layers of one model together, or of one
+  /// ModelState (default 256 MiB; since 0.8).</summary>
+  TotalStateBytes = 6,
+  /// <summary>Bytes of the tensors live at once in one run or stream step, planned from the shapes
+  /// before it starts (default 512 MiB; since 0.8).</summary>
+  RunBytes = 7,
+  /// <summary>Timesteps one layer creates: RepeatVector's n, UpSampling1D's output (default 1048576;
+  /// since 0.8).</summary>
+  Timesteps = 8,
+  /// <summary>Multiply-adds of one initializer whose work grows faster than its output
+  /// (Orthogonal's QR) (default 2^31; since 0.8).</summary>
+  InitWork = 9
 }
 
 /// <summary>Process-wide resource limits. Every size that comes from a model file, a JSON config

@@ -62,6 +62,16 @@ public sealed class RunOptions : IDisposable {
     }
   }
 
+  /// <summary>Seconds each call made with these options may run (0, the default: no limit). A call
+  /// that runs longer stops at its next check (between layers and between timesteps) and throws
+  /// RecurException with Status.Limit ("deadline passed after ... ms"), leaving a stateful model's
+  /// states and a stream as before the call. Setting a negative, NaN or infinite value throws
+  /// RecurException with Status.InvalidArgument. Since 0.8.</summary>
+  public double TimeoutSeconds {
+    get { lock (gate) return recur.recur_cs_run_options_get_timeout(Live()); }
+    set { lock (gate) recur.recur_cs_run_options_set_timeout(Live(), value); }
+  }
+
   // A call starts using the options: they cannot be freed until Exit.
   internal IntPtr Enter() {
     lock (gate) {

@@ -297,6 +297,30 @@ static partial class Program {
     }
   }
 
+  // A timeout: a step past it fails with Status.Limit and leaves the stream as before; bad values are refused.
+  static void RunTimeout() {
+    var call = Calls(GraphCase("keras3", "multi_io"))[0];
+    using (var m = Model.Open(GraphFile("keras3", "multi_io", "keras")))
+    using (var s = new ModelState(m, BatchOf(call)))
+    using (var fresh = new ModelState(m, BatchOf(call)))
+    using (var options = new RunOptions()) {
+      var inputs = MultiIoInputs(call, m, false);
+      Check(options.TimeoutSeconds == 0, "no timeout by default");
+      options.TimeoutSeconds = 1e-9;
+      Check(options.TimeoutSeconds == 1e-9, "reads back");
+      var e = Throws<RecurException>(() => s.Step(inputs, null, options), "a step past its timeout");
+      Check(e.Status == Status.Limit && e.Message.Contains("deadline passed after"), e.Message);
+      Throws<RecurException>(() => m.Run(inputs, null, options), "a run past its timeout");
+      options.TimeoutSeconds = 3600;
+      Check(SameBits(s.Step(inputs, null, options)["probs"].Values, fresh.Step(inputs)["probs"].Values),
+            "the stream is as before");
+      foreach (var bad in new[] { -1.0, double.NaN, double.PositiveInfinity }) {
+        var b = Throws<RecurException>(() => options.TimeoutSeconds = bad, "timeout " + bad);
+        Check(b.Status == Status.InvalidArgument && b.Message.Contains("seconds"), b.Message);
+      }
+    }
+  }
+
   // ---- the log handler ----------------------------------------------------------------------------
 
   static void LogHandler() {
@@ -398,6 +422,7 @@ static partial class Program {
     Run("NamedRunErrors", NamedRunErrors);
     Run("CancelFromAnotherThread", CancelFromAnotherThread);
     Run("CancelWithToken", CancelWithToken);
+    Run("RunTimeout", RunTimeout);
     Run("LogHandler", LogHandler);
     Run("RunIntoAllocatesNothing", RunIntoAllocatesNothing);
     Run("StepStatesEqualsStepsOneByOne", StepStatesEqualsStepsOneByOne);

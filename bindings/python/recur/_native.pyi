@@ -21,6 +21,10 @@ LIMIT_STATE_BYTES: int
 LIMIT_WEIGHT_BYTES: int
 LIMIT_FILE_BYTES: int
 LIMIT_TENSOR_BYTES: int
+LIMIT_TOTAL_STATE_BYTES: int
+LIMIT_RUN_BYTES: int
+LIMIT_TIMESTEPS: int
+LIMIT_INIT_WORK: int
 MAX_RANK: int
 LAYER_GRU: int
 LAYER_LSTM: int
@@ -72,6 +76,8 @@ class RunOptions:
     def cancel(self) -> None: ...
     def reset(self) -> None: ...
     def is_cancelled(self) -> int: ...
+    def set_timeout(self, seconds: float) -> None: ...
+    def get_timeout(self) -> float: ...
 
 NamedInput = Tuple[bytes, int, Any, Tuple[int, ...], Buffer]
 NamedOutput = Tuple[bytes, Buffer]

@@ -83,7 +83,8 @@ def describe(model: Any, as_json: bool = False) -> str:
     lines.append("device:        %s (%s)" % (dev["backend"], dev["reason"]))
     lines.append("cpu kernels:   %s" % cpu_kernels())
     lines.append("limits:        %s" % ", ".join("%s %s" % (k, _size(get_limit(k))) for k in
-                                                  ("units", "batch", "state_bytes", "weight_bytes", "file_bytes", "tensor_bytes")))
+                                                  ("units", "batch", "state_bytes", "weight_bytes", "file_bytes", "tensor_bytes",
+                                                   "total_state_bytes", "run_bytes", "timesteps", "init_work")))
     layers = model.layers
     lines.append("layers:        %d" % len(layers))
     w = max([len(l["name"]) for l in layers] + [4])
@@ -189,7 +190,14 @@ def _run(model: Any, ns: argparse.Namespace) -> Dict[str, Any]:
             raise UsageError("--states-in: cannot read %s: %s" % (ns.states_in, e)) from None
         model.set_states(states)
     outputs = ns.outputs.split(",") if ns.outputs else None
-    res = model.predict(_inputs(model, ns.input), mask=_masks(model, ns.mask), return_dict=True, outputs=outputs)
+    options = None
+    if ns.timeout:
+        from .model import RunOptions
+
+        options = RunOptions()
+        options.timeout = ns.timeout
+    res = model.predict(_inputs(model, ns.input), mask=_masks(model, ns.mask), return_dict=True, outputs=outputs,
+                        run_options=options)
     if ns.states_out:
         np().savez(ns.states_out, **{k: np().stack(v) for k, v in model.get_states().items()})
     return res
@@ -274,7 +282,8 @@ def _common(dest_suffix: str) -> argparse.ArgumentParser:
     # would overwrite what was given before it.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE", dest="limit" + dest_suffix,
-                        help="set a resource limit (units, batch, state_bytes, weight_bytes, file_bytes, tensor_bytes)")
+                        help="set a resource limit (units, batch, state_bytes, weight_bytes, file_bytes, tensor_bytes, "
+                             "total_state_bytes, run_bytes, timesteps, init_work)")
     common.add_argument("--log", choices=["debug", "info", "warning", "error"], dest="log" + dest_suffix,
                         help="print the library's log on stderr")
     return common
@@ -294,6 +303,8 @@ def _parser() -> argparse.ArgumentParser:
     running.add_argument("--outputs", help="comma-separated output names to compute")
     running.add_argument("--states-in", help="stateful models: .npz of states to start from")
     running.add_argument("--states-out", help="stateful models: write the states the run leaves")
+    running.add_argument("--timeout", type=float, default=0.0, metavar="SECONDS",
+                         help="seconds the run may take before it stops with an error (0, the default: no limit)")
     p = argparse.ArgumentParser(prog="python -m recur", parents=[_common("")],
                                 description="Run Keras recurrent models with recur (the CLI's info, run and verify).")
     p.add_argument("--version", action="version", version="recur %s" % __version__)

@@ -47,6 +47,18 @@ class RunOptions:
         """True after cancel(), until reset()."""
         return bool(self._o.is_cancelled())
 
+    @property
+    def timeout(self) -> float:
+        """Seconds each call made with these options may run (0: no limit, the default). A call
+        that runs longer stops at its next check (between layers and between timesteps) and raises
+        :class:`recur.LimitError` ("deadline passed after ... ms"), leaving a stateful model's states
+        and a stream as before the call. Since 0.8."""
+        return float(self._o.get_timeout())
+
+    @timeout.setter
+    def timeout(self, seconds: float) -> None:
+        self._o.set_timeout(float(seconds))
+
 
 ArrayLike = Any
 Inputs = Any  # an array, a sequence of arrays (input order) or a mapping by input name

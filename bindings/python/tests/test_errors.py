@@ -321,7 +321,8 @@ def test_bad_settings():
 # ---- limits ----------------------------------------------------------------------------------------
 
 def test_unknown_limit_names(restore_limits):
-    msg = r"^limit: unknown limit 'nope'; the limits are units, batch, state_bytes, weight_bytes, file_bytes, tensor_bytes$"
+    msg = (r"^limit: unknown limit 'nope'; the limits are units, batch, state_bytes, weight_bytes, file_bytes, tensor_bytes, "
+           r"total_state_bytes, run_bytes, timesteps, init_work$")
     for call in (lambda: recur.get_limit("nope"), lambda: recur.set_limit("nope", 1), lambda: recur.default_limit("nope")):
         with pytest.raises(recur.InvalidArgumentError, match=msg):
             call()
@@ -401,6 +402,44 @@ def test_cancelled_stateful_keeps_states():
         m.predict(x, run_options=o)
     for a, b in zip(m.get_states()["gru"], before["gru"]):
         np.testing.assert_array_equal(a, b)
+
+
+# ---- budgets over the whole (0.8) ------------------------------------------------------------------
+
+def test_budget_limits(restore_limits, seq_model):
+    assert recur.default_limit("total_state_bytes") == 256 << 20
+    assert recur.default_limit("run_bytes") == 512 << 20
+    assert recur.default_limit("timesteps") == 1 << 20
+    assert recur.default_limit("init_work") == 1 << 31
+    x = np.zeros((3, 7, 4), np.float32)
+    recur.set_limit("run_bytes", 256)  # the input alone is 336 bytes
+    with pytest.raises(recur.LimitError, match=r"the run on inputs of shape \(3, 7, 4\): .* over the run_bytes limit of 256 bytes") as e:
+        seq_model.predict(x)
+    assert "recur_set_limit(RECUR_LIMIT_RUN_BYTES" in str(e.value)
+    recur.set_limit("run_bytes", 0)
+    seq_model.predict(x)
+    recur.set_limit("total_state_bytes", 1024)
+    with pytest.raises(recur.LimitError, match=r"over the total_state_bytes limit of 1024 bytes"):
+        seq_model.new_state(batch=1000)
+
+
+def test_timeout(seq_model):
+    x = np.zeros((3, 7, 4), np.float32)
+    o = recur.RunOptions()
+    assert o.timeout == 0.0
+    o.timeout = 1e-9
+    assert o.timeout == 1e-9
+    with pytest.raises(recur.LimitError, match=r"deadline passed after \d+ ms") as e:
+        seq_model.predict(x, run_options=o)
+    assert e.value.status == -8
+    with seq_model.new_state(batch=3) as s:
+        with pytest.raises(recur.LimitError, match=r"deadline passed"):
+            s.step(x[:, 0], run_options=o)
+    o.timeout = 3600
+    seq_model.predict(x, run_options=o)
+    for bad in (-1.0, float("inf"), float("nan")):
+        with pytest.raises(recur.InvalidArgumentError, match="seconds"):
+            o.timeout = bad
 
 
 # ---- the log handler -------------------------------------------------------------------------------

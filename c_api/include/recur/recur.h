@@ -711,8 +711,12 @@ RECUR_API recur_status recur_model_state_step(recur_model_state *state, int32_t 
  * a layer or opening a model runs no initializer whose result the file's weights replace, so its
  * time grows with the bytes of the input, not with the sizes it declares. Running a model does the
  * work its config declares (a RepeatVector of n steps runs the layers after it for n steps), and
- * every tensor that work builds is checked against RECUR_LIMIT_TENSOR_BYTES: an application that
- * runs untrusted models lowers that limit to bound their time and memory. */
+ * every tensor that work builds is checked against RECUR_LIMIT_TENSOR_BYTES. Since 0.8 the limits
+ * also bound the whole: all of a model's states together, the peak of a run's live tensors
+ * (planned before the run starts), the timesteps a layer creates and an initializer's work (see
+ * "Budgets" at the end of this header); with the defaults, opening any model file and running it
+ * takes at most about 2 GiB beyond the caller's own buffers. An application that runs untrusted
+ * models also sets a timeout on its runs (recur_run_options_set_timeout) to bound their time. */
 typedef enum recur_limit {
   RECUR_LIMIT_UNITS = 0,        /* units of one recurrent layer (default 65536) */
   RECUR_LIMIT_BATCH = 1,        /* batch of a stateful layer, a recur_state or a recur_model_state
@@ -727,11 +731,25 @@ typedef enum recur_limit {
                                    stores them (default 1 GiB) */
   RECUR_LIMIT_FILE_BYTES = 4,   /* bytes of a model file or image, and of one member of a .keras
                                    archive (default 4 GiB) */
-  RECUR_LIMIT_TENSOR_BYTES = 5  /* bytes of one tensor a model allocates while it is built, runs or
+  RECUR_LIMIT_TENSOR_BYTES = 5, /* bytes of one tensor a model allocates while it is built, runs or
                                    streams, and of the (n x n) float32 product an orthogonal
                                    regularizer forms over n rows or columns (weight penalties in
                                    recur_layer_get_losses, activity penalties in a forward or
                                    cell call: checked before anything changes) (default 1 GiB) */
+  /* Budgets over the whole (since 0.8): see "Budgets" at the end of this header. */
+  RECUR_LIMIT_TOTAL_STATE_BYTES = 6, /* bytes of the states of all the stateful layers of one
+                                   model together, counted as each is built, and of all the states
+                                   one model state (stream) holds (default 256 MiB) */
+  RECUR_LIMIT_RUN_BYTES = 7,    /* bytes of the tensors live at once in one model run or stream
+                                   step (the inputs, every layer's outputs until their last use),
+                                   planned from the shapes before the run starts (default 512 MiB) */
+  RECUR_LIMIT_TIMESTEPS = 8,    /* timesteps one layer creates: RepeatVector's n, UpSampling1D's
+                                   output steps (default 1048576) */
+  RECUR_LIMIT_INIT_WORK = 9     /* work of one initializer whose cost grows faster than its output,
+                                   in multiply-adds: Orthogonal's QR of a (rows x cols) matrix
+                                   counts max(rows, cols) x min(rows, cols)^2 (default 2^31: a
+                                   GRU's Orthogonal recurrent kernel of about 870 units, 1 to 2
+                                   seconds on one core) */
 } recur_limit;
 
 /* The current value of a limit (a recur_limit). Errors: INVALID_ARGUMENT (unknown limit, value
@@ -982,6 +1000,46 @@ RECUR_API recur_status recur_model_states_step_named(recur_model_state *const *s
 RECUR_API recur_status recur_model_states_output_shapes(const recur_model_state *const *states, int32_t num_states,
                                                         const recur_tensor *inputs, int32_t num_inputs,
                                                         recur_output *outputs, int32_t num_outputs);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Budgets: untrusted models (since 0.8)                                                       */
+/* ------------------------------------------------------------------------------------------ */
+
+/* The limits above bound each thing a model asks for; these bound their sum and the time they
+ * take, each checked BEFORE anything is allocated or computed:
+ *   RECUR_LIMIT_TOTAL_STATE_BYTES  all the stateful layers of a model together, and a model
+ *                                  state's (stream's) states together;
+ *   RECUR_LIMIT_RUN_BYTES          the peak of a run's or stream step's live tensors, planned from
+ *                                  the shapes (each tensor from the layer that makes it to its
+ *                                  last use) before the run starts: the run is refused up front;
+ *   RECUR_LIMIT_TIMESTEPS          the timesteps one layer creates (RepeatVector, UpSampling1D);
+ *   RECUR_LIMIT_INIT_WORK          an initializer whose work grows faster than its output
+ *                                  (Orthogonal), before it starts.
+ * Going over one fails with RECUR_ERR_LIMIT and a message naming the limit, the amount asked for
+ * and how to raise it. With the default limits, opening any model file and running it take at
+ * most about 2 GiB beyond the caller's own input and output buffers and the weights the file
+ * itself holds (run_bytes 512 MiB of live tensors, total_state_bytes 256 MiB of states, and the
+ * layers' working buffers), and opening takes time that grows with the file's bytes (no
+ * initializer runs whose result the file's weights replace). Creating a layer from JSON runs its
+ * initializers once: init_work holds an Orthogonal to a second or two. The time of a run grows
+ * with the work the model declares (a recurrent layer of u units over T steps at batch B does
+ * about 3 B T u (u + features) multiply-adds), which no size limit bounds: a service running
+ * untrusted models sets a timeout on its runs (recur_run_options_set_timeout), which the run
+ * checks between layers and between timesteps. */
+
+/* Sets the timeout of every call made with these options: a run (recur_model_run_named) or a
+ * stream step (recur_model_state_step_named) that has run `seconds` since it started stops at its
+ * next check (between layers, and between timesteps of a recurrent layer) and returns
+ * RECUR_ERR_LIMIT ("deadline passed after X ms ..."), leaving a stateful model's states or the
+ * stream exactly as before the call, as a cancel does. 0 (the default) means no timeout. The
+ * timeout counts from the start of each call, so one options handle serves any number of calls.
+ * Threads: as recur_run_options_cancel; a call running at the moment it is set may see either
+ * value. Errors: INVALID_ARGUMENT (options NULL, seconds negative, NaN or infinite), STATE
+ * (destroyed handle). Since 0.8. */
+RECUR_API recur_status recur_run_options_set_timeout(recur_run_options *options, double seconds);
+/* The timeout recur_run_options_set_timeout set (0: none). Errors: INVALID_ARGUMENT (a pointer
+ * NULL), STATE (destroyed handle). Since 0.8. */
+RECUR_API recur_status recur_run_options_get_timeout(const recur_run_options *options, double *seconds);
 
 #ifdef __cplusplus
 }

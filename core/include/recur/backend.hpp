@@ -59,6 +59,8 @@ struct SequenceJob {
   // The run's cancel flag (recur/cancel.hpp), or null: the CPU loop stops between timesteps once
   // it is set, leaving the outputs and states unfinished (the caller throws Error(cancelled)).
   const std::atomic<bool>* cancel = nullptr;
+  // The run's deadline (recur/cancel.hpp, 0: none): the loop stops between timesteps past it too.
+  std::int64_t deadline_ns = 0;
 };
 
 class Backend {

@@ -17,8 +17,13 @@ enum class Limit : int {
   weight_bytes = 3,  // the weights of one layer, or of all the layers of one model
   file_bytes = 4,    // a model file, or one member of a .keras archive
   tensor_bytes = 5,  // one tensor a model allocates while it runs
+  // Budgets over the whole, not one thing at a time:
+  total_state_bytes = 6,  // the states of all the stateful layers of one model, or of one model stream
+  run_bytes = 7,          // the peak of the tensors live at once in one run or stream step, planned before it starts
+  timesteps = 8,          // the timesteps one layer creates (RepeatVector n, UpSampling1D's output)
+  init_work = 9,          // the work (multiply-adds) of one initializer that grows faster than its output (Orthogonal)
 };
-constexpr int kNumLimits = 6;
+constexpr int kNumLimits = 10;
 
 std::uint64_t limit(Limit which);
 std::uint64_t default_limit(Limit which);

@@ -165,7 +165,7 @@ struct Run {
           if (job.sequence_output) std::memcpy(job.sequence_output + row_index(b, k) * u + j0, out_t + off, bytes);
         }
       }
-      if (tid == 0 && job.cancel) stop[k & 1] = cancelled(job.cancel);
+      if (tid == 0 && (job.cancel || job.deadline_ns)) stop[k & 1] = cancelled(job.cancel) || past_deadline(job.deadline_ns);
       if (sync) sync(pool);
       if (stop[k & 1]) {
         if (tid == 0) stopped = true;

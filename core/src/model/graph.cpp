@@ -687,8 +687,51 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
   return g;
 }
 
+// Refuses a run whose tensors would together be over the run_bytes limit, before it allocates.
+void Graph::plan_run(const std::vector<Value>& inputs) const {
+  if (inputs.size() != input_nodes.size() || inputs.size() > input_specs.size()) return;
+  std::vector<std::vector<Index>> key;
+  key.reserve(inputs.size());
+  for (const Value& v : inputs) key.push_back(v.shape);
+  Plan p;
+  bool cached = false;
+  {
+    std::lock_guard<std::mutex> lock(plan_cache->mutex);
+    auto it = plan_cache->plans.find(key);
+    if (it != plan_cache->plans.end()) p = it->second, cached = true;
+  }
+  if (!cached) {
+    std::vector<Spec> specs;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      Spec s = input_specs[i];
+      s.dims = inputs[i].shape;
+      specs.push_back(s);
+    }
+    try {
+      p = plan(specs);
+    } catch (const Error& e) {
+      // Shapes only the run tells (a sequence longer than declared that a layer's rule cannot
+      // take before it runs): the run's own checks of each tensor stand.
+      if (e.code() == Code::limit) throw;
+    }
+    std::lock_guard<std::mutex> lock(plan_cache->mutex);
+    if (plan_cache->plans.size() < 64) plan_cache->plans.emplace(std::move(key), p);
+  }
+  if (!p.known) return;
+  // Checked against the limits in effect now: a cached plan holds amounts, not decisions.
+  for (const auto& [bytes, what] : p.records) check_limit(Limit::tensor_bytes, bytes, what);
+  if (p.peak > static_cast<double>(limit(Limit::run_bytes))) {
+    std::string shapes;
+    for (std::size_t i = 0; i < inputs.size(); ++i) shapes += (i ? ", " : "") + shape_string(inputs[i].shape);
+    check_limit(Limit::run_bytes, p.peak,
+                "the run on inputs of shape " + shapes + ": the tensors it holds at once, at " + p.peak_at +
+                    " (planned before it starts)");
+  }
+}
+
 std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx) const {
   if (!unsupported.empty()) fail(Code::unsupported, "cannot run the model: ", unsupported);
+  if (ctx.planned != this) plan_run(inputs);
   std::vector<std::vector<Value>> vals(nodes.size());
   for (std::size_t i = 0; i < input_nodes.size(); ++i) vals[static_cast<std::size_t>(input_nodes[i])] = {inputs.at(i)};
   // How many reads each node's outputs still have: freed after the last.
@@ -746,6 +789,7 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
     if (out.size() != n.out.size())
       fail(Code::state, "layer '", le.name, "' gave ", out.size(), " outputs, ", n.out.size(), " expected");
     vals[static_cast<std::size_t>(id)] = std::move(out);
+    if (reads[static_cast<std::size_t>(id)] == 0) vals[static_cast<std::size_t>(id)].clear();  // nothing reads it
     for (const Ref& r : n.main)
       if (--reads[static_cast<std::size_t>(r.node)] == 0) vals[static_cast<std::size_t>(r.node)].clear();
     for (const Ref& r : n.initial_state)
@@ -869,6 +913,82 @@ void BuildContext::reserve_weights(double floats, const std::string& what) const
   }
   if (total > static_cast<double>(max_weight_floats))
     check_limit(Limit::weight_bytes, 4.0 * total, file + ": model_config: " + what + " with the layers before it");
+}
+
+}  // namespace recur::graph
+
+namespace recur::graph {
+
+void BuildContext::reserve_states(double bytes, const std::string& what) const {
+  const double total = *state_bytes + bytes;
+  if (total > static_cast<double>(limit(Limit::total_state_bytes)))
+    check_limit(Limit::total_state_bytes, total,
+                file + ": model_config: " + what + " with the stateful layers before it (their states)");
+  *state_bytes = total;
+}
+
+Graph::Plan Graph::plan(const std::vector<Spec>& inputs) const {
+  auto bytes_of = [](const Spec& s) {
+    if (s.strings) return 0.0;  // counted when the text layers turn them into ids
+    double n = 4.0;
+    for (Index d : s.dims) n *= static_cast<double>(std::max<Index>(d, 1));
+    return n;
+  };
+  Plan result;
+  std::vector<std::vector<Spec>> specs(nodes.size());
+  std::vector<int> reads(nodes.size(), 0);
+  for (int id : order) {
+    const Node& n = nodes[static_cast<std::size_t>(id)];
+    for (const Ref& r : n.main) ++reads[static_cast<std::size_t>(r.node)];
+    for (const Ref& r : n.initial_state) ++reads[static_cast<std::size_t>(r.node)];
+    if (n.mask.node >= 0) ++reads[static_cast<std::size_t>(n.mask.node)];
+  }
+  for (const Ref& r : outputs) ++reads[static_cast<std::size_t>(r.node)];
+  double live = 0;
+  auto release = [&](const Ref& r) {
+    if (--reads[static_cast<std::size_t>(r.node)] != 0) return;
+    for (const Spec& s : specs[static_cast<std::size_t>(r.node)]) live -= bytes_of(s);
+    specs[static_cast<std::size_t>(r.node)].clear();
+  };
+  result.peak_at = "its inputs";
+  for (std::size_t i = 0; i < input_nodes.size(); ++i) {
+    specs[static_cast<std::size_t>(input_nodes[i])] = {inputs.at(i)};
+    live += bytes_of(inputs.at(i));
+  }
+  result.peak = live;
+  for (int id : order) {
+    const Node& n = nodes[static_cast<std::size_t>(id)];
+    if (n.is_input || !n.op || n.out.empty()) continue;
+    std::vector<Spec> main, init;
+    for (const Ref& r : n.main) main.push_back(specs[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
+    for (const Ref& r : n.initial_state) init.push_back(specs[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
+    BuildContext at = context;
+    at.call = n.call.get();
+    std::vector<Spec> out = n.op->build(main, init, at);
+    const LayerEntry& le = layers[static_cast<std::size_t>(n.layer)];
+    const std::string where = "layer '" + io::printable(le.name) + "' (" + le.class_name + ")";
+    // The outputs exist while the inputs do: a layer reads its inputs as it writes its outputs.
+    for (const Spec& s : out) {
+      const double b = bytes_of(s);
+      if (result.records.empty() || b > result.records.back().first)
+        result.records.emplace_back(b, where + ": a tensor of shape " + spec_string(s));
+      live += b;
+    }
+    if (live > result.peak) {
+      result.peak = live;
+      result.peak_at = where;
+    }
+    specs[static_cast<std::size_t>(id)] = std::move(out);
+    if (reads[static_cast<std::size_t>(id)] == 0) {  // read by nothing (a mask recur computes itself)
+      for (const Spec& s : specs[static_cast<std::size_t>(id)]) live -= bytes_of(s);
+      specs[static_cast<std::size_t>(id)].clear();
+    }
+    for (const Ref& r : n.main) release(r);
+    for (const Ref& r : n.initial_state) release(r);
+    if (n.mask.node >= 0) release(n.mask);
+  }
+  result.known = true;
+  return result;
 }
 
 }  // namespace recur::graph

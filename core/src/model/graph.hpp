@@ -88,6 +88,9 @@ struct RunContext {
   // Added to the node ids of the graph being run to give the call sites of StreamStates' keys: a
   // nested model's graph runs with a base of its own at each of its call sites (StreamStates::scope).
   int site_base = 0;
+  // The graph whose run_bytes plan the caller already checked for these inputs (before it checked
+  // the output buffers): its run skips planning again.
+  const void* planned = nullptr;
 };
 
 // What build() knows about the model being read.
@@ -110,6 +113,10 @@ struct BuildContext {
   // Called before a layer allocates `floats` weights: Error(io) past what the file holds,
   // Error(limit) past the weight_bytes limit, counting the layers built before it.
   void reserve_weights(double floats, const std::string& what) const;
+  // Bytes of the states the model's stateful layers hold so far (nested models included), checked
+  // against the total_state_bytes limit before the next stateful layer allocates its own.
+  std::shared_ptr<double> state_bytes = std::make_shared<double>(0);
+  void reserve_states(double bytes, const std::string& what) const;
   const CallArgs* call = nullptr;  // the call site being built (null: none besides its tensors)
   // A .keras file's member (e.g. a layer's asset) into `out`, at most `max_bytes`: false when the
   // file has no such member. Empty for .h5 files; valid only while the model is being opened.
@@ -218,6 +225,25 @@ class Graph {
   std::vector<Value> run(const std::vector<Value>& inputs, RunContext& ctx) const;
   // The output specs for concrete input specs (shared-layer build rules; nothing is created).
   std::vector<Spec> infer(const std::vector<Spec>& inputs) const;
+  // The most bytes of tensors live at once in a run on inputs of these specs: each node's outputs
+  // from the node that makes them to their last reader, the inputs and outputs included.
+  struct Plan {
+    bool known = false;     // false: shapes only the run tells
+    double peak = 0;        // bytes
+    std::string peak_at;    // the layer where the peak falls
+    // Each tensor larger than every one before it, in the order the run makes them: the first of
+    // these over tensor_bytes is the first tensor of the run over it.
+    std::vector<std::pair<double, std::string>> records;
+  };
+  Plan plan(const std::vector<Spec>& inputs) const;
+  // Error(limit) when a run on these inputs would hold a tensor over tensor_bytes or tensors over
+  // run_bytes together, before it allocates. Plans are kept by input shapes (a few dozen).
+  void plan_run(const std::vector<Value>& inputs) const;
+  struct PlanCache {
+    std::mutex mutex;
+    std::map<std::vector<std::vector<Index>>, Plan> plans;
+  };
+  std::shared_ptr<PlanCache> plan_cache = std::make_shared<PlanCache>();
   BuildContext context;
 
   std::vector<LayerEntry> layers;

@@ -827,9 +827,11 @@ void Model::run_inputs(Index batch, const std::vector<Index>& timesteps, const f
   if (!s.graph->unsupported.empty()) fail(Code::unsupported, impl_->path, ": cannot run the model: ", s.graph->unsupported);
   if (!outputs_data) fail(Code::invalid_argument, "outputs: is NULL");
   std::vector<Value> in = s.make_inputs(batch, timesteps, inputs_data, inputs_len, masks, masks_len, false);
+  graph::RunContext ctx;
+  s.graph->plan_run(in);  // over run_bytes: refused before the output buffer is looked at
+  ctx.planned = s.graph.get();
   const std::size_t want = outputs_length(batch, timesteps);
   if (outputs_len != want) fail(Code::shape, "outputs: expected ", want, " floats, got ", outputs_len);
-  graph::RunContext ctx;
   for (std::size_t i = 0; i < in.size(); ++i)
     ctx.free_time = ctx.free_time || (s.inputs[i].sequence && s.graph->input_specs[i].dims[1] >= 0 &&
                                        in[i].shape[1] != s.graph->input_specs[i].dims[1]);
@@ -907,6 +909,8 @@ void Model::run_named(const std::vector<NamedInput>& inputs, std::vector<NamedOu
   if (!s.graph->unsupported.empty()) fail(Code::unsupported, impl_->path, ": cannot run the model: ", s.graph->unsupported);
   graph::RunContext ctx;
   const std::vector<Value> in = s.named_values(inputs, 0, ctx.free_time);
+  s.graph->plan_run(in);  // over run_bytes: refused before the output buffers are looked at
+  ctx.planned = s.graph.get();
   const std::vector<std::size_t> idx = s.named_output_indices(outputs);
   const bool text = s.any_strings();
   // Text inputs: the outputs' dims may depend on the tokens (a TextVectorization without
@@ -1127,6 +1131,13 @@ std::unique_ptr<ModelStream> Model::make_stream(Index batch) const {
     if (s.graph->input_specs[i].dims[0] >= 0 && s.graph->input_specs[i].dims[0] != batch)
       fail(Code::invalid_argument, "batch: input '", s.inputs[i].name, "' has a fixed batch of ", s.graph->input_specs[i].dims[0],
            ", got ", batch);
+  // Every recurrent layer keeps states of its own in the stream: all of them together, before any is made.
+  double state_bytes = 0;
+  for (const Layer* l : impl_->layers())
+    state_bytes += 4.0 * (l->num_states() + 1) * static_cast<double>(batch) * static_cast<double>(l->config().units);
+  check_limit(Limit::total_state_bytes, state_bytes,
+              "batch (model state): the states of its " + std::to_string(impl_->layers().size()) +
+                  " recurrent layer(s) at batch " + std::to_string(batch));
   auto impl = std::make_unique<ModelStream::Impl>();
   impl->shared = impl_->shared;
   impl->states.batch = batch;
@@ -1172,9 +1183,11 @@ void ModelStream::step(Index timesteps, const float* inputs, std::size_t inputs_
   const ModelShared& s = *impl_->shared;
   const std::vector<Index> ts(s.inputs.size(), timesteps);
   std::vector<Value> in = s.make_inputs(impl_->states.batch, ts, inputs, inputs_len, masks, masks_len, true);
+  graph::RunContext ctx;
+  s.graph->plan_run(in);
+  ctx.planned = s.graph.get();
   const std::size_t want = outputs_length(timesteps);
   if (outputs_len != want) fail(Code::shape, "outputs: expected ", want, " floats, got ", outputs_len);
-  graph::RunContext ctx;
   ctx.stream = &impl_->states;
   s.write_outputs(s.graph->run(in, ctx), outputs, outputs_len);
 }
@@ -1239,9 +1252,11 @@ void ModelStream::step_named(const std::vector<NamedInput>& inputs, std::vector<
   const ModelShared& s = *impl_->shared;
   bool free_time = false;
   const std::vector<Value> in = s.named_values(inputs, impl_->states.batch, free_time);
+  graph::RunContext ctx;
+  s.graph->plan_run(in);  // over run_bytes: refused before the output buffers are looked at
+  ctx.planned = s.graph.get();
   const std::vector<std::size_t> idx = s.named_output_indices(outputs);
   s.shape_outputs(idx, s.dims_for(in), outputs, true);
-  graph::RunContext ctx;
   ctx.stream = &impl_->states;
   StreamSnapshot before(impl_->states);
   std::vector<Value> vals;

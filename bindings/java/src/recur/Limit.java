@@ -22,7 +22,24 @@ public enum Limit {
   /** Bytes of a model file or image, and of one member of a .keras archive (default 4 GiB). */
   FILE_BYTES(Recur.LIMIT_FILE_BYTES),
   /** Bytes of one tensor a model allocates while it is built, runs or streams (default 1 GiB). */
-  TENSOR_BYTES(Recur.LIMIT_TENSOR_BYTES);
+  TENSOR_BYTES(Recur.LIMIT_TENSOR_BYTES),
+  /**
+   * Bytes of the states of all the stateful layers of one model together, or of one {@link
+   * ModelState} (default 256 MiB; since 0.8).
+   */
+  TOTAL_STATE_BYTES(Recur.LIMIT_TOTAL_STATE_BYTES),
+  /**
+   * Bytes of the tensors live at once in one run or stream step, planned from the shapes before it
+   * starts (default 512 MiB; since 0.8).
+   */
+  RUN_BYTES(Recur.LIMIT_RUN_BYTES),
+  /** Timesteps one layer creates: RepeatVector's n, UpSampling1D's output (default 1048576; since 0.8). */
+  TIMESTEPS(Recur.LIMIT_TIMESTEPS),
+  /**
+   * Multiply-adds of one initializer whose work grows faster than its output (Orthogonal's QR)
+   * (default 2^31; since 0.8).
+   */
+  INIT_WORK(Recur.LIMIT_INIT_WORK);
 
   private final int code;
 

@@ -26,6 +26,8 @@ final class NativeApi {
   static native void optionsCancel(long options);
   static native void optionsReset(long options);
   static native boolean optionsIsCancelled(long options);
+  static native void optionsSetTimeout(long options, double seconds);
+  static native double optionsGetTimeout(long options);
   static native long liveRunOptions();
   static native void setLogHandler(Object handler, int minLevel);
 

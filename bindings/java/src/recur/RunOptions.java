@@ -36,6 +36,22 @@ public final class RunOptions implements AutoCloseable {
     return NativeApi.optionsIsCancelled(ptr());
   }
 
+  /**
+   * Sets the seconds each call made with these options may run (0, the default: no limit). A call
+   * that runs longer stops at its next check (between layers and between timesteps) and throws
+   * {@link LimitException} ("deadline passed after ... ms"), leaving a stateful model's states and a
+   * stream as before the call. Throws {@link InvalidArgumentException} for a negative, NaN or
+   * infinite value. Since 0.8.
+   */
+  public void setTimeout(double seconds) {
+    NativeApi.optionsSetTimeout(ptr(), seconds);
+  }
+
+  /** The timeout {@link #setTimeout} set, in seconds (0: none). Since 0.8. */
+  public double getTimeout() {
+    return NativeApi.optionsGetTimeout(ptr());
+  }
+
   /** Whether {@link #close()} has been called. */
   public boolean isClosed() {
     return handle == 0;

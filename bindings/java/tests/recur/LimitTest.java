@@ -20,11 +20,15 @@ class LimitTest {
     DEFAULTS.put(Limit.WEIGHT_BYTES, GIB);
     DEFAULTS.put(Limit.FILE_BYTES, 4 * GIB);
     DEFAULTS.put(Limit.TENSOR_BYTES, GIB);
+    DEFAULTS.put(Limit.TOTAL_STATE_BYTES, 256 * MIB);
+    DEFAULTS.put(Limit.RUN_BYTES, 512 * MIB);
+    DEFAULTS.put(Limit.TIMESTEPS, 1048576L);
+    DEFAULTS.put(Limit.INIT_WORK, 1L << 31);
   }
 
   @Test
   void defaults() {
-    assertEquals(6, Limit.values().length);
+    assertEquals(10, Limit.values().length);
     for (Limit l : Limit.values()) {
       assertEquals(DEFAULTS.get(l).longValue(), Recur.defaultLimit(l), l.name());
       assertEquals(DEFAULTS.get(l).longValue(), Recur.getLimit(l), l.name());
@@ -50,7 +54,7 @@ class LimitTest {
 
   @Test
   void badArguments() {
-    for (int bad : new int[] {-1, 6, 99}) {
+    for (int bad : new int[] {-1, 10, 99}) {
       ErrorTest.raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "limit",
           () -> Recur.getLimitRaw(bad, new long[1]));
       ErrorTest.raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "limit",

@@ -322,6 +322,25 @@ class NamedRunTest {
   }
 
   @Test
+  void timeoutStopsARunAndLeavesTheStreamAsBefore() {
+    try (Model m = multiIo(); ModelState s = new ModelState(m, 1); ModelState ref = new ModelState(m, 1);
+         RunOptions o = new RunOptions()) {
+      assertEquals(0.0, o.getTimeout());
+      Map<String, Tensor> a = map("seq", Tensor.of(ramp(4 * 4, 1f), 1, 4, 4), "static", Tensor.of(ramp(5, 1f), 1, 5));
+      s.step(a);
+      ref.step(a);
+      o.setTimeout(1e-9);
+      assertEquals(1e-9, o.getTimeout());
+      raises(LimitException.class, Recur.ERR_LIMIT, "deadline passed after", () -> s.step(a, null, o));
+      raises(LimitException.class, Recur.ERR_LIMIT, "deadline passed after", () -> m.run(a, null, o));
+      o.setTimeout(3600);
+      assertBits(ref.step(a).get("probs").values(), s.step(a, null, o).get("probs").values(), "after the stopped step");
+      for (double bad : new double[] {-1, Double.NaN, Double.POSITIVE_INFINITY})
+        raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "seconds", () -> o.setTimeout(bad));
+    }
+  }
+
+  @Test
   void cancelFromAnotherThreadStopsALongRun() throws Exception {
     try (Model m = sentiment(); RunOptions o = new RunOptions()) {
       String in = m.input(0).name;

@@ -232,6 +232,12 @@ class ConvLstmOp : public Op {
       fail(Code::invalid_argument, cls_, ": stateful=True needs a fixed batch size (Keras's Input(batch_shape=...)), got ",
            spec_string(in[0]));
     if (stateful_) check_limit(Limit::batch, static_cast<double>(B), cls_ + ": batch_size (stateful)");
+    if (stateful_ && !states_reserved_) {
+      double outs = 1;
+      for (const Axis& x : g) outs *= static_cast<double>(x.out);
+      ctx.reserve_states(4.0 * 2.0 * outs * filters_ * static_cast<double>(B), "layer '" + name + "' (" + cls_ + ")");
+      states_reserved_ = true;
+    }
     const std::vector<Index> state = shaped({B}, g);
     if (!init.empty()) {
       if (init.size() != 2) fail(Code::shape, cls_, ": initial_state holds ", init.size(), " tensors, the layer has 2 states");
@@ -477,6 +483,7 @@ class ConvLstmOp : public Op {
   std::vector<Index> kernel_size_, strides_, dilation_;
   bool same_ = false, channels_first_ = false, use_bias_ = true;
   bool return_sequences_ = false, return_state_ = false, go_backwards_ = false, stateful_ = false, zero_output_for_mask_ = false;
+  bool states_reserved_ = false;  // its states counted against total_state_bytes (at the first build)
   ActivationFn act_, ract_;
   Index cin_ = 0;
   std::vector<Index> spatial_;

@@ -273,6 +273,10 @@ class RecurrentOp : public Op {
       // Both halves of a Bidirectional count: the backward one after the forward one is built.
       ctx.reserve_weights(made + floats, class_name.empty() ? cls : class_name);
       made += floats;
+      if (c.stateful)
+        ctx.reserve_states(4.0 * (c.num_states() + 1) * double(c.batch_size) * double(c.units),
+                           "layer '" + name + "' (" + (class_name.empty() ? cls : class_name) + "): batch_size=" +
+                               std::to_string(c.batch_size) + " and units=" + std::to_string(c.units));
       return std::make_shared<Layer>(std::move(c));
     };
     auto make_chain = [&](const json& e, bool zero_output) {

@@ -25,6 +25,7 @@ class RepeatVectorOp : public Op {
  public:
   explicit RepeatVectorOp(const json& cfg) : n_(int_of(cfg, "n", 0)) {
     if (n_ <= 0) fail(Code::invalid_argument, "n: expected a positive integer, got ", n_);
+    check_limit(Limit::timesteps, static_cast<double>(n_), "RepeatVector: n (the timesteps it creates)");
   }
   std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
     check_rank(in, 1, 2, "RepeatVector");
@@ -280,12 +281,18 @@ class UpSampling1DOp : public Op {
     steps_axis_of(in, "UpSampling1D", false);
     Spec s = in[0];
     s.ids = false;
-    if (s.dims[1] >= 0) s.dims[1] *= size_;
+    if (s.dims[1] >= 0) s.dims[1] = steps(s.dims[1]);
     return {s};
+  }
+  Index steps(Index T) const {
+    check_limit(Limit::timesteps, static_cast<double>(T) * size_,
+                "UpSampling1D: size=" + std::to_string(size_) + " over " + std::to_string(T) + " steps (the timesteps it creates)");
+    return T * size_;
   }
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
     const Value& x = *in.main[0];
     const Index B = x.shape[0], T = x.shape[1], F = x.shape[2];
+    steps(T);
     Value y = make_value({B, T * size_, F}, "UpSampling1D");
     for (Index r = 0; r < B * T; ++r)
       for (Index k = 0; k < size_; ++k) std::copy_n(x.data.data() + r * F, F, y.data.data() + (r * size_ + k) * F);
