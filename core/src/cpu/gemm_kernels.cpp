@@ -5,6 +5,7 @@
 // nr = 2 vectors of columns; a tile of up to 6 rows x 1 panel (or 1-2 rows x several panels, so
 // that single-row steps still have enough independent accumulators) lives in registers over a
 // block of k. This TU is built with -ffp-contract=fast: a GEMM sums in its own order anyway.
+#include <cstdint>
 #include <cstring>
 
 #include "cpu/kernel_sets.hpp"
@@ -47,6 +48,37 @@ inline V splat(float x) {
 #endif
 }
 
+// bf16 weights are widened in registers: a bfloat16 is the top half of a float32.
+typedef std::uint16_t H __attribute__((vector_size(W * sizeof(std::uint16_t))));
+typedef std::uint32_t U __attribute__((vector_size(W * sizeof(std::uint32_t))));
+inline V loadw(const float* p) { return load(p); }
+inline V loadw(const std::uint16_t* p) {
+  H h;
+  std::memcpy(&h, p, sizeof h);
+  return reinterpret_cast<V>(__builtin_convertvector(h, U) << 16);
+}
+
+// Rounds to the nearest bfloat16, ties to even; NaN stays NaN.
+std::uint16_t to_bf16(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+void pack_bf16(const float* b, KIndex ldb, KIndex k, KIndex n, std::uint16_t* dst) {
+  const KIndex panels = (n + NR - 1) / NR;
+  for (KIndex p = 0; p < panels; ++p)
+    for (KIndex kk = 0; kk < k; ++kk) {
+      std::uint16_t* d = dst + (p * k + kk) * NR;
+      for (KIndex j = 0; j < NR; ++j) {
+        const KIndex col = p * NR + j;
+        d[j] = col < n ? to_bf16(b[kk * ldb + col]) : 0;
+      }
+    }
+}
+
 void pack(const float* b, KIndex ldb, KIndex k, KIndex n, float* dst) {
   const KIndex panels = (n + NR - 1) / NR;
   for (KIndex p = 0; p < panels; ++p)
@@ -62,8 +94,8 @@ void pack(const float* b, KIndex ldb, KIndex k, KIndex n, float* dst) {
 // c[R rows, NP panels] (+)= a[R, kb] @ panels; `first` starts from zero, `bias` is added at the end.
 // a[r, kk] is at a[r * lda + kk * ka]: rows of the caller's matrix (ka = 1), or a block packed
 // k-major (lda = 1, ka = R) so that the tile reads one stream.
-template <int R, int NP>
-inline void tile(KIndex kb, const float* a, KIndex lda, KIndex ka, const float* bp, KIndex pstride, float* c,
+template <int R, int NP, typename WT>
+inline void tile(KIndex kb, const float* a, KIndex lda, KIndex ka, const WT* bp, KIndex pstride, float* c,
                  KIndex ldc, bool first, const float* bias) {
   V c0[R][NP], c1[R][NP];
 #pragma GCC unroll 8
@@ -74,8 +106,8 @@ inline void tile(KIndex kb, const float* a, KIndex lda, KIndex ka, const float* 
     V b0[NP], b1[NP];
 #pragma GCC unroll 4
     for (int q = 0; q < NP; ++q) {
-      b0[q] = load(bp + q * pstride + kk * NR);
-      b1[q] = load(bp + q * pstride + kk * NR + W);
+      b0[q] = loadw(bp + q * pstride + kk * NR);
+      b1[q] = loadw(bp + q * pstride + kk * NR + W);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
@@ -107,7 +139,8 @@ inline void tile(KIndex kb, const float* a, KIndex lda, KIndex ka, const float* 
 }
 
 // A tile of `rows` rows whose a is packed k-major (kb x rows).
-void row_block(KIndex rows, KIndex kb, const float* ap, const float* bp, float* c, KIndex ldc, bool first,
+template <typename WT>
+void row_block(KIndex rows, KIndex kb, const float* ap, const WT* bp, float* c, KIndex ldc, bool first,
                const float* bias) {
   switch (rows) {
     case 1: tile<1, 1>(kb, ap, 1, 1, bp, 0, c, ldc, first, bias); break;
@@ -131,8 +164,8 @@ void pack_a(KIndex mb, KIndex kb, const float* a, KIndex lda, float* dst) {
 
 // One or two rows: the weights stream through once, so several panels share each broadcast and
 // k is not blocked.
-template <int R, int NP>
-void thin(KIndex k, const float* a, KIndex lda, const float* packed, KIndex panels, float* c, KIndex ldc,
+template <int R, int NP, typename WT>
+void thin(KIndex k, const float* a, KIndex lda, const WT* packed, KIndex panels, float* c, KIndex ldc,
           const float* bias) {
   const KIndex pstride = k * NR;
   KIndex p = 0;
@@ -142,16 +175,17 @@ void thin(KIndex k, const float* a, KIndex lda, const float* packed, KIndex pane
     tile<R, 1>(k, a, lda, 1, packed + p * pstride, pstride, c + p * NR, ldc, true, bias ? bias + p * NR : nullptr);
 }
 
-void gemm(KIndex m, KIndex k, const float* a, KIndex lda, const float* packed, KIndex panels, float* c, KIndex ldc,
-          const float* bias) {
+template <typename WT>
+void gemm_t(KIndex m, KIndex k, const float* a, KIndex lda, const WT* packed, KIndex panels, float* c, KIndex ldc,
+            const float* bias) {
   if (m <= 0 || panels <= 0) return;
   if (k == 0) {
     for (KIndex r = 0; r < m; ++r)
       for (KIndex j = 0; j < panels * NR; ++j) c[r * ldc + j] = bias ? bias[j] : 0.0f;
     return;
   }
-  if (m == 1) return thin<1, 4>(k, a, lda, packed, panels, c, ldc, bias);
-  if (m == 2) return thin<2, 2>(k, a, lda, packed, panels, c, ldc, bias);
+  if (m == 1) return thin<1, 4, WT>(k, a, lda, packed, panels, c, ldc, bias);
+  if (m == 2) return thin<2, 2, WT>(k, a, lda, packed, panels, c, ldc, bias);
   // The block of a in use, packed: MC x KC floats per thread, so a call allocates nothing.
   thread_local float a_block[MC * KC];
   const KIndex pstride = k * NR;
@@ -167,13 +201,13 @@ void gemm(KIndex m, KIndex k, const float* a, KIndex lda, const float* packed, K
       for (KIndex p = 0; p < panels; p += 2) {
         const KIndex np = panels - p < 2 ? panels - p : 2;
         for (KIndex q = 0; q < np; ++q) {
-          const float* bp = packed + (p + q) * pstride + k0 * NR;
+          const WT* bp = packed + (p + q) * pstride + k0 * NR;
           const float* pb = last && bias ? bias + (p + q) * NR : nullptr;
           for (KIndex r = 0; r < full; r += MR)
             tile<MR, 1>(kb, a_block + r * kb, 1, MR, bp, 0, c + (m0 + r) * ldc + (p + q) * NR, ldc, first, pb);
         }
         if (rest == 0) continue;
-        const float* bp = packed + p * pstride + k0 * NR;
+        const WT* bp = packed + p * pstride + k0 * NR;
         const float* pb = last && bias ? bias + p * NR : nullptr;
         const float* ap = a_block + full * kb;
         float* cp = c + (m0 + full) * ldc + p * NR;
@@ -191,12 +225,25 @@ void gemm(KIndex m, KIndex k, const float* a, KIndex lda, const float* packed, K
   }
 }
 
+void gemm(KIndex m, KIndex k, const float* a, KIndex lda, const float* packed, KIndex panels, float* c, KIndex ldc,
+          const float* bias) {
+  gemm_t<float>(m, k, a, lda, packed, panels, c, ldc, bias);
+}
+
+void gemm_bf16(KIndex m, KIndex k, const float* a, KIndex lda, const std::uint16_t* packed, KIndex panels, float* c,
+               KIndex ldc, const float* bias) {
+  gemm_t<std::uint16_t>(m, k, a, lda, packed, panels, c, ldc, bias);
+}
+
 }  // namespace
 
 void fill_gemm(KernelSet& set) {
   set.nr = NR;
   set.pack = pack;
   set.gemm = gemm;
+  set.pack_bf16 = pack_bf16;
+  set.gemm_bf16 = gemm_bf16;
+  set.bf16_path = "bfloat16 widened to float32 in registers";
 }
 
 }  // namespace RECUR_ISA
