@@ -137,8 +137,24 @@ void Cell::set_params(const CellParams& p) {
               p.recurrent_bias.size() ? p.recurrent_bias.data() : nullptr);
 }
 
+const Cell::QuantizedRows* Cell::quantize(const float* a, Index lda, Index rows, Index k) const {
+  if (precision_ != Precision::int8) return nullptr;
+  // Per thread: threads sharing a step each quantize the whole rows (the same numbers) for their
+  // own panels.
+  thread_local QuantizedRows buf;
+  buf.ldq = (k + 3) / 4 * 4;
+  if (buf.q.size() < static_cast<std::size_t>(rows * buf.ldq)) buf.q.resize(static_cast<std::size_t>(rows * buf.ldq));
+  if (buf.scale.size() < static_cast<std::size_t>(rows)) {
+    buf.scale.resize(static_cast<std::size_t>(rows));
+    buf.zero.resize(static_cast<std::size_t>(rows));
+  }
+  kernels_->quantize_rows(rows, k, a, lda, buf.q.data(), buf.ldq, buf.scale.data(), buf.zero.data());
+  return &buf;
+}
+
 void Cell::gate_gemm(const Packed& packed, Index k, int gate, const float* a, Index lda, Index rows, float* c,
-                     Index ldc, const std::vector<float>& bias, Index q0, Index q1) const {
+                     Index ldc, const std::vector<float>& bias, Index q0, Index q1,
+                     const QuantizedRows* quantized) const {
   const Index nr = kernels_->nr, up = padded_units();
   const Index first = gate * panels_per_gate_ + q0;
   float* out = c + gate * up + q0 * nr;
@@ -148,8 +164,14 @@ void Cell::gate_gemm(const Packed& packed, Index k, int gate, const float* a, In
       kernels_->gemm_bf16(rows, k, a, lda, packed.bf16.data() + first * k * nr, q1 - q0, out, ldc, b);
       return;
     case Precision::int8:
-      kernels_->gemm_i8(rows, k, a, lda, packed.i8.data() + first * kernels_->i8_panel_bytes(k),
-                        packed.scales.data() + first * nr, packed.colsums.data() + first * nr, q1 - q0, out, ldc, b);
+      if (quantized)
+        kernels_->gemm_i8q(rows, k, quantized->q.data(), quantized->ldq, quantized->scale.data(),
+                           quantized->zero.data(), packed.i8.data() + first * kernels_->i8_panel_bytes(k),
+                           packed.scales.data() + first * nr, packed.colsums.data() + first * nr, q1 - q0, out, ldc,
+                           b);
+      else
+        kernels_->gemm_i8(rows, k, a, lda, packed.i8.data() + first * kernels_->i8_panel_bytes(k),
+                          packed.scales.data() + first * nr, packed.colsums.data() + first * nr, q1 - q0, out, ldc, b);
       return;
     default:
       kernels_->gemm(rows, k, a, lda, packed.f32.data() + first * k * nr, q1 - q0, out, ldc, b);
@@ -159,8 +181,10 @@ void Cell::gate_gemm(const Packed& packed, Index k, int gate, const float* a, In
 void Cell::project(const float* const* xs, int n_x, Index rows, float* out, Index ldo, Index q0, Index q1) const {
   static const std::vector<float> none;
   const std::vector<float>& bias = bias_in_projection_ ? input_bias_ : none;
+  // One input for every gate: int8 quantizes it once.
+  const QuantizedRows* q = n_x == 1 ? quantize(xs[0], input_size_, rows, input_size_) : nullptr;
   for (int g = 0; g < gates_; ++g)
-    gate_gemm(kernel_, input_size_, g, xs[n_x == 1 ? 0 : g], input_size_, rows, out, ldo, bias, q0, q1);
+    gate_gemm(kernel_, input_size_, g, xs[n_x == 1 ? 0 : g], input_size_, rows, out, ldo, bias, q0, q1, q);
 }
 
 void Cell::project(const float* const* xs, int n_x, Index rows, RowMatrix& out) const {
@@ -182,6 +206,7 @@ void Cell::step_range(const float* xp, Index xp_stride, Index batch, const float
   // Recurrent products (+ the recurrent bias of GRU reset_after) of the gates computed from h;
   // with dropout, each gate sees h ⊙ its own mask.
   const int from_h = gru_ && !reset_after_ ? 2 : gates_;
+  const QuantizedRows* qh = masks ? nullptr : quantize(h, u, batch, u);
   for (int g = 0; g < from_h; ++g) {
     const float* a = h;
     if (masks) {
@@ -189,7 +214,7 @@ void Cell::step_range(const float* xp, Index xp_stride, Index batch, const float
       kernels_->multiply(h, (*masks)[static_cast<std::size_t>(g)].data(), ws.masked.data(), batch * u);
       a = ws.masked.data();
     }
-    gate_gemm(recurrent_, u, g, a, u, batch, pre, pw, recurrent_bias_, q0, q1);
+    gate_gemm(recurrent_, u, g, a, u, batch, pre, pw, recurrent_bias_, q0, q1, qh);
   }
 
   cpu::GateArgs args;

@@ -110,9 +110,19 @@ class Cell {
   };
   void pack_matrix(const float* m, Index rows, Packed& out) const;
   void pack_reduced(Index rows, Packed& out) const;
-  // c[:, panels [q0, q1) of gate g] = a @ the packed matrix's gate g (+ bias)
+  // int8: rows of a GEMM input quantized once for the GEMMs of several gates.
+  struct QuantizedRows {
+    std::vector<std::uint8_t> q;
+    std::vector<float> scale, zero;
+    Index ldq = 0;
+  };
+  // The calling thread's quantization of `rows` rows of a (k wide), or null unless int8.
+  const QuantizedRows* quantize(const float* a, Index lda, Index rows, Index k) const;
+  // c[:, panels [q0, q1) of gate g] = a @ the packed matrix's gate g (+ bias); `quantized`: a as
+  // quantize() gave it (int8), or null.
   void gate_gemm(const Packed& packed, Index k, int gate, const float* a, Index lda, Index rows, float* c,
-                 Index ldc, const std::vector<float>& bias, Index q0, Index q1) const;
+                 Index ldc, const std::vector<float>& bias, Index q0, Index q1,
+                 const QuantizedRows* quantized = nullptr) const;
 
   bool gru_;
   bool lstm_;

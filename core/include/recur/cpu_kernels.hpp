@@ -89,6 +89,14 @@ struct KernelSet {
   // point, per call) and integer dot products; k must be at most kMaxInt8Depth.
   void (*gemm_i8)(KIndex m, KIndex k, const float* a, KIndex lda, const std::int8_t* packed, const float* scales,
                   const std::int32_t* colsums, KIndex panels, float* c, KIndex ldc, const float* bias);
+  // gemm_i8 in two halves, so that several GEMMs over the same rows quantize them once: each row
+  // of a as unsigned integers (ldq = 4 * ceil(k / 4) bytes apart, zero-padded), its scale and zero
+  // point; and the GEMM over them.
+  void (*quantize_rows)(KIndex m, KIndex k, const float* a, KIndex lda, std::uint8_t* q, KIndex ldq, float* scale,
+                        float* zero);
+  void (*gemm_i8q)(KIndex m, KIndex k, const std::uint8_t* q, KIndex ldq, const float* scale, const float* zero,
+                   const std::int8_t* packed, const float* scales, const std::int32_t* colsums, KIndex panels,
+                   float* c, KIndex ldc, const float* bias);
   const char* int8_path;  // which integer instructions gemm_i8 uses
   const char* bf16_path;  // likewise for gemm_bf16
 };

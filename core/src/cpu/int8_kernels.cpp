@@ -250,21 +250,11 @@ void rest_rows(KIndex rows, KIndex k4, const std::uint8_t* qa, KIndex ldq, const
   }
 }
 
-void gemm_i8(KIndex m, KIndex k, const float* a, KIndex lda, const std::int8_t* packed, const float* scales,
-             const std::int32_t* colsums, KIndex panels, float* c, KIndex ldc, const float* bias) {
+void gemm_i8q(KIndex m, KIndex k, const std::uint8_t* qa, KIndex ldq, const float* sa, const float* za,
+              const std::int8_t* packed, const float* scales, const std::int32_t* colsums, KIndex panels, float* c,
+              KIndex ldc, const float* bias) {
   if (m <= 0 || panels <= 0) return;
-  const KIndex k4 = (k + 3) / 4, ldq = k4 * 4, pstride = k4 * 4 * NR;
-  // The quantized rows: per thread, grown to the largest call and then reused.
-  thread_local std::vector<std::uint8_t> qbuf;
-  thread_local std::vector<float> sbuf, zbuf;
-  if (qbuf.size() < static_cast<std::size_t>(m * ldq)) qbuf.resize(static_cast<std::size_t>(m * ldq));
-  if (sbuf.size() < static_cast<std::size_t>(m)) {
-    sbuf.resize(static_cast<std::size_t>(m));
-    zbuf.resize(static_cast<std::size_t>(m));
-  }
-  quantize_rows(m, k, a, lda, qbuf.data(), ldq, sbuf.data(), zbuf.data());
-  const std::uint8_t* qa = qbuf.data();
-  const float *sa = sbuf.data(), *za = zbuf.data();
+  const KIndex k4 = (k + 3) / 4, pstride = k4 * 4 * NR;
   if (m == 1) return panels_of<1, 4>(k4, qa, ldq, sa, za, packed, pstride, scales, colsums, panels, c, ldc, bias);
   if (m == 2) return panels_of<2, 2>(k4, qa, ldq, sa, za, packed, pstride, scales, colsums, panels, c, ldc, bias);
   for (KIndex m0 = 0; m0 < m; m0 += MC) {
@@ -283,11 +273,29 @@ void gemm_i8(KIndex m, KIndex k, const float* a, KIndex lda, const std::int8_t* 
   }
 }
 
+void gemm_i8(KIndex m, KIndex k, const float* a, KIndex lda, const std::int8_t* packed, const float* scales,
+             const std::int32_t* colsums, KIndex panels, float* c, KIndex ldc, const float* bias) {
+  if (m <= 0 || panels <= 0) return;
+  const KIndex ldq = (k + 3) / 4 * 4;
+  // The quantized rows: per thread, grown to the largest call and then reused.
+  thread_local std::vector<std::uint8_t> qbuf;
+  thread_local std::vector<float> sbuf, zbuf;
+  if (qbuf.size() < static_cast<std::size_t>(m * ldq)) qbuf.resize(static_cast<std::size_t>(m * ldq));
+  if (sbuf.size() < static_cast<std::size_t>(m)) {
+    sbuf.resize(static_cast<std::size_t>(m));
+    zbuf.resize(static_cast<std::size_t>(m));
+  }
+  quantize_rows(m, k, a, lda, qbuf.data(), ldq, sbuf.data(), zbuf.data());
+  gemm_i8q(m, k, qbuf.data(), ldq, sbuf.data(), zbuf.data(), packed, scales, colsums, panels, c, ldc, bias);
+}
+
 }  // namespace
 
 void fill_int8(KernelSet& set) {
   set.pack_i8 = pack_i8;
   set.gemm_i8 = gemm_i8;
+  set.quantize_rows = quantize_rows;
+  set.gemm_i8q = gemm_i8q;
   set.int8_path = kPath;
 }
 
