@@ -84,9 +84,10 @@ void Cell::pack_reduced(Index rows, Packed& out) const {
   std::vector<float> m(static_cast<std::size_t>(rows * width));
   unpack_gates(out.f32, rows, gates_, units_, panels_per_gate_, nr, m.data());
   if (precision_ == Precision::bf16) {
-    out.bf16.resize(out.f32.size());
+    const Index panel = k.bf16_panel(rows);
+    out.bf16.resize(static_cast<std::size_t>(gates_ * panels_per_gate_ * panel));
     for (int g = 0; g < gates_; ++g)
-      k.pack_bf16(m.data() + g * units_, width, rows, units_, out.bf16.data() + g * panels_per_gate_ * rows * nr);
+      k.pack_bf16(m.data() + g * units_, width, rows, units_, out.bf16.data() + g * panels_per_gate_ * panel);
     return;
   }
   const Index panel_bytes = k.i8_panel_bytes(rows), cols = gates_ * panels_per_gate_ * nr;
@@ -161,7 +162,7 @@ void Cell::gate_gemm(const Packed& packed, Index k, int gate, const float* a, In
   const float* b = bias.empty() ? nullptr : bias.data() + gate * up + q0 * nr;
   switch (precision_) {
     case Precision::bf16:
-      kernels_->gemm_bf16(rows, k, a, lda, packed.bf16.data() + first * k * nr, q1 - q0, out, ldc, b);
+      kernels_->gemm_bf16(rows, k, a, lda, packed.bf16.data() + first * kernels_->bf16_panel(k), q1 - q0, out, ldc, b);
       return;
     case Precision::int8:
       if (quantized)

@@ -73,8 +73,12 @@ struct KernelSet {
   void (*multiply)(const float* x, const float* m, float* y, KIndex n);
 
   // --- reduced precision weights (opt-in: recur_layer_set_precision) ---
-  // bf16: pack's layout with each float rounded to bfloat16 (nearest even), and gemm over it
-  // (the weights widened to float32 in registers; a and c stay float32).
+  // bf16: the weights rounded to bfloat16 (nearest even) in panels of bf16_panel(k) values, and
+  // the GEMM over them. Widened to float32 in registers (a stays float32; bf16_k_multiple 1,
+  // pack's layout), or with AVX512_BF16 pairs of rows interleaved for vdpbf16ps, which rounds a
+  // to bfloat16 too (bf16_k_multiple 2).
+  int bf16_k_multiple;
+  KIndex bf16_panel(KIndex k) const { return (k + bf16_k_multiple - 1) / bf16_k_multiple * bf16_k_multiple * nr; }
   void (*pack_bf16)(const float* b, KIndex ldb, KIndex k, KIndex n, std::uint16_t* dst);
   void (*gemm_bf16)(KIndex m, KIndex k, const float* a, KIndex lda, const std::uint16_t* packed, KIndex panels,
                     float* c, KIndex ldc, const float* bias);

@@ -40,6 +40,7 @@ struct Sets {
     all[n] = make_set("avx512", avx512::fill_gemm, avx512::fill_gates, avx512::fill_int8);
     // The int8 GEMM's dot products: vpdpbusd where the CPU has AVX-512 VNNI.
     if (avx512 && __builtin_cpu_supports("avx512vnni")) avx512vnni::fill_int8(all[n]);
+    if (avx512 && __builtin_cpu_supports("avx512bf16")) avx512bf16::fill_bf16(all[n]);
     if (avx512) runnable[count++] = &all[n];
     ++n;
     all[n] = make_set("avx2", avx2::fill_gemm, avx2::fill_gates, avx2::fill_int8);

@@ -243,6 +243,7 @@ void fill_gemm(KernelSet& set) {
   set.gemm = gemm;
   set.pack_bf16 = pack_bf16;
   set.gemm_bf16 = gemm_bf16;
+  set.bf16_k_multiple = 1;
   set.bf16_path = "bfloat16 widened to float32 in registers";
 }
 

@@ -26,6 +26,10 @@ RECUR_DECLARE_KERNEL_SET(avx512)
 namespace avx512vnni {
 void fill_int8(KernelSet& set);
 }
+// bf16_kernels.cpp: the avx512 set's bf16 GEMM (vdpbf16ps) where the CPU has AVX512_BF16.
+namespace avx512bf16 {
+void fill_bf16(KernelSet& set);
+}
 #endif
 #undef RECUR_DECLARE_KERNEL_SET
 
