@@ -952,7 +952,10 @@ RECUR_API recur_status recur_set_log_callback(recur_log_callback callback, void 
  *             vpmaddubsw, or portable code).
  * Biases, states and the gate math stay float32. With bf16 or int8 the outputs differ from
  * Keras's: `recur verify --precision ...` prints by how much for a model file (docs/precision.md
- * lists it for recur's test models: about 1e-3 to 1e-2 for bf16 and int8 on outputs of order 1).
+ * lists it for recur's test models: 1e-4 to 5e-3 on outputs of order 1, up to 5e-2 for layers
+ * with large weights). On CPUs with AVX512_BF16, bf16 also rounds the rows of x and h to bfloat16
+ * inside the product (vdpbf16ps); int8 quantizes them per call, so a row's result does not depend
+ * on the other rows of the batch.
  * The float32 weights are kept: recur_layer_get_weights returns them unchanged, setting weights
  * repacks the reduced copy, and setting "float32" again gives exactly the float32 numbers. The
  * reduced copy adds half (bf16) or a quarter (int8) of the kernels' memory.
