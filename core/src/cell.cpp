@@ -139,10 +139,17 @@ void Cell::set_params(const CellParams& p) {
 }
 
 const Cell::QuantizedRows* Cell::quantize(const float* a, Index lda, Index rows, Index k) const {
-  if (precision_ != Precision::int8) return nullptr;
   // Per thread: threads sharing a step each quantize the whole rows (the same numbers) for their
   // own panels.
   thread_local QuantizedRows buf;
+  if (precision_ == Precision::bf16 && kernels_->gemm_bf16r) {
+    buf.ldq = (k + 1) / 2 * 2;
+    if (buf.bf16.size() < static_cast<std::size_t>(rows * buf.ldq))
+      buf.bf16.resize(static_cast<std::size_t>(rows * buf.ldq));
+    kernels_->round_rows_bf16(rows, k, a, lda, buf.bf16.data(), buf.ldq);
+    return &buf;
+  }
+  if (precision_ != Precision::int8) return nullptr;
   buf.ldq = (k + 3) / 4 * 4;
   if (buf.q.size() < static_cast<std::size_t>(rows * buf.ldq)) buf.q.resize(static_cast<std::size_t>(rows * buf.ldq));
   if (buf.scale.size() < static_cast<std::size_t>(rows)) {
@@ -162,7 +169,12 @@ void Cell::gate_gemm(const Packed& packed, Index k, int gate, const float* a, In
   const float* b = bias.empty() ? nullptr : bias.data() + gate * up + q0 * nr;
   switch (precision_) {
     case Precision::bf16:
-      kernels_->gemm_bf16(rows, k, a, lda, packed.bf16.data() + first * kernels_->bf16_panel(k), q1 - q0, out, ldc, b);
+      if (quantized)
+        kernels_->gemm_bf16r(rows, k, quantized->bf16.data(), quantized->ldq,
+                             packed.bf16.data() + first * kernels_->bf16_panel(k), q1 - q0, out, ldc, b);
+      else
+        kernels_->gemm_bf16(rows, k, a, lda, packed.bf16.data() + first * kernels_->bf16_panel(k), q1 - q0, out, ldc,
+                            b);
       return;
     case Precision::int8:
       if (quantized)
@@ -182,7 +194,7 @@ void Cell::gate_gemm(const Packed& packed, Index k, int gate, const float* a, In
 void Cell::project(const float* const* xs, int n_x, Index rows, float* out, Index ldo, Index q0, Index q1) const {
   static const std::vector<float> none;
   const std::vector<float>& bias = bias_in_projection_ ? input_bias_ : none;
-  // One input for every gate: int8 quantizes it once.
+  // One input for every gate: int8 quantizes it once (bf16 with vdpbf16ps rounds it once).
   const QuantizedRows* q = n_x == 1 ? quantize(xs[0], input_size_, rows, input_size_) : nullptr;
   for (int g = 0; g < gates_; ++g)
     gate_gemm(kernel_, input_size_, g, xs[n_x == 1 ? 0 : g], input_size_, rows, out, ldo, bias, q0, q1, q);

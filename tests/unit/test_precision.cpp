@@ -77,6 +77,14 @@ TEST(Precision, Bf16GemmIsTheFloatGemmOfTheRoundedWeights) {
                   << set->name << " m=" << m << " k=" << k << " n=" << n;
             }
           for (cpu::KIndex i = 0; i < m; ++i) ASSERT_EQ(c[i * ldc + width], 7.0f) << set->name;
+          if (set->gemm_bf16r) {  // the two halves give what the whole gives
+            const cpu::KIndex ldq = (k + 1) / 2 * 2;
+            std::vector<std::uint16_t> q(static_cast<std::size_t>(m * ldq));
+            set->round_rows_bf16(m, k, a.data(), k, q.data(), ldq);
+            Vec c2(c.size(), 7.0f);
+            set->gemm_bf16r(m, k, q.data(), ldq, packed.data(), panels, c2.data(), ldc, bias.data());
+            ASSERT_EQ(c2, c) << set->name << " m=" << m << " k=" << k << " n=" << n;
+          }
         }
 }
 

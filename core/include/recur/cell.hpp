@@ -111,12 +111,15 @@ class Cell {
   void pack_matrix(const float* m, Index rows, Packed& out) const;
   void pack_reduced(Index rows, Packed& out) const;
   // int8: rows of a GEMM input quantized once for the GEMMs of several gates.
+  // bf16 with vdpbf16ps: rows rounded to bfloat16 once, likewise.
   struct QuantizedRows {
     std::vector<std::uint8_t> q;
     std::vector<float> scale, zero;
+    std::vector<std::uint16_t> bf16;
     Index ldq = 0;
   };
-  // The calling thread's quantization of `rows` rows of a (k wide), or null unless int8.
+  // The calling thread's quantization (int8) or rounding (bf16 with vdpbf16ps) of `rows` rows of
+  // a (k wide), or null when the GEMM takes a as it is.
   const QuantizedRows* quantize(const float* a, Index lda, Index rows, Index k) const;
   // c[:, panels [q0, q1) of gate g] = a @ the packed matrix's gate g (+ bias); `quantized`: a as
   // quantize() gave it (int8), or null.

@@ -78,6 +78,12 @@ struct KernelSet {
   // pack's layout), or with AVX512_BF16 pairs of rows interleaved for vdpbf16ps, which rounds a
   // to bfloat16 too (bf16_k_multiple 2).
   int bf16_k_multiple;
+  // With vdpbf16ps, gemm_bf16 in two halves (null otherwise), so that the GEMMs of several gates
+  // round their shared rows once: the rows of a as bfloat16 (ldq = k rounded up to even), and the
+  // GEMM over them.
+  void (*round_rows_bf16)(KIndex m, KIndex k, const float* a, KIndex lda, std::uint16_t* q, KIndex ldq);
+  void (*gemm_bf16r)(KIndex m, KIndex k, const std::uint16_t* q, KIndex ldq, const std::uint16_t* packed,
+                     KIndex panels, float* c, KIndex ldc, const float* bias);
   KIndex bf16_panel(KIndex k) const { return (k + bf16_k_multiple - 1) / bf16_k_multiple * bf16_k_multiple * nr; }
   void (*pack_bf16)(const float* b, KIndex ldb, KIndex k, KIndex n, std::uint16_t* dst);
   void (*gemm_bf16)(KIndex m, KIndex k, const float* a, KIndex lda, const std::uint16_t* packed, KIndex panels,

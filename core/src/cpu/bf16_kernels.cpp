@@ -120,14 +120,10 @@ void rest_rows(KIndex rows, KIndex k2, const std::uint16_t* qa, KIndex ldq, cons
   }
 }
 
-void gemm(KIndex m, KIndex k, const float* a, KIndex lda, const std::uint16_t* packed, KIndex panels, float* c,
-          KIndex ldc, const float* bias) {
+void gemm_rounded(KIndex m, KIndex k, const std::uint16_t* qa, KIndex ldq, const std::uint16_t* packed, KIndex panels,
+                  float* c, KIndex ldc, const float* bias) {
   if (m <= 0 || panels <= 0) return;
-  const KIndex k2 = (k + 1) / 2, ldq = 2 * k2, pstride = k2 * NR * 2;
-  thread_local std::vector<std::uint16_t> qbuf;
-  if (qbuf.size() < static_cast<std::size_t>(m * ldq)) qbuf.resize(static_cast<std::size_t>(m * ldq));
-  round_rows(m, k, a, lda, qbuf.data(), ldq);
-  const std::uint16_t* qa = qbuf.data();
+  const KIndex k2 = (k + 1) / 2, pstride = k2 * NR * 2;
   if (m == 1) return panels_of<1, 4>(k2, qa, ldq, packed, pstride, panels, c, ldc, bias);
   if (m == 2) return panels_of<2, 2>(k2, qa, ldq, packed, pstride, panels, c, ldc, bias);
   for (KIndex m0 = 0; m0 < m; m0 += MC) {
@@ -143,12 +139,24 @@ void gemm(KIndex m, KIndex k, const float* a, KIndex lda, const std::uint16_t* p
   }
 }
 
+void gemm(KIndex m, KIndex k, const float* a, KIndex lda, const std::uint16_t* packed, KIndex panels, float* c,
+          KIndex ldc, const float* bias) {
+  if (m <= 0 || panels <= 0) return;
+  const KIndex ldq = (k + 1) / 2 * 2;
+  thread_local std::vector<std::uint16_t> qbuf;
+  if (qbuf.size() < static_cast<std::size_t>(m * ldq)) qbuf.resize(static_cast<std::size_t>(m * ldq));
+  round_rows(m, k, a, lda, qbuf.data(), ldq);
+  gemm_rounded(m, k, qbuf.data(), ldq, packed, panels, c, ldc, bias);
+}
+
 }  // namespace
 
 void fill_bf16(KernelSet& set) {
   set.pack_bf16 = pack;
   set.gemm_bf16 = gemm;
   set.bf16_k_multiple = 2;
+  set.round_rows_bf16 = round_rows;
+  set.gemm_bf16r = gemm_rounded;
   set.bf16_path = "AVX512_BF16 vdpbf16ps, activations rounded to bfloat16 in the product";
 }
 

@@ -244,6 +244,8 @@ void fill_gemm(KernelSet& set) {
   set.pack_bf16 = pack_bf16;
   set.gemm_bf16 = gemm_bf16;
   set.bf16_k_multiple = 1;
+  set.round_rows_bf16 = nullptr;
+  set.gemm_bf16r = nullptr;
   set.bf16_path = "bfloat16 widened to float32 in registers";
 }
 
