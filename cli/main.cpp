@@ -10,7 +10,7 @@
 //   recur verify FILE --input x.npy [...] --expected y.npy|y.npz [--expected ...] [--mask ...]
 //                [--initial-state h.npy ...] [--layer NAME] [--device DEV] [--threads N]
 //                [--precision P] [--keras-backend B] [--states-in s.npz] [--outputs NAME[,NAME...]] [--atol 1e-5]
-//   recur stream FILE --input x.npy [...] [--mask ...] --chunk N [--device DEV] [--threads N]
+//   recur stream FILE --input x.npy [...] [--mask ...] --chunk N [--row-streams] [--device DEV] [--threads N]
 //                [--precision P] [--keras-backend B] [--per-step] [--outputs ...] [--output ...] [--output-dir DIR] [--json]
 //   recur devices
 //
@@ -882,6 +882,7 @@ struct RunArgs {
   double atol = 1e-5;
   bool json = false;      // outputs printed or written as JSON
   bool per_step = false;  // stream: print each step's outputs as they come
+  bool row_streams = false;  // stream: one model state per row, all stepped in one call
 };
 
 // What a run produced: arrays named as the .npz has them (output, output_1, ... or output,
@@ -1686,8 +1687,20 @@ int cmd_stream(const RunArgs& a) {
   ModelHandle mh;
   open_model(mh, a);
   const ModelInputs in = load_model_inputs(mh.m, a);
+  // --row-streams: each row its own state of batch 1, all stepped in one call
+  // (recur_model_states_step_named); else one state of the whole batch.
+  std::vector<ModelStateHandle> rows(a.row_streams ? static_cast<std::size_t>(in.batch) : 0);
+  std::vector<recur_model_state*> row_states;
   ModelStateHandle sh;
-  check(recur_model_state_create(&sh.s, mh.m, in.batch));
+  if (a.row_streams) {
+    for (ModelStateHandle& r : rows) {
+      check(recur_model_state_create(&r.s, mh.m, 1));
+      row_states.push_back(r.s);
+    }
+  } else {
+    check(recur_model_state_create(&sh.s, mh.m, in.batch));
+  }
+  recur_model_state* const probe = a.row_streams ? rows[0].s : sh.s;
   // Every sequence input is stepped along the same timesteps.
   int64_t T = 0;
   for (std::size_t i = 0; i < in.desc.size(); ++i)
@@ -1709,8 +1722,8 @@ int cmd_stream(const RunArgs& a) {
     const int32_t index = static_cast<int32_t>(sel[k]);
     int64_t one[RECUR_MAX_RANK], two[RECUR_MAX_RANK];
     int32_t rank1 = 0, rank2 = 0;
-    check(recur_model_state_output_dims(sh.s, index, 1, one, &rank1));
-    if (recur_model_state_output_dims(sh.s, index, 2, two, &rank2) == RECUR_OK)
+    check(recur_model_state_output_dims(probe, index, 1, one, &rank1));
+    if (recur_model_state_output_dims(probe, index, 2, two, &rank2) == RECUR_OK)
       seq_out[k] = rank1 >= 2 && rank2 >= 2 && one[1] == 1 && two[1] == 2;
     else  // a model that only steps one timestep at a time
       seq_out[k] = rank1 >= 3 && one[1] == 1;
@@ -1726,9 +1739,16 @@ int cmd_stream(const RunArgs& a) {
     const std::vector<recur_tensor> x = tensors(in.desc, feeds);
     std::vector<recur_output> req = output_requests(addresses, sel);
     const int32_t n_in = static_cast<int32_t>(x.size()), n_out = static_cast<int32_t>(req.size());
-    check(recur_model_state_output_shapes(sh.s, x.data(), n_in, req.data(), n_out));
+    const int32_t n_states = static_cast<int32_t>(row_states.size());
+    if (a.row_streams)
+      check(recur_model_states_output_shapes(row_states.data(), n_states, x.data(), n_in, req.data(), n_out));
+    else
+      check(recur_model_state_output_shapes(sh.s, x.data(), n_in, req.data(), n_out));
     std::vector<Array> parts = output_arrays(req);
-    check(recur_model_state_step_named(sh.s, x.data(), n_in, req.data(), n_out, run_options()));
+    if (a.row_streams)
+      check(recur_model_states_step_named(row_states.data(), n_states, x.data(), n_in, req.data(), n_out, run_options()));
+    else
+      check(recur_model_state_step_named(sh.s, x.data(), n_in, req.data(), n_out, run_options()));
     NamedArrays step;  // this step's outputs, for --per-step
     for (std::size_t k = 0; k < sel.size(); ++k) {
       const Array& part = parts[k];
@@ -1755,7 +1775,8 @@ int cmd_stream(const RunArgs& a) {
       print_step(chunks, t0, n, step, a.json);
     }
   }
-  status() << "stream: " << T << " timesteps in " << chunks << " step(s) of up to " << a.chunk << "\n";
+  status() << "stream: " << T << " timesteps in " << chunks << " step(s) of up to " << a.chunk
+           << (a.row_streams ? ", " + std::to_string(B) + " row streams stepped together" : std::string()) << "\n";
   PendingFiles files;
   write_outputs(a, d, name_outputs(outs, sel, std::move(result)), files);
   files.commit();
@@ -2002,6 +2023,9 @@ int main(int argc, char** argv) {
   stream->add_option("--chunk", sa.chunk, "timesteps per step")->capture_default_str();
   stream->add_flag("--per-step", sa.per_step,
                    "print each step's outputs as it comes (text, or one JSON object per line with --json)");
+  stream->add_flag("--row-streams", sa.row_streams,
+                   "step each row of the batch as its own model state, all rows in one call per step "
+                   "(recur_model_states_step_named); gives the same outputs");
   CLI::App* devices =
       app.add_subcommand("devices", "list the devices recur can run on, why a GPU cannot, and the CPU kernel set");
   add_log(devices);

@@ -34,11 +34,19 @@ SHAPES = [
     ("large", 64, 50, 512, 1024, False),
 ]
 CONTENDERS = ["recur", "onednn", "torch", "ort"]
-PROCESS_OF = {"recur": "native", "onednn": "native", "torch": "torch", "ort": "ort"}
 THREADS = [1, 2]
 STREAM_CHECK_STEPS = 8  # consecutive streaming calls checked, so that carrying the state is checked
 TOLERANCE = 1e-4
 MEMORY_CASES = [("large", "gru_ra"), ("large", "lstm")]
+# Between two timed commands: the pool threads of the contender that just ran spin a little before
+# they sleep (OpenMP's default policy, ORT's and recur's pools alike); the next one starts on quiet
+# cores.
+SETTLE_S = 0.03
+# A contender that keeps more cores busy than it was given (CPU time / wall time) is measured at
+# another thread count than the row says: the run fails. The slack covers timer granularity and
+# the process's own housekeeping.
+def over_threads(used, asked):
+    return used > asked * 1.1 + 0.1
 
 
 class WorkerError(RuntimeError):
@@ -165,32 +173,45 @@ def spec_args(cell, B, T, F, H, stream, dirname):
     return f"{cell} {B} {T} {F} {H} {int(stream)} {tc} {dirname}"
 
 
+def timed_call(worker, name, threads, n):
+    """n calls: (wall seconds, CPU seconds of the contender's process)."""
+    wall, cpu = worker.cmd(f"time {name} {threads} {n}").split()
+    return float(wall), float(cpu)
+
+
 def calibrate(worker, name, threads, target):
-    """Calls per measurement so that one takes at least `target` seconds. The first call at a
-    thread count also warms that count up (thread pools, routes, caches)."""
-    worker.cmd(f"time {name} {threads} 1")
+    """Calls per measurement so that one takes at least `target` seconds. The first call also warms
+    the process up (thread pools, routes, caches)."""
+    timed_call(worker, name, threads, 1)
     n = 1
     while True:
-        dt = float(worker.cmd(f"time {name} {threads} {n}"))
+        dt = timed_call(worker, name, threads, n)[0]
         if dt >= min(0.05, target / 2) or n >= 1 << 24:
             break
         n *= 2 if dt <= 0 else min(64, max(2, math.ceil(0.06 / dt)))
     return max(1, math.ceil(target * n / dt)) if dt > 0 else n
 
 
-def run_sgemm_binary(binary, seconds):
-    out = subprocess.run([binary, str(seconds)] + [str(t) for t in THREADS], capture_output=True, text=True,
-                         env=worker_env(), check=True).stdout
-    table = {}
-    for line in out.splitlines():
-        lib, thr, gf = line.split()
-        table.setdefault(lib, {})[int(thr)] = float(gf)
-    return table
+def worker_env(threads):
+    """A contender process's environment: its own thread count from the start, and each library's
+    own defaults otherwise (OpenMP's wait policy included)."""
+    env = dict(os.environ)
+    env.pop("OMP_WAIT_POLICY", None)
+    env["OMP_NUM_THREADS"] = str(threads)
+    env.setdefault("BENCH_ORT_SPIN", "1")
+    return env
 
 
 def measure_sgemm(bindir, seconds):
+    """One process per thread count, as for the contenders."""
     print("SGEMM 1024^3:", flush=True)
-    table = run_sgemm_binary(os.path.join(bindir, "sgemm_peak"), seconds)
+    table = {}
+    for t in THREADS:
+        out = subprocess.run([os.path.join(bindir, "sgemm_peak"), str(seconds), str(t)], capture_output=True,
+                             text=True, env=worker_env(t), check=True).stdout
+        for line in out.splitlines():
+            lib, thr, gf = line.split()
+            table.setdefault(lib, {})[int(thr)] = float(gf)
     for lib, v in table.items():
         print(f"  {lib:9s} " + "  ".join(f"{t} thread(s): {g:6.1f} GFLOP/s" for t, g in sorted(v.items())), flush=True)
     return table
@@ -199,18 +220,6 @@ def measure_sgemm(bindir, seconds):
 def sgemm_peak(readings):
     """The best rate of any library at any reading, per thread count."""
     return {t: max(v.get(t, 0.0) for table in readings.values() for v in table.values()) for t in THREADS}
-
-
-def worker_env():
-    env = dict(os.environ)
-    # OpenMP's default spin-wait lets an idle pool thread take a core from the other contender's
-    # threads on this two-core machine; passive waiting is the fair setting for all of them.
-    env["OMP_WAIT_POLICY"] = "PASSIVE"
-    # The most threads any measurement uses: pools are sized for it, and each measurement sets its
-    # own count (omp_set_num_threads, torch::set_num_threads, ORT intra_op_num_threads).
-    env["OMP_NUM_THREADS"] = str(max(THREADS))
-    env.setdefault("BENCH_ORT_SPIN", "1")
-    return env
 
 
 def memory_probe(argv, env):
@@ -225,6 +234,32 @@ def memory_probe(argv, env):
     return phases
 
 
+def recur_kernels(bindir, asked=None):
+    """The kernel set librecur runs in a process (with RECUR_CPU_KERNELS=asked)."""
+    env = dict(os.environ)
+    env.pop("RECUR_CPU_KERNELS", None)
+    if asked:
+        env["RECUR_CPU_KERNELS"] = asked
+    out = subprocess.run([os.path.join(bindir, "native_worker"), "--kernels"], capture_output=True, text=True, env=env)
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def other_recur_sets(bindir):
+    """recur's kernel sets this CPU runs besides the one it chooses (and the baseline): each is timed
+    as a contender of its own ("recur_avx2", say), so that every set is compared with the peers."""
+    chosen = recur_kernels(bindir)
+    return [k for k in ("avx512", "avx2") if k != chosen and recur_kernels(bindir, k) == k]
+
+
+def contender_argv(bindir, c):
+    if c.startswith("recur_"):
+        c = "recur"
+    return {"recur": [os.path.join(bindir, "native_worker")],
+            "onednn": [os.path.join(bindir, "native_worker")],
+            "torch": [os.path.join(bindir, "torch_worker")],
+            "ort": [sys.executable, os.path.join(HERE, "ort_worker.py")]}[c]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="3 rounds of 0.1 s: checks the pipeline, not the speed")
@@ -234,9 +269,17 @@ def main():
     ap.add_argument("--seconds", type=float, help="minimum seconds per measurement")
     ap.add_argument("--shapes", help="comma-separated subset of " + ",".join(s[0] for s in SHAPES))
     ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--recur-sets", default="auto",
+                    help="recur's other kernel sets to time as well (comma-separated, e.g. avx2; 'auto': every set "
+                         "this CPU runs except baseline; 'none')")
+    ap.add_argument("--threads", default=",".join(map(str, THREADS)),
+                    help="comma-separated thread counts (default %(default)s), each measured in its own processes")
     ap.add_argument("--ort-no-spin", action="store_true",
-                    help="ORT intra-op pool without spin-waiting (the counterpart of OMP_WAIT_POLICY=PASSIVE)")
+                    help="ORT intra-op pool without spin-waiting (not its default)")
     args = ap.parse_args()
+    THREADS[:] = sorted({int(t) for t in args.threads.split(",")})
+    if THREADS[0] < 1:
+        sys.exit("error: --threads: counts must be >= 1")
     rounds = args.rounds or (3 if args.quick else 7)
     target = args.seconds or (0.1 if args.quick else 0.4)
     shapes = SHAPES
@@ -247,10 +290,10 @@ def main():
     started = time.time()
     if args.ort_no_spin:
         os.environ["BENCH_ORT_SPIN"] = "0"
-    env = worker_env()
-    ort_spin = "on (its default)" if env["BENCH_ORT_SPIN"] == "1" else "off"
-    print(f"OMP_WAIT_POLICY=PASSIVE and OMP_NUM_THREADS={env['OMP_NUM_THREADS']} for every contender process; "
-          f"ORT intra-op spinning {ort_spin}", flush=True)
+    ort_spin = os.environ.get("BENCH_ORT_SPIN", "1")
+    print(f"one process per contender and thread count, OMP_NUM_THREADS set to that count from its start, "
+          f"each library's default wait policy; ORT intra-op spinning {'on (its default)' if ort_spin == '1' else 'off'}",
+          flush=True)
     print(f"{rounds} rounds, >= {target} s per measurement", flush=True)
 
     meta = {
@@ -260,35 +303,50 @@ def main():
         "quick": args.quick,
         "rounds": rounds,
         "seconds_per_measurement": target,
-        "env": {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": env["OMP_NUM_THREADS"],
-                "ort_intra_op_allow_spinning": env["BENCH_ORT_SPIN"]},
+        "env": {"processes": "one per contender and thread count", "OMP_NUM_THREADS": "the measured count",
+                "OMP_WAIT_POLICY": "unset (each library's default)", "ort_intra_op_allow_spinning": ort_spin,
+                "settle_s": SETTLE_S},
         "uptime_start": uptime(),
         "tolerance": TOLERANCE,
     }
+
+    if args.recur_sets == "auto":
+        others = other_recur_sets(args.bin)
+    elif args.recur_sets == "none":
+        others = []
+    else:
+        others = [k for k in args.recur_sets.split(",") if k]
+    CONTENDERS[1:1] = [f"recur_{k}" for k in others]
+    meta["recur_other_sets"] = others
+    print("recur's other kernel sets timed: " + (", ".join(others) or "none"), flush=True)
 
     log = open(os.path.join(args.out, "workers.log"), "w")
     sgemm_seconds = 0.6 if args.quick else 1.5
     sgemm = {"start": measure_sgemm(args.bin, sgemm_seconds)}
     peak = sgemm_peak(sgemm)
 
+    # One process per (contender, threads): nothing of one library runs beside another's threads,
+    # and each creates its primitives, sessions and pools at the count it is measured at.
     workers, missing = {}, {}
-    argv = {"native": [os.path.join(args.bin, "native_worker")],
-            "torch": [os.path.join(args.bin, "torch_worker")],
-            "ort": [sys.executable, os.path.join(HERE, "ort_worker.py")]}
-    for proc, a in argv.items():
-        if proc != "ort" and not os.path.exists(a[0]):
-            missing[proc] = f"{os.path.basename(a[0])} was not built"
+    for c in CONTENDERS:
+        argv = contender_argv(args.bin, c)
+        if c != "ort" and not os.path.exists(argv[0]):
+            missing[c] = f"{os.path.basename(argv[0])} was not built"
             continue
-        try:
-            workers[proc] = Worker(proc, a, env, log)
-        except WorkerError as e:
-            missing[proc] = str(e)
-    meta["versions"] = {p: w.info for p, w in workers.items()}
-    if "native" not in workers:
-        sys.exit(f"error: the recur process did not start: {missing.get('native')}")
-    print("versions: " + "; ".join(meta["versions"].values()), flush=True)
-    if "ort" in workers:
-        meta["ort_identity_call_s"] = float(workers["ort"].cmd("identity"))
+        for t in THREADS:
+            env = worker_env(t)
+            if c.startswith("recur_"):
+                env["RECUR_CPU_KERNELS"] = c[len("recur_"):]
+            try:
+                workers[c, t] = Worker(f"{c} at {t} thread(s)", argv + ["--threads", str(t)], env, log)
+            except WorkerError as e:
+                missing.setdefault(c, str(e))
+    meta["versions"] = {c: w.info for (c, t), w in workers.items() if t == THREADS[0]}
+    if ("recur", THREADS[0]) not in workers:
+        sys.exit(f"error: the recur process did not start: {missing.get('recur')}")
+    print("versions: " + "; ".join(dict.fromkeys(meta["versions"].values())), flush=True)
+    if ("ort", 1) in workers:
+        meta["ort_identity_call_s"] = float(workers["ort", 1].cmd("identity"))
         print(f"ORT fixed cost per call (Identity model, IOBinding): {meta['ort_identity_call_s'] * 1e6:.2f} us",
               flush=True)
 
@@ -297,78 +355,71 @@ def main():
     rng = random.Random()  # the orders: fresh each round and each run
     n_meas = len(shapes) * len(reference.CELLS) * len(THREADS)
     i_meas = 0
+
     def fail(msg):
         failures.append(msg)
         print(f"FAILED: {msg}", flush=True)
-
-    def drop_process(proc, timed, tna, why):
-        """A process died or hung: its contenders leave the measurement."""
-        for c in [c for c in timed if PROCESS_OF[c] == proc]:
-            timed.remove(c)
-            tna[c] = f"process lost: {why}"
 
     try:
         for si, (shape, B, T, F, H, stream) in enumerate(shapes):
             for ci, cell in enumerate(reference.CELLS):
                 # A process lost in an earlier case starts afresh for this one.
-                for proc, w in list(workers.items()):
+                for key, w in list(workers.items()):
                     if not w.alive:
                         try:
                             w.restart()
-                            meta.setdefault("restarts", []).append(f"{shape} {cell}: {proc}: {w.info}")
-                            print(f"restarted the {proc} process: {w.info}", flush=True)
+                            meta.setdefault("restarts", []).append(f"{shape} {cell}: {w.name}: {w.info}")
+                            print(f"restarted {w.name}: {w.info}", flush=True)
                         except WorkerError as e:
-                            missing[proc] = f"could not restart: {e}"
-                            del workers[proc]
+                            missing[key[0]] = f"could not restart: {e}"
+                            del workers[key]
                 case_dir = os.path.join(tmp, f"{shape}_{cell}")
                 ref = write_case(case_dir, cell, B, T, F, H, stream, args.seed + 10 * si + ci)
-                live, na, errs, notes = [], {}, {}, {}
-                for c in CONTENDERS:
-                    proc = PROCESS_OF[c]
-                    if c == "torch" and cell == "gru_rb":
-                        na[c] = "PyTorch has no GRU with reset_after=False"
-                        continue
-                    if proc not in workers or not workers[proc].alive:
-                        na[c] = missing.get(proc, f"the {proc} process was lost in this case")
-                        continue
-                    w = workers[proc]
-                    try:
-                        notes[c] = w.cmd(f"setup {c} {spec_args(cell, B, T, F, H, stream, case_dir)}")
-                        out_path = os.path.join(case_dir, f"out_{c}.f32")
-                        w.cmd(f"check {c} {out_path}")
-                    except WorkerError as e:
-                        fail(f"{shape} {cell} {c}: setup or check: {e}")
-                        na[c] = f"error: {e}"
-                        continue
-                    got = np.fromfile(out_path, np.float32).reshape(-1, *ref.shape)  # torch: both routes
-                    errs[c] = float(max(np.abs(g - ref).max() for g in got))
-                    if not np.isfinite(errs[c]) or errs[c] > TOLERANCE:
-                        fail(f"{shape} {cell} {c}: max |out - keras| = {errs[c]:.3g} > {TOLERANCE}")
-                        na[c] = f"wrong output (max abs error {errs[c]:.3g})"
-                        continue
-                    live.append(c)
-                print(f"{shape} (B={B},T={T},F={F},H={H}) {cell}: max |out - keras float64|: "
-                      + ", ".join(f"{c} {e:.1e}" for c, e in errs.items()), flush=True)
-
                 for threads in THREADS:
                     i_meas += 1
-                    iters, tna = {}, dict(na)
-                    timed = [c for c in live if workers[PROCESS_OF[c]].alive]
-                    for c in set(live) - set(timed):
-                        tna[c] = f"the {PROCESS_OF[c]} process was lost earlier in this case"
-                    for c in timed[:]:
-                        if c not in timed:  # lost with its process during this loop
+                    live, na, errs, notes = [], {}, {}, {}
+                    for c in CONTENDERS:
+                        if c == "torch" and cell == "gru_rb":
+                            na[c] = "PyTorch has no GRU with reset_after=False"
+                            continue
+                        w = workers.get((c, threads))
+                        if w is None or not w.alive:
+                            na[c] = missing.get(c, f"the {c} process was lost")
                             continue
                         try:
-                            iters[c] = calibrate(workers[PROCESS_OF[c]], c, threads, target)
-                        except WorkerLost as e:
+                            notes[c] = w.cmd(f"setup {c} {spec_args(cell, B, T, F, H, stream, case_dir)}")
+                            out_path = os.path.join(case_dir, f"out_{c}_{threads}.f32")
+                            w.cmd(f"check {c} {out_path}")
+                        except WorkerError as e:
+                            fail(f"{shape} {cell} {threads}t {c}: setup or check: {e}")
+                            na[c] = f"error: {e}"
+                            continue
+                        if c.startswith("recur_") and f"kernels={c[len('recur_'):]}" not in notes[c]:
+                            na[c] = f"this CPU cannot run those kernels ({notes[c]})"
+                            continue
+                        got = np.fromfile(out_path, np.float32).reshape(-1, *ref.shape)  # torch: both routes
+                        errs[c] = float(max(np.abs(g - ref).max() for g in got))
+                        if not np.isfinite(errs[c]) or errs[c] > TOLERANCE:
+                            fail(f"{shape} {cell} {threads}t {c}: max |out - keras| = {errs[c]:.3g} > {TOLERANCE}")
+                            na[c] = f"wrong output (max abs error {errs[c]:.3g})"
+                            continue
+                        live.append(c)
+                    if threads == THREADS[0]:
+                        print(f"{shape} (B={B},T={T},F={F},H={H}) {cell}: max |out - keras float64|: "
+                              + ", ".join(f"{c} {e:.1e}" for c, e in errs.items()), flush=True)
+
+                    iters, tna = {}, dict(na)
+                    timed = list(live)
+                    for c in live:
+                        try:
+                            iters[c] = calibrate(workers[c, threads], c, threads, target)
+                        except WorkerError as e:
                             fail(f"{shape} {cell} {threads}t {c}: {e}")
-                            drop_process(PROCESS_OF[c], timed, tna, e)
-                        except WorkerError as e:  # e.g. a thread count the contender cannot use
                             timed.remove(c)
-                            tna[c] = str(e)
-                            print(f"  {c} at {threads} thread(s): skipped: {e}", flush=True)
+                            tna[c] = f"error: {e}"
+                        time.sleep(SETTLE_S)
                     times = {c: [] for c in timed}
+                    used = {c: [] for c in timed}
                     load = [loadavg()]
                     for _ in range(rounds):
                         order = timed[:]
@@ -377,28 +428,33 @@ def main():
                             if c not in timed:
                                 continue
                             try:
-                                dt = float(workers[PROCESS_OF[c]].cmd(f"time {c} {threads} {iters[c]}"))
+                                wall, cpu = timed_call(workers[c, threads], c, threads, iters[c])
                             except WorkerError as e:
                                 fail(f"{shape} {cell} {threads}t {c}: {e}")
-                                if isinstance(e, WorkerLost):
-                                    drop_process(PROCESS_OF[c], timed, tna, e)
-                                else:
-                                    timed.remove(c)
-                                    tna[c] = f"error: {e}"
+                                timed.remove(c)
+                                tna[c] = f"error: {e}"
                                 continue
-                            times[c].append(dt / iters[c])
+                            finally:
+                                time.sleep(SETTLE_S)
+                            times[c].append(wall / iters[c])
+                            used[c].append(cpu / wall if wall > 0 else 0.0)
                     load.append(loadavg())
                     res = {}
                     for c in CONTENDERS:
                         if c in timed:
                             med = statistics.median(times[c])
+                            thr = statistics.median(used[c])
                             try:
-                                what = workers[PROCESS_OF[c]].cmd(f"describe {c}")
+                                what = workers[c, threads].cmd(f"describe {c}")
                             except WorkerError as e:
                                 what = f"(describe failed: {e})"
                             res[c] = {"status": "ok", "median_s": med, "min_s": min(times[c]),
                                       "round_means_s": times[c], "calls_per_round": iters[c],
+                                      "threads_used": thr, "round_threads_used": used[c],
                                       "max_abs_err": errs[c], "describe": what}
+                            if over_threads(thr, threads):
+                                fail(f"{shape} {cell} {threads}t {c}: kept {thr:.2f} cores busy (CPU time / wall "
+                                     f"time), asked for {threads} thread(s)")
                         else:
                             res[c] = {"status": "n/a", "reason": tna.get(c, "not run")}
                     flops = reference.flops_per_call(cell, B, T, F, H)
@@ -413,13 +469,13 @@ def main():
                                  "setup": notes, "results": res})
                     print(f"[{i_meas}/{n_meas}] {report.row_line(rows[-1])}  (load {load[0]:.1f}-{load[1]:.1f})",
                           flush=True)
-                for c in live:
-                    try:
-                        workers[PROCESS_OF[c]].cmd(f"free {c}")
-                    except WorkerError:
-                        pass
+                    for c in live:
+                        try:
+                            workers[c, threads].cmd(f"free {c}")
+                        except WorkerError:
+                            pass
 
-        memory = run_memory(shapes, args, env, tmp, missing)
+        memory = run_memory(shapes, args, tmp, missing)
     finally:
         for w in workers.values():
             w.close()
@@ -448,20 +504,21 @@ def main():
     report.plot(results, os.path.join(args.out, "bench.png"))
     print(f"wrote {args.out}/results.json, results.md, bench.png in {meta['duration_s']:.0f} s", flush=True)
     if failures:
-        print("\nFAILED: contenders disagree with the Keras reference or broke:", file=sys.stderr)
+        print("\nFAILED: contenders disagree with the Keras reference, broke, or ran at another thread count:",
+              file=sys.stderr)
         for f in failures:
             print("  " + f, file=sys.stderr)
         sys.exit(1)
 
 
-def run_memory(shapes, args, env, tmp, missing):
+def run_memory(shapes, args, tmp, missing):
     """VmHWM per phase, one fresh single-thread process per contender and case."""
     names = {s[0]: s for s in shapes}
     argv = {"recur": [os.path.join(args.bin, "native_worker"), "--mem", "recur"],
             "onednn": [os.path.join(args.bin, "native_worker"), "--mem", "onednn"],
             "torch": [os.path.join(args.bin, "torch_worker"), "--mem", "torch"],
             "ort": [sys.executable, os.path.join(HERE, "ort_worker.py"), "--mem", "ort"]}
-    env1 = dict(env, OMP_NUM_THREADS="1")
+    env1 = worker_env(1)
     memory = []
     for shape, cell in MEMORY_CASES:
         if shape not in names:
@@ -469,10 +526,10 @@ def run_memory(shapes, args, env, tmp, missing):
         _, B, T, F, H, stream = names[shape]
         case_dir = os.path.join(tmp, f"mem_{shape}_{cell}")
         write_case(case_dir, cell, B, T, F, H, stream, args.seed + 999)
-        for c in CONTENDERS:
+        for c in [c for c in CONTENDERS if not c.startswith("recur_")]:
             entry = {"shape": shape, "cell": cell, "B": B, "T": T, "F": F, "H": H, "contender": c}
-            if PROCESS_OF[c] in missing:
-                entry.update(status="n/a", reason=missing[PROCESS_OF[c]])
+            if c in missing:
+                entry.update(status="n/a", reason=missing[c])
             else:
                 try:
                     ph = memory_probe(argv[c] + spec_args(cell, B, T, F, H, stream, case_dir).split(), env1)

@@ -5,7 +5,7 @@ The Python wheel has no C header, so ORT is timed from Python; every call goes t
 onto preallocated buffers, which leaves only ORT's own fixed per-call cost (measured with an
 Identity model by the `identity` command, and reported beside the streaming rows).
 
-    ort_worker.py                        serve contender "ort"
+    ort_worker.py --threads N            serve contender "ort" at N threads
     ort_worker.py --mem ort CELL B T F H STREAM CHECK_STEPS DIR   peak memory per phase
 """
 import os
@@ -113,12 +113,14 @@ def ortvalue(a):
 
 
 class OrtLayer:
-    def __init__(self, s, model_bytes, x):
+    def __init__(self, s, model_bytes, x, threads):
         self.s = s
         self.model = model_bytes
         self.x = ortvalue(x)
-        self.sessions = {}  # threads -> (session, bindings); the thread count is a session option
-        self.flip = 0
+        self.threads = threads
+        # The session is created at the count it is measured at (a session option).
+        sess = session(self.model, threads)
+        self.cur = (sess,) + self._bindings(sess, self.x)
 
     def _bindings(self, sess, x):
         s = self.s
@@ -146,10 +148,8 @@ class OrtLayer:
         return bindings, y, states
 
     def set_threads(self, n):
-        if n not in self.sessions:
-            sess = session(self.model, n)
-            self.sessions[n] = (sess,) + self._bindings(sess, self.x)
-        self.cur = self.sessions[n]
+        if n != self.threads:
+            raise ValueError(f"this process runs at {self.threads} thread(s), not {n}: start one with --threads {n}")
 
     def run_n(self, iters):
         sess, bindings, _, _ = self.cur
@@ -169,7 +169,7 @@ class OrtLayer:
 
     def check(self, xc):
         s = self.s
-        sess = session(self.model, 1)
+        sess = session(self.model, self.threads)
         if not s.stream:
             bindings, y, _ = self._bindings(sess, ortvalue(xc))
             sess.run_with_iobinding(bindings[0])
@@ -222,8 +222,7 @@ def memory_probe(words):
     kernel, recurrent, bias, x, _ = load(s)
     model = build_model(s, kernel, recurrent, bias)
     print("start", vm_hwm_kb())
-    layer = OrtLayer(s, model, x)
-    layer.set_threads(1)  # the session: ORT takes the weights when it is created
+    layer = OrtLayer(s, model, x, 1)  # the session: ORT takes the weights when it is created
     print("create", vm_hwm_kb())
     print("weights", vm_hwm_kb())
     layer.run_n(1)
@@ -232,7 +231,7 @@ def memory_probe(words):
     print("call2", vm_hwm_kb())
 
 
-def serve():
+def serve(threads):
     layers, data = {}, {}
     info = f"onnxruntime={ort.__version__} onnx={onnx.__version__}"
     print("ready", info, flush=True)
@@ -253,7 +252,7 @@ def serve():
                 name, s = args[0], Spec(args[1:])
                 layers.pop(name, None)
                 kernel, recurrent, bias, x, xc = load(s)
-                layers[name] = OrtLayer(s, build_model(s, kernel, recurrent, bias), x)
+                layers[name] = OrtLayer(s, build_model(s, kernel, recurrent, bias), x, threads)
                 data[name] = xc
                 reply = "transposes=" + ("trivial(B=1)" if s.B == 1 else "yes")
             elif cmd == "check":
@@ -261,14 +260,15 @@ def serve():
                 layers[name].check(data[name]).astype(np.float32).tofile(path)
                 reply = ""
             elif cmd == "time":
-                name, threads, iters = args[0], int(args[1]), int(args[2])
+                name, asked, iters = args[0], int(args[1]), int(args[2])
                 layer = layers[name]
-                layer.set_threads(threads)
-                t0 = time.perf_counter()
+                layer.set_threads(asked)
+                # process_time: the CPU time of every thread of the process (ORT's pool included).
+                c0, t0 = time.process_time(), time.perf_counter()
                 layer.run_n(iters)
-                reply = repr(time.perf_counter() - t0)
+                reply = f"{time.perf_counter() - t0!r} {time.process_time() - c0!r}"
             elif cmd == "describe":
-                reply = "intra_op_num_threads=" + ",".join(str(n) for n in sorted(layers[args[0]].sessions))
+                reply = f"intra_op_num_threads={layers[args[0]].threads}"
             elif cmd == "free":
                 layers.pop(args[0], None)
                 data.pop(args[0], None)
@@ -285,5 +285,7 @@ def serve():
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--mem":
         memory_probe(sys.argv[3:])
+    elif len(sys.argv) == 3 and sys.argv[1] == "--threads" and int(sys.argv[2]) >= 1:
+        serve(int(sys.argv[2]))
     else:
-        serve()
+        sys.exit("usage: ort_worker.py --threads N | --mem ort CELL B T F H STREAM CHECK_STEPS DIR")

@@ -9,6 +9,15 @@ SHORT_CELL = {"gru_ra": "GRU ra=T", "gru_rb": "GRU ra=F", "lstm": "LSTM"}
 PEERS = ["onednn", "torch", "ort"]
 
 
+def name_of(c):
+    """recur_avx2 -> recur (avx2): recur on one of its other kernel sets."""
+    return f"recur ({c[len('recur_'):]})" if c.startswith("recur_") else NAMES[c]
+
+
+def other_sets(res):
+    return res["meta"].get("recur_other_sets", [])
+
+
 def fmt_time(s):
     if s is None:
         return "n/a"
@@ -56,9 +65,14 @@ def write_markdown(res, path):
     w(f"- Load: `{m['uptime_start']}` at the start, `{m.get('uptime_end', '')}` at the end"
       + (f"; 1-minute load between {min(loads):.1f} and {max(loads):.1f} during the measurements." if loads else ".")
       )
-    w(f"- Every contender process ran with `OMP_WAIT_POLICY=PASSIVE` (`OMP_NUM_THREADS={m['env']['OMP_NUM_THREADS']}`,"
-      " lowered per measurement); ONNX Runtime's own pool with intra-op spinning "
-      + ("on (its default)." if m["env"].get("ort_intra_op_allow_spinning", "1") == "1" else "off."))
+    w("- One process per contender and thread count, with `OMP_NUM_THREADS` at that count from its start, so "
+      "that every library creates its primitives, sessions and pools at the count it is measured at; each "
+      "library's own wait policy (OpenMP's default, `OMP_WAIT_POLICY` unset); ONNX Runtime's intra-op spinning "
+      + ("on (its default)" if m["env"].get("ort_intra_op_allow_spinning", "1") == "1" else "off")
+      + f"; {m['env'].get('settle_s', 0) * 1e3:.0f} ms of quiet between two timed commands.")
+    w("- Cores used: each contender's CPU time over its wall time while timed (its process's every thread; a "
+      "spinning pool thread counts), the median over the rounds. A contender that used more than it was given "
+      "fails the run.")
     for p, v in m.get("versions", {}).items():
         w(f"- {p} process: {v}")
     if "ort_identity_call_s" in m:
@@ -72,13 +86,15 @@ def write_markdown(res, path):
     w("")
 
     w("## Time per call\n")
-    w("Median of the per-round mean time per call (the minimum in brackets). × = peer time / recur time at the "
-      "same thread count: above 1 recur is faster. Outputs: the full sequence of h (return_sequences).\n")
+    w("Median of the per-round mean time per call (the minimum in brackets), then the cores the contender kept "
+      "busy. × = peer time / recur time at the same thread count: above 1 recur is faster. Outputs: the full "
+      "sequence of h (return_sequences).\n")
     w("| shape (B,T,F,H) | cell | threads | recur | oneDNN | × | PyTorch | × | ORT | × |")
     w("|---|---|---|---|---|---|---|---|---|---|")
     def time_cells(c, x):
         ok = x["status"] == "ok"
-        cells = [f"{fmt_time(x['median_s'])} ({fmt_time(x['min_s'])})" if ok else "n/a"]
+        used = f" · {x['threads_used']:.2f} cores" if ok and "threads_used" in x else ""
+        cells = [f"{fmt_time(x['median_s'])} ({fmt_time(x['min_s'])}){used}" if ok else "n/a"]
         if c != "recur":
             ratio = x.get("ratio_vs_recur") if ok else None
             cells.append(f"{ratio:.2f}" if ratio else "–")
@@ -87,6 +103,27 @@ def write_markdown(res, path):
     for r in rows:
         w(table_row(r, time_cells))
     w("")
+
+    for k in other_sets(res):
+        c = f"recur_{k}"
+        w(f"### recur on its `{k}` kernels\n")
+        w(f"The same measurements with `RECUR_CPU_KERNELS={k}` (its own processes, interleaved with the others). "
+          "× = peer time / this time.\n")
+        w(f"| shape (B,T,F,H) | cell | threads | recur ({k}) | × recur | × oneDNN | × PyTorch | × ORT |")
+        w("|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            x = r["results"].get(c, {"status": "n/a"})
+            cells = [shape_label(r), SHORT_CELL[r["cell"]], str(r["threads"])]
+            if x["status"] != "ok":
+                w("| " + " | ".join(cells + ["n/a", "–", "–", "–", "–"]) + " |")
+                continue
+            used = f" · {x['threads_used']:.2f} cores" if "threads_used" in x else ""
+            cells.append(f"{fmt_time(x['median_s'])} ({fmt_time(x['min_s'])}){used}")
+            for p in ["recur"] + PEERS:
+                y = r["results"][p]
+                cells.append(f"{y['median_s'] / x['median_s']:.2f}" if y["status"] == "ok" else "–")
+            w("| " + " | ".join(cells) + " |")
+        w("")
 
     w("## Throughput\n")
     pk = m.get("sgemm_peak_gflops", {})
@@ -118,10 +155,10 @@ def write_markdown(res, path):
         for e in mem:
             case = f"{e['shape']} ({e['B']},{e['T']},{e['F']},{e['H']}) {SHORT_CELL[e['cell']]}"
             if e["status"] != "ok":
-                w(f"| {case} | {NAMES[e['contender']]} | n/a | {e['reason']} | | | | | | |")
+                w(f"| {case} | {name_of(e['contender'])} | n/a | {e['reason']} | | | | | | |")
                 continue
             ph = e["phases_kb"]
-            w(f"| {case} | {NAMES[e['contender']]} | {e['peak_kb'] / 1024:.1f} | {e['peak_phase']} | "
+            w(f"| {case} | {name_of(e['contender'])} | {e['peak_kb'] / 1024:.1f} | {e['peak_phase']} | "
               f"{e['over_start_kb'] / 1024:.1f} | "
               + " | ".join(f"{ph.get(k, 0) / 1024:.1f}" for k in ("start", "create", "weights", "call1", "call2"))
               + " |")
@@ -132,7 +169,7 @@ def write_markdown(res, path):
     for r in rows:
         for c, x in r["results"].items():
             if x["status"] != "ok":
-                reasons.setdefault(f"{NAMES[c]}: {x['reason']}", []).append(
+                reasons.setdefault(f"{name_of(c)}: {x['reason']}", []).append(
                     f"{r['shape']} {SHORT_CELL[r['cell']]} {r['threads']}t")
     for reason, where in reasons.items():
         w(f"- n/a, {reason} ({len(where)} rows" + (f": {', '.join(where)}" if len(where) <= 6 else "") + ")")
@@ -142,7 +179,7 @@ def write_markdown(res, path):
             if x["status"] == "ok":
                 errs[c] = max(errs.get(c, 0.0), x["max_abs_err"])
     w("- Largest |output − float64 Keras| over all cases before timing: "
-      + ", ".join(f"{NAMES[c]} {e:.1e}" for c, e in errs.items()) + f" (tolerance {m['tolerance']}).")
+      + ", ".join(f"{name_of(c)} {e:.1e}" for c, e in errs.items()) + f" (tolerance {m['tolerance']}).")
     routes = [f"{r['shape']} {SHORT_CELL[r['cell']]} {r['threads']}t "
               f"{r['results']['torch']['describe'].replace('route=', '')}" for r in rows
               if r["results"].get("torch", {}).get("status") == "ok"]
@@ -161,6 +198,24 @@ def write_markdown(res, path):
         w(f"- **FAILED** {f}")
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
+
+
+def summary_table(res):
+    """The docs' table: recur's median time and each peer's ratio, with the cores each used."""
+    out = ["| shape (B, T, F, H) | cell | threads | recur | × oneDNN | × PyTorch | × ORT |",
+           "|---|---|---|---|---|---|---|"]
+    for r in res["rows"]:
+        x = r["results"]["recur"]
+        kind = "stream step" if r["stream"] else ""
+        cells = [f"{r['shape']} ({r['B']},{r['T']},{r['F']},{r['H']}) {kind}".strip(), SHORT_CELL[r["cell"]],
+                 str(r["threads"])]
+        cells.append(f"{fmt_time(x['median_s'])} ({x['threads_used']:.1f})" if x["status"] == "ok" else "n/a")
+        for c in PEERS:
+            y = r["results"][c]
+            cells.append(f"{y['ratio_vs_recur']:.2f} ({y['threads_used']:.1f})"
+                         if y["status"] == "ok" and y.get("ratio_vs_recur") else "–")
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
 
 
 def plot(res, path):
@@ -221,7 +276,7 @@ def plot(res, path):
     m = res["meta"]
     legend_ax.text(0.0, 0.45, "Bars: median of per-round mean times (lower is better).\n"
                    "Labels: peer time / recur time (>1: recur faster).\n"
-                   f"{m['rounds']} interleaved rounds, OMP_WAIT_POLICY=PASSIVE.\n"
+                   f"{m['rounds']} interleaved rounds; a process per contender and thread count.\n"
                    f"{m['cpu']}, {m['cores']} cores. {m['date']}"
                    + ("\nQUICK RUN: not a measurement." if m["quick"] else ""),
                    fontsize=8, va="top", transform=legend_ax.transAxes)
@@ -232,8 +287,12 @@ def plot(res, path):
 
 
 if __name__ == "__main__":
-    # Re-render from a results.json: report.py results.json OUT_DIR
+    # Re-render from a results.json: report.py results.json OUT_DIR, or print the docs' table:
+    # report.py results.json --summary
     with open(sys.argv[1]) as f:
         res = json.load(f)
-    write_markdown(res, sys.argv[2] + "/results.md")
-    plot(res, sys.argv[2] + "/bench.png")
+    if sys.argv[2] == "--summary":
+        print(summary_table(res))
+    else:
+        write_markdown(res, sys.argv[2] + "/results.md")
+        plot(res, sys.argv[2] + "/bench.png")

@@ -113,7 +113,6 @@ else
 fi
 
 # --- run ---------------------------------------------------------------------------------------------
-say "running (every contender process with OMP_WAIT_POLICY=PASSIVE)"
-export OMP_WAIT_POLICY=PASSIVE
+say "running (a process per contender and thread count)"
 cd "$HERE"
 exec "$PY" driver.py --bin "$HERE/build" --out "$OUT" "$@"

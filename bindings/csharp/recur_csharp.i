@@ -173,6 +173,26 @@ const char *recur_status_string(int status);
   }
 }
 
+/* Many states in one step (since 0.8): the states array is the managed code's pinned IntPtr[]. */
+%typemap(ctype)  recur_model_state *const *states "void *"
+%typemap(imtype) recur_model_state *const *states "global::System.IntPtr"
+%typemap(cstype) recur_model_state *const *states "global::System.IntPtr"
+%typemap(csin)   recur_model_state *const *states "$csinput"
+%typemap(in)     recur_model_state *const *states %{ $1 = ($1_ltype)$input; %}
+
+%inline %{
+recur_rc recur_cs_states_step_named(recur_model_state *const *states, int32_t num_states, const recur_tensor *inputs,
+                                    int32_t num_inputs, recur_output *outputs, int32_t num_outputs,
+                                    const recur_run_options *options) {
+  return recur_model_states_step_named(states, num_states, inputs, num_inputs, outputs, num_outputs, options);
+}
+recur_rc recur_cs_states_output_shapes(recur_model_state *const *states, int32_t num_states, const recur_tensor *inputs,
+                                       int32_t num_inputs, recur_output *outputs, int32_t num_outputs) {
+  return recur_model_states_output_shapes((const recur_model_state *const *)states, num_states, inputs, num_inputs,
+                                          outputs, num_outputs);
+}
+%}
+
 %inline %{
 recur_rc recur_cs_run_options_create(recur_run_options **out) { return recur_run_options_create(out); }
 void recur_cs_run_options_destroy(recur_run_options *options) { recur_run_options_destroy(options); }

@@ -294,6 +294,9 @@ RECUR_GO_OUT(uint64_t, uint64, uint64_t *value, uint64_t *layers, uint64_t *stat
 #define RECUR_GO_STACK 8
 
 enum { RECUR_GO_RUN = 0, RECUR_GO_RUN_SHAPES = 1, RECUR_GO_STEP = 2, RECUR_GO_STEP_SHAPES = 3 };
+/* Many states in one step (recur_model_states_step_named): the handle is the address of C memory
+ * holding the count, then that many recur_model_state pointers. */
+enum { RECUR_GO_STEPS = 4, RECUR_GO_STEPS_SHAPES = 5 };
 
 static void *recur_go_ref(int64_t ref, void *const *slots) {
   if (ref < 0) return NULL;
@@ -324,6 +327,8 @@ RECUR_GO_OUT(long long, int64, long long *options_out)
 %constant int GO_RUN_SHAPES = RECUR_GO_RUN_SHAPES;
 %constant int GO_STEP = RECUR_GO_STEP;
 %constant int GO_STEP_SHAPES = RECUR_GO_STEP_SHAPES;
+%constant int GO_STEPS = RECUR_GO_STEPS;
+%constant int GO_STEPS_SHAPES = RECUR_GO_STEPS_SHAPES;
 %constant int ERR_CANCELLED = RECUR_ERR_CANCELLED;
 
 %inline %{
@@ -405,8 +410,18 @@ recur_rc recur_go_named(int32_t op, long long handle, int64_t *records, int32_t 
       st = recur_model_state_step_named((recur_model_state *)handle, in, num_inputs, out, num_outputs,
                                         (const recur_run_options *)options);
       break;
-    default:
+    case RECUR_GO_STEP_SHAPES:
       st = recur_model_state_output_shapes((const recur_model_state *)handle, in, num_inputs, out, num_outputs);
+      break;
+    case RECUR_GO_STEPS:
+      st = recur_model_states_step_named((recur_model_state *const *)((const int64_t *)(uintptr_t)handle + 1),
+                                         (int32_t)*(const int64_t *)(uintptr_t)handle, in, num_inputs, out,
+                                         num_outputs, (const recur_run_options *)options);
+      break;
+    default:
+      st = recur_model_states_output_shapes((const recur_model_state *const *)((const int64_t *)(uintptr_t)handle + 1),
+                                            (int32_t)*(const int64_t *)(uintptr_t)handle, in, num_inputs, out,
+                                            num_outputs);
       break;
   }
   if (st == RECUR_OK) {

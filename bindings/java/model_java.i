@@ -447,4 +447,43 @@
   public boolean canStream() {
     return streamable().isEmpty();
   }
+
+  // ---- many states in one step (since 0.8) ------------------------------------------------
+
+  /**
+   * Steps many states of this model in one call, as one batch (one matrix product per layer per
+   * timestep for all of them): the numbers of calling {@link ModelState#step(java.util.Map)} on each
+   * with its own rows. The inputs hold the rows of every state one after another in the order of
+   * {@code states} (dims[0] = the sum of their batches), masks likewise; so do the outputs. Each
+   * state appears once and was made on this model. On any error (a RecurException naming the
+   * argument) every state is left exactly as before the call. The states must not be used by
+   * other threads during the call.
+   */
+  public java.util.Map<String, ModelOutput> stepStates(java.util.List<ModelState> states,
+                                                       java.util.Map<String, Tensor> inputs) {
+    return stepStates(states, inputs, null, null);
+  }
+
+  /** {@link #stepStates(java.util.List, java.util.Map)} for the outputs named (all when null), cancellable. */
+  public java.util.Map<String, ModelOutput> stepStates(java.util.List<ModelState> states, java.util.Map<String, Tensor> inputs,
+                                                       java.util.Collection<String> outputs, RunOptions options) {
+    java.util.Collection<String> names = outputs != null ? outputs : outputNames();
+    long array = statesArray(states);
+    try {
+      return NamedRun.run(NativeApi.STATES_SHAPES, NativeApi.STEP_STATES, array, inputs, names, options);
+    } finally {
+      NativeApi.freeStatesArray(array);
+    }
+  }
+
+  private static long statesArray(java.util.List<ModelState> states) {
+    if (states == null) throw new NullPointerException("states");
+    long[] h = new long[states.size()];
+    for (int i = 0; i < h.length; ++i) {
+      ModelState s = states.get(i);
+      if (s == null) throw new NullPointerException("states[" + i + "]");
+      h[i] = s.ptr();
+    }
+    return NativeApi.statesArray(h);
+  }
 %}

@@ -204,7 +204,18 @@ JNIEXPORT void JNICALL Java_recur_NativeApi_named(JNIEnv *jenv, jclass cls, jint
       case 0: st = recur_model_run_named((const recur_model *)(intptr_t)handle, in, n, out, m, opts); break;
       case 1: st = recur_model_output_shapes((const recur_model *)(intptr_t)handle, in, n, out, m); break;
       case 2: st = recur_model_state_step_named((recur_model_state *)(intptr_t)handle, in, n, out, m, opts); break;
-      default: st = recur_model_state_output_shapes((const recur_model_state *)(intptr_t)handle, in, n, out, m); break;
+      case 3: st = recur_model_state_output_shapes((const recur_model_state *)(intptr_t)handle, in, n, out, m); break;
+      /* 4, 5: many states (recur_model_states_step_named): handle is a statesArray. */
+      case 4: {
+        const int64_t *a = (const int64_t *)(intptr_t)handle;
+        st = recur_model_states_step_named((recur_model_state *const *)(a + 1), (int32_t)a[0], in, n, out, m, opts);
+        break;
+      }
+      default: {
+        const int64_t *a = (const int64_t *)(intptr_t)handle;
+        st = recur_model_states_output_shapes((const recur_model_state *const *)(a + 1), (int32_t)a[0], in, n, out, m);
+        break;
+      }
     }
   }
   for (i = 0; i < 3 * n + 2 * m; ++i)
@@ -228,6 +239,23 @@ JNIEXPORT void JNICALL Java_recur_NativeApi_named(JNIEnv *jenv, jclass cls, jint
   free(held);
   free(texts);
   if (ok && st != RECUR_OK) recur_java_raise(jenv, (int)st);
+}
+
+/* The count, then the state handles, in C memory, for ops 4 and 5 of named (freeStatesArray frees it). */
+JNIEXPORT jlong JNICALL Java_recur_NativeApi_statesArray(JNIEnv *jenv, jclass cls, jlongArray handles) {
+  jsize n = (*jenv)->GetArrayLength(jenv, handles);
+  int64_t *a = (int64_t *)malloc(sizeof *a * ((size_t)n + 1));
+  if (!a) {
+    recur_java_throw_plain(jenv, "java/lang/OutOfMemoryError", "recur: the state handles of a call");
+    return 0;
+  }
+  a[0] = n;
+  if (n > 0) (*jenv)->GetLongArrayRegion(jenv, handles, 0, n, (jlong *)(a + 1));
+  return (jlong)(intptr_t)a;
+}
+
+JNIEXPORT void JNICALL Java_recur_NativeApi_freeStatesArray(JNIEnv *jenv, jclass cls, jlong array) {
+  free((void *)(intptr_t)array);
 }
 
 /* ---- run options ---- */

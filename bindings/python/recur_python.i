@@ -292,6 +292,12 @@ typedef struct {
   const char **ptrs;
 } recur_py_held;
 
+/* The states of a many-state step (ops 4 and 5 of recur_py_named). */
+typedef struct {
+  recur_model_state **p;
+  int32_t n;
+} recur_py_states;
+
 static PyObject *recur_py_named(int op, void *handle, PyObject *inputs, PyObject *outputs, void *options) {
   PyObject *in_seq = NULL, *out_seq = NULL, *result = NULL;
   /* Calls with a few inputs and outputs (nearly all) use the stack: no allocation per call. */
@@ -394,7 +400,9 @@ static PyObject *recur_py_named(int op, void *handle, PyObject *inputs, PyObject
     case 0: st = recur_model_run_named((const recur_model *)handle, in, (int32_t)n, out, (int32_t)m, (const recur_run_options *)options); break;
     case 1: st = recur_model_output_shapes((const recur_model *)handle, in, (int32_t)n, out, (int32_t)m); break;
     case 2: st = recur_model_state_step_named((recur_model_state *)handle, in, (int32_t)n, out, (int32_t)m, (const recur_run_options *)options); break;
-    default: st = recur_model_state_output_shapes((const recur_model_state *)handle, in, (int32_t)n, out, (int32_t)m); break;
+    case 3: st = recur_model_state_output_shapes((const recur_model_state *)handle, in, (int32_t)n, out, (int32_t)m); break;
+    case 4: st = recur_model_states_step_named(((recur_py_states *)handle)->p, ((recur_py_states *)handle)->n, in, (int32_t)n, out, (int32_t)m, (const recur_run_options *)options); break;
+    default: st = recur_model_states_output_shapes((const recur_model_state *const *)((recur_py_states *)handle)->p, ((recur_py_states *)handle)->n, in, (int32_t)n, out, (int32_t)m); break;
   }
   Py_END_ALLOW_THREADS
   if (st != RECUR_OK) {
@@ -428,6 +436,38 @@ done:
   if (out != out_stack) free(out);
   Py_XDECREF(in_seq);
   Py_XDECREF(out_seq);
+  return result;
+}
+
+/* ops 4 and 5 of recur_py_named over a sequence of ModelState objects. */
+static PyObject *recur_py_many(int op, PyObject *states, PyObject *inputs, PyObject *outputs, void *options) {
+  PyObject *seq = PySequence_Fast(states, "states: expected a sequence of ModelState"), *result = NULL;
+  recur_py_states a = {NULL, 0};
+  Py_ssize_t n, i;
+  if (!seq) return NULL;
+  n = PySequence_Fast_GET_SIZE(seq);
+  if (n > INT32_MAX) {
+    PyErr_SetString(PyExc_OverflowError, "states: more than 2^31 - 1 states");
+    goto done;
+  }
+  a.p = (recur_model_state **)malloc(sizeof(recur_model_state *) * (size_t)(n > 0 ? n : 1));
+  if (!a.p) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  for (i = 0; i < n; ++i) {
+    void *ptr = NULL;
+    if (!SWIG_IsOK(SWIG_ConvertPtr(PySequence_Fast_GET_ITEM(seq, i), &ptr, SWIGTYPE_p_RecurModelState, 0))) {
+      PyErr_Format(PyExc_TypeError, "states[%zd]: expected a ModelState", i);
+      goto done;
+    }
+    a.p[i] = (recur_model_state *)ptr;
+  }
+  a.n = (int32_t)n;
+  result = recur_py_named(op, &a, inputs, outputs, options);
+done:
+  free(a.p);
+  Py_DECREF(seq);
   return result;
 }
 
@@ -472,6 +512,8 @@ typedef struct {} RecurRunOptions;
 %nothread recur_py_step_named;
 %nothread recur_py_step_output_shapes;
 %nothread recur_py_set_log_handler;
+%nothread recur_py_states_step_named;
+%nothread recur_py_states_output_shapes;
 %inline %{
 /* inputs: [(name: bytes, dtype, data, dims: tuple, mask)]; outputs: [(name: bytes, buffer)].
  * Returns each output's dims (a list of tuples). */
@@ -511,4 +553,12 @@ PyObject *recur_py_set_log_handler(PyObject *handler, int32_t min_level) {
   Py_RETURN_NONE;
 }
 int32_t recur_py_dtype_string(void) { return RECUR_DTYPE_STRING; }
+/* Many streams of one model in one step (recur_model_states_step_named): states is a sequence of
+ * ModelState; inputs and outputs hold the rows of every state, one after another. */
+PyObject *recur_py_states_step_named(PyObject *states, PyObject *inputs, PyObject *outputs, RecurRunOptions *options) {
+  return recur_py_many(4, states, inputs, outputs, options);
+}
+PyObject *recur_py_states_output_shapes(PyObject *states, PyObject *inputs, PyObject *outputs) {
+  return recur_py_many(5, states, inputs, outputs, NULL);
+}
 %}

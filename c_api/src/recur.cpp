@@ -10,6 +10,7 @@
 #include <new>
 #include <shared_mutex>
 #include <string>
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -96,6 +97,14 @@ class Registry {
   bool contains(const void* p) const {
     std::shared_lock<std::shared_mutex> lock(mutex_);
     return live_.count(p) != 0;
+  }
+  // The index of the first of p[0..n) that is not live (n when all are), under one lock.
+  template <typename T>
+  std::size_t first_missing(const T* const* p, std::size_t n) const {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    for (std::size_t i = 0; i < n; ++i)
+      if (p[i] && !live_.count(p[i])) return i;
+    return n;
   }
   std::uint64_t size() const {
     std::shared_lock<std::shared_mutex> lock(mutex_);
@@ -972,6 +981,28 @@ recur::ModelStream& stream_of(const recur_model_state* s, const char* fn) {
   return *s->impl;
 }
 
+// The streams of a many-state call: each a live handle, each once (the core checks the model).
+std::vector<recur::ModelStream*> streams_of(const recur_model_state* const* states, int32_t n, const char* fn) {
+  if (n < 1) recur::fail(Error::Code::invalid_argument, fn, ": num_states must be at least 1, got ", n);
+  if (!states) recur::fail(Error::Code::invalid_argument, fn, ": states is NULL with num_states = ", n);
+  std::vector<recur::ModelStream*> out(static_cast<std::size_t>(n));
+  std::vector<std::pair<const recur_model_state*, int32_t>> seen(out.size());
+  for (int32_t i = 0; i < n; ++i) {
+    if (!states[i]) recur::fail(Error::Code::invalid_argument, fn, ": states[", i, "] is NULL");
+    seen[static_cast<std::size_t>(i)] = {states[i], i};
+  }
+  const std::size_t gone = model_states().first_missing(states, out.size());
+  if (gone < out.size()) recur::fail(Error::Code::state, fn, ": states[", gone, "] is not a live handle (destroyed?)");
+  // Repeats found by sorting: no allocation per state.
+  std::sort(seen.begin(), seen.end());
+  for (std::size_t k = 1; k < seen.size(); ++k)
+    if (seen[k].first == seen[k - 1].first)
+      recur::fail(Error::Code::invalid_argument, fn, ": states[", seen[k - 1].second, "] and states[", seen[k].second,
+                  "] are the same state (each stream may appear once per call)");
+  for (int32_t i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] = states[i]->impl.get();
+  return out;
+}
+
 std::vector<recur::Index> timesteps_of(const recur::Model& m, const int32_t* timesteps, int32_t n, const char* fn) {
   const std::size_t want = m.inputs().size();
   if (n < 0 || static_cast<std::size_t>(n) != want)
@@ -1481,6 +1512,34 @@ recur_status recur_model_state_output_shapes(const recur_model_state* state, con
     const std::vector<recur::NamedInput> in = named_inputs(inputs, num_inputs, fn);
     std::vector<recur::NamedOutput> out = named_outputs(outputs, num_outputs, fn);
     prefixed(fn, [&] { st.named_output_shapes(in, out); });
+    write_back(out, outputs);
+  });
+}
+
+recur_status recur_model_states_step_named(recur_model_state* const* states, int32_t num_states,
+                                           const recur_tensor* inputs, int32_t num_inputs, recur_output* outputs,
+                                           int32_t num_outputs, const recur_run_options* options) {
+  const char* fn = "recur_model_states_step_named";
+  return guarded([&] {
+    const std::vector<recur::ModelStream*> streams = streams_of(states, num_states, fn);
+    const recur::CancelScope scope(cancel_flag_of(options, fn));
+    const std::vector<recur::NamedInput> in = named_inputs(inputs, num_inputs, fn);
+    std::vector<recur::NamedOutput> out = named_outputs(outputs, num_outputs, fn);
+    prefixed(fn, [&] { recur::ModelStream::step_named_many(streams, in, out); });
+    write_back(out, outputs);
+  });
+}
+
+recur_status recur_model_states_output_shapes(const recur_model_state* const* states, int32_t num_states,
+                                              const recur_tensor* inputs, int32_t num_inputs, recur_output* outputs,
+                                              int32_t num_outputs) {
+  const char* fn = "recur_model_states_output_shapes";
+  return guarded([&] {
+    const std::vector<recur::ModelStream*> streams = streams_of(states, num_states, fn);
+    const std::vector<const recur::ModelStream*> cs(streams.begin(), streams.end());
+    const std::vector<recur::NamedInput> in = named_inputs(inputs, num_inputs, fn);
+    std::vector<recur::NamedOutput> out = named_outputs(outputs, num_outputs, fn);
+    prefixed(fn, [&] { recur::ModelStream::named_output_shapes_many(cs, in, out); });
     write_back(out, outputs);
   });
 }

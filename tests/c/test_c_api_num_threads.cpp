@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // CPU threads per call: the argument checks, and results that are bitwise the same for every
-// thread count (threads split units, never a sum), including calls that find the pool busy.
+// thread count (threads split units or batch rows, never a sum), including calls that find the pool
+// busy. ctest runs the suite again with RECUR_CPU_SPLIT=rows and =units, so that each split is
+// checked on every shape.
 #include <cstring>
 #include <string>
 #include <thread>
@@ -88,10 +90,13 @@ TEST_P(NumThreads, StreamsGiveBitwiseTheSameNumbers) {
 }
 
 // Shapes large enough that the work is split (units over several kernel panels, enough work per
-// step), in every cell type and layout, with masks.
+// step), in every cell type and layout, with masks; batches that split into rows of 8 and more, an
+// odd one, and a wide layer (its weights beyond a core's cache: split by units when not forced).
 INSTANTIATE_TEST_SUITE_P(
     Shapes, NumThreads,
-    ::testing::Values(Shape{RECUR_LAYER_GRU, 128, 64, 16, 12, 1, false, false, false},
+    ::testing::Values(Shape{RECUR_LAYER_LSTM, 320, 96, 19, 5, RECUR_DEFAULT, true, false, false},
+                      Shape{RECUR_LAYER_GRU, 96, 40, 27, 6, 1, true, true, false},
+                      Shape{RECUR_LAYER_GRU, 128, 64, 16, 12, 1, false, false, false},
                       Shape{RECUR_LAYER_GRU, 128, 64, 16, 12, 0, true, false, false},
                       Shape{RECUR_LAYER_GRU, 200, 48, 8, 9, 0, true, true, false},
                       Shape{RECUR_LAYER_LSTM, 128, 64, 16, 12, RECUR_DEFAULT, true, false, true},

@@ -131,6 +131,26 @@ TEST(CppWrapperNamed, IntegerIdsAndStreams) {
   EXPECT_NE(std::string(e.what()).find("token id -1 at position 6 (1, 2)"), std::string::npos) << e.what();
 }
 
+// ModelState::step_many: two states of batch 1 stepped in one call give their own steps' numbers.
+TEST(CppWrapperNamed, StepManyMatchesStepsOneByOne) {
+  RECUR_SKIP_WITHOUT_FILES();
+  const recur::Model m(graph("embedding_masked_full_row"));
+  recur::ModelState a(m, 1), b(m, 1), c(m, 1), d(m, 1);
+  for (int k = 0; k < 3; ++k) {
+    const std::vector<std::int32_t> x = {1 + k, 3 - k % 2}, xa = {x[0]}, xb = {x[1]};
+    const std::vector<float> ya = a.step({recur::Input("ids", xa, {1, 1})}, {"dense"}).at(0).data;
+    const std::vector<float> yb = b.step({recur::Input("ids", xb, {1, 1})}, {"dense"}).at(0).data;
+    const recur::Tensor both = recur::ModelState::step_many({&c, &d}, {recur::Input("ids", x, {2, 1})}, {"dense"}).at(0);
+    std::vector<float> want = ya;
+    want.insert(want.end(), yb.begin(), yb.end());
+    ASSERT_EQ(both.data.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(both.data[i], want[i], 1e-6);
+  }
+  const recur::Error e = error_of([&] { recur::ModelState::step_many({&c, &c}, {recur::Input("ids", std::vector<std::int32_t>{1, 2}, {2, 1})}, {"dense"}); });
+  EXPECT_EQ(e.status(), RECUR_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(e.what()).find("are the same state"), std::string::npos) << e.what();
+}
+
 TEST(CppWrapperNamed, ErrorsCarryStatusAndMessage) {
   RECUR_SKIP_WITHOUT_FILES();
   const recur::Model m(graph("multi_io"));

@@ -1153,6 +1153,36 @@ TEST_F(Graph, StreamGivesWhatRunGives) {
   for (std::size_t i = 0; i < r.size(); ++i) EXPECT_LE(max_abs(r[i].second, st[i].second), 1e-6);
 }
 
+// --row-streams steps each row of the batch as its own model state, all in one call per step: the
+// outputs are those of one state for the whole batch (masks included).
+TEST_F(Graph, StreamRowStreamsGivesWhatOneStateGives) {
+  for (const std::string name : {"multi_io", "masking_sequential", "embedding_masked_full_row", "branches_concat"}) {
+    const GraphCase g = graph_case("keras3", name);
+    const std::string model = graph("keras3", name, "keras");
+    const std::string in = inputs(g, 0);
+    for (const char* chunk : {"1", "3"}) {
+      SCOPED_TRACE(name + " --chunk " + chunk);
+      ASSERT_EQ(run("stream " + model + in + " --chunk " + chunk + " -o " + tmp("one.npz")).rc, 0);
+      const Result r = run("stream " + model + in + " --chunk " + chunk + " --row-streams -o " + tmp("rows.npz"));
+      ASSERT_EQ(r.rc, 0) << r.out << r.err;
+      EXPECT_NE(r.out.find("row streams stepped together"), std::string::npos) << r.out;
+      const NamedArrays one = recur_cli::read_npz(tmp("one.npz")), rows = recur_cli::read_npz(tmp("rows.npz"));
+      ASSERT_EQ(rows.size(), one.size());
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        EXPECT_EQ(rows[i].first, one[i].first);
+        EXPECT_EQ(rows[i].second.shape, one[i].second.shape);
+        EXPECT_LE(max_abs(rows[i].second, one[i].second), 1e-6) << rows[i].first;
+      }
+    }
+  }
+  // A model that fixes its batch (stateful) has no batch-1 states: the error says so.
+  const GraphCase g = graph_case("keras3", "stateful_sequential_gru");
+  const Result r = run("stream " + graph("keras3", "stateful_sequential_gru", "keras") + inputs(g, 0) +
+                       " --row-streams -o " + tmp("o.npz"));
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.err.find("fixed batch"), std::string::npos) << r.err;
+}
+
 // Token ids of a fixed length (Input(shape=(6,), dtype=int) -> Embedding) are a sequence: they take
 // a (B, T) mask and stream T steps like any sequence input.
 TEST_F(Graph, FixedLengthTokenIdsAreSequences) {

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -430,8 +431,16 @@ const auto* const kSummary = ::testing::AddGlobalTestEnvironment(new Summary);
 
 // With RECUR_TEST_DEVICE naming a device that cannot run here (no GPU, driver or plugin), the whole
 // suite is skipped (exit 77, ctest's SKIP_RETURN_CODE) with the reason, instead of failing every case.
+// With RECUR_CPU_KERNELS naming a kernel set this CPU cannot run, it is skipped the same way.
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  if (const char* asked = std::getenv("RECUR_CPU_KERNELS")) {
+    if (std::strcmp(asked, recur_cpu_kernels()) != 0) {
+      std::printf("skipped: this CPU cannot run the %s kernels (it runs %s)\n", asked, recur_cpu_kernels());
+      return 77;
+    }
+    std::printf("model parity with the %s CPU kernels\n", asked);
+  }
   if (const char* device = test_device()) {
     if (recur_device_check(device) != RECUR_OK) {
       std::printf("skipped: the model parity suite on %s cannot run here: %s\n", device, recur_last_error());

@@ -488,6 +488,38 @@ TEST(Sequence, ChunkedProjectionOfLongSequencesGivesTheSameResult) {
   }
 }
 
+// Threads share the gathering and projection of each chunk (split by units for a batch of 12,
+// by rows for 24): bitwise the same as one thread.
+TEST(Sequence, ChunkedProjectionOnSeveralThreadsGivesBitwiseTheSameResult) {
+  for (Index B : {Index(12), Index(24)}) {
+    LayerConfig c = make(LayerKind::gru, 96, 40);
+    c.return_sequences = true;
+    Layer layer(c);
+    randomize_weights(layer, 43);
+    const Index T = 23;
+    const Vec x = random_vec(static_cast<std::size_t>(B * T * 40), 44);
+    std::vector<std::uint8_t> mask(static_cast<std::size_t>(B * T), 1);
+    mask[7] = mask[40] = 0;
+    Vec first, first_states;
+    for (int threads : {1, 2, 3}) {
+      layer.set_num_threads(threads);
+      State st(1, B, 96);
+      st.workspace().projection_budget = B * layer.cell().padded_width() * 3;  // 3 timesteps per chunk
+      Vec out(layer.output_size(B, T));
+      layer.call_state(st, x.data(), x.size(), T, mask.data(), mask.size(), out.data(), out.size());
+      Vec states(static_cast<std::size_t>(st.size()));
+      st.get(states.data(), states.size());
+      if (threads == 1) {
+        first = out;
+        first_states = states;
+        continue;
+      }
+      EXPECT_TRUE(out == first) << "batch " << B << ", " << threads << " threads: outputs";
+      EXPECT_TRUE(states == first_states) << "batch " << B << ", " << threads << " threads: states";
+    }
+  }
+}
+
 TEST(Sequence, StreamingMaskedStepsOneAtATimeEqualOneCall) {
   LayerConfig c = make(LayerKind::lstm, 3, 2);
   c.return_sequences = true;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
@@ -16,6 +17,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <sys/resource.h>
 
 namespace bench {
 
@@ -120,6 +123,27 @@ inline double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// CPU seconds of every thread of this process so far: over a timed stretch, CPU time / wall time
+// is the number of threads the contender really kept busy (a spinning pool thread counts: it
+// holds a core).
+inline double cpu_s() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// The thread count a serving process runs at: `--threads N` on its command line. It is fixed for
+// the process's life, so that every library creates its pools, primitives and sessions at the
+// count it is measured at (oneDNN, for one, sizes its work when a primitive is created).
+inline int threads_arg(int argc, char **argv) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "--threads") {
+      const int n = std::atoi(argv[i + 1]);
+      if (n >= 1) return n;
+    }
+  throw std::runtime_error("expected --threads N (N >= 1)");
+}
+
 inline Spec parse_spec(std::istream &in) {
   Spec s;
   std::string cell;
@@ -156,10 +180,11 @@ inline int memory_probe(Factory make, const std::string &name, std::istream &arg
 // "ok ..." or "err <message>"):
 //   setup NAME CELL B T F H STREAM CHECK_STEPS DIR   create NAME's layer and load DIR's data
 //   check NAME OUT_PATH                              write the check outputs to OUT_PATH
-//   time NAME THREADS ITERS                          ITERS calls; replies "ok SECONDS"
+//   time NAME THREADS ITERS                          ITERS calls; replies "ok WALL_S CPU_S"
+//                                                    (THREADS must be the process's count)
 //   describe NAME                                    what NAME runs (implementation, route)
 //   free NAME | info | quit
-inline int serve(Factory make, const std::string &info) {
+inline int serve(Factory make, const std::string &info, int threads) {
   std::map<std::string, std::unique_ptr<Contender>> live;
   std::map<std::string, Data> data;
   std::string line;
@@ -186,6 +211,7 @@ inline int serve(Factory make, const std::string &info) {
         data[name] = load_data(spec, dir);
         auto c = make(name, spec);
         c->set_weights(data[name]);
+        c->set_threads(threads);  // before the check, so that the count measured is the one checked
         std::cout << "ok " << c->describe() << std::endl;
         live[name] = std::move(c);
       } else if (cmd == "check") {
@@ -194,15 +220,17 @@ inline int serve(Factory make, const std::string &info) {
         write_f32(out, live.at(name)->check(data.at(name)));
         std::cout << "ok" << std::endl;
       } else if (cmd == "time") {
-        int threads = 1;
         long iters = 1;
-        in >> threads >> iters;
+        int asked = 0;
+        in >> asked >> iters;
+        if (asked != threads)
+          throw std::runtime_error("this process runs at " + std::to_string(threads) + " thread(s), not " +
+                                   std::to_string(asked) + ": start one with --threads " + std::to_string(asked));
         Contender &c = *live.at(name);
-        c.set_threads(threads);
-        const double t0 = now_s();
+        const double c0 = cpu_s(), t0 = now_s();
         for (long i = 0; i < iters; ++i) c.run();
-        const double dt = now_s() - t0;
-        std::cout << "ok " << dt << std::endl;
+        const double dt = now_s() - t0, dc = cpu_s() - c0;
+        std::cout << "ok " << dt << " " << dc << std::endl;
       } else if (cmd == "describe") {
         std::cout << "ok " << live.at(name)->describe() << std::endl;
       } else if (cmd == "free") {

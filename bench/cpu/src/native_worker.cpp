@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// recur (through its C ABI) and oneDNN's RNN primitives in one process, so that both run under
-// the same allocator, the same CPU state and the same load. Driven over stdin (common.hpp).
+// recur (through its C ABI) or oneDNN's RNN primitives, driven over stdin (common.hpp). The driver
+// starts one process per contender and thread count, so that neither library's threads share a
+// process with the other's and each creates its work at the count it is measured at.
 //
-//   native_worker                          serve contenders "recur" and "onednn"
+//   native_worker --threads N              serve contender "recur" (or "recur_<set>") or "onednn"
+//   native_worker --kernels                print the kernel set librecur runs here
 //   native_worker --mem NAME CELL B T F H STREAM CHECK_STEPS DIR   peak memory per phase
 #include <dlfcn.h>
 #include <omp.h>
@@ -91,6 +93,8 @@ class Recur final : public Contender {
                              out_.size(), nullptr, 0),
          "forward");
   }
+
+  std::string describe() const override { return "kernels=" + recur_kernels(); }
 
   std::vector<float> check(const Data &d) override {
     const int tc = s_.check_steps;
@@ -219,8 +223,10 @@ class OneDnn final : public Contender {
   }
 
   void set_threads(int n) override {
-    // oneDNN here is built on OpenMP; the count applies to the next parallel region.
-    omp_set_num_threads(n);
+    // oneDNN here is built on OpenMP, and its primitive was created at the process's count.
+    if (omp_get_max_threads() != n)
+      throw std::runtime_error("oneDNN's primitive was created at " + std::to_string(omp_get_max_threads()) +
+                               " OpenMP thread(s), not " + std::to_string(n));
   }
 
   void run() override {
@@ -275,7 +281,8 @@ class OneDnn final : public Contender {
 };
 
 std::unique_ptr<Contender> make(const std::string &name, const Spec &s) {
-  if (name == "recur") return std::make_unique<Recur>(s);
+  // "recur_avx2" and the like: recur on another kernel set (the driver sets RECUR_CPU_KERNELS).
+  if (name == "recur" || name.rfind("recur_", 0) == 0) return std::make_unique<Recur>(s);
   if (name == "onednn") return std::make_unique<OneDnn>(s);
   throw std::runtime_error("this process runs recur and onednn, not '" + name + "'");
 }
@@ -283,10 +290,11 @@ std::unique_ptr<Contender> make(const std::string &name, const Spec &s) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  // oneDNN sizes its per-thread scratch when a primitive is created: create at the largest count
-  // used (the machine's), then lower it per measurement.
-  omp_set_num_threads(omp_get_num_procs());
   try {
+    if (argc >= 2 && std::string(argv[1]) == "--kernels") {
+      std::printf("%s\n", recur_kernels().c_str());
+      return 0;
+    }
     if (argc >= 2 && std::string(argv[1]) == "--mem") {
       std::string rest;
       for (int i = 3; i < argc; ++i) rest += std::string(argv[i]) + " ";
@@ -294,12 +302,15 @@ int main(int argc, char **argv) {
       omp_set_num_threads(1);  // the probe measures one thread (recur's default)
       return memory_probe(make, argc >= 3 ? argv[2] : "", args);
     }
+    const int threads = threads_arg(argc, argv);
+    // Before any primitive exists: oneDNN sizes its work for the count at creation.
+    omp_set_num_threads(threads);
     const dnnl_version_t *v = dnnl_version();
     std::ostringstream info;
     info << "recur=" << recur_version_string() << " recur_kernels=" << recur_kernels()
          << " recur_set_num_threads=" << (recur_set_threads_fn() ? "yes" : "no") << " onednn=" << v->major << "."
          << v->minor << "." << v->patch << " onednn_cpu_runtime=" << (v->cpu_runtime == DNNL_RUNTIME_OMP ? "omp" : "other");
-    return serve(make, info.str());
+    return serve(make, info.str(), threads);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "native_worker: %s\n", e.what());
     return 1;

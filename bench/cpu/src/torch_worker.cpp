@@ -3,7 +3,7 @@
 // nn.LSTM call), driven over stdin (common.hpp). Only libtorch_cpu and libc10 are linked, so the
 // CUDA build of the wheel serves as well as a CPU one.
 //
-//   torch_worker                          serve contender "torch"
+//   torch_worker --threads N              serve contender "torch" at N threads
 //   torch_worker --mem torch CELL B T F H STREAM CHECK_STEPS DIR   peak memory per phase
 //
 // PyTorch has two CPU routes for these ops, its own kernels and oneDNN (mkldnn), and which is
@@ -178,11 +178,12 @@ int main(int argc, char **argv) {
       at::set_num_threads(1);  // the probe measures one thread, on torch's default route
       return memory_probe(make, argc >= 3 ? argv[2] : "", args);
     }
-    at::init_num_threads();
+    const int threads = threads_arg(argc, argv);
+    at::set_num_threads(threads);
     std::ostringstream info;
     info << "torch=" << TORCH_VERSION_MAJOR << "." << TORCH_VERSION_MINOR << "." << TORCH_VERSION_PATCH
          << " mkldnn_available=" << (at::hasMKLDNN() ? "yes" : "no");
-    return serve(make, info.str());
+    return serve(make, info.str(), threads);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "torch_worker: %s\n", e.what());
     return 1;

@@ -42,7 +42,7 @@ internal static class NamedRun {
   // Descriptors for up to this many bytes live on the stack; more (hundreds of inputs) in native memory.
   const int StackBytes = 16384;
 
-  internal enum Call { ModelRun, ModelShapes, StateStep, StateShapes }
+  internal enum Call { ModelRun, ModelShapes, StateStep, StateShapes, StatesStep, StatesShapes }
 
   internal static byte[] Utf8(string s) {
     var bytes = new byte[Encoding.UTF8.GetByteCount(s) + 1];
@@ -61,10 +61,11 @@ internal static class NamedRun {
   // success copies each output's rank, dims and length back into its OutputBuffer. Allocates
   // nothing on the managed heap.
   internal static unsafe void Invoke(Model model, ModelState state, Call call, IReadOnlyList<NamedTensor> inputs,
-                                     IReadOnlyList<OutputBuffer> outputs, RunOptions options) {
+                                     IReadOnlyList<OutputBuffer> outputs, RunOptions options,
+                                     IntPtr states = default(IntPtr), int numStates = 0) {
     if (inputs == null) throw new ArgumentNullException("inputs");
     if (outputs == null) throw new ArgumentNullException("outputs");
-    bool shapes = call == Call.ModelShapes || call == Call.StateShapes;
+    bool shapes = call == Call.ModelShapes || call == Call.StateShapes || call == Call.StatesShapes;
     int n = inputs.Count, m = outputs.Count;
     for (int i = 0; i < n; ++i)
       if (inputs[i] == null) throw new ArgumentNullException("inputs", "inputs[" + i + "] is null: pass a NamedTensor for each model input");
@@ -138,6 +139,8 @@ internal static class NamedRun {
         case Call.ModelShapes: model.output_shapes((IntPtr)tensors, n, (IntPtr)outs, m); break;
         case Call.StateStep: state.step_named((IntPtr)tensors, n, (IntPtr)outs, m, optionsHandle); break;
         case Call.StateShapes: state.output_shapes((IntPtr)tensors, n, (IntPtr)outs, m); break;
+        case Call.StatesStep: recur.recur_cs_states_step_named(states, numStates, (IntPtr)tensors, n, (IntPtr)outs, m, optionsHandle); break;
+        case Call.StatesShapes: recur.recur_cs_states_output_shapes(states, numStates, (IntPtr)tensors, n, (IntPtr)outs, m); break;
       }
       for (int j = 0; j < m; ++j) {
         OutputBuffer o = outputs[j];
@@ -336,6 +339,50 @@ public sealed partial class ModelState {
   public void OutputShapes(IReadOnlyList<NamedTensor> inputs, IReadOnlyList<OutputBuffer> outputs) {
     CheckDisposed();
     NamedRun.Invoke(null, this, NamedRun.Call.StateShapes, inputs, outputs, null);
+  }
+}
+
+
+public sealed partial class Model {
+  /// <summary>Steps many states of this model in one call, as one batch (one matrix product per
+  /// layer per timestep for all of them): the numbers of calling ModelState.Step on each with its
+  /// own rows. The inputs hold the rows of every state one after another in the order of
+  /// <paramref name="states"/> (dims[0] = the sum of their batches), masks likewise; so do the
+  /// outputs. Each state appears once and was made on this model. On any error (a RecurException
+  /// naming the argument) every state is left exactly as before the call. The states must not be
+  /// used by other threads during the call. (Since 0.8.)</summary>
+  public IReadOnlyDictionary<string, ModelOutput> StepStates(IReadOnlyList<ModelState> states, IEnumerable<NamedTensor> inputs,
+                                                             IEnumerable<string> outputNames = null, RunOptions options = null) {
+    var ins = NamedRun.List(inputs, "inputs");
+    var names = outputNames == null ? new List<string>(AllOutputNames()) : NamedRun.List(outputNames, "outputNames");
+    var buffers = new List<OutputBuffer>(names.Count);
+    foreach (string name in names) buffers.Add(new OutputBuffer(name));
+    IntPtr[] handles = StateHandles(states);
+    GCHandle pin = GCHandle.Alloc(handles, GCHandleType.Pinned);
+    try {
+      IntPtr p = pin.AddrOfPinnedObject();
+      NamedRun.Invoke(this, null, NamedRun.Call.StatesShapes, ins, buffers, null, p, handles.Length);
+      foreach (OutputBuffer b in buffers) b.Buffer = new float[b.Length];
+      NamedRun.Invoke(this, null, NamedRun.Call.StatesStep, ins, buffers, options, p, handles.Length);
+    } finally {
+      pin.Free();
+      GC.KeepAlive(states);
+    }
+    var result = new Dictionary<string, ModelOutput>(buffers.Count);
+    foreach (OutputBuffer b in buffers) result.Add(b.Name, new ModelOutput(b.Name, b.Dims, b.Buffer));
+    return result;
+  }
+
+  static IntPtr[] StateHandles(IReadOnlyList<ModelState> states) {
+    if (states == null) throw new ArgumentNullException("states");
+    var handles = new IntPtr[states.Count];
+    for (int i = 0; i < handles.Length; ++i) {
+      ModelState s = states[i];
+      if (s == null) throw new ArgumentNullException("states", "states[" + i + "] is null");
+      if (s.IsDisposed) throw new ObjectDisposedException("Recur.ModelState", "states[" + i + "] is disposed");
+      handles[i] = ModelState.getCPtr(s).Handle;
+    }
+    return handles;
   }
 }
 

@@ -400,6 +400,58 @@ static partial class Program {
     Run("CancelWithToken", CancelWithToken);
     Run("LogHandler", LogHandler);
     Run("RunIntoAllocatesNothing", RunIntoAllocatesNothing);
+    Run("StepStatesEqualsStepsOneByOne", StepStatesEqualsStepsOneByOne);
+  }
+
+  // Model.StepStates (since 0.8): states of different batches stepped in one call give the
+  // numbers of stepping each alone (a masked sequence input, a static input given whole).
+  static void StepStatesEqualsStepsOneByOne() {
+    using (var m = Model.Open(Path.Combine(graphDir, "keras3", "multi_io.keras"))) {
+      int[] batches = { 2, 1, 3 };
+      var alone = batches.Select(b => new ModelState(m, b)).ToList();
+      var together = batches.Select(b => new ModelState(m, b)).ToList();
+      int seed = 0;
+      for (int call = 0; call < 4; ++call) {
+        int t = 1 + call % 2;
+        var want = new Dictionary<string, List<float>>();
+        var seqAll = new List<float>();
+        var statAll = new List<float>();
+        var maskAll = new List<byte>();
+        for (int s = 0; s < batches.Length; ++s) {
+          int b = batches[s];
+          float[] seq = Enumerable.Range(seed, b * t * 4).Select(i => (float)Math.Sin(i * 0.37) * 0.9f).ToArray();
+          float[] stat = Enumerable.Range(seed + 3, b * 5).Select(i => (float)Math.Cos(i * 0.21) * 0.7f).ToArray();
+          byte[] mask = Enumerable.Range(0, b * t).Select(i => (byte)((seed + i) % 3 != 0 ? 1 : 0)).ToArray();
+          seed += 11;
+          var got1 = alone[s].Step(new[] { new NamedTensor("seq", seq, new long[] { b, t, 4 }, mask),
+                                           new NamedTensor("static", stat, new long[] { b, 5 }) });
+          foreach (var kv in got1) {
+            if (!want.ContainsKey(kv.Key)) want[kv.Key] = new List<float>();
+            want[kv.Key].AddRange(kv.Value.Values);
+          }
+          seqAll.AddRange(seq);
+          statAll.AddRange(stat);
+          maskAll.AddRange(mask);
+        }
+        var all = new[] { new NamedTensor("seq", seqAll.ToArray(), new long[] { 6, t, 4 }, maskAll.ToArray()),
+                          new NamedTensor("static", statAll.ToArray(), new long[] { 6, 5 }) };
+        if (call == 2) {
+          var bad = new[] { all[0], new NamedTensor("static", statAll.Take(25).ToArray(), new long[] { 5, 5 }) };
+          Fails(Status.Shape, () => m.StepStates(together, bad), "StepStates with 5 rows", "the rows of the 3 states");
+          Fails(Status.InvalidArgument, () => m.StepStates(new[] { together[0], together[0] }, all), "one state twice",
+                "are the same state");
+        }
+        var got = m.StepStates(together, all);
+        Check(got.Count == want.Count, "StepStates: every output");
+        foreach (var kv in got) {
+          float[] w = want[kv.Key].ToArray(), g = kv.Value.Values;
+          Check(w.Length == g.Length, kv.Key + ": length");
+          for (int i = 0; i < w.Length; ++i) Check(Math.Abs(w[i] - g[i]) <= 1e-6, kv.Key + "[" + i + "] within 1e-6");
+        }
+      }
+      foreach (var s in alone) s.Dispose();
+      foreach (var s in together) s.Dispose();
+    }
   }
 }
 

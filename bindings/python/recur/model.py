@@ -511,6 +511,31 @@ class Model(_Runner):
         not stream."""
         return Stream(self, _native.ModelState.create(self._h(), int(batch)), int(batch))
 
+    def step_streams(self, streams: Sequence["Stream"], x: Inputs, *, mask: Any = None, return_dict: bool = False,
+                     outputs: Optional[Sequence[str]] = None, run_options: Optional[RunOptions] = None) -> Any:
+        """Steps many streams of this model in one call, as one batch (one matrix product per layer
+        per timestep for all of them): the numbers of calling each stream's :meth:`Stream.step`
+        with its own rows. x holds the rows of every stream one after another in the order of
+        `streams` (batch = the sum of their batches), as Stream.step takes it; so do the outputs
+        and the mask. Each stream appears once; all were made by :meth:`new_state` of this
+        model. On any error every stream is left exactly as before the call. The streams must
+        not be stepped by other threads meanwhile."""
+        if isinstance(streams, Stream):
+            streams = [streams]
+        handles = []
+        for i, st in enumerate(streams):
+            if not isinstance(st, Stream):
+                raise error("InvalidArgumentError", "streams[%d]: expected a recur.Stream (Model.new_state), got %s"
+                            % (i, type(st).__name__))
+            handles.append(st._h())
+        options = None if run_options is None else run_options._o
+        tensors, _ = self._tensors(x, mask, True)
+        keys = self._out_keys if outputs is None else self._select(outputs)
+        dims = _native.recur_py_states_output_shapes(handles, tensors, [(k[0], None) for k in keys])
+        arrays = self._outputs_of(dims)
+        _native.recur_py_states_step_named(handles, tensors, [(k[0], a) for k, a in zip(keys, arrays)], options)
+        return self._result(arrays, [k[1] for k in keys], return_dict)
+
     # ---- lifetime (close(), closed, with: Closable; streams made from a model outlive it) ---------
     def __reduce__(self) -> Any:
         self._h()

@@ -565,3 +565,41 @@ def test_stream_mask_argument():
             y = s.step({"seq": x["seq"][:, t], "static": x["static"]}, mask={"seq": holes[:, t:t + 1]})
     for a, b in zip(y, whole):
         assert rel_error(a, b) <= TOL
+
+
+def test_step_streams_matches_steps_one_by_one():
+    """Model.step_streams steps streams of different batches in one call with the numbers of
+    stepping each alone (masks, a static input given whole, a causal Conv1D's history), and a
+    call that fails leaves every stream as it was."""
+    for rel in ("keras3/multi_io.keras", "conv_stream/keras3/tcn_lstm.keras"):
+        m = recur.load_model(GRAPHS / rel)
+        rng = np.random.default_rng(3)
+        batches = (1, 3, 2)
+        alone = [m.new_state(batch=b) for b in batches]
+        together = [m.new_state(batch=b) for b in batches]
+        for t in range(4):
+            steps = 1 + t % 2
+            xs = []
+            for b in batches:
+                xs.append({s.name: rng.uniform(-1, 1, (b, steps) + tuple(s.shape[2:]) if s.sequence else (b,) + tuple(s.shape[1:]))
+                           .astype(np.float32) for s in m.inputs})
+            masks = [{s.name: rng.uniform(0, 1, (x[s.name].shape[0], steps)) > 0.3 for s in m.inputs if s.sequence} for x in xs]
+            want = [st.step(x, mask=mk, return_dict=True) for st, x, mk in zip(alone, xs, masks)]
+            x_all = {n: np.concatenate([x[n] for x in xs]) for n in xs[0]}
+            mask_all = {n: np.concatenate([mk[n] for mk in masks]) for n in masks[0]}
+            if t == 2:
+                bad = dict(x_all)
+                first = m.inputs[0]
+                shape = list(bad[first.name].shape)
+                shape[0] -= 1
+                bad[first.name] = np.zeros(shape, np.float32)
+                with pytest.raises(recur.ShapeError, match="the rows of the 3 states"):
+                    m.step_streams(together, bad, mask=mask_all)
+            got = m.step_streams(together, x_all, mask=mask_all, return_dict=True)
+            for name, y in got.items():
+                assert np.max(np.abs(y - np.concatenate([w[name] for w in want]))) <= 1e-6, (rel, t, name)
+    one = m.new_state(batch=2)
+    with pytest.raises(recur.InvalidArgumentError, match="are the same state"):
+        m.step_streams([one, one], np.zeros((4, 1, m.inputs[0].shape[2]), np.float32))
+    with pytest.raises(recur.InvalidArgumentError, match=r"streams\[1\]: expected a recur.Stream"):
+        m.step_streams([one, 5], np.zeros((2, 1, m.inputs[0].shape[2]), np.float32))

@@ -525,9 +525,9 @@ RECUR_API recur_status recur_model_get_device(const recur_model *model, int32_t 
 
 /* Threads one call on this layer may use on the CPU: recur_layer_forward, recur_layer_forward_state,
  * recur_layer_forward_states and recur_cell_call. 1 (the default) runs on the calling thread only
- * and never starts a thread; 0 means one per core of the machine. More threads split the gate
- * columns and the input projection of a call between them, so results are bitwise the same for
- * every thread count. Small calls (little work per timestep) stay on the calling thread whatever
+ * and never starts a thread; 0 means one per core of the machine. More threads split the batch
+ * rows (8 or more per thread) or the gate columns and the input projection of a call between them,
+ * never a sum, so results are bitwise the same for every thread count. Small calls (little work per timestep) stay on the calling thread whatever
  * the count, since waking a thread would cost more than it saves. Calls on a GPU ignore it.
  * Errors: INVALID_ARGUMENT (num_threads negative or above 1024), STATE (destroyed handle).
  * Not thread-safe with other calls on the layer. */
@@ -937,6 +937,51 @@ typedef void (*recur_log_callback)(void *user_data, int32_t level, const char *m
  * will start, so its user_data may be freed. Errors: INVALID_ARGUMENT (min_level not a
  * recur_log_level). */
 RECUR_API recur_status recur_set_log_callback(recur_log_callback callback, void *user_data, int32_t min_level);
+
+/* ---- Many model streams stepped in one call (since 0.8) ----
+ * Games step hundreds of streams per tick and stream processors thousands of keys: stepping each
+ * recur_model_state alone runs one small matrix product per layer per stream. These calls step
+ * many states of one model as one batch: every layer runs once per timestep for all of them. */
+
+/* Steps num_states model streams of the same model in one call (since 0.8): the same numbers as
+ * calling recur_model_state_step_named on each state with its own rows (up to the float rounding
+ * of a matrix product over more rows; the tests hold them within 1e-6 of each other).
+ * states[0..num_states): model states from recur_model_state_create on one recur_model, each at
+ *   most once; their batch sizes may differ. A state's first step may come in the same call as
+ *   other states' later steps.
+ * inputs: as recur_model_state_step_named, holding the rows of every state one after another in
+ *   the order of states: dims[0] = the sum of the states' batches (state i's rows start after the
+ *   rows of states 0..i-1); masks likewise. Every sequence input holds the same number of steps
+ *   for all states.
+ * outputs: as recur_model_state_step_named, rows concatenated in the order of states (a sequence
+ *   output's dims are (sum of batches, steps, ...)). recur_model_states_output_shapes tells them.
+ * options: NULL, or recur_run_options to cancel the call.
+ * Streams whose recurrent states line up (the same layers stepped, causal histories of the same
+ * length: all streams after their first step) run as one batch; others run in batches of their
+ * own within the call (a state stepped for the first time beside states already stepped). A model
+ * with a fixed batch size (a stateful Keras model) takes one state per call.
+ * Errors (each message names the argument): INVALID_ARGUMENT (num_states < 1, states NULL, a NULL
+ * entry, the same state twice, a state of another model than states[0], and all errors of
+ * recur_model_state_step_named), SHAPE (an input whose dims[0] is not the sum of the states'
+ * batches, and the shape errors of recur_model_state_step_named), STATE (a destroyed state),
+ * UNSUPPORTED, LIMIT (the sum of the batches over the batch limit), CANCELLED.
+ * On any error (cancellation included) every state is left exactly as before the call and no
+ * output's rank, dims or length is written.
+ * Ownership: nothing is kept; the caller owns the states, inputs and output buffers.
+ * Thread rules: a call uses all its states: no state may be in use by another thread during it
+ * (each state one thread at a time, as recur_model_state_step_named). Calls on disjoint sets of
+ * states of one model may run concurrently. The call keeps batching buffers in states[0] for the
+ * next call with the same states (no allocation for them when shapes repeat). */
+RECUR_API recur_status recur_model_states_step_named(recur_model_state *const *states, int32_t num_states,
+                                                     const recur_tensor *inputs, int32_t num_inputs,
+                                                     recur_output *outputs, int32_t num_outputs,
+                                                     const recur_run_options *options);
+/* recur_model_state_output_shapes for recur_model_states_step_named (since 0.8): writes rank,
+ * dims and length of each requested output for these inputs without stepping; inputs' data may be
+ * NULL. Errors as recur_model_states_step_named, less the run's own. */
+RECUR_API recur_status recur_model_states_output_shapes(const recur_model_state *const *states, int32_t num_states,
+                                                        const recur_tensor *inputs, int32_t num_inputs,
+                                                        recur_output *outputs, int32_t num_outputs);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Reduced precision weights (since 0.8)                                                      */

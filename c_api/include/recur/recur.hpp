@@ -577,6 +577,27 @@ class ModelState {
     });
   }
 
+  // Many states of one model stepped in one call, as one batch (recur_model_states_step_named,
+  // since 0.8): the inputs and outputs hold the rows of every state one after another in the
+  // order of `states`.
+  static std::vector<Tensor> step_many(const std::vector<ModelState*>& states, const std::vector<Input>& inputs,
+                                       const std::vector<std::string>& outputs, const RunOptions* options = nullptr) {
+    std::vector<recur_model_state*> hs;
+    hs.reserve(states.size());
+    for (ModelState* s : states) hs.push_back(s ? s->handle_ : nullptr);
+    const std::int32_t n = static_cast<std::int32_t>(hs.size());
+    recur_model_state* const* h = hs.data();
+    const recur_run_options* o = options ? options->get() : nullptr;
+    return detail::allocate_and_run(
+        inputs, outputs,
+        [h, n](const recur_tensor* in, std::int32_t ni, recur_output* out, std::int32_t no) {
+          return recur_model_states_output_shapes(h, n, in, ni, out, no);
+        },
+        [h, n, o](const recur_tensor* in, std::int32_t ni, recur_output* out, std::int32_t no) {
+          return recur_model_states_step_named(h, n, in, ni, out, no, o);
+        });
+  }
+
  private:
   recur_model_state* handle_ = nullptr;
 };

@@ -29,6 +29,8 @@ struct SequenceWorkspace {
   // are projected in chunks of timesteps, so memory stays bounded whatever T is, and a chunk is
   // still a GEMM of hundreds of rows.
   Index projection_budget = Index(1) << 20;
+  // A run split by batch rows between threads: each thread's own scratch (cpu_backend.cpp).
+  std::vector<SequenceWorkspace> parts;
 };
 
 // One run over a sequence. Layout: row (b, t) of the input, mask and output is t*B + b when

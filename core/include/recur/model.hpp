@@ -186,6 +186,15 @@ class ModelStream {
   void step_named(const std::vector<NamedInput>& inputs, std::vector<NamedOutput>& outputs);
   void named_output_shapes(const std::vector<NamedInput>& inputs, std::vector<NamedOutput>& outputs) const;
 
+  // Steps many streams of one model as one batch: inputs and outputs hold the rows of every
+  // stream concatenated in the order of `streams` (batch = the sum of theirs). The same numbers as
+  // stepping each alone (up to the rounding of a GEMM over more rows). On any error every stream
+  // is left as it was before the call. Each stream appears once; all come from the same model.
+  static void step_named_many(const std::vector<ModelStream*>& streams, const std::vector<NamedInput>& inputs,
+                              std::vector<NamedOutput>& outputs);
+  static void named_output_shapes_many(const std::vector<const ModelStream*>& streams,
+                                       const std::vector<NamedInput>& inputs, std::vector<NamedOutput>& outputs);
+
  private:
   friend class Model;
   struct Impl;

@@ -1,11 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CPU backend: one GEMM for the input projection of every timestep (or of chunks of timesteps,
-// for long sequences), then the recurrent loop with Keras's generic masking semantics. With
-// several threads, each owns the same slice of units (whole kernel panels) of every gate for the
-// whole sequence: its slice of the projection, of the recurrent GEMM, of the gate updates and of
-// the outputs, so threads meet only once per step (twice for GRU reset_after=False) and results
-// do not depend on the thread count.
+// for long sequences), then the recurrent loop with Keras's generic masking semantics. Several
+// threads split a run one of two ways:
+// - by units: each owns the same slice of units (whole kernel panels) of every gate for the whole
+//   sequence: its slice of the projection, of the recurrent GEMM, of the gate updates and of the
+//   outputs, so threads meet once per step (twice for GRU reset_after=False) and each streams only
+//   its share of the weights (wide layers);
+// - by batch rows: each runs its rows through the whole sequence alone, with no meeting at all
+//   (small steps, where a barrier per step would cost more than the step's work shared).
+// Results do not depend on the thread count or the split: every output sums its products in the
+// same order (the GEMM's row blocking does not change it, and a part keeps >= 3 rows, so it never
+// takes the GEMM's one- or two-row path), and the gate updates are per element.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -22,14 +29,49 @@ class CpuBackend final : public Backend {
   void run_sequence(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws) const override;
 };
 
-// Threads worth using: waking a thread costs microseconds, so small steps stay on the caller.
-int threads_for(const Cell& cell, const SequenceJob& job) {
+// Runs a job on `nt` threads split by units (1: on the calling thread); false when cancelled.
+bool run_units(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws, int nt);
+bool run_rows(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws, int nt);
+
+enum class Split { units, rows };
+
+// The fewest rows a thread takes in a split by rows: whole tiles of the GEMM, and never the one- or
+// two-row GEMM path, whose sums round differently.
+constexpr Index kMinRowsPerThread = 8;
+
+// RECUR_CPU_SPLIT=units|rows forces one way (for measuring them against each other); anything else
+// lets the run choose.
+const char* forced_split() {
+  static const char* forced = [] {
+    const char* v = std::getenv("RECUR_CPU_SPLIT");
+    return v && (std::strcmp(v, "units") == 0 || std::strcmp(v, "rows") == 0) ? v : "";
+  }();
+  return forced;
+}
+
+struct Plan {
+  int threads = 1;
+  Split split = Split::units;
+};
+
+// Threads worth using and how to split the run between them: waking a thread costs microseconds,
+// so small steps stay on the caller.
+Plan plan_for(const Cell& cell, const SequenceJob& job) {
   int n = job.threads;
   if (n == 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (n <= 1 || !cell.splittable() || job.recurrent_masks) return 1;
-  const double macs = static_cast<double>(job.batch) * cell.width() * (cell.units() + cell.input_size());
-  if (macs < 1e5) return 1;
-  return static_cast<int>(std::min<Index>(n, cell.panels_per_gate()));
+  if (n <= 1 || !cell.splittable() || job.recurrent_masks) return {};
+  const double step_macs = static_cast<double>(job.batch) * cell.width() * (cell.units() + cell.input_size());
+  const Index by_rows = std::min<Index>(n, job.batch / kMinRowsPerThread);
+  // Rows need no barrier per step, so they pay at any size; units share a wide layer's weights.
+  // Each thread streams every recurrent weight when split by rows: worth it while they stay in its
+  // cache (about 1 MiB), or when units would leave threads idle.
+  const double weight_bytes = 4.0 * cell.width() * cell.units();
+  const Index by_units = step_macs < 1e5 ? 1 : std::min<Index>(n, cell.panels_per_gate());
+  Split split = by_rows > 1 && (weight_bytes <= (1 << 20) || by_units < by_rows) ? Split::rows : Split::units;
+  if (by_rows > 1 && std::strcmp(forced_split(), "rows") == 0) split = Split::rows;
+  if (by_units > 1 && std::strcmp(forced_split(), "units") == 0) split = Split::units;
+  const Index threads = split == Split::rows ? by_rows : by_units;
+  return {static_cast<int>(threads), split};
 }
 
 Index row_index_of(const SequenceJob& job, Index B, Index T, Index b, Index t) {
@@ -51,17 +93,17 @@ struct Run {
 
   Index row_index(Index b, Index t) const { return row_index_of(job, B, T, b, t); }
 
-  // Gathers the inputs of timesteps [k, k + n) in processing order, time-major (one thread).
-  void gather(Index k, Index n) {
+  // Gathers rows [b0, b1) of the inputs of timesteps [k, k + n) in processing order, time-major
+  // (each thread its share of the rows, so that none waits at the next barrier while one copies).
+  void gather(Index k, Index n, Index b0, Index b1) {
     for (int g = 0; g < job.num_inputs; ++g) {
       auto& dst = ws.gathered[static_cast<std::size_t>(g)];
       for (Index j = 0; j < n; ++j) {
         const Index t = job.go_backwards ? T - 1 - (k + j) : k + j;
-        for (Index b = 0; b < B; ++b)
+        for (Index b = b0; b < b1; ++b)
           std::memcpy(dst.data() + (j * B + b) * F, job.inputs[g] + row_index(b, t) * F,
                       static_cast<std::size_t>(F) * sizeof(float));
       }
-      ws.gathered_ptrs[static_cast<std::size_t>(g)] = dst.data();
     }
   }
 
@@ -90,7 +132,7 @@ struct Run {
         const Index j = k % chunk;
         if (j == 0) {
           const Index n = std::min(chunk, T - k);
-          if (tid == 0) gather(k, n);
+          gather(k, n, B * tid / nt, B * (tid + 1) / nt);
           if (sync) sync(pool);
           cell.project(ws.gathered_ptrs.data(), job.num_inputs, n * B, ws.projected.data(), PW, q0, q1);
           if (sync) sync(pool);
@@ -102,17 +144,26 @@ struct Run {
       const float* in[2] = {buf[p][0], buf[p][1]};
       float* out[2] = {buf[p ^ 1][0], buf[p ^ 1][1]};
       cell.step_range(xp, xp_stride, B, in, out, job.recurrent_masks, ws.step, q0, q1, sync, pool);
-      for (Index b = 0; b < B; ++b) {
-        const Index off = b * u + j0;
-        const std::size_t bytes = static_cast<std::size_t>(nj) * sizeof(float);
-        if (!job.mask || job.mask[row_index(b, t)]) {
-          std::memcpy(out_t + off, out[0] + off, bytes);
-        } else {
-          // A masked step keeps the states, and the output repeats the previous one (or is 0).
-          for (int s = 0; s < ns; ++s) std::memcpy(out[s] + off, in[s] + off, bytes);
-          if (zero_masked) std::fill_n(out_t + off, nj, 0.0f);
+      const std::size_t bytes = static_cast<std::size_t>(nj) * sizeof(float);
+      if (!job.mask) {
+        // Every step is valid: the output is h itself, and the last one is kept once, at the end.
+        for (Index b = 0; b < B; ++b) {
+          const Index off = b * u + j0;
+          if (job.sequence_output) std::memcpy(job.sequence_output + row_index(b, k) * u + j0, out[0] + off, bytes);
+          if (k == T - 1) std::memcpy(out_t + off, out[0] + off, bytes);
         }
-        if (job.sequence_output) std::memcpy(job.sequence_output + row_index(b, k) * u + j0, out_t + off, bytes);
+      } else {
+        for (Index b = 0; b < B; ++b) {
+          const Index off = b * u + j0;
+          if (job.mask[row_index(b, t)]) {
+            std::memcpy(out_t + off, out[0] + off, bytes);
+          } else {
+            // A masked step keeps the states, and the output repeats the previous one (or is 0).
+            for (int s = 0; s < ns; ++s) std::memcpy(out[s] + off, in[s] + off, bytes);
+            if (zero_masked) std::fill_n(out_t + off, nj, 0.0f);
+          }
+          if (job.sequence_output) std::memcpy(job.sequence_output + row_index(b, k) * u + j0, out_t + off, bytes);
+        }
       }
       if (tid == 0 && job.cancel) stop[k & 1] = cancelled(job.cancel);
       if (sync) sync(pool);
@@ -125,6 +176,14 @@ struct Run {
 };
 
 void CpuBackend::run_sequence(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws) const {
+  const Plan plan = plan_for(cell, job);
+  if (plan.threads > 1 && plan.split == Split::rows)
+    run_rows(cell, job, ws, plan.threads);
+  else
+    run_units(cell, job, ws, plan.threads);
+}
+
+bool run_units(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws, int nt) {
   const Index B = job.batch, T = job.timesteps, u = cell.units(), PW = cell.padded_width();
   const Index F = cell.input_size();
   const int ns = cell.num_states();
@@ -138,6 +197,8 @@ void CpuBackend::run_sequence(const Cell& cell, const SequenceJob& job, Sequence
     for (auto& g : ws.gathered) g.resize(static_cast<std::size_t>(chunk * B * F));
   }
   ws.gathered_ptrs.resize(static_cast<std::size_t>(job.num_inputs));
+  if (chunk < T)
+    for (std::size_t g = 0; g < ws.gathered.size(); ++g) ws.gathered_ptrs[g] = ws.gathered[g].data();
   cell.prepare(ws.step, B);
   ws.next.resize(static_cast<std::size_t>(ns));
   for (int s = 0; s < ns; ++s) {
@@ -153,10 +214,9 @@ void CpuBackend::run_sequence(const Cell& cell, const SequenceJob& job, Sequence
   else
     ws.out_t.setZero(B, u);
 
-  const int nt = threads_for(cell, job);
   auto task = [](void* r, int t, int n) { static_cast<Run*>(r)->body(t, n); };
   if (nt <= 1 || !cpu::ThreadPool::instance().run(nt, task, &run)) run.body(0, 1);
-  if (run.stopped) return;  // cancelled: the caller throws, and restores what the run touched
+  if (run.stopped) return false;  // cancelled: the caller throws, and restores what the run touched
   // The final states are in the buffer the last step wrote.
   if (T & 1)
     for (int s = 0; s < ns; ++s) job.states[s].swap(ws.next[static_cast<std::size_t>(s)]);
@@ -175,6 +235,86 @@ void CpuBackend::run_sequence(const Cell& cell, const SequenceJob& job, Sequence
   }
   if (job.last_output) std::memcpy(job.last_output, ws.out_t.data(), static_cast<std::size_t>(B * u) * sizeof(float));
   if (job.carried_output) *job.carried_output = ws.out_t;
+  return true;
+}
+
+// One thread's rows [b0, b1) of a job split by rows, as a job of its own over copies of its rows'
+// states (row-major (B, u) matrices: a part's rows are contiguous in them and in every
+// batch-major tensor).
+struct RowPart {
+  SequenceJob job;
+  std::vector<const float*> inputs;
+  std::vector<RowMatrix> states;
+  RowMatrix carried;
+  SequenceWorkspace* ws = nullptr;
+  Index b0 = 0, b1 = 0;
+  bool done = false;
+};
+
+struct RowRun {
+  const Cell& cell;
+  std::vector<RowPart>& parts;
+  static void task(void* r, int t, int) {
+    auto& run = *static_cast<RowRun*>(r);
+    RowPart& p = run.parts[static_cast<std::size_t>(t)];
+    p.done = run_units(run.cell, p.job, *p.ws, 1);
+  }
+};
+
+bool run_rows(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws, int nt) {
+  const Index B = job.batch, T = job.timesteps, u = cell.units(), F = cell.input_size();
+  const int ns = cell.num_states();
+  // Time-major rows of one part are not contiguous; this path is for batch-major runs.
+  if (job.time_major) return run_units(cell, job, ws, 1);
+  if (ws.parts.size() < static_cast<std::size_t>(nt)) ws.parts.resize(static_cast<std::size_t>(nt));
+  // Kept from call to call (per calling thread), so steady-state runs do not allocate.
+  thread_local std::vector<RowPart> parts;
+  if (parts.size() < static_cast<std::size_t>(nt)) parts.resize(static_cast<std::size_t>(nt));
+  const bool carried_in = job.carried_output && job.carried_output->rows() == B && job.carried_output->cols() == u;
+  for (int t = 0; t < nt; ++t) {
+    RowPart& p = parts[static_cast<std::size_t>(t)];
+    p.b0 = B * t / nt;
+    p.b1 = B * (t + 1) / nt;
+    const Index nb = p.b1 - p.b0;
+    p.ws = &ws.parts[static_cast<std::size_t>(t)];
+    p.ws->projection_budget = std::max<Index>(1, ws.projection_budget / nt);
+    p.job = job;
+    p.job.batch = nb;
+    p.job.threads = 1;
+    p.inputs.resize(static_cast<std::size_t>(job.num_inputs));
+    for (int g = 0; g < job.num_inputs; ++g) p.inputs[static_cast<std::size_t>(g)] = job.inputs[g] + p.b0 * T * F;
+    p.job.inputs = p.inputs.data();
+    if (job.mask) p.job.mask = job.mask + p.b0 * T;
+    if (job.sequence_output) p.job.sequence_output = job.sequence_output + p.b0 * T * u;
+    if (job.last_output) p.job.last_output = job.last_output + p.b0 * u;
+    p.states.resize(static_cast<std::size_t>(ns));
+    for (int s = 0; s < ns; ++s) p.states[static_cast<std::size_t>(s)] = job.states[s].middleRows(p.b0, nb);
+    p.job.states = p.states.data();
+    if (job.carried_output) {
+      if (carried_in)
+        p.carried = job.carried_output->middleRows(p.b0, nb);
+      else
+        p.carried.resize(0, 0);
+      p.job.carried_output = &p.carried;
+    }
+  }
+  RowRun run{cell, parts};
+  if (!cpu::ThreadPool::instance().run(nt, RowRun::task, &run))
+    for (int t = 0; t < nt; ++t) RowRun::task(&run, t, nt);
+  for (int t = 0; t < nt; ++t)
+    if (!parts[static_cast<std::size_t>(t)].done) return false;  // cancelled: the caller throws and restores
+  for (int t = 0; t < nt; ++t) {
+    const RowPart& p = parts[static_cast<std::size_t>(t)];
+    for (int s = 0; s < ns; ++s) job.states[s].middleRows(p.b0, p.b1 - p.b0) = p.states[static_cast<std::size_t>(s)];
+  }
+  if (job.carried_output) {
+    job.carried_output->resize(B, u);
+    for (int t = 0; t < nt; ++t) {
+      const RowPart& p = parts[static_cast<std::size_t>(t)];
+      job.carried_output->middleRows(p.b0, p.b1 - p.b0) = p.carried;
+    }
+  }
+  return true;
 }
 
 }  // namespace

@@ -62,7 +62,83 @@ void activate(const ActSpec& a, float* x, KIndex n) {
   }
 }
 
+// --- Fused passes -----------------------------------------------------------------------------
+// Each row's gates in one pass of packets over its units, with tanh and sigmoid as Eigen's packet
+// functions (what ArrayXf::tanh() and logistic() use on whole packets) applied to every unit: a
+// last partial packet goes through a zero-padded copy, so a unit's value never depends on where
+// a thread's range of units starts or ends. Other activations take their elementwise definition
+// above on the packet's floats.
+using P = Eigen::internal::packet_traits<float>::type;
+constexpr int PS = static_cast<int>(sizeof(P) / sizeof(float));
+
+inline bool packet_act(const ActSpec& a) { return !a.rowwise; }
+
+inline P apply(const ActSpec& a, P x) {
+  namespace ei = Eigen::internal;
+  switch (a.kind) {
+    case ActSpec::linear: return x;
+    case ActSpec::tanh: return ei::scalar_tanh_op<float>().packetOp(x);
+    case ActSpec::sigmoid: return ei::scalar_logistic_op<float>().packetOp(x);
+    default: {
+      alignas(64) float t[PS];
+      ei::pstoreu(t, x);
+      activate(a, t, PS);
+      return ei::ploadu<P>(t);
+    }
+  }
+}
+
+// Calls f(j, n) for units [j0, j1) of a row, a packet at a time: n == PS for whole packets, and
+// the last n < PS units once, for which f must read and write through zero-padded copies.
+template <typename F>
+inline void packets(KIndex j0, KIndex j1, F&& f) {
+  KIndex j = j0;
+  for (; j + PS <= j1; j += PS) f(j, PS);
+  if (j < j1) f(j, j1 - j);
+}
+
+// Reads n (<= PS) floats as a packet, zero-padded; writes the first n lanes of a packet.
+inline P load_n(const float* p, KIndex n) {
+  namespace ei = Eigen::internal;
+  if (n == PS) return ei::ploadu<P>(p);
+  alignas(64) float t[PS] = {};
+  for (KIndex i = 0; i < n; ++i) t[i] = p[i];
+  return ei::ploadu<P>(t);
+}
+inline void store_n(float* p, P v, KIndex n) {
+  namespace ei = Eigen::internal;
+  if (n == PS) return ei::pstoreu(p, v);
+  alignas(64) float t[PS];
+  ei::pstoreu(t, v);
+  for (KIndex i = 0; i < n; ++i) p[i] = t[i];
+}
+
+void gru_gates_fused(const GateArgs& g) {
+  namespace ei = Eigen::internal;
+  const KIndex gs = g.gate_stride;
+  for (KIndex b = 0; b < g.batch; ++b) {
+    const float* x = g.xp + b * g.xp_stride;
+    float* p = g.pre + b * g.pre_stride;
+    const float* h = g.h + b * g.units;
+    const float* m = g.hmask ? g.hmask + b * g.units : nullptr;
+    float* rh = g.rh ? g.rh + b * g.units : nullptr;
+    packets(g.j0, g.j1, [&](KIndex j, KIndex n) {
+      // z and r: act((x@K + b_in) + (h@U + b_rec)), left in pre for gru_update
+      const P z = apply(g.ract, ei::padd(load_n(x + j, n), load_n(p + j, n)));
+      const P r = apply(g.ract, ei::padd(load_n(x + gs + j, n), load_n(p + gs + j, n)));
+      store_n(p + j, z, n);
+      store_n(p + gs + j, r, n);
+      if (rh) {
+        P hv = load_n(h + j, n);
+        if (m) hv = ei::pmul(hv, load_n(m + j, n));
+        store_n(rh + j, ei::pmul(r, hv), n);
+      }
+    });
+  }
+}
+
 void gru_gates(const GateArgs& g) {
+  if (packet_act(g.ract)) return gru_gates_fused(g);
   const KIndex n = g.j1 - g.j0, gs = g.gate_stride;
   for (KIndex b = 0; b < g.batch; ++b) {
     const float* x = g.xp + b * g.xp_stride + g.j0;
@@ -86,7 +162,29 @@ void gru_gates(const GateArgs& g) {
   }
 }
 
+void gru_update_fused(const GateArgs& g) {
+  namespace ei = Eigen::internal;
+  const KIndex gs = g.gate_stride;
+  const P one = ei::pset1<P>(1.0f);
+  for (KIndex b = 0; b < g.batch; ++b) {
+    const float* x = g.xp + b * g.xp_stride + 2 * gs;
+    const float* p = g.pre + b * g.pre_stride;
+    const float* h = g.h + b * g.units;
+    float* out = g.h_out + b * g.units;
+    packets(g.j0, g.j1, [&](KIndex j, KIndex n) {
+      const P z = load_n(p + j, n), hp = load_n(p + 2 * gs + j, n);
+      // reset_after: ĥ = act((x@K_h + b_in_h) + r ⊙ (h@U_h + b_rec_h)); else act((x@K_h + b_h) + (r ⊙ h)@U_h)
+      const P pre_h = g.reset_after ? ei::padd(load_n(x + j, n), ei::pmul(load_n(p + gs + j, n), hp))
+                                    : ei::padd(load_n(x + j, n), hp);
+      const P hh = apply(g.act, pre_h);
+      // h' = z ⊙ h + (1 - z) ⊙ ĥ, in this association (Keras never rewrites it as ĥ + z(h - ĥ)).
+      store_n(out + j, ei::padd(ei::pmul(z, load_n(h + j, n)), ei::pmul(ei::psub(one, z), hh)), n);
+    });
+  }
+}
+
 void gru_update(const GateArgs& g) {
+  if (packet_act(g.act)) return gru_update_fused(g);
   const KIndex n = g.j1 - g.j0, gs = g.gate_stride;
   for (KIndex b = 0; b < g.batch; ++b) {
     const float* x = g.xp + b * g.xp_stride + g.j0 + 2 * gs;
@@ -109,7 +207,32 @@ void gru_update(const GateArgs& g) {
   }
 }
 
+void lstm_update_fused(const GateArgs& g) {
+  namespace ei = Eigen::internal;
+  const KIndex gs = g.gate_stride;
+  for (KIndex b = 0; b < g.batch; ++b) {
+    const float* x = g.xp + b * g.xp_stride;
+    const float* p = g.pre + b * g.pre_stride;
+    const float* c = g.c + b * g.units;
+    float* c_out = g.c_out + b * g.units;
+    float* h_out = g.h_out + b * g.units;
+    packets(g.j0, g.j1, [&](KIndex j, KIndex n) {
+      P gate[4];
+      for (int k = 0; k < 4; ++k) {
+        // implementation 2: (x@K + h@U) + b; implementation 1: (x@K + b) + h@U (the bias is in x)
+        P v = ei::padd(load_n(x + k * gs + j, n), load_n(p + k * gs + j, n));
+        if (g.bias) v = ei::padd(v, load_n(g.bias + k * gs + j, n));
+        gate[k] = apply(k == 2 ? g.act : g.ract, v);
+      }
+      const P cn = ei::padd(ei::pmul(gate[1], load_n(c + j, n)), ei::pmul(gate[0], gate[2]));
+      store_n(c_out + j, cn, n);
+      store_n(h_out + j, ei::pmul(gate[3], apply(g.act, cn)), n);
+    });
+  }
+}
+
 void lstm_update(const GateArgs& g) {
+  if (packet_act(g.act) && packet_act(g.ract)) return lstm_update_fused(g);
   const KIndex n = g.j1 - g.j0, gs = g.gate_stride;
   for (KIndex b = 0; b < g.batch; ++b) {
     const float* x = g.xp + b * g.xp_stride + g.j0;
@@ -144,7 +267,21 @@ void lstm_update(const GateArgs& g) {
   }
 }
 
+void simple_rnn_update_fused(const GateArgs& g) {
+  namespace ei = Eigen::internal;
+  for (KIndex b = 0; b < g.batch; ++b) {
+    const float* x = g.xp + b * g.xp_stride;
+    const float* p = g.pre + b * g.pre_stride;
+    float* out = g.h_out + b * g.units;
+    // Keras: output = (x@K + b) + h@U, then the activation.
+    packets(g.j0, g.j1, [&](KIndex j, KIndex n) {
+      store_n(out + j, apply(g.act, ei::padd(load_n(x + j, n), load_n(p + j, n))), n);
+    });
+  }
+}
+
 void simple_rnn_update(const GateArgs& g) {
+  if (packet_act(g.act)) return simple_rnn_update_fused(g);
   const KIndex n = g.j1 - g.j0;
   for (KIndex b = 0; b < g.batch; ++b) {
     const float* x = g.xp + b * g.xp_stride + g.j0;

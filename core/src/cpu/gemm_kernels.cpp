@@ -2,9 +2,9 @@
 // The GEMM kernels over packed weights, compiled once per instruction set (RECUR_ISA names it; the
 // build passes that set's -m flags). Written with GCC vector extensions, so one source gives SSE2 /
 // NEON (4 lanes), AVX2+FMA (8) and AVX-512 (16) code. Weights are packed once into panels of
-// nr = 2 vectors of columns; a tile of up to 6 rows x 1 panel (or 1-2 rows x several panels, so
-// that single-row steps still have enough independent accumulators) lives in registers over a
-// block of k. This TU is built with -ffp-contract=fast: a GEMM sums in its own order anyway.
+// nr = 2 vectors of columns; a tile of up to MR (6 or 8) rows x 1 panel (or 1-2 rows x several
+// panels, so that single-row steps still have enough independent accumulators) lives in registers
+// over a block of k. This TU is built with -ffp-contract=fast: a GEMM sums in its own order anyway.
 #include <cstdint>
 #include <cstring>
 
@@ -17,17 +17,24 @@ namespace {
 
 #if defined(__AVX512F__)
 constexpr int W = 16;
-constexpr KIndex KC = 256;  // a 256 x 32 panel block is 32 KiB, as AVX2's best
+constexpr KIndex KC = 512;  // measured: 5-10% above 256 once a is read in place
+// 32 registers: 8 rows x 2 vectors of accumulators, 10 loads per 16 FMAs, and batches (powers of
+// two, mostly) split into whole tiles.
+constexpr int MR = 8;
 #elif defined(__AVX__)
 constexpr int W = 8;
 constexpr KIndex KC = 512;  // measured best on Zen 2/3: a 512 x 16 panel block is 32 KiB
+constexpr int MR = 6;       // 16 registers: 12 accumulators, 2 of weights, 1 broadcast
 #else
 constexpr int W = 4;
 constexpr KIndex KC = 512;
+constexpr int MR = 6;
 #endif
 constexpr int NR = 2 * W;
-constexpr int MR = 6;
-constexpr KIndex MC = 60;  // rows per block of a: 60 x KC floats stay in L2
+// Rows per block of a (at most MC x KC floats, in L2, while the panels stream past). The rows are
+// split into equal blocks of whole tiles, so that 64 rows are one block and not 60 + a thin 4 that
+// streams the weights again.
+constexpr KIndex MC = 16 * MR;
 
 typedef float V __attribute__((vector_size(W * sizeof(float))));
 
@@ -92,10 +99,9 @@ void pack(const float* b, KIndex ldb, KIndex k, KIndex n, float* dst) {
 }
 
 // c[R rows, NP panels] (+)= a[R, kb] @ panels; `first` starts from zero, `bias` is added at the end.
-// a[r, kk] is at a[r * lda + kk * ka]: rows of the caller's matrix (ka = 1), or a block packed
-// k-major (lda = 1, ka = R) so that the tile reads one stream.
+// Rows of a are lda apart.
 template <int R, int NP, typename WT>
-inline void tile(KIndex kb, const float* a, KIndex lda, KIndex ka, const WT* bp, KIndex pstride, float* c,
+inline void tile(KIndex kb, const float* a, KIndex lda, const WT* bp, KIndex pstride, float* c,
                  KIndex ldc, bool first, const float* bias) {
   V c0[R][NP], c1[R][NP];
 #pragma GCC unroll 8
@@ -111,7 +117,7 @@ inline void tile(KIndex kb, const float* a, KIndex lda, KIndex ka, const WT* bp,
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const V ar = splat(a[r * lda + kk * ka]);
+      const V ar = splat(a[r * lda + kk]);
 #pragma GCC unroll 4
       for (int q = 0; q < NP; ++q) {
         c0[r][q] += ar * b0[q];
@@ -138,28 +144,20 @@ inline void tile(KIndex kb, const float* a, KIndex lda, KIndex ka, const WT* bp,
     }
 }
 
-// A tile of `rows` rows whose a is packed k-major (kb x rows).
+// A tile of `rows` (< MR) rows of a, read in place.
 template <typename WT>
-void row_block(KIndex rows, KIndex kb, const float* ap, const WT* bp, float* c, KIndex ldc, bool first,
+void row_block(KIndex rows, KIndex kb, const float* a, KIndex lda, const WT* bp, float* c, KIndex ldc, bool first,
                const float* bias) {
   switch (rows) {
-    case 1: tile<1, 1>(kb, ap, 1, 1, bp, 0, c, ldc, first, bias); break;
-    case 2: tile<2, 1>(kb, ap, 1, 2, bp, 0, c, ldc, first, bias); break;
-    case 3: tile<3, 1>(kb, ap, 1, 3, bp, 0, c, ldc, first, bias); break;
-    case 4: tile<4, 1>(kb, ap, 1, 4, bp, 0, c, ldc, first, bias); break;
-    case 5: tile<5, 1>(kb, ap, 1, 5, bp, 0, c, ldc, first, bias); break;
-    default: tile<6, 1>(kb, ap, 1, 6, bp, 0, c, ldc, first, bias); break;
+    case 1: tile<1, 1>(kb, a, lda, bp, 0, c, ldc, first, bias); break;
+    case 2: tile<2, 1>(kb, a, lda, bp, 0, c, ldc, first, bias); break;
+    case 3: tile<3, 1>(kb, a, lda, bp, 0, c, ldc, first, bias); break;
+    case 4: tile<4, 1>(kb, a, lda, bp, 0, c, ldc, first, bias); break;
+    case 5: tile<5, 1>(kb, a, lda, bp, 0, c, ldc, first, bias); break;
+    case 6: tile<6, 1>(kb, a, lda, bp, 0, c, ldc, first, bias); break;
+    default: tile<7, 1>(kb, a, lda, bp, 0, c, ldc, first, bias); break;
   }
-}
-
-// Packs rows [0, mb) x columns [0, kb) of a into tiles of MR rows, each k-major.
-void pack_a(KIndex mb, KIndex kb, const float* a, KIndex lda, float* dst) {
-  for (KIndex r0 = 0; r0 < mb; r0 += MR) {
-    const KIndex rows = mb - r0 < MR ? mb - r0 : MR;
-    for (KIndex kk = 0; kk < kb; ++kk)
-      for (KIndex r = 0; r < rows; ++r) dst[kk * rows + r] = a[(r0 + r) * lda + kk];
-    dst += rows * kb;
-  }
+  static_assert(MR <= 8, "row_block handles up to 7 rows");
 }
 
 // One or two rows: the weights stream through once, so several panels share each broadcast and
@@ -170,9 +168,37 @@ void thin(KIndex k, const float* a, KIndex lda, const WT* packed, KIndex panels,
   const KIndex pstride = k * NR;
   KIndex p = 0;
   for (; p + NP <= panels; p += NP)
-    tile<R, NP>(k, a, lda, 1, packed + p * pstride, pstride, c + p * NR, ldc, true, bias ? bias + p * NR : nullptr);
+    tile<R, NP>(k, a, lda, packed + p * pstride, pstride, c + p * NR, ldc, true, bias ? bias + p * NR : nullptr);
   for (; p < panels; ++p)
-    tile<R, 1>(k, a, lda, 1, packed + p * pstride, pstride, c + p * NR, ldc, true, bias ? bias + p * NR : nullptr);
+    tile<R, 1>(k, a, lda, packed + p * pstride, pstride, c + p * NR, ldc, true, bias ? bias + p * NR : nullptr);
+}
+
+// Rows [0, mb) of a (rows lda apart) against np (1 or 2) panels of a k block: tiles of TR rows x TP
+// panels, then the last rows (too few accumulators to hide the FMA latency) two panels at a time.
+template <int TR, int TP, typename WT>
+void block_rows(KIndex kb, const float* a, KIndex lda, KIndex mb, const WT* bp, KIndex pstride, KIndex np,
+                float* c, KIndex ldc, bool first, const float* bias) {
+  const KIndex full = mb - mb % TR, rest = mb - full;
+  if (np == TP) {
+    for (KIndex r = 0; r < full; r += TR) tile<TR, TP>(kb, a + r * lda, lda, bp, pstride, c + r * ldc, ldc, first, bias);
+  } else {
+    for (KIndex q = 0; q < np; ++q)
+      for (KIndex r = 0; r < full; r += TR)
+        tile<TR, 1>(kb, a + r * lda, lda, bp + q * pstride, 0, c + r * ldc + q * NR, ldc, first,
+                    bias ? bias + q * NR : nullptr);
+  }
+  if (rest == 0) return;
+  const float* ap = a + full * lda;
+  float* cp = c + full * ldc;
+  if (np == 2 && rest == 2)
+    tile<2, 2>(kb, ap, lda, bp, pstride, cp, ldc, first, bias);
+  else if (np == 2 && rest == 3)
+    tile<3, 2>(kb, ap, lda, bp, pstride, cp, ldc, first, bias);
+  else if (np == 2 && rest == 1)
+    tile<1, 2>(kb, ap, lda, bp, pstride, cp, ldc, first, bias);
+  else
+    for (KIndex q = 0; q < np; ++q)
+      row_block(rest, kb, ap, lda, bp + q * pstride, cp + q * NR, ldc, first, bias ? bias + q * NR : nullptr);
 }
 
 template <typename WT>
@@ -186,40 +212,34 @@ void gemm_t(KIndex m, KIndex k, const float* a, KIndex lda, const WT* packed, KI
   }
   if (m == 1) return thin<1, 4, WT>(k, a, lda, packed, panels, c, ldc, bias);
   if (m == 2) return thin<2, 2, WT>(k, a, lda, packed, panels, c, ldc, bias);
-  // The block of a in use, packed: MC x KC floats per thread, so a call allocates nothing.
-  thread_local float a_block[MC * KC];
+  // a is read in place: its rows are a handful of streams a tile broadcasts from, which costs
+  // less than copying them into a k-major block (measured: 10-25% faster on AVX2 and AVX-512).
   const KIndex pstride = k * NR;
+  const KIndex blocks = (m + MC - 1) / MC;
+  const KIndex mc = ((m + blocks - 1) / blocks + MR - 1) / MR * MR;  // <= MC
+#if defined(__AVX512F__)
+  // Over several k blocks (a wide layer's recurrent product), 4 rows x 2 panels measured 10%
+  // faster than 8 rows x 1 panel, and the same or slower over one.
+  const bool wide = k > KC;
+#endif
   for (KIndex k0 = 0; k0 < k; k0 += KC) {
     const KIndex kb = k - k0 < KC ? k - k0 : KC;
     const bool first = k0 == 0, last = k0 + kb >= k;
-    for (KIndex m0 = 0; m0 < m; m0 += MC) {
-      const KIndex mb = m - m0 < MC ? m - m0 : MC;
-      pack_a(mb, kb, a + m0 * lda + k0, lda, a_block);
-      // Full 6-row tiles panel by panel; the last rows (fewer than 6, so too few accumulators
-      // to hide the FMA latency) two panels at a time.
-      const KIndex full = mb - mb % MR, rest = mb - full;
+    for (KIndex m0 = 0; m0 < m; m0 += mc) {
+      const KIndex mb = m - m0 < mc ? m - m0 : mc;
+      const float* ab = a + m0 * lda + k0;
       for (KIndex p = 0; p < panels; p += 2) {
         const KIndex np = panels - p < 2 ? panels - p : 2;
-        for (KIndex q = 0; q < np; ++q) {
-          const WT* bp = packed + (p + q) * pstride + k0 * NR;
-          const float* pb = last && bias ? bias + (p + q) * NR : nullptr;
-          for (KIndex r = 0; r < full; r += MR)
-            tile<MR, 1>(kb, a_block + r * kb, 1, MR, bp, 0, c + (m0 + r) * ldc + (p + q) * NR, ldc, first, pb);
-        }
-        if (rest == 0) continue;
         const WT* bp = packed + p * pstride + k0 * NR;
         const float* pb = last && bias ? bias + p * NR : nullptr;
-        const float* ap = a_block + full * kb;
-        float* cp = c + (m0 + full) * ldc + p * NR;
-        if (np == 2 && rest == 2)
-          tile<2, 2>(kb, ap, 1, 2, bp, pstride, cp, ldc, first, pb);
-        else if (np == 2 && rest == 3)
-          tile<3, 2>(kb, ap, 1, 3, bp, pstride, cp, ldc, first, pb);
-        else if (np == 2 && rest == 1)
-          tile<1, 2>(kb, ap, 1, 1, bp, pstride, cp, ldc, first, pb);
-        else
-          for (KIndex q = 0; q < np; ++q)
-            row_block(rest, kb, ap, bp + q * pstride, cp + q * NR, ldc, first, pb ? pb + q * NR : nullptr);
+        float* cp = c + m0 * ldc + p * NR;
+#if defined(__AVX512F__)
+        if (wide) {
+          block_rows<4, 2, WT>(kb, ab, lda, mb, bp, pstride, np, cp, ldc, first, pb);
+          continue;
+        }
+#endif
+        block_rows<MR, 1, WT>(kb, ab, lda, mb, bp, pstride, np, cp, ldc, first, pb);
       }
     }
   }

@@ -255,6 +255,12 @@ struct StreamStates {
   // The site base for the graph of nested model `model` run at call site `site` (with its own
   // base added): a range of `nodes` sites past every other graph's, the same at every step.
   int scope(const Op* model, int site, std::size_t nodes);
+  // Takes another stream's call-site bases (a batch of streams steps with the bases they share).
+  void copy_scopes(const StreamStates& from) {
+    if (next_base_ == from.next_base_ && scopes_.size() == from.scopes_.size()) return;  // bases only grow
+    scopes_ = from.scopes_;
+    next_base_ = from.next_base_;
+  }
 
  private:
   std::map<std::pair<const Op*, int>, int> scopes_;

@@ -1136,6 +1136,9 @@ struct ModelStream::Impl {
   std::shared_ptr<const ModelShared> shared;
   graph::StreamStates states;
   std::map<Index, std::size_t> outputs_length;  // per step length, so a step infers no shapes
+  // The batched states of step_named_many's group that starts with this stream, kept between
+  // calls so that a repeated call reuses its buffers.
+  std::unique_ptr<graph::StreamStates> batch_cache;
 };
 
 std::unique_ptr<ModelStream> Model::make_stream(Index batch) const {
@@ -1274,6 +1277,291 @@ void ModelStream::step_named(const std::vector<NamedInput>& inputs, std::vector<
     throw;
   }
   ModelShared::copy_outputs(idx, vals, outputs);
+}
+
+// ---- many streams in one call ----------------------------------------------------------------
+
+namespace {
+
+using graph::StreamStates;
+
+// Whether two streams' states can ride in one batch: the same call sites with states of the same
+// sizes, and causal histories of the same length (all axes but the batch).
+bool same_layout(const StreamStates& a, const StreamStates& b) {
+  if (a.states.size() != b.states.size() || a.history.size() != b.history.size()) return false;
+  for (auto ia = a.states.begin(), ib = b.states.begin(); ia != a.states.end(); ++ia, ++ib) {
+    if (ia->first != ib->first || ia->second.size() != ib->second.size()) return false;
+    for (std::size_t j = 0; j < ia->second.size(); ++j)
+      if (ia->second[j].num_states() != ib->second[j].num_states() || ia->second[j].units() != ib->second[j].units())
+        return false;
+  }
+  for (auto ia = a.history.begin(), ib = b.history.begin(); ia != a.history.end(); ++ia, ++ib) {
+    const Value &x = ia->second, &y = ib->second;
+    if (ia->first != ib->first || x.shape.size() != y.shape.size() || x.shape.empty() || x.ids || y.ids || x.strings ||
+        y.strings)
+      return false;
+    if (!std::equal(x.shape.begin() + 1, x.shape.end(), y.shape.begin() + 1)) return false;
+  }
+  return true;
+}
+
+// Rows [r, r + b) of a batch-first value of `total` rows.
+Value rows_of(const Value& v, Index r, Index b, Index total) {
+  Value out;
+  out.shape = v.shape;
+  out.shape[0] = b;
+  const std::size_t per = total > 0 ? v.data.size() / static_cast<std::size_t>(total) : 0;
+  out.data.assign(v.data.begin() + static_cast<std::ptrdiff_t>(per * r), v.data.begin() + static_cast<std::ptrdiff_t>(per * (r + b)));
+  if (v.mask) {
+    const std::size_t m = v.mask->size() / static_cast<std::size_t>(total);
+    out.mask = std::make_shared<const std::vector<std::uint8_t>>(v.mask->begin() + static_cast<std::ptrdiff_t>(m * r),
+                                                                 v.mask->begin() + static_cast<std::ptrdiff_t>(m * (r + b)));
+  }
+  if (v.ids) {
+    const std::size_t m = v.ids->values.size() / static_cast<std::size_t>(total);
+    auto ids = std::make_shared<graph::Ids>();
+    ids->input = v.ids->input;
+    ids->values.assign(v.ids->values.begin() + static_cast<std::ptrdiff_t>(m * r),
+                       v.ids->values.begin() + static_cast<std::ptrdiff_t>(m * (r + b)));
+    out.ids = std::move(ids);
+  }
+  if (v.strings) {
+    const std::size_t m = v.strings->size() / static_cast<std::size_t>(total);
+    out.strings = std::make_shared<const std::vector<std::string>>(v.strings->begin() + static_cast<std::ptrdiff_t>(m * r),
+                                                                   v.strings->begin() + static_cast<std::ptrdiff_t>(m * (r + b)));
+  }
+  return out;
+}
+
+// Puts the states of `group` (streams of one layout) side by side in `into`, whose States are
+// reused when they already have this layout and batch.
+void gather_states(const std::vector<StreamStates*>& group, Index total, StreamStates& into) {
+  const StreamStates& first = *group[0];
+  bool reuse = into.batch == total && into.states.size() == first.states.size();
+  for (auto a = into.states.cbegin(), b = first.states.begin(); reuse && a != into.states.cend(); ++a, ++b) {
+    reuse = a->first == b->first && a->second.size() == b->second.size();
+    for (std::size_t j = 0; reuse && j < a->second.size(); ++j)
+      reuse = a->second[j].batch() == total && a->second[j].num_states() == b->second[j].num_states() &&
+              a->second[j].units() == b->second[j].units();
+  }
+  if (!reuse) {
+    into.states.clear();
+    for (const auto& [key, list] : first.states) {
+      std::vector<State> v;
+      for (const State& st : list) v.emplace_back(st.num_states(), total, st.units());
+      into.states.emplace(key, std::move(v));
+    }
+  }
+  into.batch = total;
+  into.copy_scopes(first);
+  into.history.clear();
+  Index r = 0;
+  for (StreamStates* s : group) {
+    const Index b = s->batch;
+    for (auto& [key, list] : s->states) {
+      std::vector<State>& to = into.states.at(key);
+      for (std::size_t j = 0; j < list.size(); ++j) {
+        State& from = list[j];
+        State& dst = to[j];
+        from.sync_to_host();
+        dst.detach_device();
+        for (int i = 0; i < from.num_states(); ++i) dst.tensor(i).middleRows(r, b) = from.tensor(i);
+        RowMatrix& c = dst.carried_output();
+        if (c.rows() != total || c.cols() != dst.units()) c.setZero(total, dst.units());
+        const RowMatrix& fc = from.carried_output();
+        if (fc.rows() == b && fc.cols() == c.cols()) c.middleRows(r, b) = fc;
+        else c.middleRows(r, b).setZero();
+      }
+    }
+    r += b;
+  }
+  for (const auto& [key, h0] : first.history) {
+    if (group.size() == 1) {
+      into.history.emplace(key, h0);
+      continue;
+    }
+    Value v;
+    v.shape = h0.shape;
+    v.shape[0] = total;
+    bool masked = false;
+    for (StreamStates* s : group) {
+      const Value& h = s->history.at(key);
+      v.data.insert(v.data.end(), h.data.begin(), h.data.end());
+      masked = masked || h.mask;
+    }
+    if (masked && v.shape.size() >= 2) {
+      auto m = std::make_shared<std::vector<std::uint8_t>>();
+      for (StreamStates* s : group) {
+        const Value& h = s->history.at(key);
+        const std::size_t n = static_cast<std::size_t>(h.shape[0] * h.shape[1]);
+        if (h.mask) m->insert(m->end(), h.mask->begin(), h.mask->end());
+        else m->insert(m->end(), n, std::uint8_t{1});
+      }
+      v.mask = std::move(m);
+    }
+    into.history.emplace(key, std::move(v));
+  }
+}
+
+// Hands each stream of `group` its rows of the batch's states after a successful step.
+void scatter_states(StreamStates& from, const std::vector<StreamStates*>& group) {
+  const Index total = from.batch;
+  for (auto& [key, list] : from.states)
+    for (State& st : list) st.sync_to_host();
+  Index r = 0;
+  for (StreamStates* s : group) {
+    const Index b = s->batch;
+    for (auto& [key, list] : from.states) {
+      std::vector<State>& mine = s->states[key];
+      if (mine.empty())
+        for (const State& st : list) mine.emplace_back(st.num_states(), b, st.units());
+      for (std::size_t j = 0; j < list.size() && j < mine.size(); ++j) {
+        State& to = mine[j];
+        const State& st = list[j];
+        to.detach_device();  // the host copy becomes current; the next step uploads it again
+        for (int i = 0; i < st.num_states(); ++i) to.tensor(i) = st.tensor(i).middleRows(r, b);
+        const RowMatrix& c = const_cast<State&>(st).carried_output();
+        if (c.rows() == total) to.carried_output() = c.middleRows(r, b);
+        else to.carried_output().setZero(b, to.units());
+      }
+    }
+    for (auto& [key, h] : from.history) {
+      if (group.size() == 1) {
+        s->history[key] = std::move(h);
+        continue;
+      }
+      s->history[key] = rows_of(h, r, b, total);
+    }
+    s->copy_scopes(from);
+    r += b;
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// The model all streams step, checked: each stream once, all from one model. Returns the sum of
+// their batches in `total`.
+template <typename Stream>
+const std::shared_ptr<const ModelShared>* shared_of(const std::vector<Stream*>& streams, Index& total,
+                                                    const std::shared_ptr<const ModelShared>& (*get)(Stream*),
+                                                    Index (*batch)(Stream*)) {
+  if (streams.empty()) fail(Code::invalid_argument, "num_states: expected at least 1 state, got 0");
+  const std::shared_ptr<const ModelShared>* first = nullptr;
+  double sum = 0;
+  // Repeats found by sorting (no allocation per state, as a map would make).
+  std::vector<std::pair<const void*, std::size_t>> seen(streams.size());
+  for (std::size_t i = 0; i < streams.size(); ++i) seen[i] = {streams[i], i};
+  std::sort(seen.begin(), seen.end());
+  for (std::size_t k = 1; k < seen.size(); ++k)
+    if (seen[k].first && seen[k].first == seen[k - 1].first)
+      fail(Code::invalid_argument, "states[", seen[k - 1].second, "] and states[", seen[k].second,
+           "] are the same state (each stream may appear once per call)");
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    if (!streams[i]) fail(Code::invalid_argument, "states[", i, "] is NULL");
+    const auto& sh = get(streams[i]);
+    if (!first) first = &sh;
+    else if (sh.get() != first->get())
+      fail(Code::invalid_argument, "states[", i, "] was created from another model than states[0] (one call steps the "
+           "states of one model; step each model's states in a call of their own)");
+    sum += static_cast<double>(batch(streams[i]));
+  }
+  check_limit(Limit::batch, sum, "states: the sum of the states' batches");
+  total = static_cast<Index>(sum);
+  return first;
+}
+
+// A step's inputs must hold the rows of every stream: say so before the model checks the rest.
+void check_batch_rows(const std::vector<NamedInput>& inputs, Index total, std::size_t num_streams) {
+  for (std::size_t k = 0; k < inputs.size(); ++k)
+    if (!inputs[k].dims.empty() && inputs[k].dims[0] != total)
+      fail(Code::shape, "inputs[", k, "] ('", inputs[k].name, "').dims: batch ", inputs[k].dims[0], ", expected ", total,
+           " (the rows of the ", num_streams, " states, one after another in the order of states)");
+}
+
+}  // namespace
+
+void ModelStream::named_output_shapes_many(const std::vector<const ModelStream*>& streams,
+                                           const std::vector<NamedInput>& inputs, std::vector<NamedOutput>& outputs) {
+  Index total = 0;
+  const auto& shared = *shared_of<const ModelStream>(
+      streams, total, [](const ModelStream* m) -> const std::shared_ptr<const ModelShared>& { return m->impl_->shared; },
+      [](const ModelStream* m) { return m->impl_->states.batch; });
+  const ModelShared& s = *shared;
+  check_batch_rows(inputs, total, streams.size());
+  bool free_time = false;
+  const std::vector<Value> in = s.named_values(inputs, total, free_time, true);
+  s.shape_outputs(s.named_output_indices(outputs), s.dims_for(in), outputs, false);
+}
+
+void ModelStream::step_named_many(const std::vector<ModelStream*>& streams, const std::vector<NamedInput>& inputs,
+                                  std::vector<NamedOutput>& outputs) {
+  Index total = 0;
+  const auto& shared = *shared_of<ModelStream>(
+      streams, total, [](ModelStream* m) -> const std::shared_ptr<const ModelShared>& { return m->impl_->shared; },
+      [](ModelStream* m) { return m->impl_->states.batch; });
+  const ModelShared& s = *shared;
+  check_batch_rows(inputs, total, streams.size());
+  bool free_time = false;
+  const std::vector<Value> in = s.named_values(inputs, total, free_time);
+  const std::vector<std::size_t> idx = s.named_output_indices(outputs);
+  const std::vector<std::vector<Index>> dims = s.dims_for(in);
+  s.shape_outputs(idx, dims, outputs, true);
+
+  // Groups of consecutive streams whose states line up (after their first step, all of them); a
+  // model with a fixed batch steps each stream alone.
+  bool fixed = false;
+  for (const Spec& sp : s.graph->input_specs) fixed = fixed || sp.dims[0] >= 0;
+  struct Group {
+    std::vector<StreamStates*> members;
+    Index row = 0, rows = 0;
+    StreamStates* batched = nullptr;
+    std::vector<Value> vals;
+  };
+  std::vector<Group> groups;
+  Index row = 0;
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    StreamStates& st = streams[i]->impl_->states;
+    if (groups.empty() || fixed || !same_layout(*groups.back().members.back(), st)) {
+      groups.emplace_back();
+      groups.back().row = row;
+      std::unique_ptr<StreamStates>& cache = streams[i]->impl_->batch_cache;
+      if (!cache) cache = std::make_unique<StreamStates>();
+      groups.back().batched = cache.get();
+    }
+    groups.back().members.push_back(&st);
+    groups.back().rows += st.batch;
+    row += st.batch;
+  }
+  // Every group runs before any stream changes: a failure leaves them all as they were.
+  for (Group& g : groups) {
+    gather_states(g.members, g.rows, *g.batched);
+    graph::RunContext ctx;
+    ctx.stream = g.batched;
+    if (groups.size() == 1) {
+      g.vals = s.graph->run(in, ctx);
+    } else {
+      std::vector<Value> part;
+      for (const Value& v : in) part.push_back(rows_of(v, g.row, g.rows, total));
+      g.vals = s.graph->run(part, ctx);
+    }
+    for (std::size_t k = 0; k < outputs.size(); ++k) {
+      const Value& v = g.vals[idx[k]];
+      const std::vector<Index>& d = dims[idx[k]];
+      if (v.shape.size() != d.size() || v.shape[0] != g.rows || !std::equal(d.begin() + 1, d.end(), v.shape.begin() + 1))
+        fail(Code::shape, "outputs[", k, "] ('", outputs[k].name, "'): states ", shape_string(v.shape),
+             " of one group of states differ from the batch's ", shape_string(d), "; step these states one by one");
+    }
+  }
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    float* at = outputs[k].data;
+    for (const Group& g : groups) {
+      const Value& v = g.vals[idx[k]];
+      at = std::copy_n(v.data.data(), v.data.size(), at);
+    }
+  }
+  for (Group& g : groups) scatter_states(*g.batched, g.members);
 }
 
 }  // namespace recur

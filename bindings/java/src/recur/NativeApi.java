@@ -11,11 +11,15 @@ final class NativeApi {
 
   private NativeApi() {}
 
-  static final int RUN = 0, MODEL_SHAPES = 1, STEP = 2, STATE_SHAPES = 3;
+  static final int RUN = 0, MODEL_SHAPES = 1, STEP = 2, STATE_SHAPES = 3, STEP_STATES = 4, STATES_SHAPES = 5;
 
   static native void named(int op, long handle, Object[] names, int[] dtypes, Object[] data, long[] dims, int[] ranks,
                            Object[] masks, Object[] outNames, Object[] outBufs, long[] outDims, int[] outRanks,
                            long[] outLengths, long options);
+
+  /** The count and the handles in C memory: the handle of named's STEP_STATES and STATES_SHAPES. */
+  static native long statesArray(long[] handles);
+  static native void freeStatesArray(long array);
 
   static native long optionsCreate();
   static native void optionsDestroy(long options);
