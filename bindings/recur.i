@@ -293,6 +293,13 @@ typedef struct {} RecurLayer;
   /* Threads one CPU call may use: 1 (the default) never starts a thread, 0 = one per core. */
   recur_rc set_num_threads(int32_t num_threads) { return recur_layer_set_num_threads($self, num_threads); }
   recur_rc get_num_threads(int32_t *num_threads) { return recur_layer_get_num_threads($self, num_threads); }
+  /* Reduced precision weights (since 0.8): "float32" (the default), "bf16" or "int8". */
+  recur_rc set_precision(const char *precision) { return recur_layer_set_precision($self, precision); }
+  const char *get_precision() {
+    const char *p = "";
+    recur_layer_get_precision($self, &p);
+    return p;
+  }
   recur_rc reset_states() { return recur_layer_reset_states($self); }
   /* Keras 3 backend semantics: "tensorflow" (the default) or "jax". */
   recur_rc set_keras_backend(const char *backend) { return recur_layer_set_keras_backend($self, backend); }
@@ -426,6 +433,13 @@ typedef struct {} RecurModel;
   /* On every layer the model runs, and on the layers get_layer returns afterwards. */
   recur_rc set_num_threads(int32_t num_threads) { return recur_model_set_num_threads($self, num_threads); }
   recur_rc get_num_threads(int32_t *num_threads) { return recur_model_get_num_threads($self, num_threads); }
+  /* Reduced precision weights of every recurrent layer (since 0.8). */
+  recur_rc set_precision(const char *precision) { return recur_model_set_precision($self, precision); }
+  const char *get_precision() {
+    const char *p = "";
+    recur_model_get_precision($self, &p);
+    return p;
+  }
 
   /* ---- graphs: inputs and outputs, stateful models, backends, streams (since 0.4) ---- */
   /* A model from the bytes of a .keras or .h5 file (copied during the call); file_name (may be

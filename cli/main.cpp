@@ -4,14 +4,14 @@
 //   recur info FILE [--json] [--device DEV]
 //   recur run FILE --input x.npy [--input [NAME=]y.npy ...] [--mask [NAME=]m.npy ...]
 //             [--initial-state h.npy ...] [--layer NAME] [--device DEV] [--threads N]
-//             [--keras-backend tensorflow|jax] [--states-in s.npz] [--states-out s.npz]
+//             [--precision float32|bf16|int8] [--keras-backend tensorflow|jax] [--states-in s.npz] [--states-out s.npz]
 //             [--outputs NAME[,NAME...]] [--output out.npz|out.npy|out.txt|out.json|-]
 //             [--output-dir DIR] [--json]
 //   recur verify FILE --input x.npy [...] --expected y.npy|y.npz [--expected ...] [--mask ...]
 //                [--initial-state h.npy ...] [--layer NAME] [--device DEV] [--threads N]
-//                [--keras-backend B] [--states-in s.npz] [--outputs NAME[,NAME...]] [--atol 1e-5]
+//                [--precision P] [--keras-backend B] [--states-in s.npz] [--outputs NAME[,NAME...]] [--atol 1e-5]
 //   recur stream FILE --input x.npy [...] [--mask ...] --chunk N [--row-streams] [--device DEV] [--threads N]
-//                [--keras-backend B] [--per-step] [--outputs ...] [--output ...] [--output-dir DIR] [--json]
+//                [--precision P] [--keras-backend B] [--per-step] [--outputs ...] [--output ...] [--output-dir DIR] [--json]
 //   recur devices
 //
 // Every subcommand takes --log debug|info|warning|error (or -v for info), also before it: the
@@ -885,6 +885,7 @@ struct RunArgs {
   std::vector<std::string> inputs, masks, expected;
   std::vector<std::string> output_names;  // --outputs / --output-name: NAME[,NAME...] each
   std::string device = "cpu";
+  std::string precision = "float32";
   int32_t threads = 1;
   int32_t chunk = 1;
   std::vector<std::string> initial_states;
@@ -1347,6 +1348,8 @@ void open_model(ModelHandle& mh, const RunArgs& a) {
   // Before the device, so a bad count is reported without touching a GPU.
   check(recur_model_set_num_threads(mh.m, a.threads));
   if (!a.keras_backend.empty()) check(recur_model_set_keras_backend(mh.m, a.keras_backend.c_str()));
+  // Before the device too: a GPU refuses bf16/int8 and says so.
+  check(recur_model_set_precision(mh.m, a.precision.c_str()));
   check(recur_model_set_device(mh.m, a.device.c_str()));
   status() << "device: " << one_line(device_line(model_device(mh.m, -1))) << "\n";
 }
@@ -1436,6 +1439,7 @@ RunResult run_layer(const RunArgs& a) {
   check(recur_model_get_layer(mh.m, a.layer.c_str(), &lh.l));
   check(recur_layer_set_num_threads(lh.l, a.threads));
   if (!a.keras_backend.empty()) check(recur_layer_set_keras_backend(lh.l, a.keras_backend.c_str()));
+  check(recur_layer_set_precision(lh.l, a.precision.c_str()));
   check(recur_layer_set_device(lh.l, a.device.c_str()));
   recur_device_info where{};
   where.version = RECUR_DEVICE_INFO_VERSION;
@@ -1887,8 +1891,8 @@ int cmd_verify(const RunArgs& a) {
     count += g->data.size();
   }
   const bool ok = shapes_ok && max_abs <= a.atol;
-  std::printf("max abs error: %.6e\nmax rel error: %.6e\nelements: %zu\natol: %g\n%s\n", max_abs, max_rel, count, a.atol,
-              ok ? "OK" : "MISMATCH");
+  std::printf("precision: %s\nmax abs error: %.6e\nmax rel error: %.6e\nelements: %zu\natol: %g\n%s\n",
+              a.precision.c_str(), max_abs, max_rel, count, a.atol, ok ? "OK" : "MISMATCH");
   return ok ? 0 : 1;
 }
 
@@ -1993,6 +1997,10 @@ int main(int argc, char** argv) {
     sub->add_option("--device", a.device, device_help)->capture_default_str();
     // No range check here: the library's, so the message is the one the C ABI gives.
     sub->add_option("--threads", a.threads, threads_help)->capture_default_str();
+    sub->add_option("--precision", a.precision,
+                    "weights of the recurrent layers in their matrix products: float32 (Keras's numbers), bf16 or int8 "
+                    "(faster, outputs differ from Keras's; see docs/precision.md)")
+        ->capture_default_str();
     sub->add_option("--keras-backend", a.keras_backend, backend_help);
     sub->add_option("--timeout", a.timeout,
                     "seconds each model run or stream step may take before it stops with an error (0, the default: "

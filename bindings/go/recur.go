@@ -607,6 +607,26 @@ func (l *Layer) NumThreads() (int, error) {
 	return int(n), err
 }
 
+// SetPrecision sets the precision of the kernel and recurrent kernel in the layer's matrix
+// products on the CPU: "float32" (the default, Keras's numbers), "bf16" or "int8" (faster; the
+// outputs then differ from Keras's, see docs/precision.md). The float32 weights are kept: Weights
+// is unchanged and "float32" again gives exactly the float32 numbers. An unknown name fails with
+// ErrInvalidArgument (the message lists the valid ones), a layer on a GPU with ErrUnsupported.
+// It waits for calls in progress on the layer.
+func (l *Layer) SetPrecision(precision string) error {
+	return l.writing(func(h recurswig.SwigcptrLayer) error { return h.Set_precision(precision) })
+}
+
+// Precision is "float32", "bf16" or "int8".
+func (l *Layer) Precision() (string, error) {
+	var p string
+	err := l.reading(func(h recurswig.SwigcptrLayer) error {
+		p = h.Get_precision()
+		return nil
+	})
+	return p, err
+}
+
 // ResetStates zero-fills a stateful layer's states (Keras reset_states()).
 func (l *Layer) ResetStates() error {
 	return l.writing(func(h recurswig.SwigcptrLayer) error { return h.Reset_states() })
@@ -1090,6 +1110,23 @@ func (m *Model) NumThreads() (int, error) {
 	var n int32
 	err := m.reading(func(h recurswig.SwigcptrModel) error { return h.Get_num_threads(&n) })
 	return int(n), err
+}
+
+// SetPrecision sets Layer.SetPrecision on every recurrent layer the model runs, and on the layers
+// Layer returns afterwards; the other layers stay float32. ErrUnsupported on a GPU or, for "bf16"
+// and "int8", for a model without recurrent layers. It waits for Runs in progress.
+func (m *Model) SetPrecision(precision string) error {
+	return m.writing(func(h recurswig.SwigcptrModel) error { return h.Set_precision(precision) })
+}
+
+// Precision is the precision as last set with SetPrecision ("float32" by default).
+func (m *Model) Precision() (string, error) {
+	var p string
+	err := m.reading(func(h recurswig.SwigcptrModel) error {
+		p = h.Get_precision()
+		return nil
+	})
+	return p, err
 }
 
 // Device says where the model runs, and why.

@@ -1214,3 +1214,54 @@ func TestModelNumThreads(t *testing.T) {
 	_, err = m.NumThreads()
 	wantError(t, "model NumThreads after Close", err, ErrState, "closed")
 }
+
+func TestPrecision(t *testing.T) {
+	l := mustLayer(t, gruOptions(5, 3))
+	defer l.Close()
+	if p, err := l.Precision(); err != nil || p != "float32" {
+		t.Fatalf("a new layer: Precision() = %q, %v; want float32", p, err)
+	}
+	x := make([]float32, 2*4*3)
+	for i := range x {
+		x[i] = float32(i%7)/7 - 0.4
+	}
+	run := func() []float32 {
+		out := make([]float32, 2*4*5)
+		if err := l.Forward(x, 2, 4, out, nil); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	f32 := run()
+	for _, p := range []string{"bf16", "int8"} {
+		if err := l.SetPrecision(p); err != nil {
+			t.Fatalf("SetPrecision(%q): %v", p, err)
+		}
+		if got, _ := l.Precision(); got != p {
+			t.Errorf("Precision() = %q after SetPrecision(%q)", got, p)
+		}
+		if d := maxDiff32(f32, run()); !(d > 0 && d < 0.05) {
+			t.Errorf("%s: largest difference from float32 %g, want within (0, 0.05)", p, d)
+		}
+	}
+	if err := l.SetPrecision("float32"); err != nil {
+		t.Fatal(err)
+	}
+	if d := maxDiff32(f32, run()); d != 0 {
+		t.Errorf("float32 again differs by %g", d)
+	}
+	wantError(t, "SetPrecision(fp16)", l.SetPrecision("fp16"), ErrInvalidArgument, `"bf16" or "int8"`)
+
+	m, err := OpenModel(filepath.Join(sourceDir(t), "examples", "models", "sentiment_keras3.keras"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.SetPrecision("int8"); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := m.Precision(); err != nil || p != "int8" {
+		t.Errorf("model Precision() = %q, %v; want int8", p, err)
+	}
+	wantError(t, "model SetPrecision(int4)", m.SetPrecision("int4"), ErrInvalidArgument, "unknown precision")
+}

@@ -207,6 +207,23 @@
     return n[0];
   }
 
+  /**
+   * The precision of the kernel and recurrent kernel in this layer's matrix products on the CPU:
+   * "float32" (the default, Keras's numbers), "bf16" or "int8" (faster; the outputs then differ
+   * from Keras's, see docs/precision.md). The float32 weights are kept: getWeights is unchanged
+   * and "float32" again gives exactly the float32 numbers.
+   * @throws InvalidArgumentException an unknown name (the message lists the valid ones)
+   * @throws UnsupportedException the layer is on a GPU (float32 only)
+   */
+  public void setPrecision(String precision) {
+    setPrecisionRaw(precision);
+  }
+
+  /** "float32", "bf16" or "int8". */
+  public String getPrecision() {
+    return getPrecisionRaw();
+  }
+
   // ---- stateful layers ---------------------------------------------------------------------
 
   /**

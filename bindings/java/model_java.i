@@ -138,6 +138,21 @@
     return n[0];
   }
 
+  /**
+   * Sets {@link Layer#setPrecision(String)} on every recurrent layer the model runs (and on the
+   * layers {@link #getLayer(String)} returns afterwards); the other layers stay float32.
+   * @throws InvalidArgumentException an unknown name
+   * @throws UnsupportedException the model is on a GPU, or has no recurrent layer (bf16, int8)
+   */
+  public void setPrecision(String precision) {
+    setPrecisionRaw(precision);
+  }
+
+  /** The precision as last set ("float32" by default). */
+  public String getPrecision() {
+    return getPrecisionRaw();
+  }
+
   /** Floats that run writes for batch sequences of timesteps steps. */
   public int outputLength(int batch, int timesteps) {
     long[] n = new long[1];

@@ -355,6 +355,8 @@ RECUR_JAVA_SELF(RecurModelState, "ModelState")
 %rename(getDeviceRaw) get_device;
 %rename(setNumThreadsRaw) set_num_threads;
 %rename(getNumThreadsRaw) get_num_threads;
+%rename(setPrecisionRaw) set_precision;
+%rename(getPrecisionRaw) get_precision;
 %rename(setKerasBackendRaw) set_keras_backend;
 %rename(openMemoryRaw) RecurModel::open_memory;
 %rename(numInputsRaw) RecurModel::num_inputs;
@@ -419,6 +421,8 @@ RECUR_JAVA_SELF(RecurModelState, "ModelState")
 %javamethodmodifiers get_device "";
 %javamethodmodifiers set_num_threads "";
 %javamethodmodifiers get_num_threads "";
+%javamethodmodifiers set_precision "";
+%javamethodmodifiers get_precision "";
 %javamethodmodifiers set_keras_backend "";
 %javamethodmodifiers RecurModel::open_memory "";
 %javamethodmodifiers RecurModel::num_inputs "";

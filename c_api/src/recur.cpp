@@ -1597,3 +1597,41 @@ recur_status recur_run_options_get_timeout(const recur_run_options* options, dou
 }
 
 }  // extern "C"
+
+/* ---- reduced precision weights (0.8) ---- */
+
+extern "C" {
+
+recur_status recur_layer_set_precision(recur_layer* layer, const char* precision) {
+  return guarded([&] {
+    recur::Layer& l = layer_of(layer, "recur_layer_set_precision");
+    require(precision, "recur_layer_set_precision", "precision");
+    l.set_precision(recur::parse_precision(precision, "recur_layer_set_precision"));
+  });
+}
+
+recur_status recur_layer_get_precision(const recur_layer* layer, const char** precision) {
+  return guarded([&] {
+    const recur::Layer& l = layer_of(layer, "recur_layer_get_precision");
+    require(precision, "recur_layer_get_precision", "precision");
+    *precision = recur::precision_name(l.precision());
+  });
+}
+
+recur_status recur_model_set_precision(recur_model* model, const char* precision) {
+  return guarded([&] {
+    recur::Model& m = mutable_model_of(model, "recur_model_set_precision");
+    require(precision, "recur_model_set_precision", "precision");
+    m.set_precision(recur::parse_precision(precision, "recur_model_set_precision"));
+  });
+}
+
+recur_status recur_model_get_precision(const recur_model* model, const char** precision) {
+  return guarded([&] {
+    const recur::Model& m = model_of(model, "recur_model_get_precision");
+    require(precision, "recur_model_get_precision", "precision");
+    *precision = recur::precision_name(m.precision());
+  });
+}
+
+}  // extern "C"

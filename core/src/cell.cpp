@@ -2,6 +2,7 @@
 #include "recur/cell.hpp"
 
 #include "recur/activations.hpp"
+#include "recur/error.hpp"
 
 namespace recur {
 
@@ -50,13 +51,66 @@ void unpack_gates(const std::vector<float>& packed, Index rows, int gates, Index
 
 }  // namespace
 
-void Cell::pack_kernel(const float* kernel) {
-  pack_gates(*kernels_, kernel, input_size_, gates_, units_, panels_per_gate_, kernel_);
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::bf16: return "bf16";
+    case Precision::int8: return "int8";
+    default: return "float32";
+  }
 }
 
-void Cell::pack_recurrent(const float* recurrent) {
-  pack_gates(*kernels_, recurrent, units_, gates_, units_, panels_per_gate_, recurrent_);
+Precision parse_precision(const std::string& name, const char* what) {
+  if (name == "float32") return Precision::float32;
+  if (name == "bf16") return Precision::bf16;
+  if (name == "int8") return Precision::int8;
+  fail(Error::Code::invalid_argument, what, ": unknown precision \"", name,
+       "\"; expected \"float32\" (the default, Keras's numbers), \"bf16\" or \"int8\"");
 }
+
+void Cell::pack_matrix(const float* m, Index rows, Packed& out) const {
+  pack_gates(*kernels_, m, rows, gates_, units_, panels_per_gate_, out.f32);
+  pack_reduced(rows, out);
+}
+
+// The reduced copy, from the packed float32 weights (unpacked gate by gate).
+void Cell::pack_reduced(Index rows, Packed& out) const {
+  out.bf16 = {};
+  out.i8 = {};
+  out.scales = {};
+  out.colsums = {};
+  if (precision_ == Precision::float32 || out.f32.empty()) return;
+  const cpu::KernelSet& k = *kernels_;
+  const Index nr = k.nr, width = gates_ * units_;
+  std::vector<float> m(static_cast<std::size_t>(rows * width));
+  unpack_gates(out.f32, rows, gates_, units_, panels_per_gate_, nr, m.data());
+  if (precision_ == Precision::bf16) {
+    const Index panel = k.bf16_panel(rows);
+    out.bf16.resize(static_cast<std::size_t>(gates_ * panels_per_gate_ * panel));
+    for (int g = 0; g < gates_; ++g)
+      k.pack_bf16(m.data() + g * units_, width, rows, units_, out.bf16.data() + g * panels_per_gate_ * panel);
+    return;
+  }
+  const Index panel_bytes = k.i8_panel_bytes(rows), cols = gates_ * panels_per_gate_ * nr;
+  out.i8.resize(static_cast<std::size_t>(gates_ * panels_per_gate_ * panel_bytes));
+  out.scales.resize(static_cast<std::size_t>(cols));
+  out.colsums.resize(static_cast<std::size_t>(cols));
+  for (int g = 0; g < gates_; ++g)
+    k.pack_i8(m.data() + g * units_, width, rows, units_, out.i8.data() + g * panels_per_gate_ * panel_bytes,
+              out.scales.data() + g * panels_per_gate_ * nr, out.colsums.data() + g * panels_per_gate_ * nr);
+}
+
+void Cell::set_precision(Precision p) {
+  if (p == Precision::int8 && (input_size_ > cpu::kMaxInt8Depth || units_ > cpu::kMaxInt8Depth))
+    fail(Error::Code::unsupported, "precision \"int8\": the input size (", input_size_, ") and units (", units_,
+         ") must be at most ", cpu::kMaxInt8Depth, " (int8 dot products sum in int32); use \"bf16\" or \"float32\"");
+  precision_ = p;
+  pack_reduced(input_size_, kernel_);
+  pack_reduced(units_, recurrent_);
+}
+
+void Cell::pack_kernel(const float* kernel) { pack_matrix(kernel, input_size_, kernel_); }
+
+void Cell::pack_recurrent(const float* recurrent) { pack_matrix(recurrent, units_, recurrent_); }
 
 void Cell::set_biases(const float* input_bias, const float* recurrent_bias) {
   const Index up = padded_units();
@@ -65,11 +119,11 @@ void Cell::set_biases(const float* input_bias, const float* recurrent_bias) {
 }
 
 void Cell::unpack_kernel(float* kernel) const {
-  unpack_gates(kernel_, input_size_, gates_, units_, panels_per_gate_, kernels_->nr, kernel);
+  unpack_gates(kernel_.f32, input_size_, gates_, units_, panels_per_gate_, kernels_->nr, kernel);
 }
 
 void Cell::unpack_recurrent(float* recurrent) const {
-  unpack_gates(recurrent_, units_, gates_, units_, panels_per_gate_, kernels_->nr, recurrent);
+  unpack_gates(recurrent_.f32, units_, gates_, units_, panels_per_gate_, kernels_->nr, recurrent);
 }
 
 void Cell::set_weights(const float* kernel, const float* recurrent, const float* input_bias,
@@ -84,8 +138,31 @@ void Cell::set_params(const CellParams& p) {
               p.recurrent_bias.size() ? p.recurrent_bias.data() : nullptr);
 }
 
-void Cell::gate_gemm(const std::vector<float>& packed, Index k, int gate, int count, const float* a, Index lda,
-                     Index rows, float* c, Index ldc, const std::vector<float>& bias, Index q0, Index q1) const {
+const Cell::QuantizedRows* Cell::quantize(const float* a, Index lda, Index rows, Index k) const {
+  // Per thread: threads sharing a step each quantize the whole rows (the same numbers) for their
+  // own panels.
+  thread_local QuantizedRows buf;
+  if (precision_ == Precision::bf16 && kernels_->gemm_bf16r) {
+    buf.ldq = (k + 1) / 2 * 2;
+    if (buf.bf16.size() < static_cast<std::size_t>(rows * buf.ldq))
+      buf.bf16.resize(static_cast<std::size_t>(rows * buf.ldq));
+    kernels_->round_rows_bf16(rows, k, a, lda, buf.bf16.data(), buf.ldq);
+    return &buf;
+  }
+  if (precision_ != Precision::int8) return nullptr;
+  buf.ldq = (k + 3) / 4 * 4;
+  if (buf.q.size() < static_cast<std::size_t>(rows * buf.ldq)) buf.q.resize(static_cast<std::size_t>(rows * buf.ldq));
+  if (buf.scale.size() < static_cast<std::size_t>(rows)) {
+    buf.scale.resize(static_cast<std::size_t>(rows));
+    buf.zero.resize(static_cast<std::size_t>(rows));
+  }
+  kernels_->quantize_rows(rows, k, a, lda, buf.q.data(), buf.ldq, buf.scale.data(), buf.zero.data());
+  return &buf;
+}
+
+void Cell::gate_gemm(const Packed& packed, Index k, int gate, int count, const float* a, Index lda, Index rows,
+                     float* c, Index ldc, const std::vector<float>& bias, Index q0, Index q1,
+                     const QuantizedRows* quantized) const {
   const Index nr = kernels_->nr, up = padded_units();
   // Every panel of consecutive gates is one run of panels (and of columns of c and the bias): one
   // product, whose last panels of a gate share registers with the next gate's first.
@@ -94,15 +171,42 @@ void Cell::gate_gemm(const std::vector<float>& packed, Index k, int gate, int co
   const Index panels = whole ? count * panels_per_gate_ : q1 - q0;
   for (int g = gate; g < gate + calls; ++g) {
     const Index first = g * panels_per_gate_ + q0;
-    kernels_->gemm(rows, k, a, lda, packed.data() + first * k * nr, panels, c + g * up + q0 * nr, ldc,
-                   bias.empty() ? nullptr : bias.data() + g * up + q0 * nr);
+    float* out = c + g * up + q0 * nr;
+    const float* b = bias.empty() ? nullptr : bias.data() + g * up + q0 * nr;
+    switch (precision_) {
+      case Precision::bf16:
+        if (quantized)
+          kernels_->gemm_bf16r(rows, k, quantized->bf16.data(), quantized->ldq,
+                               packed.bf16.data() + first * kernels_->bf16_panel(k), panels, out, ldc, b);
+        else
+          kernels_->gemm_bf16(rows, k, a, lda, packed.bf16.data() + first * kernels_->bf16_panel(k), panels, out,
+                              ldc, b);
+        break;
+      case Precision::int8:
+        if (quantized)
+          kernels_->gemm_i8q(rows, k, quantized->q.data(), quantized->ldq, quantized->scale.data(),
+                             quantized->zero.data(), packed.i8.data() + first * kernels_->i8_panel_bytes(k),
+                             packed.scales.data() + first * nr, packed.colsums.data() + first * nr, panels, out, ldc,
+                             b);
+        else
+          kernels_->gemm_i8(rows, k, a, lda, packed.i8.data() + first * kernels_->i8_panel_bytes(k),
+                            packed.scales.data() + first * nr, packed.colsums.data() + first * nr, panels, out, ldc,
+                            b);
+        break;
+      default:
+        kernels_->gemm(rows, k, a, lda, packed.f32.data() + first * k * nr, panels, out, ldc, b);
+    }
   }
 }
 
 void Cell::project(const float* const* xs, int n_x, Index rows, float* out, Index ldo, Index q0, Index q1) const {
   static const std::vector<float> none;
   const std::vector<float>& bias = bias_in_projection_ ? input_bias_ : none;
-  if (n_x == 1) return gate_gemm(kernel_, input_size_, 0, gates_, xs[0], input_size_, rows, out, ldo, bias, q0, q1);
+  // One input for every gate: one product over all of them, and int8 quantizes it once (bf16 with
+  // vdpbf16ps rounds it once).
+  if (n_x == 1)
+    return gate_gemm(kernel_, input_size_, 0, gates_, xs[0], input_size_, rows, out, ldo, bias, q0, q1,
+                     quantize(xs[0], input_size_, rows, input_size_));
   for (int g = 0; g < gates_; ++g) gate_gemm(kernel_, input_size_, g, 1, xs[g], input_size_, rows, out, ldo, bias, q0, q1);
 }
 
@@ -126,7 +230,7 @@ void Cell::step_range(const float* xp, Index xp_stride, Index batch, const float
   // with dropout, each gate sees h ⊙ its own mask.
   const int from_h = gru_ && !reset_after_ ? 2 : gates_;
   if (!masks) {
-    gate_gemm(recurrent_, u, 0, from_h, h, u, batch, pre, pw, recurrent_bias_, q0, q1);
+    gate_gemm(recurrent_, u, 0, from_h, h, u, batch, pre, pw, recurrent_bias_, q0, q1, quantize(h, u, batch, u));
   } else {
     ws.masked.resize(batch, u);
     for (int g = 0; g < from_h; ++g) {

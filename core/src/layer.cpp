@@ -755,6 +755,17 @@ void Layer::apply_constraints() {
   refresh_cell();
 }
 
+// ----- precision -----
+
+void Layer::set_precision(Precision precision) {
+  materialize();
+  if (gpu_ && precision != Precision::float32)
+    fail(Error::Code::unsupported, "precision \"", precision_name(precision), "\": layer '", config_.name,
+         "' runs on ", placement_.backend, " and the GPU runs float32 only; move it to the CPU first (device \"cpu\")");
+  std::lock_guard<std::mutex> lock(mutex_);
+  cell_.set_precision(precision);
+}
+
 // ----- devices -----
 
 void Layer::set_device(const DeviceRequest& request) {
@@ -763,6 +774,9 @@ void Layer::set_device(const DeviceRequest& request) {
   p.requested = request.to_string();
   std::shared_ptr<gpu::GpuLayer> twin;
   auto place_on_gpu = [&](int ordinal) {
+    if (cell_.precision() != Precision::float32)
+      fail(Error::Code::unsupported, "layer '", config_.name, "' has precision \"", precision_name(cell_.precision()),
+           "\" and the GPU runs float32 only; set the precision to \"float32\" first");
     twin = std::make_shared<gpu::GpuLayer>(config_, ordinal);
     twin->upload(params());
     p.backend = "cuda:" + std::to_string(ordinal);

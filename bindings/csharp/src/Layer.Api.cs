@@ -172,6 +172,22 @@ public sealed partial class Layer {
     }
   }
 
+  /// <summary>The precision of the kernel and recurrent kernel in this layer's matrix products on the
+  /// CPU: "float32" (the default, Keras's numbers), "bf16" or "int8" (faster; outputs then differ
+  /// from Keras's, see docs/precision.md). The float32 weights are kept: GetWeights is unchanged and
+  /// "float32" again gives exactly the float32 numbers. An unknown name throws RecurException with
+  /// Status.InvalidArgument (the message lists the valid ones); a layer on a GPU, Status.Unsupported.</summary>
+  public string Precision {
+    get {
+      CheckDisposed();
+      return get_precision();
+    }
+    set {
+      CheckDisposed();
+      set_precision(value);
+    }
+  }
+
   /// <summary><see cref="Forward(float[], int, int, byte[], float[], int, bool, float[], float[])"/> on
   /// CUDA device memory of the layer's GPU, for callers with a CUDA interop library: input, output,
   /// initialState and finalState are device pointers (the last two may be IntPtr.Zero),

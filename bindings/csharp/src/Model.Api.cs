@@ -119,6 +119,20 @@ public sealed partial class Model {
     }
   }
 
+  /// <summary><see cref="Layer.Precision"/> of every recurrent layer the model runs, and of the layers
+  /// <see cref="GetLayer"/> returns afterwards; the other layers stay float32. Status.Unsupported on
+  /// a GPU or, for "bf16" and "int8", for a model without recurrent layers.</summary>
+  public string Precision {
+    get {
+      CheckDisposed();
+      return get_precision();
+    }
+    set {
+      CheckDisposed();
+      set_precision(value);
+    }
+  }
+
   /// <summary>Floats <see cref="Run(float[], int, int, float[], byte[])"/> writes for B sequences of T steps.</summary>
   public long OutputLength(int batch, int timesteps) {
     CheckDisposed();

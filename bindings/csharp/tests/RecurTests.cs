@@ -708,6 +708,29 @@ static partial class Program {
     Throws<ObjectDisposedException>(() => { closed.NumThreads = 2; }, "setting NumThreads after Dispose");
   }
 
+  static void Precision() {
+    using (var l = MakeGru(5, 3)) {
+      Check(l.Precision == "float32", "float32 by default, got " + l.Precision);
+      var x = Pattern(2 * 4 * 3, 0.8, 0.3);
+      var f32 = l.Forward(x, 2, 4);
+      foreach (var p in new[] { "bf16", "int8" }) {
+        l.Precision = p;
+        Check(l.Precision == p, p + " reads back");
+        var d = MaxDiff(f32, l.Forward(x, 2, 4));
+        Check(d > 0 && d < 0.05, p + " stays within 0.05 of float32, got " + d);
+      }
+      l.Precision = "float32";
+      Check(MaxDiff(f32, l.Forward(x, 2, 4)) == 0, "float32 again is exact");
+      Fails(Status.InvalidArgument, () => { l.Precision = "fp16"; }, "Precision = fp16", "\"bf16\" or \"int8\"");
+    }
+    using (var m = Model.Open(Path.Combine(modelDir, "sentiment_keras3.keras"))) {
+      Check(m.Precision == "float32", "model float32 by default");
+      m.Precision = "int8";
+      Check(m.Precision == "int8", "model int8 reads back");
+      Fails(Status.InvalidArgument, () => { m.Precision = "int4"; }, "model Precision = int4", "unknown precision");
+    }
+  }
+
   static void ThreadsGiveBitwiseTheSameNumbers() {
     // Big enough per timestep that a call is split between threads (small calls stay on one).
     const int B = 16, T = 12, F = 64, U = 128;
@@ -792,6 +815,7 @@ static partial class Program {
     Run("LayerNumThreads", LayerNumThreads);
     Run("ThreadsGiveBitwiseTheSameNumbers", ThreadsGiveBitwiseTheSameNumbers);
     Run("ModelNumThreads", ModelNumThreads);
+    Run("Precision", Precision);
     RunGraphTests();
     RunNamedTests();
     RunTextTests();

@@ -68,8 +68,12 @@ def as_mask(mask: Any, what: str):
     return n.ascontiguousarray(a != 0, dtype=n.uint8)
 
 
-def configure(obj: Any, device: Optional[str], num_threads: Optional[int], keras_backend: Optional[str]) -> None:
-    """The settings a model or layer takes at creation, each through its property setter."""
+def configure(obj: Any, device: Optional[str], num_threads: Optional[int], keras_backend: Optional[str],
+              precision: Optional[str] = None) -> None:
+    """The settings a model or layer takes at creation, each through its property setter (the
+    precision before the device: a GPU refuses bf16 and int8, and says so)."""
+    if precision is not None:
+        obj.precision = precision
     if device is not None:
         obj.device = device
     if num_threads is not None:

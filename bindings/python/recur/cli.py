@@ -296,6 +296,8 @@ def _parser() -> argparse.ArgumentParser:
     model.add_argument("--device", default=None, help="cpu (default), cuda, cuda:N or auto")
     model.add_argument("--threads", type=int, default=None, help="CPU threads per call (0 = one per core)")
     model.add_argument("--keras-backend", choices=["tensorflow", "jax"], default=None)
+    model.add_argument("--precision", choices=["float32", "bf16", "int8"], default=None,
+                       help="weights of the recurrent layers: float32 (Keras's numbers), bf16 or int8 (faster)")
     running = argparse.ArgumentParser(add_help=False)
     running.add_argument("-i", "--input", action="append", default=[], required=True,
                          metavar="[NAME=]x.npy|x.npz|texts.txt", help="an input (repeat for several)")
@@ -334,7 +336,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             set_limit(name, _parse_size(value, "--limit " + name))
         if ns.log:
             set_log_handler(lambda level, msg: print("recur: log: %s" % msg, file=sys.stderr), ns.log)
-        model = load_model(ns.file, device=ns.device, num_threads=ns.threads, keras_backend=ns.keras_backend)
+        model = load_model(ns.file, device=ns.device, num_threads=ns.threads, keras_backend=ns.keras_backend,
+                           precision=ns.precision)
         if ns.command == "info":
             print(describe(model, ns.json))
             return 0

@@ -323,6 +323,7 @@ class RecurrentLayer:
         device: Optional[str] = None,
         num_threads: Optional[int] = None,
         keras_backend: Optional[str] = None,
+        precision: Optional[str] = None,
     ) -> None:
         """Creates the layer and initialises its weights with its initializers, as Keras's
         constructor and build do.
@@ -348,11 +349,11 @@ class RecurrentLayer:
             dialect: "keras3" (the default; "keras2" for the CuDNN layers) or "keras2".
             keras_version: e.g. "2.15.0" or "3.3.3" for the formulas that changed within a
                 dialect; None = the newest.
-            device, num_threads, keras_backend: set the properties of the same names.
+            device, num_threads, keras_backend, precision: set the properties of the same names.
         """
         # The arguments, to re-create the layer when it is unpickled (device and threads are read
         # back from the layer then).
-        recipe = {k: v for k, v in locals().items() if k not in ("self", "device", "num_threads", "keras_backend")}
+        recipe = {k: v for k, v in locals().items() if k not in ("self", "device", "num_threads", "keras_backend", "precision")}
         if type(self)._type == 0:
             raise error("InvalidArgumentError", "RecurrentLayer is a base class: create a GRU, LSTM, SimpleRNN, "
                         "CuDNNGRU, CuDNNLSTM, GRUCell, LSTMCell or SimpleRNNCell")
@@ -421,7 +422,7 @@ class RecurrentLayer:
             opts.set_keras_version(keras_version)
         self._adopt(_N.Layer.create(opts), name)
         self._recipe = ("kwargs", recipe)
-        self._configure(device, num_threads, keras_backend)
+        self._configure(device, num_threads, keras_backend, precision)
 
     # ---- construction from configs and native handles ----
 
@@ -433,8 +434,9 @@ class RecurrentLayer:
         self._keras_backend = "tensorflow"
         self._guard = _Guard(handle, "%s '%s'" % (type(self).__name__, self._name))
 
-    def _configure(self, device: Optional[str], num_threads: Optional[int], keras_backend: Optional[str]) -> None:
-        configure(self, device, num_threads, keras_backend)
+    def _configure(self, device: Optional[str], num_threads: Optional[int], keras_backend: Optional[str],
+                   precision: Optional[str] = None) -> None:
+        configure(self, device, num_threads, keras_backend, precision)
 
     @classmethod
     def _class_of(cls, layer_type: int) -> Type["RecurrentLayer"]:
@@ -459,7 +461,7 @@ class RecurrentLayer:
     def from_keras_json(cls: Type[_L], json_str: Union[str, bytes], input_size: Optional[int] = None,
                         dialect: Optional[str] = None, keras_version: Optional[str] = None, *,
                         device: Optional[str] = None, num_threads: Optional[int] = None,
-                        keras_backend: Optional[str] = None) -> _L:
+                        keras_backend: Optional[str] = None, precision: Optional[str] = None) -> _L:
         """The layer that Keras JSON describes: ``{"class_name": "GRU", "config": {...}}`` as
         Keras 2's ``layer.to_json()``/``serialize`` or Keras 3's ``serialize_keras_object`` write
         it.
@@ -471,7 +473,7 @@ class RecurrentLayer:
             dialect: "keras2", "keras3", or None to detect it from the fields (Keras 3 when
                 nothing tells).
             keras_version: as in the constructor.
-            device, num_threads, keras_backend: set the properties of the same names.
+            device, num_threads, keras_backend, precision: set the properties of the same names.
 
         Raises:
             recur.ParseError: malformed JSON.
@@ -483,11 +485,11 @@ class RecurrentLayer:
             raise error("InvalidArgumentError", "json_str: expected a str of Keras JSON, got %s" % describe(json_str))
         text = json_str.decode("utf-8", "replace") if isinstance(json_str, bytes) else json_str
         return cls._from_text(text, input_size, dialect, keras_version, "from_keras_json",
-                              (device, num_threads, keras_backend))
+                              (device, num_threads, keras_backend, precision))
 
     @classmethod
     def _from_text(cls: Type[_L], text: str, input_size: Optional[int], dialect: Optional[str],
-                   keras_version: Optional[str], source: str, settings: Tuple[Any, Any, Any]) -> _L:
+                   keras_version: Optional[str], source: str, settings: Tuple[Any, ...]) -> _L:
         size = 0 if input_size is None else _int(input_size, "input_size")
         if keras_version is not None and not isinstance(keras_version, str):
             raise error("InvalidArgumentError", "keras_version: expected a str, got %s" % describe(keras_version))
@@ -508,7 +510,7 @@ class RecurrentLayer:
     def from_config(cls: Type[_L], config: Dict[str, Any], input_size: Optional[int] = None,
                     dialect: Optional[str] = None, keras_version: Optional[str] = None, *,
                     device: Optional[str] = None, num_threads: Optional[int] = None,
-                    keras_backend: Optional[str] = None) -> _L:
+                    keras_backend: Optional[str] = None, precision: Optional[str] = None) -> _L:
         """The layer of a Keras config dict: ``layer.get_config()`` (the class is then ``cls``)
         or the ``{"class_name": ..., "config": {...}}`` form of ``serialize``.
         Arguments and errors as :meth:`from_keras_json`."""
@@ -525,7 +527,7 @@ class RecurrentLayer:
         except (TypeError, ValueError) as e:
             raise error("InvalidArgumentError", "config: cannot be written as JSON (%s)" % e) from None
         return cls._from_text(text, input_size, dialect, keras_version, "from_config",
-                              (device, num_threads, keras_backend))
+                              (device, num_threads, keras_backend, precision))
 
     # ---- lifetime ----
 
@@ -554,12 +556,12 @@ class RecurrentLayer:
 
     def __reduce__(self) -> Tuple[Any, ...]:
         """Pickling (and copy.deepcopy): the layer's arguments or config, its weights, device,
-        num_threads and keras_backend; not the states of a stateful layer, nor cached dropout
+        num_threads, keras_backend and precision; not the states of a stateful layer, nor cached dropout
         masks. A layer taken from a model file cannot be pickled (pickle the model)."""
         if self._recipe is None:
             raise TypeError("%s came from a model file and cannot be pickled alone; pickle the model, or re-create "
                             "the layer with from_config and set_weights" % self._guard.what)
-        settings = (self.device, self.num_threads, self.keras_backend)
+        settings = (self.device, self.num_threads, self.keras_backend, self.precision)
         return (_unpickle, (type(self).__name__, self._recipe, self.get_weights(), settings))
 
     def _reading(self) -> Any:
@@ -762,6 +764,24 @@ class RecurrentLayer:
     def num_threads(self, n: int) -> None:
         with self._writing() as h:
             h.set_num_threads(_int(n, "num_threads"))
+
+    @property
+    def precision(self) -> str:
+        """The precision of the kernel and recurrent kernel in the layer's matrix products on the
+        CPU: "float32" (the default, Keras's numbers), "bf16" or "int8" (faster; the outputs then
+        differ from Keras's, see docs/precision.md). The float32 weights are kept: get_weights is
+        unchanged and "float32" again gives exactly the float32 numbers. Setting an unknown name
+        raises InvalidArgumentError; on a GPU, UnsupportedError (the GPU runs float32 only)."""
+        with self._reading() as h:
+            return str(h.get_precision())
+
+    @precision.setter
+    def precision(self, name: str) -> None:
+        if not isinstance(name, str):
+            raise error("InvalidArgumentError", "precision: expected \"float32\", \"bf16\" or \"int8\", got %s"
+                        % describe(name))
+        with self._writing() as h:
+            h.set_precision(name)
 
     @property
     def keras_backend(self) -> str:
@@ -1425,7 +1445,7 @@ def from_keras_json(json_str: Union[str, bytes], input_size: Optional[int] = Non
 
 
 def _unpickle(class_name: str, recipe: Tuple[str, Any], weights: List[Any],
-              settings: Tuple[str, int, str]) -> RecurrentLayer:
+              settings: Tuple[Any, ...]) -> RecurrentLayer:
     cls = next(c for c in _CLASSES if c.__name__ == class_name)
     kind, data = recipe
     if kind == "kwargs":

@@ -7,7 +7,7 @@ import os
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _native
-from ._util import Closable, as_float32, as_mask, configure, error, np
+from ._util import Closable, as_float32, as_mask, configure, describe, error, np
 
 _DTYPES = {1: "float32", 2: "int32", 3: "int64", 4: "string"}
 _DTYPE_STRING = 4
@@ -391,6 +391,22 @@ class Model(_Runner):
         self._h().set_num_threads(int(n))
 
     @property
+    def precision(self) -> str:
+        """The precision of every recurrent layer's kernels on the CPU: "float32" (the default,
+        Keras's numbers), "bf16" or "int8" (faster; the outputs differ from Keras's by what
+        ``recur verify --precision`` reports, see docs/precision.md). The other layers stay
+        float32. Setting an unknown name raises InvalidArgumentError; on a GPU, or bf16/int8 for
+        a model without recurrent layers, UnsupportedError."""
+        return str(self._h().get_precision())
+
+    @precision.setter
+    def precision(self, name: str) -> None:
+        if not isinstance(name, str):
+            raise error("InvalidArgumentError", "precision: expected \"float32\", \"bf16\" or \"int8\", got %s"
+                        % describe(name))
+        self._h().set_precision(name)
+
+    @property
     def keras_backend(self) -> Optional[str]:
         """The Keras 3 backend whose numbers the model gives: "tensorflow" (the default, also
         torch's) or "jax" (also numpy's). They differ only at masked steps."""
@@ -535,7 +551,7 @@ class Model(_Runner):
     # ---- lifetime (close(), closed, with: Closable; streams made from a model outlive it) ---------
     def __reduce__(self) -> Any:
         self._h()
-        return (_reopen, (self._bytes, self._name, self._device, self.num_threads, self._backend))
+        return (_reopen, (self._bytes, self._name, self._device, self.num_threads, self._backend, self.precision))
 
     def __repr__(self) -> str:
         if self._native_obj is None:
@@ -618,22 +634,25 @@ def _read_source(source: Any, name: Optional[str]) -> Tuple[bytes, str, Any]:
 
 
 def load_model(source: Any, *, device: Optional[str] = None, num_threads: Optional[int] = None,
-               keras_backend: Optional[str] = None, name: Optional[str] = None) -> Model:
+               keras_backend: Optional[str] = None, name: Optional[str] = None,
+               precision: Optional[str] = None) -> Model:
     """Opens a Keras model: a ``.keras`` or ``.h5`` file's path, its bytes, or a binary file
     object. Keras 2 (tf.keras, tf_keras) and Keras 3 files alike.
 
     device: "cpu" (the default), "cuda", "cuda:N" or "auto" (the GPU when the plugin and a GPU
     are there, else the CPU). num_threads: threads per call on the CPU (1 by default; 0 = one
     per core). keras_backend: "jax" for the numbers of a Keras 3 model run under JAX (they differ
-    from TensorFlow's only at masked steps). name: stands for the file in messages.
+    from TensorFlow's only at masked steps). name: stands for the file in messages. precision:
+    "float32" (the default), "bf16" or "int8" weights for the recurrent layers (Model.precision).
     Errors: recur.IOError (missing, unreadable, corrupt file), recur.ParseError,
     recur.UnsupportedError (a layer recur does not run; the message names it), recur.LimitError."""
     data, nm, native = _read_source(source, name)
     m = Model(native, data, nm)
-    configure(m, device, num_threads, keras_backend)
+    configure(m, device, num_threads, keras_backend, precision)
     return m
 
 
-def _reopen(data: bytes, name: str, device: str, num_threads: int, backend: Optional[str]) -> Model:
+def _reopen(data: bytes, name: str, device: str, num_threads: int, backend: Optional[str],
+            precision: Optional[str] = None) -> Model:
     return load_model(data, name=name, device=None if device == "cpu" else device, num_threads=num_threads,
-                      keras_backend=backend)
+                      keras_backend=backend, precision=precision)

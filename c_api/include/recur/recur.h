@@ -1041,6 +1041,45 @@ RECUR_API recur_status recur_run_options_set_timeout(recur_run_options *options,
  * NULL), STATE (destroyed handle). Since 0.8. */
 RECUR_API recur_status recur_run_options_get_timeout(const recur_run_options *options, double *seconds);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Reduced precision weights (since 0.8)                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+/* The precision of a recurrent layer's kernel and recurrent kernel in its matrix products on the
+ * CPU (since 0.8). `precision`:
+ *   "float32" (the default): Keras's numbers, bit for bit what recur gives without this call;
+ *   "bf16":   the kernels rounded to bfloat16 (nearest even), widened to float32 in the product;
+ *   "int8":   the kernels as int8 with one scale per output column (symmetric), and each row of
+ *             the product's input (x, h) quantized per call to 8 bits (7 on CPUs without AVX-512
+ *             VNNI) with its own scale and zero point; integer dot products (vpdpbusd,
+ *             vpmaddubsw, or portable code).
+ * Biases, states and the gate math stay float32. With bf16 or int8 the outputs differ from
+ * Keras's: `recur verify --precision ...` prints by how much for a model file (docs/precision.md
+ * lists it for recur's test models: 1e-4 to 5e-3 on outputs of order 1, up to 5e-2 for layers
+ * with large weights). On CPUs with AVX512_BF16, bf16 also rounds the rows of x and h to bfloat16
+ * inside the product (vdpbf16ps); int8 quantizes them per call, so a row's result does not depend
+ * on the other rows of the batch.
+ * The float32 weights are kept: recur_layer_get_weights returns them unchanged, setting weights
+ * repacks the reduced copy, and setting "float32" again gives exactly the float32 numbers. The
+ * reduced copy adds half (bf16) or a quarter (int8) of the kernels' memory.
+ * Errors: INVALID_ARGUMENT (precision NULL or not one of "float32", "bf16", "int8"; the message
+ * lists them), UNSUPPORTED (the layer is on a GPU, which runs float32 only: move it to the CPU
+ * first; or int8 with an input size or units above 65536), STATE (destroyed handle). A layer with
+ * a reduced precision refuses recur_layer_set_device to a GPU (UNSUPPORTED; "auto" stays on the
+ * CPU). Not thread-safe with other calls on the layer. */
+RECUR_API recur_status recur_layer_set_precision(recur_layer *layer, const char *precision);
+/* The layer's precision: "float32", "bf16" or "int8" (a static string). Errors: INVALID_ARGUMENT
+ * (precision NULL), STATE. */
+RECUR_API recur_status recur_layer_get_precision(const recur_layer *layer, const char **precision);
+/* Sets the precision of every recurrent layer of the model (recur_model_run, streams, and the
+ * layers recur_model_get_layer returns afterwards); the model's other layers (Dense, convolutions,
+ * ConvLSTM, ...) stay float32. Errors as recur_layer_set_precision, and UNSUPPORTED when the model
+ * is on a GPU or has no recurrent layer (for "bf16" and "int8"); on an error no layer changes.
+ * Not thread-safe with other calls on the model or its streams. */
+RECUR_API recur_status recur_model_set_precision(recur_model *model, const char *precision);
+/* The model's precision as last set ("float32" by default). Errors: INVALID_ARGUMENT, STATE. */
+RECUR_API recur_status recur_model_get_precision(const recur_model *model, const char **precision);
+
 #ifdef __cplusplus
 }
 #endif

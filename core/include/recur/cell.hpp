@@ -5,6 +5,8 @@
 //   step():    the recurrent half for one timestep, given the projected rows.
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "recur/config.hpp"
@@ -32,6 +34,15 @@ struct StepWorkspace {
 // Runs between the two GEMMs of a GRU reset_after=False step when threads share the step (the
 // candidate's GEMM reads r ⊙ h over every unit); null when one thread runs it.
 using StepSync = void (*)(void* context);
+
+// How the cell stores its kernel and recurrent kernel for the GEMMs (recur_layer_set_precision).
+// float32 is Keras's numbers; the others keep the float32 weights too (get_weights and switching
+// back are exact) and add a reduced copy that the GEMMs read. Biases, states and gate math stay
+// float32.
+enum class Precision { float32, bf16, int8 };
+const char* precision_name(Precision p);
+// Parses "float32", "bf16", "int8"; throws Error(invalid_argument) listing them otherwise.
+Precision parse_precision(const std::string& name, const char* what);
 
 class Cell {
  public:
@@ -65,6 +76,11 @@ class Cell {
   bool splittable() const { return !activation_.rowwise && !recurrent_activation_.rowwise; }
   const cpu::KernelSet& kernels() const { return *kernels_; }
 
+  // Repacks the reduced copies (from the float32 weights) for `p`; float32 drops them. Throws
+  // Error(unsupported) for int8 when a GEMM's depth passes cpu::kMaxInt8Depth. Not while the cell runs.
+  void set_precision(Precision p);
+  Precision precision() const { return precision_; }
+
   // out (rows, padded width) = x @ K (+ input bias), for panels [q0, q1) of every gate. `xs` holds
   // one input (all gates) or one per gate, each `rows` x F row-major (per-gate inputs carry
   // per-gate dropout). `ldo`: floats between rows of out.
@@ -84,9 +100,32 @@ class Cell {
             const std::vector<RowMatrix>* recurrent_masks, StepWorkspace& ws) const;
 
  private:
-  // c[:, panels [q0, q1) of gates [gate, gate + count)] = a @ those gates of the packed matrix (+ bias)
-  void gate_gemm(const std::vector<float>& packed, Index k, int gate, int count, const float* a, Index lda,
-                 Index rows, float* c, Index ldc, const std::vector<float>& bias, Index q0, Index q1) const;
+  // One weight matrix packed for the kernels: float32 always, plus the current precision's copy.
+  struct Packed {
+    std::vector<float> f32;
+    std::vector<std::uint16_t> bf16;
+    std::vector<std::int8_t> i8;
+    std::vector<float> scales;          // int8: per padded column
+    std::vector<std::int32_t> colsums;  // int8: per padded column
+  };
+  void pack_matrix(const float* m, Index rows, Packed& out) const;
+  void pack_reduced(Index rows, Packed& out) const;
+  // int8: rows of a GEMM input quantized once for the GEMMs of several gates.
+  // bf16 with vdpbf16ps: rows rounded to bfloat16 once, likewise.
+  struct QuantizedRows {
+    std::vector<std::uint8_t> q;
+    std::vector<float> scale, zero;
+    std::vector<std::uint16_t> bf16;
+    Index ldq = 0;
+  };
+  // The calling thread's quantization (int8) or rounding (bf16 with vdpbf16ps) of `rows` rows of
+  // a (k wide), or null when the GEMM takes a as it is.
+  const QuantizedRows* quantize(const float* a, Index lda, Index rows, Index k) const;
+  // c[:, panels [q0, q1) of gates [gate, gate + count)] = a @ those gates of the packed matrix
+  // (+ bias); `quantized`: a as quantize() gave it (int8, bf16 with vdpbf16ps), or null.
+  void gate_gemm(const Packed& packed, Index k, int gate, int count, const float* a, Index lda, Index rows,
+                 float* c, Index ldc, const std::vector<float>& bias, Index q0, Index q1,
+                 const QuantizedRows* quantized = nullptr) const;
 
   bool gru_;
   bool lstm_;
@@ -100,8 +139,9 @@ class Cell {
   cpu::ActSpec recurrent_activation_;
   const cpu::KernelSet* kernels_;
   Index panels_per_gate_;
-  std::vector<float> kernel_;     // packed, gate by gate
-  std::vector<float> recurrent_;  // packed, gate by gate
+  Precision precision_ = Precision::float32;
+  Packed kernel_;     // packed, gate by gate
+  Packed recurrent_;  // packed, gate by gate
   std::vector<float> input_bias_;      // padded gates; empty without
   std::vector<float> recurrent_bias_;  // padded gates; GRU reset_after only
 };

@@ -8,6 +8,7 @@
 #include <string>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace recur {
 namespace cpu {
@@ -70,7 +71,48 @@ struct KernelSet {
   void (*simple_rnn_update)(const GateArgs& g);
   // y[i] = x[i] ⊙ m[i] for n floats (recurrent dropout of h).
   void (*multiply)(const float* x, const float* m, float* y, KIndex n);
+
+  // --- reduced precision weights (opt-in: recur_layer_set_precision) ---
+  // bf16: the weights rounded to bfloat16 (nearest even) in panels of bf16_panel(k) values, and
+  // the GEMM over them. Widened to float32 in registers (a stays float32; bf16_k_multiple 1,
+  // pack's layout), or with AVX512_BF16 pairs of rows interleaved for vdpbf16ps, which rounds a
+  // to bfloat16 too (bf16_k_multiple 2).
+  int bf16_k_multiple;
+  // With vdpbf16ps, gemm_bf16 in two halves (null otherwise), so that the GEMMs of several gates
+  // round their shared rows once: the rows of a as bfloat16 (ldq = k rounded up to even), and the
+  // GEMM over them.
+  void (*round_rows_bf16)(KIndex m, KIndex k, const float* a, KIndex lda, std::uint16_t* q, KIndex ldq);
+  void (*gemm_bf16r)(KIndex m, KIndex k, const std::uint16_t* q, KIndex ldq, const std::uint16_t* packed,
+                     KIndex panels, float* c, KIndex ldc, const float* bias);
+  KIndex bf16_panel(KIndex k) const { return (k + bf16_k_multiple - 1) / bf16_k_multiple * bf16_k_multiple * nr; }
+  void (*pack_bf16)(const float* b, KIndex ldb, KIndex k, KIndex n, std::uint16_t* dst);
+  void (*gemm_bf16)(KIndex m, KIndex k, const float* a, KIndex lda, const std::uint16_t* packed, KIndex panels,
+                    float* c, KIndex ldc, const float* bias);
+  // int8: symmetric per-column weights. Panel p holds k4 = ceil(k / 4) groups; group g holds, for
+  // each of the panel's nr columns, the 4 int8 weights of rows 4g..4g+3 (zero past k and n):
+  // i8_panel_bytes(k) bytes per panel. scales[j]: the column's scale (max |w| / 127); colsums[j]:
+  // the sum of its int8 weights (to take the activations' zero point back out).
+  KIndex i8_panel_bytes(KIndex k) const { return (k + 3) / 4 * 4 * nr; }
+  void (*pack_i8)(const float* b, KIndex ldb, KIndex k, KIndex n, std::int8_t* dst, float* scales,
+                  std::int32_t* colsums);
+  // c = a @ W (+ bias) with each row of a quantized to unsigned integers (its own scale and zero
+  // point, per call) and integer dot products; k must be at most kMaxInt8Depth.
+  void (*gemm_i8)(KIndex m, KIndex k, const float* a, KIndex lda, const std::int8_t* packed, const float* scales,
+                  const std::int32_t* colsums, KIndex panels, float* c, KIndex ldc, const float* bias);
+  // gemm_i8 in two halves, so that several GEMMs over the same rows quantize them once: each row
+  // of a as unsigned integers (ldq = 4 * ceil(k / 4) bytes apart, zero-padded), its scale and zero
+  // point; and the GEMM over them.
+  void (*quantize_rows)(KIndex m, KIndex k, const float* a, KIndex lda, std::uint8_t* q, KIndex ldq, float* scale,
+                        float* zero);
+  void (*gemm_i8q)(KIndex m, KIndex k, const std::uint8_t* q, KIndex ldq, const float* scale, const float* zero,
+                   const std::int8_t* packed, const float* scales, const std::int32_t* colsums, KIndex panels,
+                   float* c, KIndex ldc, const float* bias);
+  const char* int8_path;  // which integer instructions gemm_i8 uses
+  const char* bf16_path;  // likewise for gemm_bf16
 };
+
+// int8 dot products accumulate in int32: 255 * 127 * 65536 < 2^31.
+constexpr KIndex kMaxInt8Depth = 65536;
 
 // The set this process uses (see recur_cpu_kernels in recur.h for the choice and its override).
 const KernelSet& cpu_kernels();

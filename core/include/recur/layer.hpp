@@ -124,6 +124,14 @@ class Layer {
   void set_num_threads(int num_threads);
   int num_threads() const { return num_threads_; }
 
+  // --- precision ---
+  // The precision of the kernel and recurrent kernel in the GEMMs (Cell::set_precision): the
+  // reduced copy is made from the float32 weights, which stay (get_weights is unchanged). Throws
+  // Error(unsupported) on a GPU (float32 only) or for int8 past its depth limit; nothing changes
+  // then. Not safe while the layer runs.
+  void set_precision(Precision precision);
+  Precision precision() const { return cell_.precision(); }
+
   // --- devices ---
   // Moves the layer to a device (weights uploaded once; re-uploaded on every weight change).
   // Throws Error(unsupported) when a GPU was asked for and cannot run; the layer stays put.

@@ -139,6 +139,12 @@ class Model {
   // CPU threads for every layer (Layer::set_num_threads), including those recurrent_layer returns.
   void set_num_threads(int num_threads);
   int num_threads() const;
+  // The precision of every recurrent layer's kernels (Layer::set_precision), including those
+  // recurrent_layer returns; the other layers stay float32. Throws Error(unsupported) on a GPU,
+  // for a model without recurrent layers (a reduced precision only), or when a layer cannot take
+  // it (then no layer changes).
+  void set_precision(Precision precision);
+  Precision precision() const;
 
   // Moves every recurrent layer to a device (the other layers run on the CPU between them).
   void set_device(const DeviceRequest& request);

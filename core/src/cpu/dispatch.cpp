@@ -15,11 +15,13 @@ namespace recur {
 namespace cpu {
 namespace {
 
-KernelSet make_set(const char* name, void (*fill_gemm)(KernelSet&), void (*fill_gates)(KernelSet&)) {
+KernelSet make_set(const char* name, void (*fill_gemm)(KernelSet&), void (*fill_gates)(KernelSet&),
+                   void (*fill_int8)(KernelSet&)) {
   KernelSet s{};
   s.name = name;
   fill_gemm(s);
   fill_gates(s);
+  fill_int8(s);
   return s;
 }
 
@@ -35,15 +37,18 @@ struct Sets {
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-    all[n] = make_set("avx512", avx512::fill_gemm, avx512::fill_gates);
+    all[n] = make_set("avx512", avx512::fill_gemm, avx512::fill_gates, avx512::fill_int8);
+    // The int8 GEMM's dot products: vpdpbusd where the CPU has AVX-512 VNNI.
+    if (avx512 && __builtin_cpu_supports("avx512vnni")) avx512vnni::fill_int8(all[n]);
+    if (avx512 && __builtin_cpu_supports("avx512bf16")) avx512bf16::fill_bf16(all[n]);
     if (avx512) runnable[count++] = &all[n];
     ++n;
-    all[n] = make_set("avx2", avx2::fill_gemm, avx2::fill_gates);
+    all[n] = make_set("avx2", avx2::fill_gemm, avx2::fill_gates, avx2::fill_int8);
     if (avx2) runnable[count++] = &all[n];
     ++n;
 #endif
     all[n] = make_set(RECUR_STR(RECUR_BASELINE_KERNELS), RECUR_BASELINE_KERNELS::fill_gemm,
-                      RECUR_BASELINE_KERNELS::fill_gates);
+                      RECUR_BASELINE_KERNELS::fill_gates, RECUR_BASELINE_KERNELS::fill_int8);
     runnable[count++] = &all[n];
   }
 };

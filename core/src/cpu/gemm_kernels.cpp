@@ -5,6 +5,7 @@
 // nr = 2 vectors of columns; a tile of up to MR (6 or 8) rows x 1 panel (or 1-2 rows x several
 // panels, so that single-row steps still have enough independent accumulators) lives in registers
 // over a block of k. This TU is built with -ffp-contract=fast: a GEMM sums in its own order anyway.
+#include <cstdint>
 #include <cstring>
 
 #include "cpu/kernel_sets.hpp"
@@ -54,6 +55,37 @@ inline V splat(float x) {
 #endif
 }
 
+// bf16 weights are widened in registers: a bfloat16 is the top half of a float32.
+typedef std::uint16_t H __attribute__((vector_size(W * sizeof(std::uint16_t))));
+typedef std::uint32_t U __attribute__((vector_size(W * sizeof(std::uint32_t))));
+inline V loadw(const float* p) { return load(p); }
+inline V loadw(const std::uint16_t* p) {
+  H h;
+  std::memcpy(&h, p, sizeof h);
+  return reinterpret_cast<V>(__builtin_convertvector(h, U) << 16);
+}
+
+// Rounds to the nearest bfloat16, ties to even; NaN stays NaN.
+std::uint16_t to_bf16(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+void pack_bf16(const float* b, KIndex ldb, KIndex k, KIndex n, std::uint16_t* dst) {
+  const KIndex panels = (n + NR - 1) / NR;
+  for (KIndex p = 0; p < panels; ++p)
+    for (KIndex kk = 0; kk < k; ++kk) {
+      std::uint16_t* d = dst + (p * k + kk) * NR;
+      for (KIndex j = 0; j < NR; ++j) {
+        const KIndex col = p * NR + j;
+        d[j] = col < n ? to_bf16(b[kk * ldb + col]) : 0;
+      }
+    }
+}
+
 void pack(const float* b, KIndex ldb, KIndex k, KIndex n, float* dst) {
   const KIndex panels = (n + NR - 1) / NR;
   for (KIndex p = 0; p < panels; ++p)
@@ -68,8 +100,8 @@ void pack(const float* b, KIndex ldb, KIndex k, KIndex n, float* dst) {
 
 // c[R rows, NP panels] (+)= a[R, kb] @ panels; `first` starts from zero, `bias` is added at the end.
 // Rows of a are lda apart.
-template <int R, int NP>
-inline void tile(KIndex kb, const float* a, KIndex lda, const float* bp, KIndex pstride, float* c,
+template <int R, int NP, typename WT>
+inline void tile(KIndex kb, const float* a, KIndex lda, const WT* bp, KIndex pstride, float* c,
                  KIndex ldc, bool first, const float* bias) {
   V c0[R][NP], c1[R][NP];
 #pragma GCC unroll 8
@@ -80,8 +112,8 @@ inline void tile(KIndex kb, const float* a, KIndex lda, const float* bp, KIndex 
     V b0[NP], b1[NP];
 #pragma GCC unroll 4
     for (int q = 0; q < NP; ++q) {
-      b0[q] = load(bp + q * pstride + kk * NR);
-      b1[q] = load(bp + q * pstride + kk * NR + W);
+      b0[q] = loadw(bp + q * pstride + kk * NR);
+      b1[q] = loadw(bp + q * pstride + kk * NR + W);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
@@ -113,7 +145,8 @@ inline void tile(KIndex kb, const float* a, KIndex lda, const float* bp, KIndex 
 }
 
 // A tile of `rows` (< MR) rows of a, read in place.
-void row_block(KIndex rows, KIndex kb, const float* a, KIndex lda, const float* bp, float* c, KIndex ldc, bool first,
+template <typename WT>
+void row_block(KIndex rows, KIndex kb, const float* a, KIndex lda, const WT* bp, float* c, KIndex ldc, bool first,
                const float* bias) {
   switch (rows) {
     case 1: tile<1, 1>(kb, a, lda, bp, 0, c, ldc, first, bias); break;
@@ -129,8 +162,8 @@ void row_block(KIndex rows, KIndex kb, const float* a, KIndex lda, const float* 
 
 // One or two rows: the weights stream through once, so several panels share each broadcast and
 // k is not blocked.
-template <int R, int NP>
-void thin(KIndex k, const float* a, KIndex lda, const float* packed, KIndex panels, float* c, KIndex ldc,
+template <int R, int NP, typename WT>
+void thin(KIndex k, const float* a, KIndex lda, const WT* packed, KIndex panels, float* c, KIndex ldc,
           const float* bias) {
   const KIndex pstride = k * NR;
   KIndex p = 0;
@@ -151,8 +184,8 @@ void thin(KIndex k, const float* a, KIndex lda, const float* packed, KIndex pane
 
 // Rows [0, mb) of a (rows lda apart) against np (1 or 2) panels of a k block: tiles of TR rows x TP
 // panels, then the last rows (too few accumulators to hide the FMA latency) two panels at a time.
-template <int TR, int TP>
-void block_rows(KIndex kb, const float* a, KIndex lda, KIndex mb, const float* bp, KIndex pstride, KIndex np,
+template <int TR, int TP, typename WT>
+void block_rows(KIndex kb, const float* a, KIndex lda, KIndex mb, const WT* bp, KIndex pstride, KIndex np,
                 float* c, KIndex ldc, bool first, const float* bias) {
   const KIndex full = mb - mb % TR, rest = mb - full;
   if (np == TP) {
@@ -177,16 +210,17 @@ void block_rows(KIndex kb, const float* a, KIndex lda, KIndex mb, const float* b
       row_block(rest, kb, ap, lda, bp + q * pstride, cp + q * NR, ldc, first, bias ? bias + q * NR : nullptr);
 }
 
-void gemm(KIndex m, KIndex k, const float* a, KIndex lda, const float* packed, KIndex panels, float* c, KIndex ldc,
-          const float* bias) {
+template <typename WT>
+void gemm_t(KIndex m, KIndex k, const float* a, KIndex lda, const WT* packed, KIndex panels, float* c, KIndex ldc,
+            const float* bias) {
   if (m <= 0 || panels <= 0) return;
   if (k == 0) {
     for (KIndex r = 0; r < m; ++r)
       for (KIndex j = 0; j < panels * NR; ++j) c[r * ldc + j] = bias ? bias[j] : 0.0f;
     return;
   }
-  if (m == 1) return thin<1, 4>(k, a, lda, packed, panels, c, ldc, bias);
-  if (m == 2) return thin<2, 2>(k, a, lda, packed, panels, c, ldc, bias);
+  if (m == 1) return thin<1, 4, WT>(k, a, lda, packed, panels, c, ldc, bias);
+  if (m == 2) return thin<2, 2, WT>(k, a, lda, packed, panels, c, ldc, bias);
   // a is read in place: its rows are a handful of streams a tile broadcasts from, which costs
   // less than copying them into a k-major block (measured: 10-25% faster on AVX2 and AVX-512).
   const KIndex pstride = k * NR;
@@ -205,19 +239,29 @@ void gemm(KIndex m, KIndex k, const float* a, KIndex lda, const float* packed, K
       const float* ab = a + m0 * lda + k0;
       for (KIndex p = 0; p < panels; p += 2) {
         const KIndex np = panels - p < 2 ? panels - p : 2;
-        const float* bp = packed + p * pstride + k0 * NR;
+        const WT* bp = packed + p * pstride + k0 * NR;
         const float* pb = last && bias ? bias + p * NR : nullptr;
         float* cp = c + m0 * ldc + p * NR;
 #if defined(__AVX512F__)
         if (wide) {
-          block_rows<4, 2>(kb, ab, lda, mb, bp, pstride, np, cp, ldc, first, pb);
+          block_rows<4, 2, WT>(kb, ab, lda, mb, bp, pstride, np, cp, ldc, first, pb);
           continue;
         }
 #endif
-        block_rows<MR, 1>(kb, ab, lda, mb, bp, pstride, np, cp, ldc, first, pb);
+        block_rows<MR, 1, WT>(kb, ab, lda, mb, bp, pstride, np, cp, ldc, first, pb);
       }
     }
   }
+}
+
+void gemm(KIndex m, KIndex k, const float* a, KIndex lda, const float* packed, KIndex panels, float* c, KIndex ldc,
+          const float* bias) {
+  gemm_t<float>(m, k, a, lda, packed, panels, c, ldc, bias);
+}
+
+void gemm_bf16(KIndex m, KIndex k, const float* a, KIndex lda, const std::uint16_t* packed, KIndex panels, float* c,
+               KIndex ldc, const float* bias) {
+  gemm_t<std::uint16_t>(m, k, a, lda, packed, panels, c, ldc, bias);
 }
 
 }  // namespace
@@ -226,6 +270,12 @@ void fill_gemm(KernelSet& set) {
   set.nr = NR;
   set.pack = pack;
   set.gemm = gemm;
+  set.pack_bf16 = pack_bf16;
+  set.gemm_bf16 = gemm_bf16;
+  set.bf16_k_multiple = 1;
+  set.round_rows_bf16 = nullptr;
+  set.gemm_bf16r = nullptr;
+  set.bf16_path = "bfloat16 widened to float32 in registers";
 }
 
 }  // namespace RECUR_ISA

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The kernel sets this library is built with: each fills its part of a KernelSet from the
-// translation units compiled for its instruction set (gemm_kernels.cpp, gate_kernels.cpp).
+// translation units compiled for its instruction set (gemm_kernels.cpp, gate_kernels.cpp, int8_kernels.cpp).
 #pragma once
 
 #include "recur/cpu_kernels.hpp"
@@ -12,6 +12,7 @@ namespace cpu {
   namespace isa {                      \
   void fill_gemm(KernelSet& set);      \
   void fill_gates(KernelSet& set);     \
+  void fill_int8(KernelSet& set);      \
   }
 // The set built with the compiler's default flags: "baseline" (SSE2 on x86-64), "neon" on aarch64.
 #if !defined(RECUR_BASELINE_KERNELS)
@@ -21,6 +22,14 @@ RECUR_DECLARE_KERNEL_SET(RECUR_BASELINE_KERNELS)
 #if defined(RECUR_HAVE_X86_KERNELS)
 RECUR_DECLARE_KERNEL_SET(avx2)
 RECUR_DECLARE_KERNEL_SET(avx512)
+// int8_kernels.cpp built with AVX-512 VNNI too: the avx512 set's int8 GEMM where the CPU has it.
+namespace avx512vnni {
+void fill_int8(KernelSet& set);
+}
+// bf16_kernels.cpp: the avx512 set's bf16 GEMM (vdpbf16ps) where the CPU has AVX512_BF16.
+namespace avx512bf16 {
+void fill_bf16(KernelSet& set);
+}
 #endif
 #undef RECUR_DECLARE_KERNEL_SET
 

@@ -454,6 +454,7 @@ struct Model::Impl {
   std::once_flag configs_dumped;
   Placement placement;
   int num_threads = 1;
+  Precision precision = Precision::float32;
 
   std::vector<std::string> stateful_names;  // "<name>", "<name>/forward|backward" or "<name>/cell_<k>"
   Graph& graph() const { return *shared->graph; }
@@ -1021,6 +1022,7 @@ std::unique_ptr<Layer> Model::recurrent_layer(const std::string& name) const {
   const Layer* src = impl_->find_layer(name, "name");
   auto copy = std::make_unique<Layer>(src->config());
   copy->set_num_threads(impl_->num_threads);
+  copy->set_precision(impl_->precision);
   std::vector<float> w;
   for (std::size_t i = 0; i < src->num_weights(); ++i) {
     const std::size_t n = src->weight_length(i);
@@ -1084,6 +1086,29 @@ void Model::set_num_threads(int num_threads) {
 }
 
 int Model::num_threads() const { return impl_->num_threads; }
+
+void Model::set_precision(Precision precision) {
+  Impl& m = *impl_;
+  if (precision != Precision::float32 && m.placement.on_gpu())
+    fail(Code::unsupported, "precision \"", precision_name(precision), "\": the model runs on ", m.placement.backend,
+         " and the GPU runs float32 only; move it to the CPU first (device \"cpu\")");
+  const std::vector<Layer*> layers = m.layers();
+  if (precision != Precision::float32 && layers.empty())
+    fail(Code::unsupported, "precision \"", precision_name(precision),
+         "\": the model has no recurrent layer (GRU, LSTM, SimpleRNN, RNN, Bidirectional of them), and the "
+         "precision applies to their kernels only");
+  std::size_t done = 0;
+  try {
+    for (; done < layers.size(); ++done) layers[done]->set_precision(precision);
+  } catch (const Error&) {
+    // No layer changes when one cannot take it.
+    for (std::size_t i = 0; i < done; ++i) layers[i]->set_precision(m.precision);
+    throw;
+  }
+  m.precision = precision;
+}
+
+Precision Model::precision() const { return impl_->precision; }
 
 Placement Model::layer_placement(int index) const {
   const Impl& m = *impl_;

@@ -305,4 +305,34 @@ class DeviceTest {
         ErrorTest.raises(UnsupportedException.class, Recur.ERR_UNSUPPORTED, "cuda:0", () -> m.setDevice("cuda"));
     }
   }
+
+  @Test
+  void precision() {
+    try (Layer l = layer(Recur.LAYER_GRU)) {
+      assertEquals("float32", l.getPrecision());
+      float[] x = data(2 * 4 * 3, 0.3);
+      float[] f32 = l.forward(x, 2, 4, null);
+      for (String p : new String[] {"bf16", "int8"}) {
+        l.setPrecision(p);
+        assertEquals(p, l.getPrecision());
+        float[] y = l.forward(x, 2, 4, null);
+        float d = maxDiff(f32, y);
+        assertTrue(d > 0 && d < 0.05f, p + ": " + d);
+      }
+      l.setPrecision("float32");
+      assertArrayEquals(f32, l.forward(x, 2, 4, null));
+      ErrorTest.raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "\"bf16\" or \"int8\"",
+          () -> l.setPrecision("fp16"));
+    }
+    String path = Paths.get(System.getProperty("recur.models", "examples/models"), "sentiment_keras3.keras").toString();
+    try (Model m = Model.open(path)) {
+      assertEquals("float32", m.getPrecision());
+      m.setPrecision("int8");
+      assertEquals("int8", m.getPrecision());
+      ErrorTest.raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "unknown precision",
+          () -> m.setPrecision("int4"));
+      if (gpu())
+        ErrorTest.raises(UnsupportedException.class, Recur.ERR_UNSUPPORTED, "float32 only", () -> m.setDevice("cuda"));
+    }
+  }
 }
