@@ -170,7 +170,7 @@ void thin(KIndex k, const float* a, KIndex lda, const WT* packed, KIndex panels,
   for (; p + NP <= panels; p += NP)
     tile<R, NP>(k, a, lda, packed + p * pstride, pstride, c + p * NR, ldc, true, bias ? bias + p * NR : nullptr);
   // The last panels together as well: one panel alone is two dependent chains of FMAs.
-  const float* bp = packed + p * pstride;
+  const WT* bp = packed + p * pstride;
   float* cp = c + p * NR;
   const float* pb = bias ? bias + p * NR : nullptr;
   static_assert(NP <= 4, "the rest is at most 3 panels");
