@@ -94,7 +94,7 @@ TEST(CApiNamed, InitSetsDefaultsAndRefusesBadVersions) {
   expect_error(recur_output_init(&o, 99), RECUR_ERR_UNSUPPORTED, {"version 99"});
   EXPECT_STREQ(recur_status_string(RECUR_ERR_CANCELLED), "cancelled");
   EXPECT_EQ(recur_version_number(), static_cast<uint32_t>(RECUR_VERSION_NUMBER));
-  EXPECT_EQ(RECUR_VERSION_MINOR, 7);
+  EXPECT_GE(RECUR_VERSION_MINOR, 6);  // named runs since 0.6
 }
 
 // Inputs in reverse order, outputs one at a time and in reverse order: the same numbers as the

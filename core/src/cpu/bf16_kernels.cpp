@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu/bf16_round.hpp"
 #include "cpu/kernel_sets.hpp"
 
 namespace recur {
@@ -21,14 +22,6 @@ constexpr int W = 16;
 constexpr int NR = 2 * W;
 constexpr int MR = 6;
 constexpr KIndex MC = 48;
-
-std::uint16_t to_bf16(float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<std::uint16_t>(u >> 16);
-}
 
 // Panel p holds k2 = ceil(k / 2) pairs of rows; pair g holds, for each of the NR columns, the
 // bfloat16 weights of rows 2g and 2g+1 (zero past k and n): 2 * k2 * NR values per panel.

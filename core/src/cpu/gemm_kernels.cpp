@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "cpu/bf16_round.hpp"
 #include "cpu/kernel_sets.hpp"
 
 namespace recur {
@@ -63,15 +64,6 @@ inline V loadw(const std::uint16_t* p) {
   H h;
   std::memcpy(&h, p, sizeof h);
   return reinterpret_cast<V>(__builtin_convertvector(h, U) << 16);
-}
-
-// Rounds to the nearest bfloat16, ties to even; NaN stays NaN.
-std::uint16_t to_bf16(float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<std::uint16_t>(u >> 16);
 }
 
 void pack_bf16(const float* b, KIndex ldb, KIndex k, KIndex n, std::uint16_t* dst) {

@@ -801,6 +801,15 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
   return out;
 }
 
+std::vector<Spec> Graph::build_node(const Node& n, const std::vector<std::vector<Spec>>& specs) const {
+  std::vector<Spec> main, init;
+  for (const Ref& r : n.main) main.push_back(specs[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
+  for (const Ref& r : n.initial_state) init.push_back(specs[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
+  BuildContext at = context;
+  at.call = n.call.get();
+  return n.op->build(main, init, at);
+}
+
 std::vector<Spec> Graph::infer(const std::vector<Spec>& inputs) const {
   if (!unsupported.empty()) fail(Code::unsupported, "cannot run the model: ", unsupported);
   std::vector<std::vector<Spec>> specs(nodes.size());
@@ -808,12 +817,7 @@ std::vector<Spec> Graph::infer(const std::vector<Spec>& inputs) const {
   for (int id : order) {
     const Node& n = nodes[static_cast<std::size_t>(id)];
     if (n.is_input || !n.op || n.out.empty()) continue;
-    std::vector<Spec> main, init;
-    for (const Ref& r : n.main) main.push_back(specs[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
-    for (const Ref& r : n.initial_state) init.push_back(specs[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
-    BuildContext at = context;
-    at.call = n.call.get();
-    specs[static_cast<std::size_t>(id)] = n.op->build(main, init, at);
+    specs[static_cast<std::size_t>(id)] = build_node(n, specs);
   }
   std::vector<Spec> out;
   for (const Ref& r : outputs) out.push_back(specs[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
@@ -959,12 +963,7 @@ Graph::Plan Graph::plan(const std::vector<Spec>& inputs) const {
   for (int id : order) {
     const Node& n = nodes[static_cast<std::size_t>(id)];
     if (n.is_input || !n.op || n.out.empty()) continue;
-    std::vector<Spec> main, init;
-    for (const Ref& r : n.main) main.push_back(specs[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
-    for (const Ref& r : n.initial_state) init.push_back(specs[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
-    BuildContext at = context;
-    at.call = n.call.get();
-    std::vector<Spec> out = n.op->build(main, init, at);
+    std::vector<Spec> out = build_node(n, specs);
     const LayerEntry& le = layers[static_cast<std::size_t>(n.layer)];
     const std::string where = "layer '" + io::printable(le.name) + "' (" + le.class_name + ")";
     // The outputs exist while the inputs do: a layer reads its inputs as it writes its outputs.

@@ -268,6 +268,10 @@ class Graph {
   void collect_layers(std::vector<Layer*>& out) const;
   // Decides streamability for these stepped inputs; fills not_streamable and stepped_outputs.
   void analyse_streaming(const std::vector<bool>& stepped_inputs);
+
+ private:
+  // The output specs of node n from the specs its inputs have so far (infer and plan walk alike).
+  std::vector<Spec> build_node(const Node& n, const std::vector<std::vector<Spec>>& specs) const;
 };
 
 // Per-stream states, keyed by op and call site: the recurrent layers' States, and the past inputs
