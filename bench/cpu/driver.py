@@ -251,9 +251,16 @@ def other_recur_sets(bindir):
     return [k for k in ("avx512", "avx2") if k != chosen and recur_kernels(bindir, k) == k]
 
 
+# oneDNN capped to the instruction set of recur's other kernel sets: its counterpart on a machine
+# with only that set.
+ONEDNN_ISA = {"avx2": "AVX2", "avx512": "AVX512_CORE"}
+
+
 def contender_argv(bindir, c):
     if c.startswith("recur_"):
         c = "recur"
+    if c.startswith("onednn_"):
+        c = "onednn"
     return {"recur": [os.path.join(bindir, "native_worker")],
             "onednn": [os.path.join(bindir, "native_worker")],
             "torch": [os.path.join(bindir, "torch_worker")],
@@ -317,6 +324,7 @@ def main():
     else:
         others = [k for k in args.recur_sets.split(",") if k]
     CONTENDERS[1:1] = [f"recur_{k}" for k in others]
+    CONTENDERS[len(CONTENDERS):] = [f"onednn_{k}" for k in others if k in ONEDNN_ISA]
     meta["recur_other_sets"] = others
     print("recur's other kernel sets timed: " + (", ".join(others) or "none"), flush=True)
 
@@ -337,6 +345,8 @@ def main():
             env = worker_env(t)
             if c.startswith("recur_"):
                 env["RECUR_CPU_KERNELS"] = c[len("recur_"):]
+            if c.startswith("onednn_"):
+                env["ONEDNN_MAX_CPU_ISA"] = ONEDNN_ISA[c[len("onednn_"):]]
             try:
                 workers[c, t] = Worker(f"{c} at {t} thread(s)", argv + ["--threads", str(t)], env, log)
             except WorkerError as e:
@@ -396,6 +406,9 @@ def main():
                             continue
                         if c.startswith("recur_") and f"kernels={c[len('recur_'):]}" not in notes[c]:
                             na[c] = f"this CPU cannot run those kernels ({notes[c]})"
+                            continue
+                        if c.startswith("onednn_") and f"isa={c[len('onednn_'):]}" not in notes[c].split():
+                            na[c] = f"oneDNN did not cap its instruction set ({notes[c]})"
                             continue
                         got = np.fromfile(out_path, np.float32).reshape(-1, *ref.shape)  # torch: both routes
                         errs[c] = float(max(np.abs(g - ref).max() for g in got))
@@ -526,7 +539,7 @@ def run_memory(shapes, args, tmp, missing):
         _, B, T, F, H, stream = names[shape]
         case_dir = os.path.join(tmp, f"mem_{shape}_{cell}")
         write_case(case_dir, cell, B, T, F, H, stream, args.seed + 999)
-        for c in [c for c in CONTENDERS if not c.startswith("recur_")]:
+        for c in [c for c in CONTENDERS if not c.startswith(("recur_", "onednn_"))]:
             entry = {"shape": shape, "cell": cell, "B": B, "T": T, "F": F, "H": H, "contender": c}
             if c in missing:
                 entry.update(status="n/a", reason=missing[c])

@@ -10,8 +10,12 @@ PEERS = ["onednn", "torch", "ort"]
 
 
 def name_of(c):
-    """recur_avx2 -> recur (avx2): recur on one of its other kernel sets."""
-    return f"recur ({c[len('recur_'):]})" if c.startswith("recur_") else NAMES[c]
+    """recur_avx2 -> recur (avx2): recur on one of its other kernel sets; onednn_avx2 -> oneDNN
+    (avx2): oneDNN capped to that instruction set."""
+    for prefix in ("recur_", "onednn_"):
+        if c.startswith(prefix):
+            return f"{NAMES[prefix[:-1]]} ({c[len(prefix):]})"
+    return NAMES[c]
 
 
 def other_sets(res):
@@ -109,18 +113,22 @@ def write_markdown(res, path):
         w(f"### recur on its `{k}` kernels\n")
         w(f"The same measurements with `RECUR_CPU_KERNELS={k}` (its own processes, interleaved with the others). "
           "× = peer time / this time.\n")
-        w(f"| shape (B,T,F,H) | cell | threads | recur ({k}) | × recur | × oneDNN | × PyTorch | × ORT |")
-        w("|---|---|---|---|---|---|---|---|")
+        capped = f"onednn_{k}"
+        has_capped = any(r["results"].get(capped, {}).get("status") == "ok" for r in rows)
+        peers = ["recur"] + PEERS + ([capped] if has_capped else [])
+        w(f"| shape (B,T,F,H) | cell | threads | recur ({k}) | × recur | × oneDNN | × PyTorch | × ORT |"
+          + (f" × oneDNN capped to {k} |" if has_capped else ""))
+        w("|---|---|---|---|---|---|---|---|" + ("---|" if has_capped else ""))
         for r in rows:
             x = r["results"].get(c, {"status": "n/a"})
             cells = [shape_label(r), SHORT_CELL[r["cell"]], str(r["threads"])]
             if x["status"] != "ok":
-                w("| " + " | ".join(cells + ["n/a", "–", "–", "–", "–"]) + " |")
+                w("| " + " | ".join(cells + ["n/a"] + ["–"] * len(peers)) + " |")
                 continue
             used = f" · {x['threads_used']:.2f} cores" if "threads_used" in x else ""
             cells.append(f"{fmt_time(x['median_s'])} ({fmt_time(x['min_s'])}){used}")
-            for p in ["recur"] + PEERS:
-                y = r["results"][p]
+            for p in peers:
+                y = r["results"].get(p, {"status": "n/a"})
                 cells.append(f"{y['median_s'] / x['median_s']:.2f}" if y["status"] == "ok" else "–")
             w("| " + " | ".join(cells) + " |")
         w("")

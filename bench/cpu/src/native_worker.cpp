@@ -258,7 +258,22 @@ class OneDnn final : public Contender {
     return out;
   }
 
-  std::string describe() const override { return "impl=" + impl_; }
+  std::string describe() const override { return "impl=" + impl_ + " isa=" + isa_name(dnnl_get_effective_cpu_isa()); }
+
+  // The instruction set oneDNN's JIT code may use (ONEDNN_MAX_CPU_ISA caps it).
+  static std::string isa_name(dnnl_cpu_isa_t isa) {
+    switch (isa) {
+      case dnnl_cpu_isa_sse41: return "sse41";
+      case dnnl_cpu_isa_avx: return "avx";
+      case dnnl_cpu_isa_avx2: return "avx2";
+      case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+      case dnnl_cpu_isa_avx512_core: return "avx512_core";
+      case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+      case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+      case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+      default: return "other(" + std::to_string(static_cast<int>(isa)) + ")";
+    }
+  }
 
  private:
   void zero_states() {
@@ -283,7 +298,8 @@ class OneDnn final : public Contender {
 std::unique_ptr<Contender> make(const std::string &name, const Spec &s) {
   // "recur_avx2" and the like: recur on another kernel set (the driver sets RECUR_CPU_KERNELS).
   if (name == "recur" || name.rfind("recur_", 0) == 0) return std::make_unique<Recur>(s);
-  if (name == "onednn") return std::make_unique<OneDnn>(s);
+  // "onednn_avx2": oneDNN capped to an instruction set (the driver sets ONEDNN_MAX_CPU_ISA).
+  if (name == "onednn" || name.rfind("onednn_", 0) == 0) return std::make_unique<OneDnn>(s);
   throw std::runtime_error("this process runs recur and onednn, not '" + name + "'");
 }
 
