@@ -281,6 +281,7 @@ const char* const kFiles[] = {
 };
 
 TEST(CApiModelStates, ManyStatesInOneCallMatchStepsOneByOne) {
+  RECUR_SKIP_WITHOUT_FILES();
   int ran = 0;
   double worst = 0;
   for (const char* file : kFiles) {
@@ -294,6 +295,7 @@ TEST(CApiModelStates, ManyStatesInOneCallMatchStepsOneByOne) {
 }
 
 TEST(CApiModelStates, MasksGivenWithTheInputs) {
+  RECUR_SKIP_WITHOUT_FILES();
   int ran = 0;
   for (const char* file : {"keras3/masking_sequential.keras", "keras3/masking_functional.keras", "keras3/multi_io.keras",
                            "conv_stream/keras3/tcn_lstm.keras", "keras2/multi_io.h5"}) {
@@ -307,6 +309,7 @@ TEST(CApiModelStates, MasksGivenWithTheInputs) {
 }
 
 TEST(CApiModelStates, OneStateAndManyStates) {
+  RECUR_SKIP_WITHOUT_FILES();
   std::string why;
   EXPECT_GE(compare("keras3/masking_sequential.keras", {3}, {1, 2, 1}, false, -1, why), 0.0) << why;
   std::vector<int32_t> many(300);
@@ -331,6 +334,7 @@ struct Pair {
 };
 
 TEST(CApiModelStates, ErrorsNameTheArgument) {
+  RECUR_SKIP_WITHOUT_FILES();
   Pair p;
   const char* fn = "recur_model_states_step_named";
   StepData d = make_step(p.f, 3, 2, 5, false);
@@ -387,6 +391,7 @@ TEST(CApiModelStates, ErrorsNameTheArgument) {
 
 // The batch limit holds for the sum of the states' batches: each state fits, the call would not.
 TEST(CApiModelStates, TheSumOfTheBatchesKeepsTheBatchLimit) {
+  RECUR_SKIP_WITHOUT_FILES();
   Pair p;  // batches 1 and 2
   uint64_t was = 0;
   ASSERT_EQ(recur_get_limit(RECUR_LIMIT_BATCH, &was), RECUR_OK);
@@ -410,6 +415,7 @@ TEST(CApiModelStates, TheSumOfTheBatchesKeepsTheBatchLimit) {
 // convolution, a cancel) leaves every stream as it was: the next calls give the numbers of
 // streams that never saw it.
 TEST(CApiModelStates, AFailedCallLeavesEveryStreamAsItWas) {
+  RECUR_SKIP_WITHOUT_FILES();
   Pair p, ref;
   recur_model_state* both[2] = {p.a.get(), p.b.get()};
   recur_model_state* ref_both[2] = {ref.a.get(), ref.b.get()};
@@ -456,6 +462,7 @@ namespace {
 
 // A stateful Keras model fixes its batch: one state per call, as its streams take.
 TEST(CApiModelStates, AModelWithAFixedBatchTakesOneStatePerCall) {
+  RECUR_SKIP_WITHOUT_FILES();
   const std::string file = "keras3/stateful_sequential_gru.keras";
   Fixture f;
   std::string why;
