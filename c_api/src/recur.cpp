@@ -1330,8 +1330,11 @@ Options& options_of(Options* o, const char* fn) {
 const std::atomic<bool>* cancel_flag_of(const recur_run_options* o, const char* fn) {
   return o ? &options_of(o, fn).cancelled : nullptr;
 }
-// The run's timeout in seconds (0: none).
-double timeout_of(const recur_run_options* o) { return o ? o->timeout_s.load(std::memory_order_relaxed) : 0.0; }
+// The run's timeout in seconds (0: none). Checks the handle as cancel_flag_of does: the two are
+// arguments of one call, evaluated in either order.
+double timeout_of(const recur_run_options* o, const char* fn) {
+  return o ? options_of(o, fn).timeout_s.load(std::memory_order_relaxed) : 0.0;
+}
 
 template <typename T>
 void require_array(const T* p, int32_t n, const char* fn, const char* name, const char* count) {
@@ -1475,7 +1478,7 @@ recur_status recur_model_run_named(const recur_model* model, const recur_tensor*
   const char* fn = "recur_model_run_named";
   return guarded([&] {
     const recur::Model& m = model_of(model, fn);
-    const recur::CancelScope scope(cancel_flag_of(options, fn), timeout_of(options));
+    const recur::CancelScope scope(cancel_flag_of(options, fn), timeout_of(options, fn));
     const std::vector<recur::NamedInput> in = named_inputs(inputs, num_inputs, fn);
     std::vector<recur::NamedOutput> out = named_outputs(outputs, num_outputs, fn);
     prefixed(fn, [&] { m.run_named(in, out); });
@@ -1500,7 +1503,7 @@ recur_status recur_model_state_step_named(recur_model_state* state, const recur_
   const char* fn = "recur_model_state_step_named";
   return guarded([&] {
     recur::ModelStream& st = stream_of(state, fn);
-    const recur::CancelScope scope(cancel_flag_of(options, fn), timeout_of(options));
+    const recur::CancelScope scope(cancel_flag_of(options, fn), timeout_of(options, fn));
     const std::vector<recur::NamedInput> in = named_inputs(inputs, num_inputs, fn);
     std::vector<recur::NamedOutput> out = named_outputs(outputs, num_outputs, fn);
     prefixed(fn, [&] { st.step_named(in, out); });
@@ -1526,7 +1529,7 @@ recur_status recur_model_states_step_named(recur_model_state* const* states, int
   const char* fn = "recur_model_states_step_named";
   return guarded([&] {
     const std::vector<recur::ModelStream*> streams = streams_of(states, num_states, fn);
-    const recur::CancelScope scope(cancel_flag_of(options, fn));
+    const recur::CancelScope scope(cancel_flag_of(options, fn), timeout_of(options, fn));
     const std::vector<recur::NamedInput> in = named_inputs(inputs, num_inputs, fn);
     std::vector<recur::NamedOutput> out = named_outputs(outputs, num_outputs, fn);
     prefixed(fn, [&] { recur::ModelStream::step_named_many(streams, in, out); });

@@ -426,6 +426,13 @@ TEST(CApiModelStates, AFailedCallLeavesEveryStreamAsItWas) {
     cancel.reset(o);
     ASSERT_EQ(recur_run_options_cancel(o), RECUR_OK);
   }
+  rt::RunOptions late;  // a timeout that has always passed by the first check
+  {
+    recur_run_options* o = nullptr;
+    ASSERT_EQ(recur_run_options_create(&o), RECUR_OK);
+    late.reset(o);
+    ASSERT_EQ(recur_run_options_set_timeout(o, 1e-9), RECUR_OK);
+  }
   for (int call = 0; call < 4; ++call) {
     StepData d = make_step(p.f, 3, 1 + call % 2, static_cast<uint32_t>(call + 9), false);
     std::vector<recur_tensor> in = tensors(p.f, d);
@@ -447,6 +454,8 @@ TEST(CApiModelStates, AFailedCallLeavesEveryStreamAsItWas) {
                        RECUR_ERR_INVALID_ARGUMENT, "token id 1048576");
       EXPECT_RECUR_ERR(recur_model_states_step_named(both, 2, in.data(), 2, out.data(), no, cancel.get()),
                        RECUR_ERR_CANCELLED, "cancelled");
+      EXPECT_RECUR_ERR(recur_model_states_step_named(both, 2, in.data(), 2, out.data(), no, late.get()),
+                       RECUR_ERR_LIMIT, "deadline passed");
     }
     ASSERT_EQ(recur_model_states_step_named(both, 2, in.data(), 2, out.data(), no, nullptr), RECUR_OK)
         << recur_last_error();

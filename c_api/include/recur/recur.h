@@ -973,7 +973,7 @@ RECUR_API recur_status recur_set_log_callback(recur_log_callback callback, void 
  *   for all states.
  * outputs: as recur_model_state_step_named, rows concatenated in the order of states (a sequence
  *   output's dims are (sum of batches, steps, ...)). recur_model_states_output_shapes tells them.
- * options: NULL, or recur_run_options to cancel the call.
+ * options: NULL, or recur_run_options to cancel the call or give it a timeout.
  * Streams whose recurrent states line up (the same layers stepped, causal histories of the same
  * length: all streams after their first step) run as one batch; others run in batches of their
  * own within the call (a state stepped for the first time beside states already stepped). A model
@@ -982,7 +982,8 @@ RECUR_API recur_status recur_set_log_callback(recur_log_callback callback, void 
  * entry, the same state twice, a state of another model than states[0], and all errors of
  * recur_model_state_step_named), SHAPE (an input whose dims[0] is not the sum of the states'
  * batches, and the shape errors of recur_model_state_step_named), STATE (a destroyed state),
- * UNSUPPORTED, LIMIT (the sum of the batches over the batch limit), CANCELLED.
+ * UNSUPPORTED, LIMIT (the sum of the batches over the batch limit, or the options' timeout
+ * passed), CANCELLED.
  * On any error (cancellation included) every state is left exactly as before the call and no
  * output's rank, dims or length is written.
  * Ownership: nothing is kept; the caller owns the states, inputs and output buffers.
@@ -1028,7 +1029,7 @@ RECUR_API recur_status recur_model_states_output_shapes(const recur_model_state 
  * checks between layers and between timesteps. */
 
 /* Sets the timeout of every call made with these options: a run (recur_model_run_named) or a
- * stream step (recur_model_state_step_named) that has run `seconds` since it started stops at its
+ * stream step (recur_model_state_step_named, recur_model_states_step_named) that has run `seconds` since it started stops at its
  * next check (between layers, and between timesteps of a recurrent layer) and returns
  * RECUR_ERR_LIMIT ("deadline passed after X ms ..."), leaving a stateful model's states or the
  * stream exactly as before the call, as a cancel does. 0 (the default) means no timeout. The
