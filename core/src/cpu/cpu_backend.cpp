@@ -61,7 +61,8 @@ Plan plan_for(const Cell& cell, const SequenceJob& job) {
   if (n == 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (n <= 1 || !cell.splittable() || job.recurrent_masks) return {};
   const double step_macs = static_cast<double>(job.batch) * cell.width() * (cell.units() + cell.input_size());
-  const Index by_rows = std::min<Index>(n, job.batch / kMinRowsPerThread);
+  // A part's rows are contiguous only in batch-major tensors: time-major runs split by units.
+  const Index by_rows = job.time_major ? 1 : std::min<Index>(n, job.batch / kMinRowsPerThread);
   // Rows need no barrier per step, so they pay at any size; units share a wide layer's weights.
   // Each thread streams every recurrent weight when split by rows: worth it while they stay in its
   // cache (about 1 MiB), or when units would leave threads idle.
@@ -264,8 +265,6 @@ struct RowRun {
 bool run_rows(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws, int nt) {
   const Index B = job.batch, T = job.timesteps, u = cell.units(), F = cell.input_size();
   const int ns = cell.num_states();
-  // Time-major rows of one part are not contiguous; this path is for batch-major runs.
-  if (job.time_major) return run_units(cell, job, ws, 1);
   if (ws.parts.size() < static_cast<std::size_t>(nt)) ws.parts.resize(static_cast<std::size_t>(nt));
   // Kept from call to call (per calling thread), so steady-state runs do not allocate.
   thread_local std::vector<RowPart> parts;
