@@ -274,6 +274,9 @@ def _verify(model: Any, ns: argparse.Namespace) -> int:
         ok = err <= ns.atol
         failed |= not ok
         print("%s: %s max abs error %.3g (atol %g)" % (k, "ok" if ok else "FAIL", err, ns.atol))
+    # As the native tool: the weights' precision beside the worst error, so that the error a
+    # reduced precision costs is read off one run.
+    print("precision: %s\nmax abs error: %.6e" % (model.precision, worst))
     return 1 if failed else 0
 
 
