@@ -689,35 +689,52 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
 }
 
 // Refuses a run whose tensors would together be over the run_bytes limit, before it allocates.
-void Graph::plan_run(const std::vector<Value>& inputs) const {
-  if (inputs.size() != input_nodes.size() || inputs.size() > input_specs.size()) return;
+std::shared_ptr<const Graph::Plan> Graph::plan_for(const std::vector<Value>& inputs) const {
   std::vector<std::vector<Index>> key;
   key.reserve(inputs.size());
   for (const Value& v : inputs) key.push_back(v.shape);
-  Plan p;
-  bool cached = false;
   {
     std::lock_guard<std::mutex> lock(plan_cache->mutex);
     auto it = plan_cache->plans.find(key);
-    if (it != plan_cache->plans.end()) p = it->second, cached = true;
+    if (it != plan_cache->plans.end()) return it->second;
   }
-  if (!cached) {
-    std::vector<Spec> specs;
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      Spec s = input_specs[i];
-      s.dims = inputs[i].shape;
-      specs.push_back(s);
-    }
-    try {
-      p = plan(specs);
-    } catch (const Error& e) {
-      // Shapes only the run tells (a sequence longer than declared that a layer's rule cannot
-      // take before it runs): the run's own checks of each tensor stand.
-      if (e.code() == Code::limit) throw;
-    }
-    std::lock_guard<std::mutex> lock(plan_cache->mutex);
-    if (plan_cache->plans.size() < 64) plan_cache->plans.emplace(std::move(key), p);
+  auto p = std::make_shared<Plan>();
+  std::vector<Spec> specs;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    Spec s = input_specs[i];
+    s.dims = inputs[i].shape;
+    specs.push_back(s);
   }
+  try {
+    *p = plan(specs);
+  } catch (const Error& e) {
+    // Shapes only the run tells (a sequence longer than declared that a layer's rule cannot
+    // take before it runs): the run's own checks of each tensor stand.
+    if (e.code() == Code::limit) throw;
+  }
+  std::lock_guard<std::mutex> lock(plan_cache->mutex);
+  if (plan_cache->plans.size() < 64) plan_cache->plans.emplace(std::move(key), p);
+  return p;
+}
+
+std::vector<Spec> Graph::infer_for(const std::vector<Value>& inputs) const {
+  if (inputs.size() == input_nodes.size() && inputs.size() <= input_specs.size()) {
+    const std::shared_ptr<const Plan> p = plan_for(inputs);
+    if (p->known && unsupported.empty()) return p->outputs;
+  }
+  std::vector<Spec> specs;
+  for (std::size_t i = 0; i < inputs.size() && i < input_specs.size(); ++i) {
+    Spec s = input_specs[i];
+    s.dims = inputs[i].shape;
+    specs.push_back(s);
+  }
+  return infer(specs);
+}
+
+void Graph::plan_run(const std::vector<Value>& inputs) const {
+  if (inputs.size() != input_nodes.size() || inputs.size() > input_specs.size()) return;
+  const std::shared_ptr<const Plan> planned = plan_for(inputs);
+  const Plan& p = *planned;
   if (!p.known) return;
   // Checked against the limits in effect now: a cached plan holds amounts, not decisions.
   for (const auto& [bytes, what] : p.records) check_limit(Limit::tensor_bytes, bytes, what);
@@ -1006,6 +1023,7 @@ Graph::Plan Graph::plan(const std::vector<Spec>& inputs) const {
     for (const Ref& r : n.initial_state) release(r);
     if (n.mask.node >= 0) release(n.mask);
   }
+  for (const Ref& r : outputs) result.outputs.push_back(specs[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
   result.known = true;
   return result;
 }

@@ -262,14 +262,19 @@ class Graph {
     // Each tensor larger than every one before it, in the order the run makes them: the first of
     // these over tensor_bytes is the first tensor of the run over it.
     std::vector<std::pair<double, std::string>> records;
+    std::vector<Spec> outputs;  // the model outputs' specs
   };
   Plan plan(const std::vector<Spec>& inputs) const;
   // Error(limit) when a run on these inputs would hold a tensor over tensor_bytes or tensors over
   // run_bytes together, before it allocates. Plans are kept by input shapes (a few dozen).
   void plan_run(const std::vector<Value>& inputs) const;
+  // The plan for these input values' shapes, made once and kept (a few dozen shapes).
+  std::shared_ptr<const Plan> plan_for(const std::vector<Value>& inputs) const;
+  // infer() for input values, from the kept plan when there is one (every stream step asks).
+  std::vector<Spec> infer_for(const std::vector<Value>& inputs) const;
   struct PlanCache {
     std::mutex mutex;
-    std::map<std::vector<std::vector<Index>>, Plan> plans;
+    std::map<std::vector<std::vector<Index>>, std::shared_ptr<const Plan>> plans;
   };
   std::shared_ptr<PlanCache> plan_cache = std::make_shared<PlanCache>();
   BuildContext context;

@@ -373,14 +373,8 @@ struct ModelShared {
 
   // The dims of every output for these input values.
   std::vector<std::vector<Index>> dims_for(const std::vector<Value>& in) const {
-    std::vector<Spec> specs;
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      Spec sp = graph->input_specs[i];
-      sp.dims = in[i].shape;
-      specs.push_back(sp);
-    }
     std::vector<std::vector<Index>> out;
-    for (const Spec& sp : graph->infer(specs)) {
+    for (const Spec& sp : graph->infer_for(in)) {
       for (std::size_t a = 1; a < sp.dims.size(); ++a)
         if (sp.dims[a] < 0) fail(Code::shape, "the output's shape ", graph::spec_string(sp), " cannot be told before the run");
       std::vector<Index> d = sp.dims;

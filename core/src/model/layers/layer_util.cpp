@@ -74,7 +74,9 @@ std::vector<Index> alloc_shape(std::vector<Index> shape, const char* what) {
     if (d < 0) fail(Code::shape, what, ": negative dimension in ", shape_string(shape));
     n *= static_cast<double>(d);
   }
-  check_limit(Limit::tensor_bytes, 4 * n, std::string(what) + ": a tensor of shape " + shape_string(shape));
+  // The message is built only when it is needed: this runs for every tensor of every step.
+  if (4 * n > static_cast<double>(limit(Limit::tensor_bytes)))
+    check_limit(Limit::tensor_bytes, 4 * n, std::string(what) + ": a tensor of shape " + shape_string(shape));
   return shape;
 }
 
