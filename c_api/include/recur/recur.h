@@ -51,7 +51,7 @@ extern "C" {
 /* ------------------------------------------------------------------------------------------ */
 
 #define RECUR_VERSION_MAJOR 0
-#define RECUR_VERSION_MINOR 8
+#define RECUR_VERSION_MINOR 9
 #define RECUR_VERSION_PATCH 0
 #define RECUR_VERSION_NUMBER (RECUR_VERSION_MAJOR * 10000 + RECUR_VERSION_MINOR * 100 + RECUR_VERSION_PATCH)
 
