@@ -14,8 +14,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../../build}
 mkdir -p "$build"
 venv=$(cd "$build" && pwd)/spark-venv
-# Spark 4 runs on Java 17 or 21; its Python API takes pandas >= 2 and PyArrow >= 11.
-pins=("pyspark>=4.0,<5" "pandas>=2.0" "pyarrow>=11" "numpy")
+# Spark 4 runs on Java 17 or 21; its Python API takes pandas 2 (it warns on 3) and PyArrow >= 11.
+pins=("pyspark>=4.0,<5" "pandas>=2.0,<3" "pyarrow>=11" "numpy")
 py=${RECUR_SPARK_PYTHON:-python3}
 
 have_all() {
