@@ -93,8 +93,24 @@ class SparkScorer:
         return state
 
     # ---- the model, once per process -----------------------------------------------------------
+    def _device(self, where: str) -> str:
+        """"cuda:task" is the GPU Spark assigned to the running task (the CPU on the driver, which only plans)."""
+        if self.device != "cuda:task":
+            return self.device
+        if where == "the driver":
+            return "cpu"
+        from pyspark import TaskContext
+        tc = TaskContext.get()
+        gpu = tc.resources().get("gpu") if tc is not None else None
+        if gpu is None or not gpu.addresses:
+            raise RuntimeError('recur.spark: device "cuda:task" needs a GPU assigned to each task, and this task on host '
+                               '%s has none: set spark.executor.resource.gpu.amount, spark.task.resource.gpu.amount and '
+                               'spark.executor.resource.gpu.discoveryScript (docs/spark.md, GPUs)' % socket.gethostname())
+        return "cuda:%s" % gpu.addresses[0]
+
     def _model(self, where: str) -> Any:
-        key = (self.path, self.spark_file, self._digest, self.device, self.num_threads)
+        device = self._device(where)
+        key = (self.path, self.spark_file, self._digest, device, self.num_threads)
         cache = _cache()
         m = cache.models.get(key)
         if m is not None:
@@ -102,11 +118,11 @@ class SparkScorer:
         with cache.lock:
             m = cache.models.get(key)
             if m is None:
-                m = self._open(where)
+                m = self._open(where, device)
                 cache.models[key] = m
             return m
 
-    def _open(self, where: str) -> Any:
+    def _open(self, where: str, device: str) -> Any:
         recur = _load_recur(where)
         if self.path is not None:
             if not os.path.isfile(self.path):
@@ -133,8 +149,8 @@ class SparkScorer:
         if m.stateful:
             raise ValueError("recur.spark: the model %s is stateful: its rows would carry states into each other; "
                              "save it with stateful=False to score rows independently" % self.name)
-        if self.device != "cpu":
-            m.device = self.device
+        if device != "cpu":
+            m.device = device
         return m
 
     # ---- on the driver -------------------------------------------------------------------------
@@ -232,6 +248,7 @@ class SparkScorer:
         width = max(plan["features"], 1)
         n = len(col)
         bad: List[Tuple[int, str]] = []
+        values: Any = None
         lens = pc.fill_null(pc.list_value_length(col), 0).to_numpy(zero_copy_only=False).astype(np.int64)
         if plan["nested"]:
             steps = col.flatten()  # the steps of non-null rows, in order
@@ -303,8 +320,8 @@ class SparkScorer:
                 ys = self._predict(model, x[sel].reshape(len(idx), int(t), *self._feat(plan)), None, rb, idx, plan)
                 for o, y in enumerate(ys):
                     flat = y.reshape(len(idx), -1)
-                    for j, i in enumerate(idx):
-                        per_row[o][i] = flat[j]
+                    for j, r in enumerate(idx):
+                        per_row[o][r] = flat[j]
             arrays = [pa.array(rows, type=pa.list_(pa.float32())) for rows in per_row]
         else:
             b, t = rb.num_rows, int(lens.max())

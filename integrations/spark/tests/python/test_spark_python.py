@@ -171,6 +171,13 @@ class Scoring(unittest.TestCase):
             SparkScorer(data=b"\x01\x02\x03\x04", name="junk.keras").score(sequences)
         self.assertIn("cannot open the model junk.keras", str(c.exception))
 
+    def test_task_gpu_without_gpu_resources(self):
+        with self.assertRaises(Exception) as c:
+            SparkScorer(model("lstm_keras2.h5"), device="cuda:task").score(bad_table().where("id = 1")).collect()
+        m = message(c.exception)
+        self.assertIn('device "cuda:task" needs a GPU assigned to each task', m)
+        self.assertIn("spark.task.resource.gpu.amount", m)
+
     def test_bad_arguments(self):
         for kw in ({"padding": "pad"}, {"bad_rows": "ignore"}, {"batch_size": 0}):
             with self.assertRaises(ValueError):

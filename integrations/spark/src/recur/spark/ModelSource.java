@@ -8,6 +8,8 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.SparkFiles;
+import org.apache.spark.TaskContext;
+import org.apache.spark.resource.ResourceInformation;
 import org.apache.spark.broadcast.Broadcast;
 import recur.Model;
 
@@ -20,6 +22,7 @@ import recur.Model;
 final class ModelSource implements Serializable {
   private static final long serialVersionUID = 1L;
   private static final ConcurrentHashMap<String, Model> OPEN = new ConcurrentHashMap<>();
+  static final String TASK_GPU = "cuda:task";
 
   enum Kind { FILE, SPARK_FILE, BYTES }
 
@@ -46,10 +49,24 @@ final class ModelSource implements Serializable {
     return s;
   }
 
+  /** The device this JVM opens the model on: "cuda:task" is the GPU Spark assigned to the running task (the CPU on the driver). */
+  String resolvedDevice() {
+    if (!TASK_GPU.equals(device)) return device;
+    TaskContext tc = TaskContext.get();
+    if (tc == null) return "cpu";  // the driver only plans
+    ResourceInformation gpu = tc.resourcesJMap().get("gpu");
+    if (gpu == null || gpu.addresses().length == 0) {
+      throw new RecurSparkException("recur-spark: device \"" + TASK_GPU + "\" needs a GPU assigned to each task, and task "
+          + tc.taskAttemptId() + " on host " + host() + " has none: set spark.executor.resource.gpu.amount,"
+          + " spark.task.resource.gpu.amount and spark.executor.resource.gpu.discoveryScript (docs/spark.md, GPUs)");
+    }
+    return "cuda:" + gpu.addresses()[0];
+  }
+
   private String key() {
     String where = kind == Kind.BYTES ? (broadcast != null ? "broadcast:" + broadcast.id() : "bytes:" + System.identityHashCode(bytes))
                                       : kind + ":" + path;
-    return where + "|" + device + "|" + numThreads;
+    return where + "|" + resolvedDevice() + "|" + numThreads;
   }
 
   static String host() {
@@ -127,7 +144,8 @@ final class ModelSource implements Serializable {
             + " each other; save it with stateful=False to score rows independently");
       }
       if (numThreads != 1) m.setNumThreads(numThreads);
-      if (device != null && !device.equals("cpu")) m.setDevice(device);
+      String dev = resolvedDevice();
+      if (!dev.equals("cpu")) m.setDevice(dev);
     } catch (RuntimeException e) {
       m.close();
       if (e instanceof RecurSparkException) throw e;

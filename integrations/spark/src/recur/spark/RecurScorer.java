@@ -113,7 +113,11 @@ public final class RecurScorer implements Serializable {
     return this;
   }
 
-  /** Where executors run the model: "cpu" (the default), "cuda", "cuda:N" or "auto". */
+  /**
+   * Where executors run the model: "cpu" (the default), "cuda", "cuda:N", "auto", or "cuda:task":
+   * the GPU Spark's resource scheduling assigned to the task (spark.task.resource.gpu.amount), one
+   * model per GPU in each executor. The driver, which only plans, stays on the CPU.
+   */
   public RecurScorer device(String device) {
     this.source = source.with(java.util.Objects.requireNonNull(device, "device"), source.numThreads);
     return this;

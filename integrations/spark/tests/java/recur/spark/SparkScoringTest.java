@@ -189,6 +189,14 @@ class SparkScoringTest {
                e.getMessage());
   }
 
+  @Test
+  void taskGpuWithoutGpuResources() {
+    Exception e = assertThrows(Exception.class, () -> RecurScorer.fromFile(model("lstm_keras2.h5")).device("cuda:task")
+        .score(badTable().where("id = 1")).collectAsList());
+    String m = rootMessage(e);
+    assertTrue(m.contains("device \"cuda:task\" needs a GPU assigned to each task") && m.contains("spark.task.resource.gpu.amount"), m);
+  }
+
   static String rootMessage(Throwable e) {
     StringBuilder s = new StringBuilder();
     for (Throwable t = e; t != null; t = t.getCause()) s.append(t.getMessage()).append('\n');
