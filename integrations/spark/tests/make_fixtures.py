@@ -14,8 +14,12 @@ Files (tests/fixtures/):
                             Dense(3); outputs [score, gru] (gru is a sequence output)
   lstm_keras2.h5            Input (None, 4) -> LSTM(5) -> Dense(2, sigmoid), no Masking: a padded
                             batch needs an explicit mask to give each row's own result
-  sequences.parquet         id: int64, seq: array<array<float>> (T_i, 4), T_i in 1..12
-  expected.parquet          id, k3_score (3), k3_gru (T_i*8, row-major), k2_prob (2): Keras's outputs
+  embedding_gru_keras3.keras  Input (None,) int32 token ids -> Embedding(20, 5, mask_zero) -> GRU(4)
+                            -> Dense(1): a (batch, steps) input, one id per step
+  sequences.parquet         id: int64, seq: array<array<float>> (T_i, 4), T_i in 1..12,
+                            tokens: array<int32> (T_i ids in 1..19)
+  expected.parquet          id, k3_score (3), k3_gru (T_i*8, row-major), k2_prob (2), k3_tok (1):
+                            Keras's outputs
 """
 import argparse
 import os
@@ -37,6 +41,12 @@ def data():
     seqs = [rng.normal(0.0, 1.0, size=(int(t), FEATURES)).astype("float32") + 0.01 for t in lengths]
     ids = (1000 + np.arange(ROWS)).astype("int64")
     return ids, seqs
+
+
+def tokens(seqs):
+    import numpy as np
+    rng = np.random.default_rng(SEED + 1)
+    return [rng.integers(1, 20, size=len(s)).astype("int32") for s in seqs]
 
 
 def per_row(model, seqs):
@@ -68,7 +78,13 @@ def stage_keras3(npz):
     model.save(os.path.join(OUT, "gru_masking_keras3.keras"))
     ids, seqs = data()
     outs = per_row(model, seqs)
-    np.savez(npz, k3_score=np.concatenate([o[0] for o in outs]), k3_gru=np.concatenate([o[1] for o in outs]))
+    ti = keras.Input((None,), dtype="int32", name="tokens")
+    e = keras.layers.Embedding(20, 5, mask_zero=True, name="embedding")(ti)
+    tok_model = keras.Model(ti, keras.layers.Dense(1, name="tok_score")(keras.layers.GRU(4, name="tok_gru")(e)))
+    tok_model.save(os.path.join(OUT, "embedding_gru_keras3.keras"))
+    tok = per_row(tok_model, tokens(seqs))
+    np.savez(npz, k3_score=np.concatenate([o[0] for o in outs]), k3_gru=np.concatenate([o[1] for o in outs]),
+             k3_tok=np.concatenate([o[0] for o in tok]))
 
 
 def stage_keras2(npz):
@@ -93,7 +109,8 @@ def stage_parquet(k3, k2):
     ids, seqs = data()
     lens = np.array([len(s) for s in seqs])
     seq_type = pa.list_(pa.list_(pa.float32()))
-    pq.write_table(pa.table({"id": pa.array(ids), "seq": pa.array([s.tolist() for s in seqs], type=seq_type)}),
+    pq.write_table(pa.table({"id": pa.array(ids), "seq": pa.array([s.tolist() for s in seqs], type=seq_type),
+                             "tokens": pa.array([t.tolist() for t in tokens(seqs)], type=pa.list_(pa.int32()))}),
                    os.path.join(OUT, "sequences.parquet"))
     a, b = np.load(k3), np.load(k2)
 
@@ -104,6 +121,7 @@ def stage_parquet(k3, k2):
         "k3_score": split(a["k3_score"], [3] * ROWS),
         "k3_gru": split(a["k3_gru"], lens * 8),
         "k2_prob": split(b["k2_prob"], [2] * ROWS),
+        "k3_tok": split(a["k3_tok"], [1] * ROWS),
     }), os.path.join(OUT, "expected.parquet"))
 
 

@@ -124,6 +124,12 @@ class Scoring(unittest.TestCase):
         scored = SparkScorer(spark_file="lstm_keras2.h5", sequence_col="values", output_prefix="y_").score(flat)
         self.compare(scored, "y_prob", "k2_prob")
 
+    def test_token_ids_through_embedding_mask_zero(self):
+        for padding in ("mask", "group"):
+            scored = SparkScorer(model("embedding_gru_keras3.keras"), sequence_col="tokens", key_cols=["id"],
+                                 batch_size=50, padding=padding).score(sequences)
+            self.compare(scored, "tok_score", "k3_tok")
+
     def test_bad_row_fails_naming_its_key(self):
         with self.assertRaises(Exception) as c:
             SparkScorer(model("lstm_keras2.h5")).score(bad_table()).collect()

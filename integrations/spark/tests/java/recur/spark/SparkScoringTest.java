@@ -110,6 +110,16 @@ class SparkScoringTest {
     compare(scored, "y_prob", "k2_prob");
   }
 
+  @Test
+  void tokenIdsThroughEmbeddingMaskZero() {
+    // A (batch, steps) input: array<int> holds one id per step; Embedding(mask_zero) masks the padding too.
+    Dataset<Row> scored = RecurScorer.fromFile(model("embedding_gru_keras3.keras")).sequenceColumn("tokens")
+        .keyColumns("id").batchSize(50).score(sequences);
+    compare(scored, "tok_score", "k3_tok");
+    compare(RecurScorer.fromFile(model("embedding_gru_keras3.keras")).sequenceColumn("tokens").keyColumns("id")
+                .padding(Padding.GROUP).score(sequences), "tok_score", "k3_tok");
+  }
+
   static Dataset<Row> badTable() {
     StructType schema = DataTypes.createStructType(Arrays.asList(
         DataTypes.createStructField("id", DataTypes.LongType, false),
