@@ -16,6 +16,8 @@ Files (tests/fixtures/):
                             batch needs an explicit mask to give each row's own result
   embedding_gru_keras3.keras  Input (None,) int32 token ids -> Embedding(20, 5, mask_zero) -> GRU(4)
                             -> Dense(1): a (batch, steps) input, one id per step
+  stateful_gru_keras3.keras Input batch (2, None, 4) -> GRU(2, stateful): refused (rows would carry
+                            states into each other)
   sequences.parquet         id: int64, seq: array<array<float>> (T_i, 4), T_i in 1..12,
                             tokens: array<int32> (T_i ids in 1..19)
   expected.parquet          id, k3_score (3), k3_gru (T_i*8, row-major), k2_prob (2), k3_tok (1):
@@ -83,6 +85,8 @@ def stage_keras3(npz):
     tok_model = keras.Model(ti, keras.layers.Dense(1, name="tok_score")(keras.layers.GRU(4, name="tok_gru")(e)))
     tok_model.save(os.path.join(OUT, "embedding_gru_keras3.keras"))
     tok = per_row(tok_model, tokens(seqs))
+    si = keras.Input(batch_shape=(2, None, FEATURES), name="seq_in")
+    keras.Model(si, keras.layers.GRU(2, stateful=True, name="gru")(si)).save(os.path.join(OUT, "stateful_gru_keras3.keras"))
     np.savez(npz, k3_score=np.concatenate([o[0] for o in outs]), k3_gru=np.concatenate([o[1] for o in outs]),
              k3_tok=np.concatenate([o[0] for o in tok]))
 

@@ -184,6 +184,11 @@ class Scoring(unittest.TestCase):
         self.assertIn('device "cuda:task" needs a GPU assigned to each task', m)
         self.assertIn("spark.task.resource.gpu.amount", m)
 
+    def test_stateful_model_refused(self):
+        with self.assertRaises(ValueError) as c:
+            SparkScorer(model("stateful_gru_keras3.keras")).score(sequences)
+        self.assertIn("is stateful", str(c.exception))
+
     def test_bad_arguments(self):
         for kw in ({"padding": "pad"}, {"bad_rows": "ignore"}, {"batch_size": 0}):
             with self.assertRaises(ValueError):

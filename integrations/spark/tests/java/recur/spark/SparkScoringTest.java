@@ -207,6 +207,13 @@ class SparkScoringTest {
     assertTrue(m.contains("device \"cuda:task\" needs a GPU assigned to each task") && m.contains("spark.task.resource.gpu.amount"), m);
   }
 
+  @Test
+  void statefulModelRefused() {
+    RecurSparkException e = assertThrows(RecurSparkException.class,
+        () -> RecurScorer.fromFile(model("stateful_gru_keras3.keras")).score(sequences));
+    assertTrue(e.getMessage().contains("is stateful") && e.getMessage().contains("stateful=False"), e.getMessage());
+  }
+
   static String rootMessage(Throwable e) {
     StringBuilder s = new StringBuilder();
     for (Throwable t = e; t != null; t = t.getCause()) s.append(t.getMessage()).append('\n');
