@@ -67,6 +67,19 @@ def test_verify_passes_and_fails(ids, tmp_path):
     assert r.returncode == 1 and "head: FAIL" in r.stdout
 
 
+def test_verify_prints_the_precision_and_its_error(ids, tmp_path):
+    np.save(tmp_path / "want.npy", KERAS)
+    r = cli("verify", MODEL, "-i", ids, "-e", tmp_path / "want.npy")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "precision: float32\n" in r.stdout
+    r = cli("verify", MODEL, "-i", ids, "-e", tmp_path / "want.npy", "--precision", "int8", "--atol", "1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "precision: int8\n" in r.stdout
+    # int8 weights differ from Keras's numbers, and the error printed says by how much.
+    err = float(r.stdout.split("max abs error: ")[1].split()[0])
+    assert 0 < err < 1, r.stdout
+
+
 def test_masks_and_limits(ids, tmp_path):
     mask = np.load(MODELS / "sentiment_inputs.npy") != 0
     np.save(tmp_path / "mask.npy", mask)
