@@ -4,7 +4,8 @@ sequences of mixed lengths with Keras's outputs for every row.
 
     python integrations/spark/tests/make_fixtures.py --arrow-python build/spark-venv/bin/python
 
-Keras runs in /work/venvs/keras3 and /work/venvs/keras2 (--keras3-python, --keras2-python); the
+Keras runs in the venvs tests/keras/setup_venvs.sh makes (.venv-keras3, .venv-keras2), or in the
+Pythons named by --keras3-python and --keras2-python (Keras 3; TensorFlow with tf_keras); the
 Parquet files are written by a Python with PyArrow (build/spark-venv, integrations/spark/deps.sh).
 Keras's reference for a row is that row alone, unpadded: rows of one length go through
 model.predict together, so no padding or mask is involved in the expected numbers.
@@ -133,8 +134,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--stage", choices=["keras3", "keras2", "parquet"])
     ap.add_argument("--npz", nargs="*")
-    ap.add_argument("--keras3-python", default="/work/venvs/keras3/bin/python")
-    ap.add_argument("--keras2-python", default="/work/venvs/keras2/bin/python")
+    keras_venvs = os.path.join(HERE, "../../../tests/keras")
+    ap.add_argument("--keras3-python", default=os.path.join(keras_venvs, ".venv-keras3/bin/python"))
+    ap.add_argument("--keras2-python", default=os.path.join(keras_venvs, ".venv-keras2/bin/python"))
     ap.add_argument("--arrow-python", default=os.path.join(HERE, "../../../build/spark-venv/bin/python"))
     a = ap.parse_args()
     if a.stage == "keras3":
