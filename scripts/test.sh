@@ -127,6 +127,7 @@ python_venv() {
 }
 release() {
   python_venv
+  integrations/spark/deps.sh build  # PySpark (Spark's jars, pandas, PyArrow) in build/spark-venv for the spark_* tests
   cmake -S . -B build "${release_options[@]}" >"$logs/release-configure.log" || { cat "$logs/release-configure.log"; exit 1; }
   cmake --build build -j"$jobs"
   cd build
