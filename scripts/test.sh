@@ -180,7 +180,7 @@ clang_build() {
 fuzz() {
   JOBS=$jobs scripts/fuzz.sh --ci --build-only
   local first=(fuzz_layer_json fuzz_keras fuzz_keras_structured fuzz_model_graph)
-  local second=(fuzz_h5 fuzz_npy fuzz_c_api)
+  local second=(fuzz_h5 fuzz_npy fuzz_c_api fuzz_model_state_load)
   local rc1=0 rc2=0
   scripts/fuzz.sh --ci --no-build "${first[@]}" >"$logs/fuzz-1.log" 2>&1 &
   local pid=$!
