@@ -1331,8 +1331,8 @@ std::string dims_text(const std::vector<Index>& d) {
 std::string entry_text(const StreamLayout::Entry& e) {
   std::string s = "layer '" + e.name + "' (" + e.cls + ") at call site " + std::to_string(e.site) + ": ";
   if (e.kind == 0) {
-    s += std::to_string(e.states.size()) + " recurrent state(s) of units";
-    for (const auto& [n, u] : e.states) s += " " + std::to_string(u) + "x" + std::to_string(n);
+    s += "recurrent states";
+    for (const auto& [n, u] : e.states) s += " (" + std::to_string(n) + " of " + std::to_string(u) + " units)";
   } else {
     s += "past inputs " + dims_text(e.dims);
   }
