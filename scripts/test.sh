@@ -127,6 +127,7 @@ python_venv() {
 }
 release() {
   python_venv
+  integrations/flink/deps.sh build/flink-deps  # Flink's jars for the flink_* tests (they skip without)
   cmake -S . -B build "${release_options[@]}" >"$logs/release-configure.log" || { cat "$logs/release-configure.log"; exit 1; }
   cmake --build build -j"$jobs"
   cd build
