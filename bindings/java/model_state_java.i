@@ -127,11 +127,22 @@
    */
   public byte[] save() {
     long[] len = new long[1];
+    if (lastSaveSize > 0) {  // a stream's snapshots keep their size: one native call, not two
+      byte[] out = new byte[lastSaveSize];
+      try {
+        saveRaw(out, len);
+        return len[0] == out.length ? out : java.util.Arrays.copyOf(out, Buffers.length(len[0]));
+      } catch (ShapeException grew) {
+        // fall through: ask the size
+      }
+    }
     saveSizeRaw(len);
     byte[] out = new byte[Buffers.length(len[0])];
     saveRaw(out, len);
+    lastSaveSize = out.length;
     return out;
   }
+  private int lastSaveSize;
 
   /**
    * Loads bytes from {@link #save()} (all or nothing: on an error the state is unchanged).

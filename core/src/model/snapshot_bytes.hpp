@@ -13,6 +13,14 @@
 
 namespace recur::snapshot {
 
+// Floats go as their little-endian bit patterns: a plain copy on little-endian hosts.
+inline bool little_endian() {
+  const std::uint16_t one = 1;
+  std::uint8_t first;
+  std::memcpy(&first, &one, 1);
+  return first == 1;
+}
+
 inline std::uint32_t crc32(const std::uint8_t* p, std::size_t n) {
   static const auto table = [] {
     std::vector<std::uint32_t> t(256);
@@ -44,6 +52,12 @@ class Writer {
     bytes.insert(bytes.end(), s.begin(), s.end());
   }
   void floats(const float* p, std::size_t n) {
+    if (little_endian()) {
+      const std::size_t at = bytes.size();
+      bytes.resize(at + 4 * n);
+      if (n) std::memcpy(bytes.data() + at, p, 4 * n);
+      return;
+    }
     bytes.reserve(bytes.size() + 4 * n);
     for (std::size_t i = 0; i < n; ++i) {
       std::uint32_t b;
@@ -89,6 +103,11 @@ class Reader {
   void floats(std::vector<float>& out, std::uint64_t n, const char* what) {
     if (n > left() / 4) truncated(what);
     out.resize(static_cast<std::size_t>(n));
+    if (little_endian()) {
+      if (n) std::memcpy(out.data(), p_ + at_, static_cast<std::size_t>(4 * n));
+      at_ += static_cast<std::size_t>(4 * n);
+      return;
+    }
     for (std::size_t i = 0; i < out.size(); ++i) {
       const std::uint32_t b = u32(what);
       std::memcpy(&out[i], &b, 4);
@@ -96,6 +115,11 @@ class Reader {
   }
   void floats(float* out, std::uint64_t n, const char* what) {
     if (n > left() / 4) truncated(what);
+    if (little_endian()) {
+      if (n) std::memcpy(out, p_ + at_, static_cast<std::size_t>(4 * n));
+      at_ += static_cast<std::size_t>(4 * n);
+      return;
+    }
     for (std::uint64_t i = 0; i < n; ++i) {
       const std::uint32_t b = u32(what);
       std::memcpy(out + i, &b, 4);
