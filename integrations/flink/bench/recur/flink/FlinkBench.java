@@ -44,7 +44,7 @@ public final class FlinkBench {
     System.out.println("cores: " + Runtime.getRuntime().availableProcessors() + ", " + KEYS + " keys, " + F + " features");
     for (int units : new int[] {64, 256}) {
       Path model = dir.resolve("gru" + units + ".keras");
-      int events = units == 64 ? 40000 : 10000;
+      int events = units == 64 ? 100000 : 30000;
       System.out.printf("%nGRU(%d) -> Dense(4)%n", units);
       System.out.printf("  one thread, no Flink (events/s of CPU time):%n");
       System.out.printf("    per-key stream (load + step + save per event, %d keys): %,.0f%n", KEYS, stateful(model, events));
@@ -52,6 +52,7 @@ public final class FlinkBench {
         System.out.printf("    stateless, last %d events re-run per event: %,.0f%n", n, stateless(model, events / n * 4, n));
       System.out.printf("  Flink job, parallelism 1, %d keys, %,d events (events/s of the process's CPU time, the "
                         + "MiniCluster's included; and of the CPU time above a job without the model):%n", E2E_KEYS, events);
+      if (units == 64) jobCpu(model, events, -1);  // warms up the JVM and Flink's classes
       double base = jobCpu(model, events, -1);
       for (int w : new int[] {0, 16}) {
         double cpu = jobCpu(model, events, w);
