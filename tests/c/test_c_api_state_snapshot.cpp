@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "c_api_test_util.hpp"
+#include "recur/recur.hpp"
 
 namespace {
 
@@ -205,13 +206,14 @@ TEST_F(StateSnapshotHostile, WrongMagicVersionChecksum) {
 
 TEST_F(StateSnapshotHostile, HugeCounts) {
   // The layout's entry count (after magic, version, batch) set to 2^32 - 1.
+  ASSERT_GT(good.size(), 24u);
   std::vector<unsigned char> b = good;
-  for (int i = 16; i < 20; ++i) b[static_cast<size_t>(i)] = 0xFF;
+  std::fill(b.begin() + 16, b.begin() + 20, static_cast<unsigned char>(0xFF));
   reseal(b);
   refused(b, RECUR_ERR_INVALID_ARGUMENT, "truncated");
   // The first layer name's length set huge.
   b = good;
-  for (int i = 20; i < 24; ++i) b[static_cast<size_t>(i)] = 0xFF;
+  std::fill(b.begin() + 20, b.begin() + 24, static_cast<unsigned char>(0xFF));
   reseal(b);
   refused(b, RECUR_ERR_INVALID_ARGUMENT, "corrupt");
 }
@@ -249,6 +251,25 @@ TEST_F(StateSnapshotHostile, TrailingBytes) {
   b.insert(b.end() - 4, {1, 2, 3});
   reseal(b);
   refused(b, RECUR_ERR_INVALID_ARGUMENT, "follow the last entry");
+}
+
+// The C++ wrapper: save() and load() round-trip, and a bad load throws recur::Error with the status.
+TEST(CApiStateSnapshot, CppWrapper) {
+  RECUR_SKIP_WITHOUT_FILES();
+  recur::Model m(kKeras + "keras3/masking_sequential.keras");
+  recur::ModelState a(m, kB), b(m, kB);
+  step(a.get(), 0, false);
+  const std::vector<unsigned char> bytes = a.save();
+  b.load(bytes);
+  EXPECT_EQ(b.save(), bytes);
+  EXPECT_TRUE(same_bits(step(a.get(), 1, false), step(b.get(), 1, false)));
+  try {
+    b.load(std::vector<unsigned char>(bytes.begin(), bytes.end() - 1));
+    ADD_FAILURE() << "a cut snapshot loaded";
+  } catch (const recur::Error& e) {
+    EXPECT_EQ(e.status(), RECUR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("checksum"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
