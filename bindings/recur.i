@@ -112,6 +112,7 @@ typedef int recur_rc;
 %constant int LIMIT_RUN_BYTES = RECUR_LIMIT_RUN_BYTES;
 %constant int LIMIT_TIMESTEPS = RECUR_LIMIT_TIMESTEPS;
 %constant int LIMIT_INIT_WORK = RECUR_LIMIT_INIT_WORK;
+%constant int LIMIT_RUN_WORK = RECUR_LIMIT_RUN_WORK;
 
 %inline %{
 /* The loaded library's version, "MAJOR.MINOR.PATCH". */

@@ -21,10 +21,11 @@
 //
 // info, run, verify and stream take --limit NAME=VALUE (repeatable, also before the subcommand)
 // to raise or lower one of the library's resource limits: units, batch, state_bytes,
-// weight_bytes, file_bytes, tensor_bytes, total_state_bytes, run_bytes, timesteps or init_work,
+// weight_bytes, file_bytes, tensor_bytes, total_state_bytes, run_bytes, timesteps, init_work or
+// run_work,
 // VALUE an integer with an optional K, M or G suffix (x1024, x1024^2, x1024^3); 0 restores the default. `info` prints the limits in effect. The
-// budgets over the whole model are limits too: total_state_bytes, run_bytes, timesteps and
-// init_work. run, verify and stream take --timeout SECONDS: each model run or stream step that
+// budgets over the whole model are limits too: total_state_bytes, run_bytes, timesteps,
+// init_work and run_work. run, verify and stream take --timeout SECONDS: each model run or stream step that
 // takes longer stops with an error.
 //
 // A model takes one --input per model input, in the model's input order, or NAME=path for input
@@ -592,10 +593,11 @@ constexpr LimitName kLimits[] = {{"units", RECUR_LIMIT_UNITS, false},
                                  {"total_state_bytes", RECUR_LIMIT_TOTAL_STATE_BYTES, true},
                                  {"run_bytes", RECUR_LIMIT_RUN_BYTES, true},
                                  {"timesteps", RECUR_LIMIT_TIMESTEPS, false},
-                                 {"init_work", RECUR_LIMIT_INIT_WORK, false}};
+                                 {"init_work", RECUR_LIMIT_INIT_WORK, false},
+                                 {"run_work", RECUR_LIMIT_RUN_WORK, false}};
 constexpr const char* kLimitChoices =
     "units, batch, state_bytes, weight_bytes, file_bytes, tensor_bytes, total_state_bytes, run_bytes, timesteps, "
-    "init_work";
+    "init_work, run_work";
 
 // NAME=VALUE -> the limit and its value; the reason it is wrong otherwise.
 std::string parse_limit(const std::string& arg, recur_limit* which, uint64_t* value) {

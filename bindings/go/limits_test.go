@@ -21,6 +21,7 @@ var limitDefaults = map[Limit]uint64{
 	LimitRunBytes:        512 << 20,
 	LimitTimesteps:       1 << 20,
 	LimitInitWork:        1 << 31,
+	LimitRunWork:         1 << 38,
 }
 
 // lowerLimit sets a limit for the rest of a test and returns the function that restores it.
@@ -37,8 +38,8 @@ func lowerLimit(t *testing.T, l Limit, v uint64) func() {
 }
 
 func TestLimitDefaults(t *testing.T) {
-	if len(limitDefaults) != 10 {
-		t.Fatal("ten limits")
+	if len(limitDefaults) != 11 {
+		t.Fatal("eleven limits")
 	}
 	for l, want := range limitDefaults {
 		d, err := DefaultLimit(l)
@@ -51,14 +52,14 @@ func TestLimitDefaults(t *testing.T) {
 		}
 	}
 	names := []string{"units", "batch", "state_bytes", "weight_bytes", "file_bytes", "tensor_bytes",
-		"total_state_bytes", "run_bytes", "timesteps", "init_work"}
+		"total_state_bytes", "run_bytes", "timesteps", "init_work", "run_work"}
 	for i, n := range names {
 		if Limit(i).String() != n {
 			t.Errorf("Limit(%d).String() = %q, want %q", i, Limit(i).String(), n)
 		}
 	}
-	if Limit(10).String() != "Limit(10)" {
-		t.Errorf("Limit(10).String() = %q", Limit(10).String())
+	if Limit(11).String() != "Limit(11)" {
+		t.Errorf("Limit(11).String() = %q", Limit(11).String())
 	}
 	if StatusString(ErrLimit) != "over a resource limit" {
 		t.Errorf("StatusString(ErrLimit) = %q", StatusString(ErrLimit))
@@ -89,7 +90,7 @@ func TestLimitSetAndRestore(t *testing.T) {
 }
 
 func TestLimitBadArguments(t *testing.T) {
-	for _, bad := range []Limit{-1, 10, 99, Limit(1 << 40)} {
+	for _, bad := range []Limit{-1, 11, 99, Limit(1 << 40)} {
 		_, err := GetLimit(bad)
 		wantError(t, "GetLimit("+bad.String()+")", err, ErrInvalidArgument, "limit")
 		_, err = DefaultLimit(bad)

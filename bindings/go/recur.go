@@ -119,10 +119,12 @@ const (
 	LimitRunBytes        Limit = 7 // bytes of the tensors live at once in one run or step, planned before it starts (default 512 MiB)
 	LimitTimesteps       Limit = 8 // timesteps one layer creates (RepeatVector n, UpSampling1D) (default 1048576)
 	LimitInitWork        Limit = 9 // multiply-adds of one initializer that grows faster than its output (Orthogonal's QR) (default 2^31)
+	// Since 0.9:
+	LimitRunWork Limit = 10 // work of one run or step, planned before it starts, in units of about one multiply-add of a large matrix product (default 2^38)
 )
 
 var limitNames = [...]string{"units", "batch", "state_bytes", "weight_bytes", "file_bytes", "tensor_bytes",
-	"total_state_bytes", "run_bytes", "timesteps", "init_work"}
+	"total_state_bytes", "run_bytes", "timesteps", "init_work", "run_work"}
 
 // String is the limit's name as recur's messages and the CLI's --limit spell it ("units",
 // "weight_bytes", ...).

@@ -12,6 +12,8 @@ namespace {
 
 constexpr std::uint64_t kMiB = std::uint64_t(1) << 20;
 constexpr std::uint64_t kGiB = std::uint64_t(1) << 30;
+// run_work: about 5 s of one core at the slowest work per unit recur plans (docs/budgets.md).
+constexpr std::uint64_t kRunWorkDefault = std::uint64_t(1) << 38;
 
 constexpr std::uint64_t kDefaults[kNumLimits] = {
     65536,       // units
@@ -24,23 +26,26 @@ constexpr std::uint64_t kDefaults[kNumLimits] = {
     512 * kMiB,  // run_bytes: with the caller's copies of the outputs, a run stays near 2 GiB
     1u << 20,    // timesteps
     std::uint64_t(1) << 31,  // init_work: a GRU's Orthogonal recurrent kernel of about 870 units, 1 to 2 s
+    kRunWorkDefault,         // run_work
 };
 constexpr const char* kNames[kNumLimits] = {"units", "batch", "state_bytes", "weight_bytes", "file_bytes",
                                             "tensor_bytes", "total_state_bytes", "run_bytes", "timesteps",
-                                            "init_work"};
+                                            "init_work", "run_work"};
 constexpr const char* kEnumNames[kNumLimits] = {"RECUR_LIMIT_UNITS",        "RECUR_LIMIT_BATCH",
                                                 "RECUR_LIMIT_STATE_BYTES",  "RECUR_LIMIT_WEIGHT_BYTES",
                                                 "RECUR_LIMIT_FILE_BYTES",   "RECUR_LIMIT_TENSOR_BYTES",
                                                 "RECUR_LIMIT_TOTAL_STATE_BYTES", "RECUR_LIMIT_RUN_BYTES",
-                                                "RECUR_LIMIT_TIMESTEPS",    "RECUR_LIMIT_INIT_WORK"};
+                                                "RECUR_LIMIT_TIMESTEPS",    "RECUR_LIMIT_INIT_WORK",
+                                                "RECUR_LIMIT_RUN_WORK"};
 
 std::atomic<std::uint64_t> g_limits[kNumLimits] = {{kDefaults[0]}, {kDefaults[1]}, {kDefaults[2]},
                                                    {kDefaults[3]}, {kDefaults[4]}, {kDefaults[5]},
                                                    {kDefaults[6]}, {kDefaults[7]}, {kDefaults[8]},
-                                                   {kDefaults[9]}};
+                                                   {kDefaults[9]}, {kDefaults[10]}};
 
 bool counts_bytes(Limit which) {
-  return which != Limit::units && which != Limit::batch && which != Limit::timesteps && which != Limit::init_work;
+  return which != Limit::units && which != Limit::batch && which != Limit::timesteps && which != Limit::init_work &&
+         which != Limit::run_work;
 }
 
 std::string amount_string(double amount, Limit which) {

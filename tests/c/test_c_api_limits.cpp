@@ -35,8 +35,9 @@ void expect_limit(recur_status st, const char* limit_name) {
 
 TEST(CApiLimits, GetSetDefaultAndRestore) {
   const uint64_t defaults[] = {65536,       1u << 20,   256ull << 20, 1ull << 30, 4ull << 30,
-                               1ull << 30,  256ull << 20, 512ull << 20, 1u << 20,  1ull << 31};
-  for (int32_t i = RECUR_LIMIT_UNITS; i <= RECUR_LIMIT_INIT_WORK; ++i) {
+                               1ull << 30,  256ull << 20, 512ull << 20, 1u << 20,  1ull << 31,
+                               1ull << 38};
+  for (int32_t i = RECUR_LIMIT_UNITS; i <= RECUR_LIMIT_RUN_WORK; ++i) {
     uint64_t v = 0, d = 0;
     ASSERT_RECUR_OK(recur_default_limit(i, &d));
     EXPECT_EQ(d, defaults[i]) << "limit " << i;
@@ -54,7 +55,7 @@ TEST(CApiLimits, GetSetDefaultAndRestore) {
 
 TEST(CApiLimits, BadArguments) {
   uint64_t v = 7;
-  for (int32_t bad : {-1, 10, 1000}) {
+  for (int32_t bad : {-1, 11, 1000}) {
     EXPECT_EQ(recur_get_limit(bad, &v), RECUR_ERR_INVALID_ARGUMENT);
     EXPECT_NE(std::string(recur_last_error()).find("limit: expected a recur_limit"), std::string::npos)
         << recur_last_error();

@@ -190,6 +190,103 @@ TEST(ModelBudgets, StreamStatesTogetherOverTotalStateBytes) {
   recur_model_destroy(m);
 }
 
+// A weightless layer appended after the RepeatVector (its output the model's output): `cls` with
+// `config`, reading the RepeatVector's output (twice for an attention's query and value).
+json with_layer_after_repeat(json& c, int n, const std::string& cls, const json& config, int inputs) {
+  keras_edit::layer(c, "repeat_vector")["config"]["n"] = n;
+  json l = keras_edit::layer(c, "repeat_vector");
+  l["class_name"] = cls;
+  l["name"] = "heavy";
+  json cfg = config;
+  cfg["name"] = "heavy";
+  cfg["trainable"] = true;
+  cfg["dtype"] = l["config"]["dtype"];
+  l["config"] = cfg;
+  l.erase("build_config");
+  json arg = l["inbound_nodes"][0]["args"][0];
+  arg["config"]["shape"] = json::array({nullptr, n, 5});
+  arg["config"]["keras_history"] = json::array({"repeat_vector", 0, 0});
+  l["inbound_nodes"][0]["args"] = inputs == 1 ? json::array({arg}) : json::array({json::array({arg, arg})});
+  c["config"]["layers"].push_back(l);
+  c["config"]["output_layers"] = json::array({json::array({"heavy", 0, 0})});
+  return c;
+}
+
+// Runs an opened model on one (1, 7, 3) row with an output buffer of `capacity` floats.
+recur_status run_one_row(recur_model* m, std::size_t capacity) {
+  const int32_t steps = 7;
+  std::vector<float> in(7 * 3, 0.5f), out(capacity);
+  return recur_model_run_inputs(m, 1, &steps, 1, in.data(), in.size(), nullptr, 0, out.data(), out.size());
+}
+
+// Work no size limit bounds: weightless layers whose loops grow faster than their tensors. A
+// MaxPooling1D window of a million steps over a million steps (20 MB in, 20 MB out) and a
+// self-attention over 65,536 steps (1.3 MB in and out) would run for hours; the plan refuses
+// them before they start, naming the layer.
+TEST(ModelBudgets, WeightlessLayersOverRunWork) {
+  struct Case {
+    const char* cls;
+    json config;
+    int n, inputs;
+  };
+  const Case cases[] = {
+      {"MaxPooling1D", json{{"pool_size", 1000000}, {"strides", 1}, {"padding", "same"}, {"data_format", "channels_last"}},
+       1000000, 1},
+      {"Attention", json{{"use_scale", false}, {"score_mode", "dot"}, {"dropout", 0.0}}, 65536, 2},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.cls);
+    std::string path;
+    {
+      auto members = keras_edit::read_members(kRepeat);
+      for (auto& [name, data] : members)
+        if (name == "config.json") {
+          json c = json::parse(data);
+          with_layer_after_repeat(c, k.n, k.cls, k.config, k.inputs);
+          data = c.dump();
+        }
+      path = (std::filesystem::temp_directory_path() / ("recur_work_" + std::to_string(::getpid()) + ".keras")).string();
+      keras_edit::write_members(path, members);
+    }
+    recur_model* m = nullptr;
+    ASSERT_RECUR_OK(recur_model_open(&m, path.c_str()));
+    std::filesystem::remove(path);
+    const long before = peak_rss_kib();
+    const recur_status st = run_one_row(m, static_cast<std::size_t>(k.n) * 5);
+    const std::string msg = recur_last_error();
+    EXPECT_EQ(st, RECUR_ERR_LIMIT) << msg;
+    EXPECT_NE(msg.find(" run_work limit of "), std::string::npos) << msg;
+    EXPECT_NE(msg.find("recur_set_limit(RECUR_LIMIT_RUN_WORK"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("layer 'heavy' (" + std::string(k.cls) + ")"), std::string::npos) << msg;  // where the work is
+    EXPECT_NE(msg.find("(1, 7, 3)"), std::string::npos) << msg;  // the inputs it planned for
+    EXPECT_LT(peak_rss_kib() - before, kSmallKiB);  // refused before the RepeatVector ran
+    recur_model_destroy(m);
+  }
+}
+
+// The same layers at sizes that fit run, and lowering the limit refuses a run that fitted (0
+// restores the default).
+TEST(ModelBudgets, RunWorkLimitFollowsTheSetting) {
+  uint64_t def = 0;
+  ASSERT_RECUR_OK(recur_default_limit(RECUR_LIMIT_RUN_WORK, &def));
+  EXPECT_EQ(def, uint64_t(1) << 38);
+  const auto small = keras_edit::open_edited(kRepeat, [](json& c) {
+    with_layer_after_repeat(c, 64, "MaxPooling1D",
+                            json{{"pool_size", 8}, {"strides", 1}, {"padding", "same"}, {"data_format", "channels_last"}}, 1);
+  });
+  EXPECT_EQ(small.status, RECUR_OK) << small.message;
+  recur_model* m = nullptr;
+  ASSERT_RECUR_OK(recur_model_open(&m, kRepeat.c_str()));
+  EXPECT_RECUR_OK(run_one_row(m, 10));
+  ASSERT_RECUR_OK(recur_set_limit(RECUR_LIMIT_RUN_WORK, 1000));
+  const recur_status st = run_one_row(m, 10);
+  EXPECT_EQ(st, RECUR_ERR_LIMIT);
+  EXPECT_NE(std::string(recur_last_error()).find("is over the run_work limit of 1000"), std::string::npos) << recur_last_error();
+  ASSERT_RECUR_OK(recur_set_limit(RECUR_LIMIT_RUN_WORK, 0));
+  EXPECT_RECUR_OK(run_one_row(m, 10));
+  recur_model_destroy(m);
+}
+
 // A timeout: a run past it stops with RECUR_ERR_LIMIT, one within it runs; bad timeouts are refused.
 TEST(ModelBudgets, RunTimeout) {
   recur_model* m = nullptr;

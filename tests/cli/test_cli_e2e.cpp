@@ -706,7 +706,8 @@ TEST_F(Cli, UsageErrors) {
 
 const std::string kDefaultLimits =
     "limits:        units 65536, batch 1048576, state_bytes 256M, weight_bytes 1G, file_bytes 4G, tensor_bytes 1G, "
-    "total_state_bytes 256M, run_bytes 512M, timesteps 1048576, init_work 2147483648\n";
+    "total_state_bytes 256M, run_bytes 512M, timesteps 1048576, init_work 2147483648, "
+    "run_work 274877906944\n";
 
 TEST_F(Cli, InfoPrintsTheLimits) {
   const Result r = run("info " + m("keras2", "tokens.h5"));
@@ -718,7 +719,7 @@ TEST_F(Cli, InfoPrintsTheLimits) {
   ASSERT_EQ(raised.rc, 0) << raised.err;
   EXPECT_NE(raised.out.find("limits:        units 131072, batch 1048576, state_bytes 1000, weight_bytes 2G, "
                             "file_bytes 4G, tensor_bytes 1G, total_state_bytes 256M, run_bytes 512M, timesteps 1048576, "
-                            "init_work 2147483648\n"),
+                            "init_work 2147483648, run_work 274877906944\n"),
             std::string::npos)
       << raised.out;
   EXPECT_NE(raised.out.find("layers:        5"), std::string::npos) << raised.out;
@@ -807,7 +808,7 @@ TEST_F(Cli, BadLimitsAreUsageErrors) {
     EXPECT_EQ(r.rc, 2) << r.out << r.err;
     EXPECT_NE(r.err.find("--limit"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("units, batch, state_bytes, weight_bytes, file_bytes, tensor_bytes, total_state_bytes, "
-                         "run_bytes, timesteps, init_work"),
+                         "run_bytes, timesteps, init_work, run_work"),
               std::string::npos)
         << r.err;
   }

@@ -38,7 +38,7 @@ constexpr Baseline kBaseline[] = {{RECUR_LIMIT_WEIGHT_BYTES, 1u << 20}, {RECUR_L
                                   {RECUR_LIMIT_TENSOR_BYTES, 16u << 20}};
 
 void set_baseline() {
-  for (int32_t i = RECUR_LIMIT_UNITS; i <= RECUR_LIMIT_INIT_WORK; ++i) recur_set_limit(i, 0);
+  for (int32_t i = RECUR_LIMIT_UNITS; i <= RECUR_LIMIT_RUN_WORK; ++i) recur_set_limit(i, 0);
   for (const Baseline& b : kBaseline)
     if (recur_set_limit(b.limit, b.value) != RECUR_OK) std::abort();
 }
@@ -272,7 +272,7 @@ class Program {
   // fail with RECUR_ERR_LIMIT where they go over it, and objects made before keep working.
   void set_limit() {
     static const uint64_t kValues[] = {0, 1, 2, 8, 64, 1024, 4096, 1 << 16, 1 << 20};
-    const int32_t which = p_.ConsumeIntegralInRange(-1, RECUR_LIMIT_INIT_WORK + 1);
+    const int32_t which = p_.ConsumeIntegralInRange(-1, RECUR_LIMIT_RUN_WORK + 1);
     const uint64_t value = p_.PickValueInArray(kValues);
     uint64_t got = 0, fallback = 0;
     const bool known = recur_set_limit(which, value) == RECUR_OK;

@@ -5,7 +5,9 @@
 // -rss_limit_mb and -timeout to match) is a finding. The input is a program (FuzzedDataProvider):
 //   - a model: one of a few fixture graphs whose weights stay valid under the edits (RepeatVector n,
 //     UpSampling1D size, the Input's batch and timesteps, stateful recurrent layers, extra
-//     RepeatVectors, repeated outputs), zipped with the fixture's weights, opened, then run once
+//     RepeatVectors, repeated outputs, weightless layers whose loops outgrow their tensors: a
+//     MaxPooling1D window or a self-attention after a RepeatVector, which the run_work plan
+//     refuses), zipped with the fixture's weights, opened, then run once
 //     (named, with a 2 s timeout: what a service running untrusted models does) at a fuzzed batch
 //     and timesteps, and streamed one step when it streams;
 //   - a layer: GRU / LSTM / SimpleRNN JSON with units toward the limit, initializers (Orthogonal's
@@ -86,7 +88,7 @@ void edit_model(FuzzedDataProvider& p, json& cfg) {
     json& l = *entries[p.ConsumeIntegralInRange<std::size_t>(0, entries.size() - 1)];
     const std::string cls = l["class_name"].is_string() ? l["class_name"].get<std::string>() : "";
     json& c = l["config"];
-    switch (p.ConsumeIntegralInRange(0, 5)) {
+    switch (p.ConsumeIntegralInRange(0, 6)) {
       case 0:
         if (cls == "RepeatVector") c["n"] = pick(p, kSteps);
         if (cls == "UpSampling1D") c["size"] = pick(p, kSteps);
@@ -125,6 +127,34 @@ void edit_model(FuzzedDataProvider& p, json& cfg) {
         top["layers"].push_back(copy);
         top["output_layers"].push_back(json::array({name, 0, 0}));
         entries.clear();  // pointers into the layers array may have moved
+        layer_entries(cfg, entries);
+        break;
+      }
+      case 5: {  // a weightless layer whose loops outgrow its tensors after a RepeatVector, as another output
+        json& top = cfg["config"];
+        if (cls != "RepeatVector" || !top.is_object() || !top.contains("layers") || !top["layers"].is_array() ||
+            !top.contains("output_layers") || !top["output_layers"].is_array() || top["layers"].size() > 32 ||
+            !l.contains("inbound_nodes") || !l["inbound_nodes"].is_array() || l["inbound_nodes"].empty() ||
+            !l["inbound_nodes"][0].is_object() || !l["inbound_nodes"][0].contains("args") ||
+            !l["inbound_nodes"][0]["args"].is_array() || l["inbound_nodes"][0]["args"].empty() ||
+            !c.contains("name") || !c["name"].is_string())
+          break;  // Keras 3 configs only (their inbound nodes name tensors by keras_history)
+        json heavy = l;
+        const std::string name = "heavy_" + std::to_string(top["layers"].size());
+        json arg = l["inbound_nodes"][0]["args"][0];
+        if (!arg.is_object() || !arg.contains("config") || !arg["config"].is_object()) break;
+        arg["config"]["keras_history"] = json::array({c["name"], 0, 0});
+        arg["config"].erase("shape");
+        const bool attention = p.ConsumeBool();
+        heavy["class_name"] = attention ? "Attention" : "MaxPooling1D";
+        heavy["name"] = name;
+        heavy.erase("build_config");
+        heavy["config"] = attention ? json{{"name", name}, {"use_scale", false}, {"score_mode", "dot"}}
+                                    : json{{"name", name}, {"pool_size", pick(p, kSteps)}, {"strides", 1}, {"padding", "same"}};
+        heavy["inbound_nodes"][0]["args"] = attention ? json::array({json::array({arg, arg})}) : json::array({arg});
+        top["layers"].push_back(heavy);
+        top["output_layers"].push_back(json::array({name, 0, 0}));
+        entries.clear();
         layer_entries(cfg, entries);
         break;
       }
@@ -265,7 +295,7 @@ void fuzz_layer(FuzzedDataProvider& p) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   // The default limits, whatever an earlier input or target did.
-  for (int32_t i = RECUR_LIMIT_UNITS; i <= RECUR_LIMIT_INIT_WORK; ++i)
+  for (int32_t i = RECUR_LIMIT_UNITS; i <= RECUR_LIMIT_RUN_WORK; ++i)
     if (recur_set_limit(i, 0) != RECUR_OK) std::abort();
   static recur_run_options* options = [] {
     recur_run_options* o = nullptr;

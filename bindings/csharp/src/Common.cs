@@ -85,7 +85,11 @@ public enum Limit {
   Timesteps = 8,
   /// <summary>Multiply-adds of one initializer whose work grows faster than its output
   /// (Orthogonal's QR) (default 2^31; since 0.8).</summary>
-  InitWork = 9
+  InitWork = 9,
+  /// <summary>The work of one model run or stream step, planned from the shapes before it starts,
+  /// in units of about one multiply-add of a large matrix product (default 2^38: at most about 4
+  /// seconds on one core; since 0.9).</summary>
+  RunWork = 10
 }
 
 /// <summary>Process-wide resource limits. Every size that comes from a model file, a JSON config

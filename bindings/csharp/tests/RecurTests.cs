@@ -635,9 +635,10 @@ static partial class Program {
       { Limit.Units, 65536 }, { Limit.Batch, 1048576 }, { Limit.StateBytes, 256 * MiB },
       { Limit.WeightBytes, GiB }, { Limit.FileBytes, 4 * GiB }, { Limit.TensorBytes, GiB },
       { Limit.TotalStateBytes, 256 * MiB }, { Limit.RunBytes, 512 * MiB }, { Limit.Timesteps, 1048576 },
-      { Limit.InitWork, 1UL << 31 }
+      { Limit.InitWork, 1UL << 31 },
+      { Limit.RunWork, 1UL << 38 }
     };
-    Check(Enum.GetValues(typeof(Limit)).Length == 10, "ten limits");
+    Check(Enum.GetValues(typeof(Limit)).Length == 11, "eleven limits");
     foreach (var kv in defaults) {
       Check(Limits.Default(kv.Key) == kv.Value, kv.Key + " default " + Limits.Default(kv.Key));
       Check(Limits.Get(kv.Key) == kv.Value, kv.Key + " starts at its default, got " + Limits.Get(kv.Key));
@@ -652,7 +653,7 @@ static partial class Program {
       }
       Check(Limits.Get(kv.Key) == kv.Value, "0 restores " + kv.Key);
     }
-    foreach (var bad in new[] { (Limit)(-1), (Limit)10, (Limit)99 }) {
+    foreach (var bad in new[] { (Limit)(-1), (Limit)11, (Limit)99 }) {
       Fails(Status.InvalidArgument, () => Limits.Get(bad), "Get(" + (int)bad + ")", "limit");
       Fails(Status.InvalidArgument, () => Limits.Default(bad), "Default(" + (int)bad + ")", "limit");
       Fails(Status.InvalidArgument, () => Limits.Set(bad, 5), "Set(" + (int)bad + ")", "limit");

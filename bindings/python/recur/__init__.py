@@ -49,6 +49,7 @@ _LIMITS = {
     "run_bytes": _native.LIMIT_RUN_BYTES,
     "timesteps": _native.LIMIT_TIMESTEPS,
     "init_work": _native.LIMIT_INIT_WORK,
+    "run_work": _native.LIMIT_RUN_WORK,
 }
 
 _LOG_LEVELS = {"debug": 0, "info": 1, "warning": 2, "error": 3}
@@ -100,7 +101,7 @@ def _error(cls: str, msg: str) -> Exception:
 def get_limit(name: str) -> int:
     """The current value of a process-wide resource limit: "units", "batch", "state_bytes",
     "weight_bytes", "file_bytes", "tensor_bytes", or one of the budgets over the whole (since 0.8):
-    "total_state_bytes", "run_bytes", "timesteps", "init_work"."""
+    "total_state_bytes", "run_bytes", "timesteps", "init_work", "run_work"."""
     return int(_native.recur_binding_get_limit(_limit_id(name)))
 
 

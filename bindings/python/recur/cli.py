@@ -84,7 +84,7 @@ def describe(model: Any, as_json: bool = False) -> str:
     lines.append("cpu kernels:   %s" % cpu_kernels())
     lines.append("limits:        %s" % ", ".join("%s %s" % (k, _size(get_limit(k))) for k in
                                                   ("units", "batch", "state_bytes", "weight_bytes", "file_bytes", "tensor_bytes",
-                                                   "total_state_bytes", "run_bytes", "timesteps", "init_work")))
+                                                   "total_state_bytes", "run_bytes", "timesteps", "init_work", "run_work")))
     layers = model.layers
     lines.append("layers:        %d" % len(layers))
     w = max([len(l["name"]) for l in layers] + [4])
@@ -283,7 +283,7 @@ def _common(dest_suffix: str) -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE", dest="limit" + dest_suffix,
                         help="set a resource limit (units, batch, state_bytes, weight_bytes, file_bytes, tensor_bytes, "
-                             "total_state_bytes, run_bytes, timesteps, init_work)")
+                             "total_state_bytes, run_bytes, timesteps, init_work, run_work)")
     common.add_argument("--log", choices=["debug", "info", "warning", "error"], dest="log" + dest_suffix,
                         help="print the library's log on stderr")
     return common

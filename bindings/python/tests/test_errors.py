@@ -322,7 +322,7 @@ def test_bad_settings():
 
 def test_unknown_limit_names(restore_limits):
     msg = (r"^limit: unknown limit 'nope'; the limits are units, batch, state_bytes, weight_bytes, file_bytes, tensor_bytes, "
-           r"total_state_bytes, run_bytes, timesteps, init_work$")
+           r"total_state_bytes, run_bytes, timesteps, init_work, run_work$")
     for call in (lambda: recur.get_limit("nope"), lambda: recur.set_limit("nope", 1), lambda: recur.default_limit("nope")):
         with pytest.raises(recur.InvalidArgumentError, match=msg):
             call()
@@ -411,6 +411,7 @@ def test_budget_limits(restore_limits, seq_model):
     assert recur.default_limit("run_bytes") == 512 << 20
     assert recur.default_limit("timesteps") == 1 << 20
     assert recur.default_limit("init_work") == 1 << 31
+    assert recur.default_limit("run_work") == 1 << 38
     x = np.zeros((3, 7, 4), np.float32)
     recur.set_limit("run_bytes", 256)  # the input alone is 336 bytes
     with pytest.raises(recur.LimitError, match=r"the run on inputs of shape \(3, 7, 4\): .* over the run_bytes limit of 256 bytes") as e:

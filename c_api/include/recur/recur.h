@@ -713,10 +713,11 @@ RECUR_API recur_status recur_model_state_step(recur_model_state *state, int32_t 
  * work its config declares (a RepeatVector of n steps runs the layers after it for n steps), and
  * every tensor that work builds is checked against RECUR_LIMIT_TENSOR_BYTES. Since 0.8 the limits
  * also bound the whole: all of a model's states together, the peak of a run's live tensors
- * (planned before the run starts), the timesteps a layer creates and an initializer's work (see
- * "Budgets" at the end of this header); with the defaults, opening any model file and running it
- * takes at most about 2 GiB beyond the caller's own buffers. An application that runs untrusted
- * models also sets a timeout on its runs (recur_run_options_set_timeout) to bound their time. */
+ * (planned before the run starts), the timesteps a layer creates and an initializer's work, and
+ * since 0.9 a run's work (see "Budgets" at the end of this header); with the defaults, opening any
+ * model file and running it takes at most about 2 GiB beyond the caller's own buffers and about
+ * 10 seconds on a 2-core machine. An application can also set a timeout on its runs
+ * (recur_run_options_set_timeout) to bound their time in its own seconds. */
 typedef enum recur_limit {
   RECUR_LIMIT_UNITS = 0,        /* units of one recurrent layer (default 65536) */
   RECUR_LIMIT_BATCH = 1,        /* batch of a stateful layer, a recur_state or a recur_model_state
@@ -745,11 +746,16 @@ typedef enum recur_limit {
                                    planned from the shapes before the run starts (default 512 MiB) */
   RECUR_LIMIT_TIMESTEPS = 8,    /* timesteps one layer creates: RepeatVector's n, UpSampling1D's
                                    output steps (default 1048576) */
-  RECUR_LIMIT_INIT_WORK = 9     /* work of one initializer whose cost grows faster than its output,
+  RECUR_LIMIT_INIT_WORK = 9,    /* work of one initializer whose cost grows faster than its output,
                                    in multiply-adds: Orthogonal's QR of a (rows x cols) matrix
                                    counts max(rows, cols) x min(rows, cols)^2 (default 2^31: a
                                    GRU's Orthogonal recurrent kernel of about 870 units, 1 to 2
                                    seconds on one core) */
+  RECUR_LIMIT_RUN_WORK = 10     /* since 0.9: the work of one model run or stream step, planned from
+                                   the shapes before it starts, in units of about one multiply-add
+                                   of a large matrix product (each layer weighs its loops by what
+                                   they cost against that unit: see "Budgets" at the end of this
+                                   header) (default 2^38: at most about 4 seconds on one core) */
 } recur_limit;
 
 /* The current value of a limit (a recur_limit). Errors: INVALID_ARGUMENT (unknown limit, value
@@ -1015,18 +1021,28 @@ RECUR_API recur_status recur_model_states_output_shapes(const recur_model_state 
  *                                  last use) before the run starts: the run is refused up front;
  *   RECUR_LIMIT_TIMESTEPS          the timesteps one layer creates (RepeatVector, UpSampling1D);
  *   RECUR_LIMIT_INIT_WORK          an initializer whose work grows faster than its output
- *                                  (Orthogonal), before it starts.
+ *                                  (Orthogonal), before it starts;
+ *   RECUR_LIMIT_RUN_WORK           (since 0.9) the work of a run or stream step, planned with the
+ *                                  live tensors: each layer counts what its loops do from the
+ *                                  shapes (a recurrent layer: every weight once per row and step,
+ *                                  and its gates; an attention: every query-key pair; a pooling
+ *                                  window: every step of it; an element-wise layer: every element),
+ *                                  weighted by what each step costs, in units of about one
+ *                                  multiply-add of a large matrix product.
  * Going over one fails with RECUR_ERR_LIMIT and a message naming the limit, the amount asked for
  * and how to raise it. With the default limits, opening any model file and running it take at
  * most about 2 GiB beyond the caller's own input and output buffers and the weights the file
  * itself holds (run_bytes 512 MiB of live tensors, total_state_bytes 256 MiB of states, and the
  * layers' working buffers), and opening takes time that grows with the file's bytes (no
  * initializer runs whose result the file's weights replace). Creating a layer from JSON runs its
- * initializers once: init_work holds an Orthogonal to a second or two. The time of a run grows
- * with the work the model declares (a recurrent layer of u units over T steps at batch B does
- * about 3 B T u (u + features) multiply-adds), which no size limit bounds: a service running
- * untrusted models sets a timeout on its runs (recur_run_options_set_timeout), which the run
- * checks between layers and between timesteps. */
+ * initializers once: init_work holds an Orthogonal to a second or two. A run's time grows with
+ * the work the model declares (a recurrent layer of u units over T steps at batch B does about
+ * 3 B T u (u + features) multiply-adds), which run_work bounds: with the defaults, one run or
+ * step takes at most about 4 seconds of one core of a current server (measured over every layer
+ * family: docs/budgets.md), and opening plus running any model file stays under about 2 GiB and
+ * 10 seconds on a 2-core machine. A service running untrusted models can also set a timeout
+ * (recur_run_options_set_timeout), which the run checks between layers and between timesteps,
+ * for a bound in its own seconds rather than recur's estimate. */
 
 /* Sets the timeout of every call made with these options: a run (recur_model_run_named) or a
  * stream step (recur_model_state_step_named, recur_model_states_step_named) that has run `seconds` since it started stops at its

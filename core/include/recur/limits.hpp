@@ -22,8 +22,9 @@ enum class Limit : int {
   run_bytes = 7,          // the peak of the tensors live at once in one run or stream step, planned before it starts
   timesteps = 8,          // the timesteps one layer creates (RepeatVector n, UpSampling1D's output)
   init_work = 9,          // the work (multiply-adds) of one initializer that grows faster than its output (Orthogonal)
+  run_work = 10,          // the work of one run or stream step (multiply-adds and elements), planned before it starts
 };
-constexpr int kNumLimits = 10;
+constexpr int kNumLimits = 11;
 
 std::uint64_t limit(Limit which);
 std::uint64_t default_limit(Limit which);

@@ -5,6 +5,7 @@
 #include "model/layers/registry.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <set>
 
@@ -727,6 +728,16 @@ void Graph::plan_run(const std::vector<Value>& inputs) const {
                 "the run on inputs of shape " + shapes + ": the tensors it holds at once, at " + p.peak_at +
                     " (planned before it starts)");
   }
+  if (p.work > static_cast<double>(limit(Limit::run_work))) {
+    std::string shapes;
+    for (std::size_t i = 0; i < inputs.size(); ++i) shapes += (i ? ", " : "") + shape_string(inputs[i].shape);
+    char top[32];
+    std::snprintf(top, sizeof top, "%.0f", p.top_work);
+    check_limit(Limit::run_work, p.work,
+                "the run on inputs of shape " + shapes + ": its work, planned before it starts (in units of about one "
+                "multiply-add of a large matrix product; " + p.top_work_at + " does " + top + " of it; a smaller batch "
+                "or shorter sequences per call fit)");
+  }
 }
 
 std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx) const {
@@ -801,9 +812,11 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
   return out;
 }
 
-std::vector<Spec> Graph::build_node(const Node& n, const std::vector<std::vector<Spec>>& specs) const {
+std::vector<Spec> Graph::build_node(const Node& n, const std::vector<std::vector<Spec>>& specs,
+                                    std::vector<Spec>* main_out) const {
   std::vector<Spec> main, init;
   for (const Ref& r : n.main) main.push_back(specs[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
+  if (main_out) *main_out = main;
   for (const Ref& r : n.initial_state) init.push_back(specs[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
   BuildContext at = context;
   at.call = n.call.get();
@@ -963,9 +976,16 @@ Graph::Plan Graph::plan(const std::vector<Spec>& inputs) const {
   for (int id : order) {
     const Node& n = nodes[static_cast<std::size_t>(id)];
     if (n.is_input || !n.op || n.out.empty()) continue;
-    std::vector<Spec> out = build_node(n, specs);
+    std::vector<Spec> main;
+    std::vector<Spec> out = build_node(n, specs, &main);
     const LayerEntry& le = layers[static_cast<std::size_t>(n.layer)];
     const std::string where = "layer '" + io::printable(le.name) + "' (" + le.class_name + ")";
+    const double w = n.op->work(main, out);
+    result.work += w;
+    if (w > result.top_work) {
+      result.top_work = w;
+      result.top_work_at = where;
+    }
     // The outputs exist while the inputs do: a layer reads its inputs as it writes its outputs.
     for (const Spec& s : out) {
       const double b = bytes_of(s);

@@ -39,6 +39,24 @@ struct Spec {
   bool strings = false;  // strings (a string Input): only the text layers take them
 };
 std::string spec_string(const Spec& s);
+// Elements of a spec (a size the run tells counts as 1), and of several.
+double elements(const Spec& s);
+double elements(const std::vector<Spec>& specs);
+
+// The work a run plans (the run_work limit), in units of about one multiply-add of a large
+// matrix product on one core (10 ps or so on a server core). Each op counts its own from the
+// shapes: what its loops do, weighted by what each step of them costs against that unit, so that
+// the budget bounds time whichever layers a model holds (docs/budgets.md has the measurements).
+constexpr double kMacWork = 1;           // a multiply-add of recur's blocked matrix products (recurrent layers)
+constexpr double kEigenMacWork = 4;      // one of Eigen's products (Dense, ConvLSTM)
+constexpr double kVectorMacWork = 6;     // one of a plain loop the compiler vectorizes (Conv1D)
+constexpr double kScalarMacWork = 40;    // one of a plain scalar loop (attention, Dot, transposed convolution, pooling)
+constexpr double kIndexedMacWork = 300;  // one of EinsumDense's general loop, which steps every index
+constexpr double kLoopWork = 200;        // starting an inner loop (small convolutions)
+constexpr double kElementWork = 256;     // an element read or written (a copy, an activation, a norm)
+constexpr double kGateWork = 300;        // a recurrent gate's element at one step (bias, activation)
+constexpr double kScalarMathWork = 1200; // a scalar tanh or exp (attention scores, softmax)
+constexpr double kLookupWork = 2400;     // a hash-table probe or a string (lookups, text)
 
 // Integer ids as the caller gave them (an int32/int64 model input), so that an Embedding looks up
 // rows above 2^24 exactly, where their float values in Value::data are not.
@@ -150,6 +168,13 @@ class Op {
   virtual void load_keras(const io::H5File& h5, const std::string& object, const std::string& file);
   virtual std::uint64_t weight_floats() const { return 0; }
 
+  // The work of one call on main inputs of these specs making these outputs (see kElementWork),
+  // planned before a run starts. Default: each element of the inputs and outputs once; ops whose
+  // work grows faster (products, recurrences, windows, nested models) count their own.
+  virtual double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const {
+    return kElementWork * (elements(main) + elements(out));
+  }
+
   // Streaming: "" when a call site with these stepped inputs (inputs carrying the stream's time
   // axis) can run on pieces of the sequence; else why not. `stepped_out` says which outputs carry
   // the stream's time axis.
@@ -231,6 +256,9 @@ class Graph {
     bool known = false;     // false: shapes only the run tells
     double peak = 0;        // bytes
     std::string peak_at;    // the layer where the peak falls
+    double work = 0;        // the work of every layer together (Op::work)
+    double top_work = 0;    // the most of it one layer does, and which
+    std::string top_work_at;
     // Each tensor larger than every one before it, in the order the run makes them: the first of
     // these over tensor_bytes is the first tensor of the run over it.
     std::vector<std::pair<double, std::string>> records;
@@ -271,7 +299,8 @@ class Graph {
 
  private:
   // The output specs of node n from the specs its inputs have so far (infer and plan walk alike).
-  std::vector<Spec> build_node(const Node& n, const std::vector<std::vector<Spec>>& specs) const;
+  std::vector<Spec> build_node(const Node& n, const std::vector<std::vector<Spec>>& specs,
+                               std::vector<Spec>* main_out = nullptr) const;
 };
 
 // Per-stream states, keyed by op and call site: the recurrent layers' States, and the past inputs

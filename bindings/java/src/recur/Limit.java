@@ -39,7 +39,13 @@ public enum Limit {
    * Multiply-adds of one initializer whose work grows faster than its output (Orthogonal's QR)
    * (default 2^31; since 0.8).
    */
-  INIT_WORK(Recur.LIMIT_INIT_WORK);
+  INIT_WORK(Recur.LIMIT_INIT_WORK),
+  /**
+   * The work of one model run or stream step, planned from the shapes before it starts, in units
+   * of about one multiply-add of a large matrix product (default 2^38: at most about 4 seconds on
+   * one core; since 0.9).
+   */
+  RUN_WORK(Recur.LIMIT_RUN_WORK);
 
   private final int code;
 

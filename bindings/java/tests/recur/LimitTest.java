@@ -24,11 +24,12 @@ class LimitTest {
     DEFAULTS.put(Limit.RUN_BYTES, 512 * MIB);
     DEFAULTS.put(Limit.TIMESTEPS, 1048576L);
     DEFAULTS.put(Limit.INIT_WORK, 1L << 31);
+    DEFAULTS.put(Limit.RUN_WORK, 1L << 38);
   }
 
   @Test
   void defaults() {
-    assertEquals(10, Limit.values().length);
+    assertEquals(11, Limit.values().length);
     for (Limit l : Limit.values()) {
       assertEquals(DEFAULTS.get(l).longValue(), Recur.defaultLimit(l), l.name());
       assertEquals(DEFAULTS.get(l).longValue(), Recur.getLimit(l), l.name());
@@ -54,7 +55,7 @@ class LimitTest {
 
   @Test
   void badArguments() {
-    for (int bad : new int[] {-1, 10, 99}) {
+    for (int bad : new int[] {-1, 11, 99}) {
       ErrorTest.raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "limit",
           () -> Recur.getLimitRaw(bad, new long[1]));
       ErrorTest.raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "limit",

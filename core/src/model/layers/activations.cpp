@@ -199,6 +199,9 @@ class SoftmaxOp : public Op {
     s.ids = false;
     return {s};
   }
+  double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
+    return kElementWork * elements(main) + kScalarMathWork * elements(out);
+  }
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
     Value y = *in.main[0];
     const std::vector<Index>& shape = y.shape;

@@ -242,6 +242,16 @@ class DenseAttentionOp : public Op {
   }
 
   // None before a build (one that failed leaves the layer's own error to report, not the weights').
+  double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
+    if (main.size() < 2 || main[0].dims.size() != 3 || main[1].dims.size() != 3) return Op::work(main, out);
+    auto d = [](Index v) { return double(std::max<Index>(v, 1)); };
+    const double pairs = d(main[0].dims[0]) * d(main[0].dims[1]) * d(main[1].dims[1]);
+    // Scores: a tanh per feature (additive, concat) or a dot product; then a softmax and the sum
+    // of the values.
+    const bool tanh_scores = additive_ || score_mode_ == "concat";
+    const double scores = pairs * d(main[0].dims[2]) * (tanh_scores ? kScalarMathWork : kScalarMacWork);
+    return scores + pairs * (kScalarMathWork + d(main[1].dims[2]) * kScalarMacWork) + Op::work(main, out);
+  }
   std::size_t num_weights() const override { return built_ ? (use_scale_ ? 1 : 0) + (score_mode_ == "concat" ? 1 : 0) : 0; }
   std::uint64_t weight_floats() const override { return static_cast<std::uint64_t>(dim_) + 1; }
   void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
@@ -529,6 +539,20 @@ class MultiHeadAttentionOp : public Op {
     return outs;
   }
 
+  double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
+    if (main.empty() || main[0].dims.size() != 3) return Op::work(main, out);
+    auto d = [](Index v) { return double(std::max<Index>(v, 1)); };
+    // The longest of the tensors stands for both the query's and the key's steps (the slots
+    // depend on the call's keywords): an upper bound.
+    double steps = 1;
+    for (const Spec& s : main)
+      if (s.dims.size() == 3) steps = std::max(steps, d(s.dims[1]));
+    const double rows = d(main[0].dims[0]) * steps;
+    const double projections = rows * double(wq_.size() + wk_.size() + wv_.size() + wo_.size());
+    const double pairs = d(main[0].dims[0]) * double(heads_) * steps * steps;
+    return (projections + pairs * double(key_dim_ + value_dim_)) * kScalarMacWork + pairs * kScalarMathWork +
+           Op::work(main, out);
+  }
   std::size_t num_weights() const override { return built_ ? (use_bias_ ? 8 : 4) : 0; }
   std::uint64_t weight_floats() const override {
     return wq_.size() + wk_.size() + wv_.size() + wo_.size() + bq_.size() + bk_.size() + bv_.size() + bo_.size();

@@ -421,6 +421,13 @@ class ConvLstmOp : public Op {
     return out;
   }
 
+  double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
+    // Each (row, step, input position) meets every input and recurrent kernel weight (strides
+    // only lower it), and works on four gates per filter.
+    const double positions = elements(main.at(0)) / double(std::max<Index>(cin_, 1));
+    const double per = double(kernel_.size() + recurrent_.size()) * kEigenMacWork + 4.0 * double(filters_) * kGateWork;
+    return positions * per + Op::work(main, out);
+  }
   std::size_t num_weights() const override { return use_bias_ ? 3 : 2; }
   std::uint64_t weight_floats() const override { return kernel_.size() + recurrent_.size() + bias_.size(); }
   void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {

@@ -172,6 +172,11 @@ class Conv1DOp : public Op {
   }
   std::size_t num_weights() const override { return (kind_ == ConvKind::separable ? 2 : 1) + (use_bias_ ? 1 : 0); }
   std::uint64_t weight_floats() const override { return kernel_.size() + pointwise_.size() + bias_.size(); }
+  double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
+    const double positions = elements(out.at(0)) / double(std::max<Index>(outputs(), 1));
+    const double loops = double(k_) * double(cin_ / std::max<Index>(cgroups_, 1) + (pointwise_.empty() ? 0 : 1));
+    return positions * (double(kernel_.size() + pointwise_.size()) * kVectorMacWork + loops * kLoopWork) + Op::work(main, out);
+  }
   void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
     if (kind_ == ConvKind::plain) {
       kernel_ = take_weight(w, {k_, cin_ / groups_, filters_}, where);
@@ -285,6 +290,11 @@ class Conv1DTransposeOp : public Op {
   }
   std::size_t num_weights() const override { return use_bias_ ? 2 : 1; }
   std::uint64_t weight_floats() const override { return kernel_.size() + bias_.size(); }
+  double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
+    // Each input position meets every kernel weight.
+    const double positions = elements(main.at(0)) / double(std::max<Index>(cin_, 1));
+    return positions * double(kernel_.size()) * kScalarMacWork + Op::work(main, out);
+  }
   void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
     kernel_ = take_weight(w, {k_, filters_, cin_}, where);
     if (use_bias_) bias_ = take_weight(w, {filters_}, where);

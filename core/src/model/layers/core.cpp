@@ -187,6 +187,9 @@ class DenseOp : public Op {
   }
   std::size_t num_weights() const override { return use_bias_ ? 2 : 1; }
   std::uint64_t weight_floats() const override { return static_cast<std::uint64_t>(kernel_.size() + bias_.size()); }
+  double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
+    return elements(main) / double(std::max<Index>(in_, 1)) * double(kernel_.size()) * kEigenMacWork + Op::work(main, out);
+  }
   void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
     auto k = take_weight(w, {in_, units_}, where);
     std::copy_n(k.data(), k.size(), kernel_.data());
@@ -417,6 +420,13 @@ class EinsumDenseOp : public Op {
     return {std::move(y)};
   }
   std::size_t num_weights() const override { return bias_axes_.empty() ? 1 : 2; }
+  double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
+    // The loop visits every combination of the letters' sizes: the input's, then the kernel's own.
+    double total = elements(main.at(0));
+    for (std::size_t j = 0; j < kernel_spec_.size() && j < kernel_dims_.size(); ++j)
+      if (full_in_.find(kernel_spec_[j]) == std::string::npos) total *= double(std::max<Index>(kernel_dims_[j], 1));
+    return total * kIndexedMacWork + Op::work(main, out);
+  }
   std::uint64_t weight_floats() const override { return kernel_.size() + bias_.size(); }
   void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
     auto dims = [](const std::vector<Index>& d) { return std::vector<std::int64_t>(d.begin(), d.end()); };

@@ -231,6 +231,18 @@ std::string spec_string(const Spec& s) {
   return out + (s.dims.size() == 1 ? ",)" : ")");
 }
 
+double elements(const Spec& s) {
+  double n = 1;
+  for (Index d : s.dims) n *= static_cast<double>(std::max<Index>(d, 1));
+  return n;
+}
+
+double elements(const std::vector<Spec>& specs) {
+  double n = 0;
+  for (const Spec& s : specs) n += elements(s);
+  return n;
+}
+
 }  // namespace recur::graph
 
 namespace recur::graph {

@@ -235,6 +235,12 @@ class DotOp : public Op {
     return {out};
   }
 
+  double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
+    double k = 1;
+    if (main.size() == 2 && main[0].dims.size() >= 2 && main[1].dims.size() >= 2)
+      k = double(std::max<Index>(main[0].dims[axes_for(main[0].dims, main[1].dims)[0]], 1));
+    return elements(out) * k * kScalarMacWork + Op::work(main, out);
+  }
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
     const Value& x0 = *in.main[0];
     const Value& y0 = *in.main[1];

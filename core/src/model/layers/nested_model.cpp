@@ -43,6 +43,11 @@ class ModelOp : public Op {
     if (ctx.stream) local.site_base = ctx.stream->scope(this, site, graph_->nodes.size());
     return graph_->run(inputs, local);
   }
+  double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
+    if (!graph_) return Op::work(main, out);
+    const Graph::Plan p = graph_->plan(main);
+    return p.known ? p.work : Op::work(main, out);
+  }
   std::size_t num_weights() const override { return graph_ ? graph_->num_weights() : 0; }
   std::uint64_t weight_floats() const override { return graph_ ? graph_->weight_floats() : 0; }
   void load(std::vector<StoredWeight>& w, bool, const std::string& where) override { graph_->load_legacy_flat(w, where); }

@@ -129,6 +129,9 @@ class Pool1DOp : public Op {
     }
     return {s};
   }
+  double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
+    return kElementWork * (elements(main) + elements(out)) + kScalarMacWork * double(pool_) * elements(out);
+  }
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
     const Value& x = *in.main[0];
     const Index B = x.shape[0];

@@ -388,6 +388,11 @@ class DiscretizationOp : public Op {
     set_once(per_step, mode_ == Encoding::int_ids || mode_ == Encoding::one_hot);
     return {encoded_spec(in[0], mode_, depth(), squeezes(squeeze_, in[0]), "Discretization")};
   }
+  double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
+    // A binary search over the boundaries per element, each probe a likely mispredicted branch.
+    const double probes = std::ceil(std::log2(double(bounds_.size()) + 2));
+    return elements(main) * probes * kLookupWork / 4 + Op::work(main, out);
+  }
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
     const Value& x = *in.main[0];
     std::vector<std::int64_t> idx(x.data.size());
@@ -551,6 +556,9 @@ class IntegerLookupOp : public Op {
   std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
     check_rank(in, 1, 1, "IntegerLookup");
     return {encoded_spec(in[0], mode_, depth(), squeezes(squeeze_, in[0]), "IntegerLookup")};
+  }
+  double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
+    return elements(main) * kLookupWork + Op::work(main, out);  // a hash-table probe per element
   }
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
     const Value& x = *in.main[0];

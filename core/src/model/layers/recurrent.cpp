@@ -498,6 +498,17 @@ class RecurrentOp : public Op {
   std::uint64_t weight_floats() const override {
     return (fwd_ ? fwd_->weights_size() : 0) + (bwd_ ? bwd_->weights_size() : 0);
   }
+  double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
+    // Each (row, step) multiplies by every weight once and works on each gate of each unit.
+    double per_step = 0;
+    for (const Chain* c : {fwd_.get(), bwd_.get()})
+      if (c)
+        for (const auto& l : c->layers)
+          per_step += double(l->weights_size()) * kMacWork + 4.0 * double(l->config().units) * kGateWork;
+    const Spec& x = main.at(0);
+    const double rows = x.dims.size() >= 2 ? double(std::max<Index>(x.dims[0], 1)) * double(std::max<Index>(x.dims[1], 1)) : 1;
+    return rows * per_step + Op::work(main, out);
+  }
   void load(std::vector<StoredWeight>& w, bool legacy, const std::string& where) override;
   void load_keras(const io::H5File& h5, const std::string& object, const std::string& file) override {
     auto rnn_vars = [&](const std::string& obj, const Chain& ch, std::vector<StoredWeight>& w) {

@@ -237,6 +237,9 @@ class StringLookupOp : public Op {
       fail(Code::shape, "StringLookup: output_mode multi_hot/count takes (batch,) or (batch, tokens), got ", spec_string(s));
     return {Spec{{s.dims[0], lk_.depth()}, false, false}};
   }
+  double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
+    return (elements(main) + elements(out)) * kLookupWork + Op::work(main, out);  // a string and a hash-table probe per token
+  }
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
     const Value& x = *in.main[0];
     const std::vector<std::string>& str = strings_of(x, name, class_name);
@@ -333,6 +336,9 @@ class TextVectorizationOp : public Op {
     return {Spec{{s.dims[0], L}, true, false}};
   }
 
+  double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
+    return (elements(main) + elements(out)) * kLookupWork + Op::work(main, out);  // a string and a hash-table probe per token
+  }
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
     const Value& x = *in.main[0];
     const std::vector<std::string>& str = strings_of(x, name, class_name);

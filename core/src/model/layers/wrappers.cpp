@@ -57,6 +57,18 @@ class TimeDistributedOp : public Op {
     y.mask = x.mask;
     return {std::move(y)};
   }
+  double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
+    auto flat = [](const Spec& s) {
+      Spec f = s;
+      if (f.dims.size() >= 2) {
+        f.dims[1] = std::max<Index>(f.dims[0], 1) * std::max<Index>(f.dims[1], 1);
+        f.dims.erase(f.dims.begin());
+      }
+      return f;
+    };
+    if (main.empty() || out.empty()) return Op::work(main, out);
+    return inner_->work({flat(main[0])}, {flat(out[0])});
+  }
   std::size_t num_weights() const override { return inner_->num_weights(); }
   std::uint64_t weight_floats() const override { return inner_->weight_floats(); }
   void load(std::vector<StoredWeight>& w, bool legacy, const std::string& where) override { inner_->load(w, legacy, where); }
