@@ -1422,7 +1422,9 @@ StreamLayout::Entry read_layout_entry(snapshot::Reader& r) {
   StreamLayout::Entry e;
   e.name = r.str("a layer name", kMaxSnapshotName);
   e.cls = r.str("a layer class", kMaxSnapshotName);
-  e.site = static_cast<int>(r.u32("a call site"));
+  const std::uint32_t site = r.u32("a call site");
+  if (site > INT32_MAX) fail(Code::invalid_argument, "model state snapshot: call site ", site, " is over 2^31 - 1: the data is corrupt");
+  e.site = static_cast<int>(site);
   e.kind = r.u8("an entry kind");
   if (e.kind > 1) fail(Code::invalid_argument, "model state snapshot: entry kind ", int(e.kind), " is unknown (0 or 1 expected): the data is corrupt");
   const std::uint32_t n = r.u32("an entry's count");
@@ -1430,9 +1432,11 @@ StreamLayout::Entry read_layout_entry(snapshot::Reader& r) {
   if (n > r.left() / 8) r.truncated("an entry's items");
   if (e.kind == 0) {
     for (std::uint32_t i = 0; i < n; ++i) {
-      const int ns = static_cast<int>(r.u32("a state count") & 0x7FFFFFFF);
-      const int u = static_cast<int>(r.u32("a state's units") & 0x7FFFFFFF);
-      e.states.emplace_back(ns, u);
+      const std::uint32_t ns = r.u32("a state count"), u = r.u32("a state's units");
+      // One encoding per layout: a count past INT32_MAX is corrupt, never read modulo 2^31.
+      if (ns > INT32_MAX || u > INT32_MAX)
+        fail(Code::invalid_argument, "model state snapshot: layer '", e.name, "' has a state count or units over 2^31 - 1: the data is corrupt");
+      e.states.emplace_back(static_cast<int>(ns), static_cast<int>(u));
     }
   } else {
     if (n > graph::RECUR_MAX_RANK_CORE) fail(Code::invalid_argument, "model state snapshot: past inputs of rank ", n, " (at most ", graph::RECUR_MAX_RANK_CORE, "): the data is corrupt");
