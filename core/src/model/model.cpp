@@ -1475,9 +1475,16 @@ std::vector<std::uint8_t> ModelStream::save() const {
       for (State& one : list) {
         one.sync_to_host();
         for (int k = 0; k < one.num_states(); ++k) w.floats(one.tensor(k).data(), static_cast<std::size_t>(one.tensor(k).size()));
-        RowMatrix& c = one.carried_output();
-        w.u8(c.size() > 0 ? 1 : 0);
-        if (c.size() > 0) w.floats(c.data(), static_cast<std::size_t>(c.size()));
+        // The last output (what a masked step repeats): always written, zeros when the State has
+        // none yet (a State starts with zeros), so that each stream has one encoding.
+        const RowMatrix& c = one.carried_output();
+        w.u8(1);
+        if (c.rows() == one.batch() && c.cols() == one.units()) {
+          w.floats(c.data(), static_cast<std::size_t>(c.size()));
+        } else {
+          const std::vector<float> zeros(static_cast<std::size_t>(one.batch()) * static_cast<std::size_t>(one.units()), 0.0f);
+          w.floats(zeros.data(), zeros.size());
+        }
       }
     } else {
       const Value& v = st.history.at(e.key);
@@ -1553,12 +1560,11 @@ void ModelStream::load(const void* data, std::size_t len) {
         State one(ns, B, u);
         for (int k = 0; k < ns; ++k) r.floats(one.tensor(k).data(), static_cast<std::uint64_t>(B) * static_cast<std::uint64_t>(u), "a recurrent state");
         const std::uint8_t carried = r.u8("a carried-output flag");
-        if (carried > 1) fail(Code::invalid_argument, "model state snapshot: carried-output flag ", int(carried), ": the data is corrupt");
-        if (carried) {
-          if (static_cast<double>(B) * u * 4 > static_cast<double>(r.left())) r.truncated("a carried output");
-          one.carried_output().resize(B, u);
-          r.floats(one.carried_output().data(), static_cast<std::uint64_t>(B) * static_cast<std::uint64_t>(u), "a carried output");
-        }
+        if (carried != 1)
+          fail(Code::invalid_argument, "model state snapshot: carried-output flag ", int(carried), " (format 1 always has 1): the data is corrupt");
+        if (static_cast<double>(B) * u * 4 > static_cast<double>(r.left())) r.truncated("a carried output");
+        one.carried_output().resize(B, u);
+        r.floats(one.carried_output().data(), static_cast<std::uint64_t>(B) * static_cast<std::uint64_t>(u), "a carried output");
         list.push_back(std::move(one));
       }
     } else {
