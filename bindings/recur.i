@@ -543,6 +543,13 @@ typedef struct {} RecurModelState;
                 float *output, size_t output_len) {
     return recur_model_state_step($self, timesteps, input, input_len, mask, mask_len, output, output_len);
   }
+  /* Snapshots (since 0.9): save_size gives the bytes save writes; load takes them back into a
+   * state of the same model and batch (all or nothing). */
+  recur_rc save_size(size_t *len) { return recur_model_state_save($self, NULL, 0, len); }
+  recur_rc save(uint8_t *out_bytes, size_t capacity, size_t *len) {
+    return recur_model_state_save($self, out_bytes, capacity, len);
+  }
+  recur_rc load(const uint8_t *bytes, size_t bytes_len) { return recur_model_state_load($self, bytes, bytes_len); }
   /* The dims of output `index` of a step of `timesteps` steps: sequence outputs hold those steps,
    * the others their whole value. */
   recur_rc output_dims(int32_t index, int32_t timesteps, int32_t *rank, int64_t *dims, int32_t dims_cap) {

@@ -10,7 +10,8 @@
 //   recur verify FILE --input x.npy [...] --expected y.npy|y.npz [--expected ...] [--mask ...]
 //                [--initial-state h.npy ...] [--layer NAME] [--device DEV] [--threads N]
 //                [--precision P] [--keras-backend B] [--states-in s.npz] [--outputs NAME[,NAME...]] [--atol 1e-5]
-//   recur stream FILE --input x.npy [...] [--mask ...] --chunk N [--row-streams] [--device DEV] [--threads N]
+//   recur stream FILE --input x.npy [...] [--mask ...] --chunk N [--row-streams] [--state-in S] [--state-out S]
+//                [--device DEV] [--threads N]
 //                [--precision P] [--keras-backend B] [--per-step] [--outputs ...] [--output ...] [--output-dir DIR] [--json]
 //   recur devices
 //
@@ -896,6 +897,7 @@ struct RunArgs {
   bool json = false;      // outputs printed or written as JSON
   bool per_step = false;  // stream: print each step's outputs as they come
   bool row_streams = false;  // stream: one model state per row, all stepped in one call
+  std::string state_in, state_out;  // stream: a model-state snapshot to start from / to write
 };
 
 // What a run produced: arrays named as the .npz has them (output, output_1, ... or output,
@@ -1723,6 +1725,15 @@ int cmd_stream(const RunArgs& a) {
   } else {
     check(recur_model_state_create(&sh.s, mh.m, in.batch));
   }
+  if (a.row_streams && (!a.state_in.empty() || !a.state_out.empty()))
+    usage_error("--state-in/--state-out save one model state: they do not go with --row-streams");
+  if (!a.state_in.empty()) {
+    std::ifstream f(a.state_in, std::ios::binary);
+    if (!f) throw Failure{"--state-in: cannot read " + a.state_in};
+    const std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (recur_model_state_load(sh.s, bytes.data(), bytes.size()) != RECUR_OK)
+      throw Failure{"--state-in " + a.state_in + ": " + in_cli_terms(recur_last_error())};
+  }
   recur_model_state* const probe = a.row_streams ? rows[0].s : sh.s;
   // Every sequence input is stepped along the same timesteps.
   int64_t T = 0;
@@ -1802,6 +1813,17 @@ int cmd_stream(const RunArgs& a) {
            << (a.row_streams ? ", " + std::to_string(B) + " row streams stepped together" : std::string()) << "\n";
   PendingFiles files;
   write_outputs(a, d, name_outputs(outs, sel, std::move(result)), files);
+  if (!a.state_out.empty()) {
+    size_t len = 0;
+    check(recur_model_state_save(sh.s, nullptr, 0, &len));
+    std::vector<char> bytes(len);
+    check(recur_model_state_save(sh.s, bytes.data(), bytes.size(), &len));
+    files.write(a.state_out, [&](const std::string& p) {
+      std::ofstream f(p, std::ios::binary | std::ios::trunc);
+      f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      if (!f.flush()) throw recur_cli::NpyError("--state-out: cannot write " + p);
+    });
+  }
   files.commit();
   return 0;
 }
@@ -2053,6 +2075,11 @@ int main(int argc, char** argv) {
   stream->add_flag("--row-streams", sa.row_streams,
                    "step each row of the batch as its own model state, all rows in one call per step "
                    "(recur_model_states_step_named); gives the same outputs");
+  stream->add_option("--state-in", sa.state_in,
+                     "start from a model-state snapshot (what --state-out wrote, recur_model_state_save): "
+                     "the stream goes on where that one stopped");
+  stream->add_option("--state-out", sa.state_out,
+                     "write the stream's state after the last step (recur_model_state_save) to this file");
   CLI::App* devices =
       app.add_subcommand("devices", "list the devices recur can run on, why a GPU cannot, and the CPU kernel set");
   add_log(devices);

@@ -28,7 +28,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$(pwd)
 
-all_targets=(fuzz_layer_json fuzz_keras fuzz_keras_structured fuzz_model_graph fuzz_h5 fuzz_npy fuzz_c_api fuzz_graph_budget)
+all_targets=(fuzz_layer_json fuzz_keras fuzz_keras_structured fuzz_model_graph fuzz_h5 fuzz_npy fuzz_c_api fuzz_graph_budget fuzz_model_state_load)
 time_s=300
 runs=""
 jobs=""

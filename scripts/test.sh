@@ -128,6 +128,7 @@ python_venv() {
 release() {
   python_venv
   integrations/spark/deps.sh build  # PySpark (Spark's jars, pandas, PyArrow) in build/spark-venv for the spark_* tests
+  integrations/flink/deps.sh build/flink-deps  # Flink's jars for the flink_* tests (they skip without)
   cmake -S . -B build "${release_options[@]}" >"$logs/release-configure.log" || { cat "$logs/release-configure.log"; exit 1; }
   cmake --build build -j"$jobs"
   cd build
@@ -181,7 +182,7 @@ clang_build() {
 fuzz() {
   JOBS=$jobs scripts/fuzz.sh --ci --build-only
   local first=(fuzz_layer_json fuzz_keras fuzz_keras_structured fuzz_model_graph)
-  local second=(fuzz_h5 fuzz_npy fuzz_c_api)
+  local second=(fuzz_h5 fuzz_npy fuzz_c_api fuzz_model_state_load)
   local rc1=0 rc2=0
   scripts/fuzz.sh --ci --no-build "${first[@]}" >"$logs/fuzz-1.log" 2>&1 &
   local pid=$!

@@ -32,11 +32,11 @@
 /* const long long *: the state handles of forward_states, a pinned long[]. const int32_t *: the
  * per-input timesteps of the model calls, a pinned int[]. int64_t *dims: a pinned long[] that a
  * model call fills with a tensor's dims. */
-%typemap(ctype)  float *, const float *, const uint8_t *, const long long *, const int32_t *, int64_t *dims "void *"
-%typemap(imtype) float *, const float *, const uint8_t *, const long long *, const int32_t *, int64_t *dims "global::System.IntPtr"
-%typemap(cstype) float *, const float *, const uint8_t *, const long long *, const int32_t *, int64_t *dims "global::System.IntPtr"
-%typemap(csin)   float *, const float *, const uint8_t *, const long long *, const int32_t *, int64_t *dims "$csinput"
-%typemap(in)     float *, const float *, const uint8_t *, const long long *, const int32_t *, int64_t *dims %{ $1 = ($1_ltype)$input; %}
+%typemap(ctype)  float *, const float *, const uint8_t *, uint8_t *out_bytes, const long long *, const int32_t *, int64_t *dims "void *"
+%typemap(imtype) float *, const float *, const uint8_t *, uint8_t *out_bytes, const long long *, const int32_t *, int64_t *dims "global::System.IntPtr"
+%typemap(cstype) float *, const float *, const uint8_t *, uint8_t *out_bytes, const long long *, const int32_t *, int64_t *dims "global::System.IntPtr"
+%typemap(csin)   float *, const float *, const uint8_t *, uint8_t *out_bytes, const long long *, const int32_t *, int64_t *dims "$csinput"
+%typemap(in)     float *, const float *, const uint8_t *, uint8_t *out_bytes, const long long *, const int32_t *, int64_t *dims %{ $1 = ($1_ltype)$input; %}
 
 /* ---- library-owned strings returned through out-parameters -------------------------------- */
 %typemap(ctype)  const char ** "const char **"

@@ -201,6 +201,7 @@ func statusError(s string) error {
 RECUR_GO_SLICE(const float, []float32, const float *input, const float *initial_state, const float *states)
 RECUR_GO_SLICE(float, []float32, float *output, float *final_state)
 RECUR_GO_SLICE(const uint8_t, []byte, const uint8_t *mask, const uint8_t *bytes)
+RECUR_GO_SLICE(uint8_t, []byte, uint8_t *out_bytes)
 /* Per-input timesteps of the model calls, and the dims a model call fills. */
 RECUR_GO_SLICE(const int32_t, []int32, const int32_t *timesteps)
 RECUR_GO_SLICE(int64_t, []int64, int64_t *dims)
@@ -209,7 +210,7 @@ RECUR_GO_SLICE(const long long, []int64, const long long *handles)
 
 /* Lengths and counts as Go ints. */
 %apply int { size_t input_len, size_t initial_state_len, size_t states_len, size_t output_len,
-             size_t final_state_len, size_t mask_len, size_t bytes_len };
+             size_t final_state_len, size_t mask_len, size_t bytes_len, size_t capacity };
 
 /* The state argument of the step, as the concrete handle type: passing SWIG's State interface
  * would box the handle (an allocation per call). */

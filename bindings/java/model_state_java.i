@@ -117,6 +117,44 @@
     stepRaw(timesteps, Buffers.in(inputs), Buffers.mask(masks), Buffers.out(outputs));
   }
 
+  // ---- snapshots (since 0.9) --------------------------------------------------------------
+
+  /**
+   * Everything the stream carries to its next step (recurrent states, causal layers' past
+   * inputs), as versioned little-endian bytes (recur_model_state_save): {@link #load(byte[])}
+   * into a new state of the same model and batch goes on with bit-identical outputs. The bytes
+   * are the same on every platform; keep them in a checkpoint, a database, another process.
+   */
+  public byte[] save() {
+    long[] len = new long[1];
+    if (lastSaveSize > 0) {  // a stream's snapshots keep their size: one native call, not two
+      byte[] out = new byte[lastSaveSize];
+      try {
+        saveRaw(out, len);
+        return len[0] == out.length ? out : java.util.Arrays.copyOf(out, Buffers.length(len[0]));
+      } catch (ShapeException grew) {
+        // fall through: ask the size
+      }
+    }
+    saveSizeRaw(len);
+    byte[] out = new byte[Buffers.length(len[0])];
+    saveRaw(out, len);
+    lastSaveSize = out.length;
+    return out;
+  }
+  private int lastSaveSize;
+
+  /**
+   * Loads bytes from {@link #save()} (all or nothing: on an error the state is unchanged).
+   * @throws InvalidArgumentException not a snapshot (truncated, corrupt, another format version),
+   *         or saved at another batch
+   * @throws StateException saved by another model or model version; the message names the layer
+   */
+  public void load(byte[] bytes) {
+    if (bytes == null) throw new NullPointerException("bytes");
+    loadRaw(bytes);
+  }
+
   // ---- named steps (since 0.6) ------------------------------------------------------------
 
   /** {@link #step(java.util.Map, java.util.Collection, RunOptions)} of every output, without options. */

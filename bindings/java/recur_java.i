@@ -149,6 +149,8 @@ static void recur_java_release(JNIEnv *jenv, jobject obj, void *p, int kind, int
 RECUR_JAVA_BUFFER(const float, 0, 0)
 RECUR_JAVA_BUFFER(float, 0, 1)
 RECUR_JAVA_BUFFER(const uint8_t, 1, 0)
+RECUR_JAVA_BUFFER(uint8_t, 1, 1)
+%apply (uint8_t *BUF, size_t LEN) { (uint8_t *out_bytes, size_t capacity) }
 %apply (const float *BUF, size_t LEN) {
   (const float *input, size_t input_len), (const float *initial_state, size_t initial_state_len),
   (const float *states, size_t states_len)
@@ -373,6 +375,9 @@ RECUR_JAVA_SELF(RecurModelState, "ModelState")
 %rename(createRaw) RecurModelState::create;
 %rename(lengthsRaw) RecurModelState::lengths;
 %rename(stepRaw) RecurModelState::step;
+%rename(saveSizeRaw) RecurModelState::save_size;
+%rename(saveRaw) RecurModelState::save;
+%rename(loadRaw) RecurModelState::load;
 %rename(inputSequenceRaw) RecurModel::input_sequence;
 %rename(inputDtypeRaw) RecurModel::input_dtype;
 %rename(numStatefulLayersRaw) RecurModel::num_stateful_layers;
@@ -439,6 +444,9 @@ RECUR_JAVA_SELF(RecurModelState, "ModelState")
 %javamethodmodifiers RecurModelState::create "";
 %javamethodmodifiers RecurModelState::lengths "";
 %javamethodmodifiers RecurModelState::step "";
+%javamethodmodifiers RecurModelState::save_size "";
+%javamethodmodifiers RecurModelState::save "";
+%javamethodmodifiers RecurModelState::load "";
 %javamethodmodifiers RecurModel::input_sequence "";
 %javamethodmodifiers RecurModel::input_dtype "";
 %javamethodmodifiers RecurModel::num_stateful_layers "";

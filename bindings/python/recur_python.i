@@ -183,6 +183,13 @@ static PyObject *recur_py_str(const char *s) {
 };
 %apply (float *BUF, size_t LEN) { (float *output, size_t output_len), (float *final_state, size_t final_state_len) };
 %apply (const uint8_t *BUF, size_t LEN) { (const uint8_t *mask, size_t mask_len), (const uint8_t *bytes, size_t bytes_len) };
+/* A writable bytes buffer (bytearray): model stream snapshots (since 0.9). */
+%typemap(in) (uint8_t *out_bytes, size_t capacity) (Py_buffer view, void *data, size_t n) %{
+  if (recur_py_get_buffer($input, &view, 1, 1, "Bbc", "$1_name: expected a writable C-contiguous bytes buffer (bytearray)", &data, &n) < 0) SWIG_fail;
+  $1 = (uint8_t *)data;
+  $2 = n;
+%}
+%typemap(freearg) (uint8_t *out_bytes, size_t capacity) %{ recur_py_release(&view$argnum); %}
 
 /* A sequence of Python ints: the timesteps of each input, the states of forward_states. */
 %define RECUR_PY_INT_ARRAY(CTYPE, NAME, COUNT, COUNT_NAME)

@@ -1278,6 +1278,26 @@ recur_status recur_model_state_step(recur_model_state* state, int32_t timesteps,
   });
 }
 
+/* ---- model stream snapshots (0.9) ---- */
+
+recur_status recur_model_state_save(const recur_model_state* state, void* out, size_t capacity, size_t* written) {
+  return guarded([&] {
+    const recur::ModelStream& s = stream_of(state, "recur_model_state_save");
+    require(written, "recur_model_state_save", "written");
+    const std::vector<std::uint8_t> bytes = s.save();
+    *written = bytes.size();
+    if (!out) return;
+    if (capacity < bytes.size())
+      recur::fail(Error::Code::shape, "recur_model_state_save: out holds ", capacity, " bytes, the snapshot needs ", bytes.size(),
+                  " (*written); call with out NULL to ask the size");
+    std::memcpy(out, bytes.data(), bytes.size());
+  });
+}
+
+recur_status recur_model_state_load(recur_model_state* state, const void* data, size_t len) {
+  return guarded([&] { stream_of(state, "recur_model_state_load").load(data, len); });
+}
+
 /* ---- resource limits (0.5) ---- */
 
 recur_status recur_get_limit(int32_t limit, uint64_t* value) {

@@ -1180,6 +1180,54 @@ TEST_F(Graph, StreamGivesWhatRunGives) {
   for (std::size_t i = 0; i < r.size(); ++i) EXPECT_LE(max_abs(r[i].second, st[i].second), 1e-6);
 }
 
+// --state-out writes the stream's state after its last step and --state-in starts from it: the
+// second half of a sequence streamed from the first half's state gives the whole stream's outputs.
+TEST_F(Graph, StreamStateOutThenInGoesOn) {
+  const GraphCase g = graph_case("keras3", "masking_sequential");
+  const std::string model = graph("keras3", "masking_sequential", "keras");
+  const Array& x = g.calls[0].inputs[0];  // (B, T, F)
+  ASSERT_EQ(x.shape.size(), 3u);
+  const int64_t B = x.shape[0], T = x.shape[1], F = x.shape[2], cut = T / 2;
+  auto half = [&](int64_t t0, int64_t t1, const std::string& name) {
+    Array h;
+    h.shape = {B, t1 - t0, F};
+    for (int64_t b = 0; b < B; ++b)
+      h.data.insert(h.data.end(), x.data.begin() + (b * T + t0) * F, x.data.begin() + (b * T + t1) * F);
+    recur_cli::write_npy(tmp(name), h);
+    return " -i " + tmp(name);
+  };
+  ASSERT_EQ(run("stream " + model + inputs(g, 0) + " -o " + tmp("whole.npz")).rc, 0);
+  Result r = run("stream " + model + half(0, cut, "a.npy") + " --state-out " + tmp("s.state") + " -o " + tmp("a.npz"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  r = run("stream " + model + half(cut, T, "b.npy") + " --state-in " + tmp("s.state") + " -o " + tmp("b.npz"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const NamedArrays whole = recur_cli::read_npz(tmp("whole.npz")), b = recur_cli::read_npz(tmp("b.npz"));
+  ASSERT_EQ(whole.size(), b.size());
+  const Array &w = whole[0].second, &got = b[0].second;
+  if (w.shape == got.shape) {
+    EXPECT_EQ(got.data, w.data) << "the output after the whole sequence";
+  } else {  // a sequence output: the second half's steps
+    ASSERT_EQ(got.shape.size(), 3u);
+    ASSERT_EQ(got.shape[1], T - cut);
+    const int64_t U = got.shape[2];
+    for (int64_t bb = 0; bb < B; ++bb)
+      for (int64_t t = cut; t < T; ++t)
+        for (int64_t u = 0; u < U; ++u)
+          ASSERT_EQ(got.data[static_cast<size_t>((bb * (T - cut) + t - cut) * U + u)], w.data[static_cast<size_t>((bb * T + t) * U + u)]);
+  }
+  // Another model's state, a missing file, and --row-streams are refused, naming what is wrong.
+  r = run("stream " + graph("keras3", "norms_layernorm", "keras") + half(cut, T, "b.npy") + " --state-in " + tmp("s.state") +
+          " -o " + tmp("c.npz"));
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.err.find("saved by another model"), std::string::npos) << r.err;
+  r = run("stream " + model + half(cut, T, "b.npy") + " --state-in " + tmp("missing.state") + " -o " + tmp("c.npz"));
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.err.find("cannot read"), std::string::npos) << r.err;
+  r = run("stream " + model + half(cut, T, "b.npy") + " --row-streams --state-out " + tmp("x.state") + " -o " + tmp("c.npz"));
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.err.find("--row-streams"), std::string::npos) << r.err;
+}
+
 // --row-streams steps each row of the batch as its own model state, all in one call per step: the
 // outputs are those of one state for the whole batch (masks included).
 TEST_F(Graph, StreamRowStreamsGivesWhatOneStateGives) {

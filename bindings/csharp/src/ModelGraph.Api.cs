@@ -385,6 +385,28 @@ public sealed partial class ModelState {
 
   /// <summary>Zeroes the state: the next step starts a new stream.</summary>
   public void Reset() { CheckDisposed(); reset(); }
+
+  /// <summary>Everything the stream carries to its next step (recurrent states, causal layers'
+  /// past inputs) as versioned little-endian bytes (recur_model_state_save): Load of them into a
+  /// new state of the same model and batch goes on with bit-identical outputs (since 0.9).</summary>
+  public unsafe byte[] Save() {
+    CheckDisposed();
+    ulong n;
+    save_size(out n);
+    var bytes = new byte[n];
+    fixed (byte* p = bytes) save((IntPtr)p, (ulong)bytes.LongLength, out n);
+    return bytes;
+  }
+
+  /// <summary>Loads bytes from Save (all or nothing: on an error the state is unchanged).
+  /// Status.InvalidArgument for bytes that are not a snapshot (truncated, corrupt, another format
+  /// version) or were saved at another batch; Status.State for another model's or model
+  /// version's (since 0.9).</summary>
+  public unsafe void Load(byte[] bytes) {
+    CheckDisposed();
+    Util.NotNull(bytes, "bytes");
+    fixed (byte* p = bytes) load((IntPtr)p, (ulong)bytes.LongLength);
+  }
 }
 
 public sealed partial class Layer {

@@ -480,7 +480,43 @@ static partial class Program {
     for (int i = 0; i < calls.Length; ++i) Throws<ObjectDisposedException>(calls[i], "call " + i + " after Dispose");
   }
 
+  // ModelState.Save/Load: a stream saved mid-sequence goes on in a new state with the same bits;
+  // bad bytes, another batch and another model's bytes are refused with the state unchanged.
+  static void GraphModelStateSnapshot() {
+    var m = Model.Open(GraphFile("keras3", "nested_sequential", "keras"));
+    Func<ModelState, int, float[]> step = (st, t) => {
+      var x = new float[st.InputsLength(1)];
+      for (int i = 0; i < x.Length; ++i) x[i] = ((i * 13 + t * 5) % 17) * 0.1f - 0.8f;
+      var y = new float[st.OutputsLength(1)];
+      st.Step(x, 1, null, y);
+      return y;
+    };
+    var whole = new ModelState(m, 3);
+    var first = new ModelState(m, 3);
+    var want = new float[6][];
+    for (int t = 0; t < 6; ++t) want[t] = step(whole, t);
+    for (int t = 0; t < 3; ++t) step(first, t);
+    var bytes = first.Save();
+    var resumed = new ModelState(m, 3);
+    resumed.Load(bytes);
+    Check(resumed.Save().SequenceEqual(bytes), "a loaded state saves the same bytes");
+    for (int t = 3; t < 6; ++t) {
+      var got = step(resumed, t);
+      for (int k = 0; k < got.Length; ++k)
+        Check(BitConverter.GetBytes(got[k]).SequenceEqual(BitConverter.GetBytes(want[t][k])), "step " + t + " value " + k);
+    }
+    Fails(Status.InvalidArgument, () => first.Load(new byte[3]), "short bytes", "too short");
+    Fails(Status.InvalidArgument, () => first.Load(bytes.Take(bytes.Length - 1).ToArray()), "cut bytes", "checksum");
+    Fails(Status.InvalidArgument, () => new ModelState(m, 2).Load(bytes), "another batch", "batch 3");
+    var other = Model.Open(GraphFile("keras3", "masking_sequential", "keras"));
+    Fails(Status.State, () => new ModelState(other, 3).Load(bytes), "another model", "saved by another model");
+    Throws<ArgumentNullException>(() => first.Load(null), "null bytes");
+    first.Dispose();
+    Throws<ObjectDisposedException>(() => first.Save(), "Save after Dispose");
+  }
+
   static void RunGraphTests() {
+    Run("GraphModelStateSnapshot", GraphModelStateSnapshot);
     Run("GraphOpenFromMemory", GraphOpenFromMemory);
     Run("GraphOpenFromBytesThatAreNotAModel", GraphOpenFromBytesThatAreNotAModel);
     Run("GraphDescriptors", GraphDescriptors);

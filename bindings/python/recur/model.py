@@ -596,6 +596,23 @@ class Stream(_Runner):
         """Back to the start of the sequences (zero states)."""
         self._h().reset()
 
+    def save(self) -> bytes:
+        """Everything the stream carries to its next step (recurrent states, causal layers' past
+        inputs) as versioned little-endian bytes (recur_model_state_save): Stream.load of them
+        into a new stream of the same model and batch goes on with bit-identical outputs."""
+        h = self._h()
+        buf = bytearray(h.save_size())
+        h.save(buf)
+        return bytes(buf)
+
+    def load(self, data: Any) -> None:
+        """Loads bytes from Stream.save (all or nothing: on an error the stream is unchanged).
+        Raises ValueError (recur.InvalidArgumentError) for bytes that are not a snapshot or were
+        saved at another batch, and recur.StateError for another model's (or model version's)."""
+        if isinstance(data, str):
+            raise TypeError("data: expected bytes from Stream.save, got str")
+        self._h().load(data)
+
     def __repr__(self) -> str:
         return "<recur.Stream of %r batch=%d%s>" % (self._model_name, self._batch, " (closed)" if self._native_obj is None else "")
 

@@ -1097,6 +1097,36 @@ RECUR_API recur_status recur_model_set_precision(recur_model *model, const char 
 /* The model's precision as last set ("float32" by default). Errors: INVALID_ARGUMENT, STATE. */
 RECUR_API recur_status recur_model_get_precision(const recur_model *model, const char **precision);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Model stream snapshots (since 0.9)                                                          */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Saves everything a model stream carries to its next step (each recurrent layer's states and
+ * last output, each causal layer's past input steps), so that a stream can stop (a checkpoint,
+ * another process) and go on later: recur_model_state_load of these bytes into a fresh state of
+ * the same model and batch, then further steps, gives bit-identical outputs to never having
+ * stopped. The bytes are a versioned little-endian format (magic "RCST", format version, the
+ * batch, the model's stream layout: each state's layer name, class, call site and shape; the
+ * values; a CRC-32), the same on every platform.
+ * Size query: out NULL (capacity ignored) writes the bytes needed to *written and returns OK.
+ * out too small (capacity < the bytes needed): writes the bytes needed to *written, nothing to
+ * out, and returns RECUR_ERR_SHAPE. Otherwise writes the snapshot to out and its length to
+ * *written. The first save of a model's streams runs one small step of ones on a scratch stream
+ * to learn the layout (kept by the model).
+ * Errors: INVALID_ARGUMENT (written NULL), SHAPE (capacity), STATE (destroyed handle),
+ * UNSUPPORTED (a layer keeps integer ids or strings between steps). The state does not change.
+ * Thread rules: as recur_model_state_step (one thread at a time per state). Since 0.9. */
+RECUR_API recur_status recur_model_state_save(const recur_model_state *state, void *out, size_t capacity,
+                                              size_t *written);
+/* Loads bytes from recur_model_state_save into `state` (all or nothing: on any error the state is
+ * unchanged). The data is copied; the caller keeps ownership.
+ * Errors: INVALID_ARGUMENT (data NULL with len > 0; not a snapshot: truncated, wrong magic,
+ * unknown format version, checksum mismatch, counts or dims that do not fit the data; saved at
+ * another batch: create the state with the saved batch), STATE (destroyed handle; saved by
+ * another model or model version: the message names the first layer whose states differ),
+ * LIMIT (past inputs over tensor_bytes). Thread rules: as recur_model_state_step. Since 0.9. */
+RECUR_API recur_status recur_model_state_load(recur_model_state *state, const void *data, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -554,6 +554,20 @@ class ModelState {
   recur_model_state* get() const noexcept { return handle_; }
   void reset() { detail::check(recur_model_state_reset(handle_)); }
 
+  // Everything the stream carries to its next step as bytes (recur_model_state_save, since 0.9);
+  // load() takes them into a state of the same model and batch, all or nothing.
+  std::vector<unsigned char> save() const {
+    std::size_t n = 0;
+    detail::check(recur_model_state_save(handle_, nullptr, 0, &n));
+    std::vector<unsigned char> bytes(n);
+    detail::check(recur_model_state_save(handle_, bytes.data(), bytes.size(), &n));
+    bytes.resize(n);
+    return bytes;
+  }
+  void load(const std::vector<unsigned char>& bytes) {
+    detail::check(recur_model_state_load(handle_, bytes.data(), bytes.size()));
+  }
+
   // The next steps: every sequence input holds the same number of steps (dims[1]). Returns the
   // outputs asked for (names as Model::outputs() gives them), in that order.
   std::vector<Tensor> step(const std::vector<Input>& inputs, const std::vector<std::string>& outputs,

@@ -185,6 +185,12 @@ class ModelStream {
   // When it fails or is cancelled, the stream is left as it was before the call.
   void step_named(const std::vector<NamedInput>& inputs, std::vector<NamedOutput>& outputs);
   void named_output_shapes(const std::vector<NamedInput>& inputs, std::vector<NamedOutput>& outputs) const;
+  // A snapshot of everything the stream carries to its next step (recurrent states, causal layers'
+  // past inputs), versioned little-endian bytes with the model's stream layout; load() takes one
+  // into a stream of the same model and batch, all or nothing (Error(invalid_argument) for
+  // malformed bytes or another batch, Error(state) for another model's).
+  std::vector<std::uint8_t> save() const;
+  void load(const void* data, std::size_t len);
 
   // Steps many streams of one model as one batch: inputs and outputs hold the rows of every
   // stream concatenated in the order of `streams` (batch = the sum of theirs). The same numbers as

@@ -23,6 +23,7 @@
 #include "recur/keras_json.hpp"
 #include "recur/limits.hpp"
 #include "recur/log.hpp"
+#include "model/snapshot_bytes.hpp"
 
 namespace recur {
 namespace {
@@ -94,6 +95,23 @@ std::shared_ptr<const std::vector<std::string>> string_values(const char* const*
   return out;
 }
 
+// What a stream of the model keeps between steps, learnt once per model from a stream stepped
+// twice on ones: each (op, call site) with recurrent states (their count and units) or a causal
+// layer's past inputs (dims past the batch, -1 for an axis that grows with the steps). Snapshots
+// carry it so that bytes saved by another model are refused, saying what differs.
+struct StreamLayout {
+  struct Entry {
+    std::pair<const graph::Op*, int> key;
+    std::string name, cls;
+    int site = 0;
+    std::uint8_t kind = 0;                  // 0: recurrent states, 1: past inputs
+    std::vector<std::pair<int, int>> states;  // kind 0: (num_states, units) per State
+    std::vector<Index> dims;                // kind 1: dims past the batch
+  };
+  std::vector<Entry> entries;  // by site, then kind
+  graph::StreamStates scopes;  // the nested models' call-site bases of this model
+};
+
 }  // namespace
 
 // What streams share with the model: the graph and its layers.
@@ -102,6 +120,8 @@ struct ModelShared {
   std::vector<ModelTensorInfo> inputs, outputs;
   std::string path;
   mutable std::mutex stateful_mutex;  // runs of a stateful model, one at a time
+  mutable std::mutex layout_mutex;    // guards stream_layout
+  mutable std::shared_ptr<const StreamLayout> stream_layout;  // made by the first snapshot
 
   // Input i's concrete dims for a run or a stream step.
   std::vector<Index> input_dims(std::size_t i, Index batch, Index timesteps, bool stream) const {
@@ -1286,6 +1306,296 @@ void ModelStream::step_named(const std::vector<NamedInput>& inputs, std::vector<
     throw;
   }
   ModelShared::copy_outputs(idx, vals, outputs);
+}
+
+// ---- stream snapshots --------------------------------------------------------------------------
+
+namespace {
+
+constexpr std::uint8_t kSnapshotMagic[4] = {'R', 'C', 'S', 'T'};
+constexpr std::uint32_t kSnapshotVersion = 1;
+constexpr std::size_t kMaxSnapshotName = 4096;
+
+std::string dims_text(const std::vector<Index>& d) {
+  std::string s = "(batch";
+  for (Index v : d) s += ", " + (v < 0 ? std::string("steps") : std::to_string(v));
+  return s + ")";
+}
+
+std::string entry_text(const StreamLayout::Entry& e) {
+  std::string s = "layer '" + e.name + "' (" + e.cls + ") at call site " + std::to_string(e.site) + ": ";
+  if (e.kind == 0) {
+    s += "recurrent states";
+    for (const auto& [n, u] : e.states) s += " (" + std::to_string(n) + " of " + std::to_string(u) + " units)";
+  } else {
+    s += "past inputs " + dims_text(e.dims);
+  }
+  return s;
+}
+
+bool same_entry(const StreamLayout::Entry& a, const StreamLayout::Entry& b) {
+  return a.name == b.name && a.cls == b.cls && a.site == b.site && a.kind == b.kind && a.states == b.states && a.dims == b.dims;
+}
+
+// Steps a stream of the model twice, one step of ones each, to see what it keeps.
+std::shared_ptr<const StreamLayout> stream_layout(const ModelShared& s) {
+  std::lock_guard<std::mutex> lock(s.layout_mutex);
+  if (s.stream_layout) return s.stream_layout;
+  Index batch = 1;
+  for (const Spec& spec : s.graph->input_specs)
+    if (spec.dims[0] > 0) batch = spec.dims[0];
+  auto layout = std::make_shared<StreamLayout>();
+  graph::StreamStates& st = layout->scopes;
+  st.batch = batch;
+  std::map<std::pair<const graph::Op*, int>, std::vector<Index>> first_dims;
+  try {
+    for (int pass = 0; pass < 2; ++pass) {
+      std::size_t n = 0;
+      for (std::size_t i = 0; i < s.inputs.size(); ++i) n += checked_total(s.input_dims(i, batch, 1, true), "inputs");
+      // Ones, not zeros: a Masking layer or mask_zero Embedding would mask every step of zeros.
+      const std::vector<float> ones(n, 1.0f);
+      std::vector<Value> in = s.make_inputs(batch, std::vector<Index>(s.inputs.size(), 1), ones.data(), ones.size(), nullptr, 0, true);
+      graph::RunContext ctx;
+      ctx.stream = &st;
+      s.graph->run(in, ctx);
+      if (pass == 0)
+        for (const auto& [key, v] : st.history) first_dims[key] = v.shape;
+    }
+  } catch (const Error& e) {
+    fail(e.code(), "model state snapshot: cannot learn what a stream of this model keeps (a step of ones failed: ", e.what(), ")");
+  }
+  for (const auto& [key, list] : st.states) {
+    StreamLayout::Entry e;
+    e.key = key;
+    e.name = key.first->name;
+    e.cls = key.first->class_name;
+    e.site = key.second;
+    e.kind = 0;
+    for (const State& one : list) e.states.emplace_back(one.num_states(), one.units());
+    layout->entries.push_back(std::move(e));
+  }
+  for (const auto& [key, v] : st.history) {
+    StreamLayout::Entry e;
+    e.key = key;
+    e.name = key.first->name;
+    e.cls = key.first->class_name;
+    e.site = key.second;
+    e.kind = 1;
+    const auto f = first_dims.find(key);
+    for (std::size_t a = 1; a < v.shape.size(); ++a)
+      e.dims.push_back(f != first_dims.end() && a < f->second.size() && f->second[a] == v.shape[a] ? v.shape[a] : -1);
+    layout->entries.push_back(std::move(e));
+  }
+  std::sort(layout->entries.begin(), layout->entries.end(), [](const StreamLayout::Entry& a, const StreamLayout::Entry& b) {
+    return std::make_pair(a.site, a.kind) < std::make_pair(b.site, b.kind);
+  });
+  st.states.clear();
+  st.history.clear();
+  s.stream_layout = layout;
+  return layout;
+}
+
+void write_layout_entry(snapshot::Writer& w, const StreamLayout::Entry& e) {
+  w.str(e.name);
+  w.str(e.cls);
+  w.u32(static_cast<std::uint32_t>(e.site));
+  w.u8(e.kind);
+  if (e.kind == 0) {
+    w.u32(static_cast<std::uint32_t>(e.states.size()));
+    for (const auto& [n, u] : e.states) {
+      w.u32(static_cast<std::uint32_t>(n));
+      w.u32(static_cast<std::uint32_t>(u));
+    }
+  } else {
+    w.u32(static_cast<std::uint32_t>(e.dims.size()));
+    for (Index d : e.dims) w.i64(d);
+  }
+}
+
+StreamLayout::Entry read_layout_entry(snapshot::Reader& r) {
+  StreamLayout::Entry e;
+  e.name = r.str("a layer name", kMaxSnapshotName);
+  e.cls = r.str("a layer class", kMaxSnapshotName);
+  const std::uint32_t site = r.u32("a call site");
+  if (site > INT32_MAX) fail(Code::invalid_argument, "model state snapshot: call site ", site, " is over 2^31 - 1: the data is corrupt");
+  e.site = static_cast<int>(site);
+  e.kind = r.u8("an entry kind");
+  if (e.kind > 1) fail(Code::invalid_argument, "model state snapshot: entry kind ", int(e.kind), " is unknown (0 or 1 expected): the data is corrupt");
+  const std::uint32_t n = r.u32("an entry's count");
+  // Each counted item takes at least 8 bytes: a larger count than the bytes left is corrupt.
+  if (n > r.left() / 8) r.truncated("an entry's items");
+  if (e.kind == 0) {
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const std::uint32_t ns = r.u32("a state count"), u = r.u32("a state's units");
+      // One encoding per layout: a count past INT32_MAX is corrupt, never read modulo 2^31.
+      if (ns > INT32_MAX || u > INT32_MAX)
+        fail(Code::invalid_argument, "model state snapshot: layer '", e.name, "' has a state count or units over 2^31 - 1: the data is corrupt");
+      e.states.emplace_back(static_cast<int>(ns), static_cast<int>(u));
+    }
+  } else {
+    if (n > graph::RECUR_MAX_RANK_CORE) fail(Code::invalid_argument, "model state snapshot: past inputs of rank ", n, " (at most ", graph::RECUR_MAX_RANK_CORE, "): the data is corrupt");
+    for (std::uint32_t i = 0; i < n; ++i) e.dims.push_back(r.i64("a dim"));
+  }
+  return e;
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> ModelStream::save() const {
+  const ModelShared& s = *impl_->shared;
+  const std::shared_ptr<const StreamLayout> layout = stream_layout(s);
+  graph::StreamStates& st = impl_->states;
+  const Index B = st.batch;
+  snapshot::Writer w;
+  w.bytes.insert(w.bytes.end(), kSnapshotMagic, kSnapshotMagic + 4);
+  w.u32(kSnapshotVersion);
+  w.i64(B);
+  w.u32(static_cast<std::uint32_t>(layout->entries.size()));
+  for (const StreamLayout::Entry& e : layout->entries) write_layout_entry(w, e);
+  // The entries the stream holds (none before its first step), each as the layout says.
+  std::vector<std::uint32_t> held;
+  for (std::size_t i = 0; i < layout->entries.size(); ++i) {
+    const StreamLayout::Entry& e = layout->entries[i];
+    if (e.kind == 0 ? st.states.count(e.key) != 0 : st.history.count(e.key) != 0) held.push_back(static_cast<std::uint32_t>(i));
+  }
+  if (held.size() != (st.states.size() + st.history.size()))
+    fail(Code::state, "model state snapshot: the stream holds states this model's layout does not list (a bug in recur)");
+  w.u32(static_cast<std::uint32_t>(held.size()));
+  for (std::uint32_t i : held) {
+    const StreamLayout::Entry& e = layout->entries[i];
+    w.u32(i);
+    if (e.kind == 0) {
+      std::vector<State>& list = st.states.at(e.key);
+      for (State& one : list) {
+        one.sync_to_host();
+        for (int k = 0; k < one.num_states(); ++k) w.floats(one.tensor(k).data(), static_cast<std::size_t>(one.tensor(k).size()));
+        // The last output (what a masked step repeats): always written, zeros when the State has
+        // none yet (a State starts with zeros), so that each stream has one encoding.
+        const RowMatrix& c = one.carried_output();
+        w.u8(1);
+        if (c.rows() == one.batch() && c.cols() == one.units()) {
+          w.floats(c.data(), static_cast<std::size_t>(c.size()));
+        } else {
+          const std::vector<float> zeros(static_cast<std::size_t>(one.batch()) * static_cast<std::size_t>(one.units()), 0.0f);
+          w.floats(zeros.data(), zeros.size());
+        }
+      }
+    } else {
+      const Value& v = st.history.at(e.key);
+      if (v.ids || v.strings)
+        fail(Code::unsupported, "model state snapshot: layer '", e.name, "' (", e.cls, ") keeps integer ids or strings, which snapshots do not hold");
+      w.u32(static_cast<std::uint32_t>(v.shape.size()));
+      for (Index d : v.shape) w.i64(d);
+      w.floats(v.data.data(), v.data.size());
+      w.u8(v.mask ? 1 : 0);
+      if (v.mask) w.bytes.insert(w.bytes.end(), v.mask->begin(), v.mask->end());
+    }
+  }
+  w.u32(snapshot::crc32(w.bytes.data(), w.bytes.size()));
+  return std::move(w.bytes);
+}
+
+void ModelStream::load(const void* data, std::size_t len) {
+  if (!data && len) fail(Code::invalid_argument, "data: is NULL");
+  const ModelShared& s = *impl_->shared;
+  const auto* p = static_cast<const std::uint8_t*>(data);
+  if (len < 4 + 4 + 8 + 4 + 4 + 4)
+    fail(Code::invalid_argument, "model state snapshot: ", len, " bytes is too short to be one (at least 28 expected); pass every byte recur_model_state_save wrote");
+  if (std::memcmp(p, kSnapshotMagic, 4) != 0)
+    fail(Code::invalid_argument, "model state snapshot: the data does not start with \"RCST\": not bytes written by recur_model_state_save");
+  snapshot::Reader r(p, len - 4);
+  r.u32("magic");
+  const std::uint32_t version = r.u32("the format version");
+  if (version != kSnapshotVersion)
+    fail(Code::invalid_argument, "model state snapshot: format version ", version, " is not one this recur reads (", kSnapshotVersion,
+         "); save it again with this recur, or load it with the recur that wrote it");
+  snapshot::Reader tail(p + len - 4, 4);
+  const std::uint32_t crc = tail.u32("the checksum");
+  if (crc != snapshot::crc32(p, len - 4))
+    fail(Code::invalid_argument, "model state snapshot: the checksum does not match: the data is corrupt or cut short");
+  const std::int64_t batch = r.i64("the batch");
+  graph::StreamStates& st = impl_->states;
+  if (batch != st.batch)
+    fail(Code::invalid_argument, "model state snapshot: saved from a state of batch ", batch, ", this state has batch ", st.batch,
+         "; load it into a state created with batch ", batch);
+  const std::shared_ptr<const StreamLayout> layout = stream_layout(s);
+  const std::uint32_t n = r.u32("the entry count");
+  if (n > r.left() / 14) r.truncated("the entries");
+  std::vector<StreamLayout::Entry> saved;
+  for (std::uint32_t i = 0; i < n; ++i) saved.push_back(read_layout_entry(r));
+  const std::string again = "; snapshots load only into streams of the model (and model version) that saved them: reset the stream instead";
+  for (std::size_t i = 0; i < std::max(saved.size(), layout->entries.size()); ++i) {
+    if (i >= saved.size())
+      fail(Code::state, "model state snapshot: saved by another model: this model keeps ", entry_text(layout->entries[i]), ", the snapshot does not", again);
+    if (i >= layout->entries.size())
+      fail(Code::state, "model state snapshot: saved by another model: the snapshot holds ", entry_text(saved[i]), ", this model does not", again);
+    if (!same_entry(saved[i], layout->entries[i]))
+      fail(Code::state, "model state snapshot: saved by another model: the snapshot holds ", entry_text(saved[i]), ", this model keeps ",
+           entry_text(layout->entries[i]), again);
+  }
+  // Everything goes into a new StreamStates first: the stream changes only when all of it reads.
+  graph::StreamStates next;
+  next.batch = st.batch;
+  const std::uint32_t held = r.u32("the held entry count");
+  if (held > layout->entries.size())
+    fail(Code::invalid_argument, "model state snapshot: ", held, " held entries, the layout lists ", layout->entries.size(), ": the data is corrupt");
+  const Index B = st.batch;
+  std::uint32_t last = 0;
+  for (std::uint32_t h = 0; h < held; ++h) {
+    const std::uint32_t i = r.u32("an entry index");
+    if (i >= layout->entries.size() || (h > 0 && i <= last))
+      fail(Code::invalid_argument, "model state snapshot: entry index ", i, " is out of order or range: the data is corrupt");
+    last = i;
+    const StreamLayout::Entry& e = layout->entries[i];
+    if (e.kind == 0) {
+      std::vector<State>& list = next.states[e.key];
+      for (const auto& [ns, u] : e.states) {
+        if (static_cast<double>(ns) * B * u * 4 > static_cast<double>(r.left())) r.truncated("a recurrent state");
+        State one(ns, B, u);
+        for (int k = 0; k < ns; ++k) r.floats(one.tensor(k).data(), static_cast<std::uint64_t>(B) * static_cast<std::uint64_t>(u), "a recurrent state");
+        const std::uint8_t carried = r.u8("a carried-output flag");
+        if (carried != 1)
+          fail(Code::invalid_argument, "model state snapshot: carried-output flag ", int(carried), " (format 1 always has 1): the data is corrupt");
+        if (static_cast<double>(B) * u * 4 > static_cast<double>(r.left())) r.truncated("a carried output");
+        one.carried_output().resize(B, u);
+        r.floats(one.carried_output().data(), static_cast<std::uint64_t>(B) * static_cast<std::uint64_t>(u), "a carried output");
+        list.push_back(std::move(one));
+      }
+    } else {
+      const std::uint32_t rank = r.u32("a rank");
+      if (rank != e.dims.size() + 1)
+        fail(Code::invalid_argument, "model state snapshot: layer '", e.name, "' past inputs of rank ", rank, ", expected ", e.dims.size() + 1, ": the data is corrupt");
+      std::vector<Index> shape;
+      double total = 1;
+      for (std::uint32_t a = 0; a < rank; ++a) {
+        const Index d = r.i64("a dim");
+        const Index want = a == 0 ? B : e.dims[a - 1];
+        if (d < 0 || (want >= 0 && d != want))
+          fail(Code::invalid_argument, "model state snapshot: layer '", e.name, "' (", e.cls, ") past inputs dim ", a, " is ", d,
+               ", expected ", want < 0 ? std::string("a size >= 0") : std::to_string(want), ": the data is corrupt");
+        shape.push_back(d);
+        total *= static_cast<double>(d);
+      }
+      if (total * 4 > static_cast<double>(r.left())) r.truncated("past inputs");
+      check_limit(Limit::tensor_bytes, total * 4, "model state snapshot: past inputs of layer '" + e.name + "'");
+      Value v;
+      v.shape = shape;
+      r.floats(v.data, static_cast<std::uint64_t>(total), "past inputs");
+      const std::uint8_t masked = r.u8("a mask flag");
+      if (masked > 1) fail(Code::invalid_argument, "model state snapshot: mask flag ", int(masked), ": the data is corrupt");
+      if (masked) {
+        auto m = std::make_shared<std::vector<std::uint8_t>>();
+        r.bytes(*m, static_cast<std::uint64_t>(shape[0]) * static_cast<std::uint64_t>(shape.size() > 1 ? shape[1] : 1), "a mask");
+        v.mask = std::move(m);
+      }
+      next.history[e.key] = std::move(v);
+    }
+  }
+  if (r.left() != 0)
+    fail(Code::invalid_argument, "model state snapshot: ", r.left(), " bytes follow the last entry: the data is corrupt");
+  st.states = std::move(next.states);
+  st.history = std::move(next.history);
+  st.copy_scopes(layout->scopes);
 }
 
 // ---- many streams in one call ----------------------------------------------------------------
