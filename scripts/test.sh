@@ -5,8 +5,9 @@
 #   scripts/test.sh --quick   the Release build and its whole ctest suite: unit, C ABI, Keras layer
 #                             and model parity (every CPU kernel set and the GPU emulator), CLI,
 #                             examples, valgrind memcheck, fuzz-corpus replays, the Java, C#, Go and
-#                             Python bindings (the Python wheel too, in a fresh venv); the GPU
-#                             plugin only where an NVIDIA driver is present
+#                             Python bindings (the Python wheel too, in a fresh venv), the Flink
+#                             and Spark integrations (their jars from PyPI, fetched once); the
+#                             GPU plugin only where an NVIDIA driver is present
 #   scripts/test.sh           everything CI runs: the Release build with the bindings and the GPU
 #                             plugin (when the CUDA toolkit and cuDNN are present) and its whole
 #                             suite, then the packaging tests (scripts/package-test.sh), the cross
@@ -27,7 +28,7 @@ quick=0
 case "${1:-}" in
   --quick) quick=1 ;;
   "") ;;
-  -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "test.sh: unknown argument '$1' (--quick, or nothing for every test)" >&2; exit 2 ;;
 esac
 skip() { local v=RECUR_SKIP_$1; [[ "${!v:-0}" == 1 ]]; }
