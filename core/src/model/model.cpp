@@ -1364,23 +1364,22 @@ std::shared_ptr<const StreamLayout> stream_layout(const ModelShared& s) {
   } catch (const Error& e) {
     fail(e.code(), "model state snapshot: cannot learn what a stream of this model keeps (a step of ones failed: ", e.what(), ")");
   }
-  for (const auto& [key, list] : st.states) {
+  auto entry = [](const std::pair<const graph::Op*, int>& key, int kind) {
     StreamLayout::Entry e;
     e.key = key;
     e.name = key.first->name;
     e.cls = key.first->class_name;
     e.site = key.second;
-    e.kind = 0;
+    e.kind = kind;
+    return e;
+  };
+  for (const auto& [key, list] : st.states) {
+    StreamLayout::Entry e = entry(key, 0);
     for (const State& one : list) e.states.emplace_back(one.num_states(), one.units());
     layout->entries.push_back(std::move(e));
   }
   for (const auto& [key, v] : st.history) {
-    StreamLayout::Entry e;
-    e.key = key;
-    e.name = key.first->name;
-    e.cls = key.first->class_name;
-    e.site = key.second;
-    e.kind = 1;
+    StreamLayout::Entry e = entry(key, 1);
     const auto f = first_dims.find(key);
     for (std::size_t a = 1; a < v.shape.size(); ++a)
       e.dims.push_back(f != first_dims.end() && a < f->second.size() && f->second[a] == v.shape[a] ? v.shape[a] : -1);

@@ -64,16 +64,8 @@ print("cli recur run (1 process, 1 thread, one padded+masked batch): %d rows in 
       "CPU %.1f us/row" % (n, best[0], n / best[0], best[1] * 1e6 / n))
 PY
 
-jvm=(-XX:+IgnoreUnrecognizedVMOptions --add-modules=jdk.incubator.vector
-  --add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=java.base/java.lang.invoke=ALL-UNNAMED
-  --add-opens=java.base/java.lang.reflect=ALL-UNNAMED --add-opens=java.base/java.io=ALL-UNNAMED
-  --add-opens=java.base/java.net=ALL-UNNAMED --add-opens=java.base/java.nio=ALL-UNNAMED
-  --add-opens=java.base/java.util=ALL-UNNAMED --add-opens=java.base/java.util.concurrent=ALL-UNNAMED
-  --add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED --add-opens=java.base/jdk.internal.ref=ALL-UNNAMED
-  --add-opens=java.base/sun.nio.ch=ALL-UNNAMED --add-opens=java.base/sun.nio.cs=ALL-UNNAMED
-  --add-opens=java.base/sun.security.action=ALL-UNNAMED --add-opens=java.base/sun.util.calendar=ALL-UNNAMED
-  -Djdk.reflect.useDirectMethodHandle=false -Dio.netty.tryReflectionSetAccessible=true
-  -Dlog4j2.configurationFile=$src/integrations/spark/tests/log4j2.properties)
+mapfile -t jvm < "$src/integrations/spark/jvm-options.txt"  # as the tests run Spark (CMakeLists.txt)
+jvm+=(-Dlog4j2.configurationFile=$src/integrations/spark/tests/log4j2.properties)
 cp="$build/integrations/spark/recur-spark.jar:$build/bindings/java/recur.jar:$build/integrations/spark/test-classes:$jars/*"
 for master in 'local[1]' 'local[2]'; do
   java "${jvm[@]}" -cp "$cp" recur.spark.SparkBench "$master" "$out/bench.parquet" "$model" 256 3 2>/dev/null
