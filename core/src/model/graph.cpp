@@ -699,14 +699,8 @@ std::shared_ptr<const Graph::Plan> Graph::plan_for(const std::vector<Value>& inp
     if (it != plan_cache->plans.end()) return it->second;
   }
   auto p = std::make_shared<Plan>();
-  std::vector<Spec> specs;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    Spec s = input_specs[i];
-    s.dims = inputs[i].shape;
-    specs.push_back(s);
-  }
   try {
-    *p = plan(specs);
+    *p = plan(specs_of(inputs));
   } catch (const Error& e) {
     // Shapes only the run tells (a sequence longer than declared that a layer's rule cannot
     // take before it runs): the run's own checks of each tensor stand.
@@ -722,13 +716,17 @@ std::vector<Spec> Graph::infer_for(const std::vector<Value>& inputs) const {
     const std::shared_ptr<const Plan> p = plan_for(inputs);
     if (p->known && unsupported.empty()) return p->outputs;
   }
+  return infer(specs_of(inputs));
+}
+
+std::vector<Spec> Graph::specs_of(const std::vector<Value>& inputs) const {
   std::vector<Spec> specs;
   for (std::size_t i = 0; i < inputs.size() && i < input_specs.size(); ++i) {
     Spec s = input_specs[i];
     s.dims = inputs[i].shape;
     specs.push_back(s);
   }
-  return infer(specs);
+  return specs;
 }
 
 void Graph::plan_run(const std::vector<Value>& inputs) const {
@@ -738,20 +736,20 @@ void Graph::plan_run(const std::vector<Value>& inputs) const {
   if (!p.known) return;
   // Checked against the limits in effect now: a cached plan holds amounts, not decisions.
   for (const auto& [bytes, what] : p.records) check_limit(Limit::tensor_bytes, bytes, what);
-  if (p.peak > static_cast<double>(limit(Limit::run_bytes))) {
+  // "the run on inputs of shape (...)", for a message: built only when a limit is gone over.
+  auto run_on = [&] {
     std::string shapes;
     for (std::size_t i = 0; i < inputs.size(); ++i) shapes += (i ? ", " : "") + shape_string(inputs[i].shape);
+    return "the run on inputs of shape " + shapes;
+  };
+  if (p.peak > static_cast<double>(limit(Limit::run_bytes)))
     check_limit(Limit::run_bytes, p.peak,
-                "the run on inputs of shape " + shapes + ": the tensors it holds at once, at " + p.peak_at +
-                    " (planned before it starts)");
-  }
+                run_on() + ": the tensors it holds at once, at " + p.peak_at + " (planned before it starts)");
   if (p.work > static_cast<double>(limit(Limit::run_work))) {
-    std::string shapes;
-    for (std::size_t i = 0; i < inputs.size(); ++i) shapes += (i ? ", " : "") + shape_string(inputs[i].shape);
     char top[32];
     std::snprintf(top, sizeof top, "%.0f", p.top_work);
     check_limit(Limit::run_work, p.work,
-                "the run on inputs of shape " + shapes + ": its work, planned before it starts (in units of about one "
+                run_on() + ": its work, planned before it starts (in units of about one "
                 "multiply-add of a large matrix product; " + p.top_work_at + " does " + top + " of it; a smaller batch "
                 "or shorter sequences per call fit)");
   }

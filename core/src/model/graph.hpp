@@ -272,6 +272,8 @@ class Graph {
   std::shared_ptr<const Plan> plan_for(const std::vector<Value>& inputs) const;
   // infer() for input values, from the kept plan when there is one (every stream step asks).
   std::vector<Spec> infer_for(const std::vector<Value>& inputs) const;
+  // The input specs with these values' shapes.
+  std::vector<Spec> specs_of(const std::vector<Value>& inputs) const;
   struct PlanCache {
     std::mutex mutex;
     std::map<std::vector<std::vector<Index>>, std::shared_ptr<const Plan>> plans;
