@@ -1323,7 +1323,7 @@ std::string dims_text(const std::vector<Index>& d) {
 }
 
 std::string entry_text(const StreamLayout::Entry& e) {
-  std::string s = "layer '" + e.name + "' (" + e.cls + ") at call site " + std::to_string(e.site) + ": ";
+  std::string s = "layer '" + io::printable(e.name) + "' (" + io::printable(e.cls) + ") at call site " + std::to_string(e.site) + ": ";
   if (e.kind == 0) {
     s += "recurrent states";
     for (const auto& [n, u] : e.states) s += " (" + std::to_string(n) + " of " + std::to_string(u) + " units)";
@@ -1428,7 +1428,7 @@ StreamLayout::Entry read_layout_entry(snapshot::Reader& r) {
       const std::uint32_t ns = r.u32("a state count"), u = r.u32("a state's units");
       // One encoding per layout: a count past INT32_MAX is corrupt, never read modulo 2^31.
       if (ns > INT32_MAX || u > INT32_MAX)
-        fail(Code::invalid_argument, "model state snapshot: layer '", e.name, "' has a state count or units over 2^31 - 1: the data is corrupt");
+        fail(Code::invalid_argument, "model state snapshot: layer '", io::printable(e.name), "' has a state count or units over 2^31 - 1: the data is corrupt");
       e.states.emplace_back(static_cast<int>(ns), static_cast<int>(u));
     }
   } else {
@@ -1482,7 +1482,7 @@ std::vector<std::uint8_t> ModelStream::save() const {
     } else {
       const Value& v = st.history.at(e.key);
       if (v.ids || v.strings)
-        fail(Code::unsupported, "model state snapshot: layer '", e.name, "' (", e.cls, ") keeps integer ids or strings, which snapshots do not hold");
+        fail(Code::unsupported, "model state snapshot: layer '", io::printable(e.name), "' (", io::printable(e.cls), ") keeps integer ids or strings, which snapshots do not hold");
       w.u32(static_cast<std::uint32_t>(v.shape.size()));
       for (Index d : v.shape) w.i64(d);
       w.floats(v.data.data(), v.data.size());
@@ -1563,20 +1563,20 @@ void ModelStream::load(const void* data, std::size_t len) {
     } else {
       const std::uint32_t rank = r.u32("a rank");
       if (rank != e.dims.size() + 1)
-        fail(Code::invalid_argument, "model state snapshot: layer '", e.name, "' past inputs of rank ", rank, ", expected ", e.dims.size() + 1, ": the data is corrupt");
+        fail(Code::invalid_argument, "model state snapshot: layer '", io::printable(e.name), "' past inputs of rank ", rank, ", expected ", e.dims.size() + 1, ": the data is corrupt");
       std::vector<Index> shape;
       double total = 1;
       for (std::uint32_t a = 0; a < rank; ++a) {
         const Index d = r.i64("a dim");
         const Index want = a == 0 ? B : e.dims[a - 1];
         if (d < 0 || (want >= 0 && d != want))
-          fail(Code::invalid_argument, "model state snapshot: layer '", e.name, "' (", e.cls, ") past inputs dim ", a, " is ", d,
+          fail(Code::invalid_argument, "model state snapshot: layer '", io::printable(e.name), "' (", io::printable(e.cls), ") past inputs dim ", a, " is ", d,
                ", expected ", want < 0 ? std::string("a size >= 0") : std::to_string(want), ": the data is corrupt");
         shape.push_back(d);
         total *= static_cast<double>(d);
       }
       if (total * 4 > static_cast<double>(r.left())) r.truncated("past inputs");
-      check_limit(Limit::tensor_bytes, total * 4, "model state snapshot: past inputs of layer '" + e.name + "'");
+      check_limit(Limit::tensor_bytes, total * 4, "model state snapshot: past inputs of layer '" + io::printable(e.name) + "'");
       Value v;
       v.shape = shape;
       r.floats(v.data, static_cast<std::uint64_t>(total), "past inputs");
