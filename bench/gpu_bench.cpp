@@ -314,10 +314,25 @@ void bench_shape(cudnnHandle_t handle, cudaStream_t stream, bool gru, const Shap
   const double t_cudnn = median_ms([&] { raw.forward(d_x.p, d_y.p, d_hy.p, d_cy.p); });
   const double t_device = median_ms([&] { forward_device(gpu, stream, s, d_x.p, nullptr, d_out.p); });
   const double t_host = median_ms([&] { forward_host(gpu, s, x, nullptr, host_out); });
+  // The copies a host-memory call cannot avoid, at their best: the inputs up and the outputs down
+  // between pinned host memory and the device, measured alone.
+  float *pinned_x = nullptr, *pinned_y = nullptr;
+  check_cuda(cudaMallocHost(&pinned_x, nx * sizeof(float)), "cudaMallocHost");
+  check_cuda(cudaMallocHost(&pinned_y, ny * sizeof(float)), "cudaMallocHost");
+  std::copy(x.begin(), x.end(), pinned_x);
+  const double t_copies = median_ms([&] {
+    check_cuda(cudaMemcpyAsync(d_x.p, pinned_x, nx * sizeof(float), cudaMemcpyHostToDevice, stream), "H2D");
+    check_cuda(cudaMemcpyAsync(pinned_y, d_y.p, ny * sizeof(float), cudaMemcpyDeviceToHost, stream), "D2H");
+    check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  });
+  cudaFreeHost(pinned_x);
+  cudaFreeHost(pinned_y);
   std::printf("%-4s %-26s route %-12s max|recur-cuDNN| device %.2e host %.2e\n", cell, shape_name(s).c_str(),
               route_of(gpu).c_str(), diff_device, diff_host);
   std::printf("     cuDNN %9.3f ms | recur device %9.3f ms (x%.2f) | recur host %9.3f ms (x%.2f, H2D/D2H included)\n",
               t_cudnn, t_device, t_device / t_cudnn, t_host, t_host / t_cudnn);
+  std::printf("     pinned H2D+D2H alone %9.3f ms | recur host / (cuDNN + pinned copies) x%.2f\n", t_copies,
+              t_host / (t_cudnn + t_copies));
 
   // recur's own kernels on the same shape, each checked against recur on the CPU.
   struct KernelCase {
@@ -439,6 +454,72 @@ void bench_streams(int n) {
   recur_layer_destroy(cpu);
 }
 
+// One step of one stream (batch 1, recur_layer_forward_state) of GRU(256) and LSTM(256) from host
+// memory, and what such a step cannot avoid: the floors of a synchronize, and of one small pinned
+// copy each way, measured alone.
+void bench_one_stream(cudaStream_t stream) {
+  const Shape s{1, 1, 256, 256};
+  for (bool gru : {true, false}) {
+    LayerSpec spec;
+    spec.gru = gru;
+    recur_layer* cpu = make_layer(spec, s, nullptr, "cpu");
+    const std::vector<float> weights = random_weights(cpu, 9);
+    check_recur(recur_layer_set_weights(cpu, weights.data(), weights.size()), "recur_layer_set_weights");
+    recur_layer* dev = make_layer(spec, s, &weights, "cuda");
+    recur_state *st_dev = nullptr, *st_cpu = nullptr;
+    check_recur(recur_state_create(&st_dev, dev, 1), "recur_state_create");
+    check_recur(recur_state_create(&st_cpu, cpu, 1), "recur_state_create");
+    const std::vector<float> x = random_vec(size_t(s.input) * 16, 10, 1.0f);
+    std::vector<float> out(size_t(s.units)), ref(size_t(s.units));
+    // Sixteen steps on both, compared step by step.
+    double diff = 0.0;
+    for (int k = 0; k < 16; ++k) {
+      const float* xk = x.data() + size_t(k) * s.input;
+      check_recur(recur_layer_forward_state(dev, st_dev, xk, size_t(s.input), 1, nullptr, 0, out.data(), out.size()),
+                  "recur_layer_forward_state");
+      check_recur(recur_layer_forward_state(cpu, st_cpu, xk, size_t(s.input), 1, nullptr, 0, ref.data(), ref.size()),
+                  "recur_layer_forward_state");
+      diff = std::max(diff, max_abs_diff(out, ref));
+    }
+    const double t = median_ms(
+        [&] {
+          check_recur(recur_layer_forward_state(dev, st_dev, x.data(), size_t(s.input), 1, nullptr, 0, out.data(),
+                                                out.size()),
+                      "recur_layer_forward_state");
+        },
+        200);
+    std::printf("one stream %-4s u=256 F=256  route %-12s max|gpu-cpu| over 16 steps %.2e  %8.1f us per step\n",
+                gru ? "GRU" : "LSTM", route_of(dev).c_str(), diff, 1000.0 * t);
+    recur_state_destroy(st_dev);
+    recur_state_destroy(st_cpu);
+    recur_layer_destroy(dev);
+    recur_layer_destroy(cpu);
+  }
+  float* pinned = nullptr;
+  DeviceBuffer<float> d(1024);
+  check_cuda(cudaMallocHost(&pinned, 1024 * sizeof(float)), "cudaMallocHost");
+  const double t_sync = median_ms([&] { check_cuda(cudaStreamSynchronize(stream), "sync"); }, 200);
+  const double t_copies = median_ms(
+      [&] {
+        check_cuda(cudaMemcpyAsync(d.p, pinned, 256 * sizeof(float), cudaMemcpyHostToDevice, stream), "H2D");
+        check_cuda(cudaMemcpyAsync(pinned, d.p, 256 * sizeof(float), cudaMemcpyDeviceToHost, stream), "D2H");
+        check_cuda(cudaStreamSynchronize(stream), "sync");
+      },
+      200);
+  const double t_three = median_ms(
+      [&] {
+        check_cuda(cudaMemcpyAsync(d.p, pinned, 256 * sizeof(float), cudaMemcpyHostToDevice, stream), "H2D");
+        check_cuda(cudaMemsetAsync(d.p + 512, 0, 256 * sizeof(float), stream), "memset");
+        check_cuda(cudaMemcpyAsync(pinned, d.p, 256 * sizeof(float), cudaMemcpyDeviceToHost, stream), "D2H");
+        check_cuda(cudaStreamSynchronize(stream), "sync");
+      },
+      200);
+  cudaFreeHost(pinned);
+  std::printf("one stream floors: synchronize alone %.1f us | 1 KB pinned H2D + D2H + synchronize %.1f us | "
+              "with one device op between them %.1f us\n",
+              1000.0 * t_sync, 1000.0 * t_copies, 1000.0 * t_three);
+}
+
 }  // namespace
 
 int main() {
@@ -467,6 +548,7 @@ int main() {
   const Shape shapes[] = {{64, 100, 256, 256}, {128, 50, 1024, 1024}};
   for (bool gru : {true, false})
     for (const Shape& s : shapes) bench_shape(handle, stream, gru, s);
+  bench_one_stream(stream);
   for (int n : {1, 64, 1024, 16384}) bench_streams(n);
 
   cudaStreamDestroy(stream);

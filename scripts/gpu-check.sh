@@ -377,7 +377,24 @@ run() {
   if [[ ! -d $b/bindings/python/recur ]]; then
     skip_step python_device "no Python package in $dir"
   elif [[ $pyhere != "$soabi" ]]; then
-    skip_step python_device "$py is ${pyhere:-missing}; the package was built for $soabi (PYTHON=... at prepare)"
+    # Another Python here: build the extension for it from the carried SWIG wrapper, where its
+    # headers and a C compiler are present.
+    local pyinc pkg=$work/python-pkg
+    pyinc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+    if [[ -n $pyhere && -f $pyinc/Python.h && -f $b/bindings/python/gen/recur_python_wrap.c ]] && command -v cc >/dev/null; then
+      mkdir -p "$pkg" && cp -r "$b/bindings/python/recur" "$pkg/" && rm -f "$pkg"/recur/_native.*.so
+      step python_build 90 0 cc -O1 -shared -fPIC -fno-strict-aliasing -w -I"$pyinc" -I"$src/c_api/include" \
+        "$b/bindings/python/gen/recur_python_wrap.c" -L"$pkg/recur" -l:librecur.so.0 \
+        -Wl,-rpath,'$ORIGIN' -Wl,--disable-new-dtags -o "$pkg/recur/_native.$pyhere.so"
+      if [[ -f $pkg/recur/_native.$pyhere.so ]]; then
+        step python_device 90 0 env PYTHONPATH="$pkg" PYTHONDONTWRITEBYTECODE=1 \
+          "$py" "$src/bindings/python/run_tests.py" "$src/bindings/python/tests/test_device.py" "$pyhere"
+      else
+        skip_step python_device "the extension for $pyhere did not build (python_build.log)"
+      fi
+    else
+      skip_step python_device "$py is ${pyhere:-missing}; the package was built for $soabi and no Python headers or C compiler are here to rebuild it (PYTHON=... at prepare)"
+    fi
   else
     step python_device 90 0 env PYTHONPATH="$b/bindings/python" PYTHONDONTWRITEBYTECODE=1 \
       "$py" "$src/bindings/python/run_tests.py" "$src/bindings/python/tests/test_device.py" "$soabi"

@@ -968,6 +968,12 @@ void Layer::call_device(void* stream, const float* d_input, Index B, Index T, co
   const std::int64_t state_floats = ns * B * config_.units;
   std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
   if (config_.stateful) lock.lock();
+  if (!d_initial_state && !d_final_state && !config_.stateful) {
+    // Zero states in, none out: the plugin zeroes its own scratch, with no allocation or copy here.
+    gpu_->run_device(stream, d_input, B, T, mask, nullptr, config_.return_sequences ? d_output : nullptr,
+                     config_.return_sequences ? nullptr : d_output);
+    return;
+  }
   // The states live in a buffer of recur's: the caller's initial and final state buffers may be
   // absent or the same memory.
   gpu::DeviceBuffer states(gpu_->ordinal(), state_floats);

@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 /* Bump on any change to a struct or function below. */
-#define RECUR_GPU_PLUGIN_ABI_VERSION 2
+#define RECUR_GPU_PLUGIN_ABI_VERSION 3
 #define RECUR_GPU_PLUGIN_ENTRY "recur_gpu_plugin_entry"
 
 /* Return codes. */
@@ -112,11 +112,14 @@ typedef struct recur_gpu_run {
   int32_t zero_output_for_mask;
   int32_t unrolled_mask_quirk;    /* Keras unroll=True with go_backwards: see the CPU backend */
   const float *recurrent_masks;   /* NULL, or G masks (B, u) concatenated (recurrent dropout), host */
-  float *states;                  /* in: initial states; out: final states. ns x (B, u) */
+  float *states;                  /* in: initial states; out: final states. ns x (B, u). NULL with
+                                     memory DEVICE: zero initial states, final states dropped */
   const float *carried_in;        /* the output a masked first step repeats (B, u); NULL = zeros */
   float *carried_out;             /* the last output (B, u), or NULL */
   float *sequence_output;         /* (rows, u) in processing order, or NULL */
   float *last_output;             /* (B, u), or NULL */
+  int32_t states_on_device;       /* with memory HOST: states, carried_in and carried_out are device
+                                     pointers (a stream's resident state); the rest is host memory */
 } recur_gpu_run;
 
 /* One step for many independent streams at once (the serving / game case). Each stream's

@@ -38,10 +38,10 @@ __global__ void for_each_kernel(int64_t n, F f) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) f(i);
 }
 
-// Row-major C = A @ B with each element summed over k in order, one fused multiply-add per term:
-// the order of the CPU's GEMM kernels (core/src/cpu/gemm_kernels.cpp, with FMA), where cuBLAS sums
-// in blocks of its own. Slower than cuBLAS on large shapes; RECUR_CUDA_GEMM=ordered selects it, to
-// tell how much of a parity difference is cuBLAS's accumulation order.
+// Row-major C = A @ B with each element summed over k in order, each product rounded before it is
+// added (as ordered_dots in runner.hpp, which says why): the order of TensorFlow's CPU products
+// where cuBLAS sums in blocks of its own (and splits k across threads on small shapes). Loads go
+// ahead of the sums in groups of 8 so a thread has several in flight.
 struct OrderedGemm {
   int64_t n, k;
   const float* a;
@@ -51,23 +51,26 @@ struct OrderedGemm {
   float* c;
   int64_t ldc;
   __device__ void operator()(int64_t idx) const {
+    constexpr int kGroup = 8;
     const int64_t i = idx / n, j = idx % n;
     const float* row = a + i * lda;
+    const float* col = b + j;
     float acc = 0.0f;
-    for (int64_t p = 0; p < k; ++p) acc = __fmaf_rn(row[p], b[p * ldb + j], acc);
+    int64_t p = 0;
+    for (; p + kGroup <= k; p += kGroup) {
+      float av[kGroup], bv[kGroup];
+#pragma unroll
+      for (int q = 0; q < kGroup; ++q) {
+        av[q] = row[p + q];
+        bv[q] = col[(p + q) * ldb];
+      }
+#pragma unroll
+      for (int q = 0; q < kGroup; ++q) acc = __fadd_rn(acc, __fmul_rn(av[q], bv[q]));
+    }
+    for (; p < k; ++p) acc = __fadd_rn(acc, __fmul_rn(row[p], col[p * ldb]));
     c[i * ldc + j] = acc;
   }
 };
-
-// RECUR_CUDA_GEMM=ordered (read once): OrderedGemm instead of cuBLAS for every GEMM of the plugin's
-// own kernels (the cuDNN route is cuDNN's).
-inline bool ordered_gemm() {
-  static const bool on = [] {
-    const char* v = std::getenv("RECUR_CUDA_GEMM");
-    return v != nullptr && std::strcmp(v, "ordered") == 0;
-  }();
-  return on;
-}
 
 // What one thread keeps for one device. Destroyed at thread exit; errors there are ignored, as
 // the runtime may already be shutting down.
@@ -183,8 +186,9 @@ class CudaExec {
                  "cudaMemset2DAsync");
       return;
     }
-    if (ordered_gemm()) {
-      for_each(m * n, OrderedGemm{n, k, a, lda, b, ldb, c, ldc});
+    if (use_ordered_gemm(m, n, k)) {
+      // Small blocks spread a small product's reads of B over many multiprocessors.
+      for_each(m * n, OrderedGemm{n, k, a, lda, b, ldb, c, ldc}, m * n <= 8192 ? 32 : 128);
       return;
     }
     const float one = 1.0f, zero = 0.0f;
@@ -193,11 +197,10 @@ class CudaExec {
   }
 
   template <class F>
-  void for_each(int64_t n, const F& f) {
+  void for_each(int64_t n, const F& f, int threads = 256) {
     if (n <= 0) return;
-    constexpr int kThreads = 256;
-    const int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads, int64_t(1) << 20);
-    for_each_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream_>>>(n, f);
+    const int64_t blocks = std::min<int64_t>((n + threads - 1) / threads, int64_t(1) << 20);
+    for_each_kernel<<<static_cast<unsigned>(blocks), threads, 0, stream_>>>(n, f);
     check_cuda(cudaGetLastError(), "kernel launch");
   }
 

@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -28,6 +30,24 @@ inline void check(bool ok, const std::string& message) {
 }
 
 enum class Copy { h2d, d2h, d2d };
+
+// Multiply-adds up to which a GEMM of the plugin's own kernels is summed in order, element by
+// element (OrderedGemm on the device, the same loop on the host): there both it and cuBLAS are
+// bound by launch and latency rather than arithmetic, and the ordered sums round like TensorFlow's
+// CPU products. RECUR_CUDA_GEMM=ordered takes the ordered sums for every size, RECUR_CUDA_GEMM=cublas
+// the library's GEMM (cuBLAS; Eigen on the host) for every size; read once.
+constexpr int64_t kOrderedGemmWork = int64_t(1) << 22;
+
+inline bool use_ordered_gemm(int64_t m, int64_t n, int64_t k) {
+  enum Choice { by_size, ordered, library };
+  static const Choice choice = [] {
+    const char* v = std::getenv("RECUR_CUDA_GEMM");
+    if (v != nullptr && std::strcmp(v, "ordered") == 0) return ordered;
+    if (v != nullptr && std::strcmp(v, "cublas") == 0) return library;
+    return by_size;
+  }();
+  return choice == ordered || (choice == by_size && m * n * k <= kOrderedGemmWork);
+}
 
 // Hands out aligned pieces of one scratch block. A call carves twice: once with no base to learn
 // the size, then over the block the policy returns, so a call asks for scratch memory once.

@@ -57,11 +57,21 @@ class HostExec {
       cm.setZero();
       return;
     }
+    if (use_ordered_gemm(m, n, k)) {
+      // The device's OrderedGemm: each element over k in order, the product rounded first.
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          float acc = 0.0f;
+          for (int64_t p = 0; p < k; ++p) acc = acc + a[i * lda + p] * b[p * ldb + j];
+          c[i * ldc + j] = acc;
+        }
+      return;
+    }
     cm.noalias() = In(a, m, k, Eigen::OuterStride<>(lda)) * In(b, k, n, Eigen::OuterStride<>(ldb));
   }
 
   template <class F>
-  void for_each(int64_t n, const F& f) {
+  void for_each(int64_t n, const F& f, int /*threads*/ = 256) {
     for (int64_t i = 0; i < n; ++i) f(i);
   }
 

@@ -170,11 +170,15 @@ class Plugin {
     const int ns = s.num_states(), G = s.gates();
     check(r.inputs || rows == 0, "layer_run: inputs is NULL");
     for (int g = 0; g < r.num_inputs && rows > 0; ++g) check(r.inputs[g] != nullptr, "layer_run: an input is NULL");
-    check(r.states || B == 0, "layer_run: states is NULL");
     const bool host = r.memory == RECUR_GPU_MEMORY_HOST;
+    const bool host_states = host && !r.states_on_device;
+    check(r.states || B == 0 || !host, "layer_run: states is NULL");
 
     Exec ex(L.desc.device, r.stream);
-    // Device views of the run's tensors: staged copies for host memory, else the caller's.
+    // Device views of the run's tensors: staged copies of host memory, else the caller's. Host
+    // memory goes up in one copy and comes down in one, through the thread's pinned block, laid
+    // out as [inputs | mask | recurrent masks | states | carried_in] up and [states | carried_in |
+    // carried_out | last | sequence] down.
     const float* inputs[4] = {nullptr, nullptr, nullptr, nullptr};
     float* states = r.states;
     const float* carried_in = r.carried_in;
@@ -183,40 +187,69 @@ class Plugin {
     float* last = r.last_output;
     uint8_t* mask = nullptr;
     float* rmasks = nullptr;
+    // The last output of a resident stream is its carried output: it comes down from there.
+    const bool last_from_carried = host && !host_states && r.last_output && r.carried_out;
+    float* last_slot = nullptr;  // where the last output lands in the staging block
+    std::size_t up_end = 0, down_end = 0;
     RunBuffers rb;
     auto carve = [&](Arena& a) {
-      if (host) {
+      if (host)
         for (int g = 0; g < r.num_inputs; ++g) inputs[g] = a.take<float>(rows * F);
-        states = a.take<float>(ns * Bu);
-        if (r.carried_in) carried_in = a.take<float>(Bu);
-        if (r.carried_out) carried_out = a.take<float>(Bu);
-        if (r.sequence_output) seq = a.take<float>(rows * u);
-        if (r.last_output) last = a.take<float>(Bu);
-      }
       if (r.mask) mask = a.take<uint8_t>(rows);
       if (r.recurrent_masks) rmasks = a.take<float>(G * Bu);
+      if (!r.states) states = a.take<float>(ns * Bu);  // device memory without states: zeros
+      if (host_states) {
+        states = a.take<float>(ns * Bu);
+        if (r.carried_in) carried_in = a.take<float>(Bu);
+      }
+      up_end = a.size();
+      if (host_states && r.carried_out) carried_out = a.take<float>(Bu);
+      if (host && r.last_output) {
+        last_slot = a.take<float>(Bu);
+        last = last_from_carried ? nullptr : last_slot;
+      }
+      if (host && r.sequence_output) seq = a.take<float>(rows * u);
+      down_end = a.size();
       if (!cudnn) rb = carve_run(a, s, B, T, r.num_inputs, r.recurrent_masks != nullptr, Platform::kProjectionBudget);
     };
     Arena measure;
     carve(measure);
-    Arena scratch(static_cast<char*>(ex.scratch(measure.size())));
+    char* base = static_cast<char*>(ex.scratch(measure.size()));
+    Arena scratch(base);
     carve(scratch);
+    const auto offset = [&](const void* dev) { return static_cast<std::size_t>(static_cast<const char*>(dev) - base); };
+    // What comes down: from the states (host states) or the first output on; the last output of a
+    // resident stream separately.
+    std::size_t down_begin = down_end;
+    if (host_states) down_begin = offset(states);
+    else if (last && last == last_slot) down_begin = offset(last);
+    else if (seq && host) down_begin = offset(seq);
 
     const auto bytes = [](int64_t floats) { return static_cast<std::size_t>(floats) * sizeof(float); };
+    char* staging = host ? static_cast<char*>(ex.host_staging(down_end)) : nullptr;
+    auto stage = [&](const void* dev, const void* src, std::size_t n) {
+      if (n) std::memcpy(staging + (static_cast<const char*>(dev) - base), src, n);
+    };
     if (host) {
-      for (int g = 0; g < r.num_inputs && rows > 0; ++g)
-        ex.copy(const_cast<float*>(inputs[g]), r.inputs[g], bytes(rows * F), Copy::h2d);
-      if (Bu > 0) ex.copy(states, r.states, bytes(ns * Bu), Copy::h2d);
-      if (r.carried_in && Bu > 0) ex.copy(const_cast<float*>(carried_in), r.carried_in, bytes(Bu), Copy::h2d);
+      for (int g = 0; g < r.num_inputs && rows > 0; ++g) stage(inputs[g], r.inputs[g], bytes(rows * F));
+      if (mask) stage(mask, r.mask, static_cast<std::size_t>(rows));
+      if (rmasks) stage(rmasks, r.recurrent_masks, bytes(G * Bu));
+      if (host_states && Bu > 0) {
+        stage(states, r.states, bytes(ns * Bu));
+        if (r.carried_in) stage(carried_in, r.carried_in, bytes(Bu));
+      }
+      ex.copy(base, staging, up_end, Copy::h2d);
     } else {
       for (int g = 0; g < r.num_inputs && rows > 0; ++g) inputs[g] = r.inputs[g];
+      if (mask && rows > 0) ex.copy(mask, r.mask, static_cast<std::size_t>(rows), Copy::h2d);
+      if (rmasks && Bu > 0) ex.copy(rmasks, r.recurrent_masks, bytes(G * Bu), Copy::h2d);
     }
-    if (mask && rows > 0) ex.copy(mask, r.mask, static_cast<std::size_t>(rows), Copy::h2d);
-    if (rmasks && Bu > 0) ex.copy(rmasks, r.recurrent_masks, bytes(G * Bu), Copy::h2d);
+    if (!r.states && Bu > 0) ex.for_each(ns * Bu, FillZero{states});
 
     if (cudnn) {
       recur_gpu_run d = r;
       d.memory = RECUR_GPU_MEMORY_DEVICE;
+      d.states_on_device = 0;
       d.stream = ex.stream();
       d.inputs = inputs;
       d.states = states;
@@ -248,15 +281,22 @@ class Plugin {
     }
 
     if (host) {
-      if (Bu > 0) {
-        ex.copy(r.states, states, bytes(ns * Bu), Copy::d2h);
-        if (r.carried_out) ex.copy(r.carried_out, carried_out, bytes(Bu), Copy::d2h);
-        if (r.last_output) ex.copy(r.last_output, last, bytes(Bu), Copy::d2h);
-      }
-      if (r.sequence_output && rows > 0) ex.copy(r.sequence_output, seq, bytes(rows * u), Copy::d2h);
+      if (down_end > down_begin) ex.copy(staging + down_begin, base + down_begin, down_end - down_begin, Copy::d2h);
+      if (last_from_carried && Bu > 0) ex.copy(staging + offset(last_slot), carried_out, bytes(Bu), Copy::d2h);
     }
     // A run returns with its outputs written, so callers may read them (or free their buffers).
     ex.sync();
+    if (host) {
+      auto unstage = [&](void* dst, const void* dev, std::size_t n) {
+        if (n) std::memcpy(dst, staging + (static_cast<const char*>(dev) - base), n);
+      };
+      if (host_states && Bu > 0) {
+        unstage(r.states, states, bytes(ns * Bu));
+        if (r.carried_out) unstage(r.carried_out, carried_out, bytes(Bu));
+      }
+      if (r.last_output && Bu > 0) unstage(r.last_output, last_slot, bytes(Bu));
+      if (r.sequence_output && rows > 0) unstage(r.sequence_output, seq, bytes(rows * u));
+    }
   }
 
   static int layer_run(void* handle, const recur_gpu_run* run, char* err, std::size_t err_len) {
@@ -295,7 +335,7 @@ class Plugin {
     float* states = nullptr;
     float* carried = nullptr;
     float* out = nullptr;
-    std::size_t upload_bytes = 0;
+    std::size_t upload_bytes = 0, staged_bytes = 0;
     RunBuffers rb;
     auto carve = [&](Arena& a) {
       h_ptrs = a.take<float*>(R);
@@ -304,9 +344,10 @@ class Plugin {
       input = a.take<float>(R * F);
       if (st.mask) mask = a.take<uint8_t>(R);
       upload_bytes = a.size();
+      out = a.take<float>(R * u);
+      staged_bytes = a.size();
       states = a.take<float>(ns * R * u);
       carried = a.take<float>(R * u);
-      out = a.take<float>(R * u);
       rb = carve_run(a, s, R, 1, 1, false, Platform::kProjectionBudget);
     };
     Arena measure;
@@ -315,7 +356,8 @@ class Plugin {
     Arena scratch(base);
     carve(scratch);
 
-    char* staging = static_cast<char*>(ex.host_staging(upload_bytes));
+    // Host data goes up in one copy and the output comes down in one, through the pinned block.
+    char* staging = static_cast<char*>(ex.host_staging(staged_bytes));
     auto stage = [&](const void* dev, const void* src, std::size_t n) {
       std::memcpy(staging + (static_cast<const char*>(dev) - base), src, n);
     };
@@ -341,8 +383,11 @@ class Plugin {
     a.last_output = out;
     run_sequence(ex, s, L.w, a, rb);
     ex.for_each(R * u, MoveRows{h_ptrs, c_ptrs, carried_ptrs, states, c_block, carried, u, true});
-    ex.copy(st.output, out, static_cast<std::size_t>(R * u) * sizeof(float), Copy::d2h);
+    const std::size_t out_bytes = static_cast<std::size_t>(R * u) * sizeof(float);
+    char* out_staged = staging + (reinterpret_cast<char*>(out) - base);
+    ex.copy(out_staged, out, out_bytes, Copy::d2h);
     ex.sync();
+    std::memcpy(st.output, out_staged, out_bytes);
   }
 
   static int layer_step_rows(void* handle, const recur_gpu_step_rows* step, char* err, std::size_t err_len) {

@@ -7,7 +7,8 @@
 //   void* host_staging(size_t bytes)        per-thread (pinned) host block for assembling uploads
 //   void copy(void* dst, const void* src, size_t bytes, Copy kind)
 //   void gemm(m, n, k, a, lda, b, ldb, c, ldc)   row-major C (m x n) = A (m x k) @ B (k x n)
-//   template <class F> void for_each(int64_t n, const F& f)   f(i) for i in [0, n), any order
+//   template <class F> void for_each(int64_t n, const F& f, int threads = 256)
+//                                            f(i) for i in [0, n), any order (threads: per block)
 //   void sync()                              waits for the work ordered so far
 // Functors passed to for_each are trivially copyable structs with a RECUR_HD operator().
 //
@@ -178,6 +179,7 @@ struct StepCtx {
   const uint8_t* mask;    // null: every row valid; else row b valid iff mask[mask_base + b*mask_stride]
   int64_t mask_base, mask_stride;
   bool zero_masked;
+  const float* prev_out;  // the output a masked row repeats (out_t, or the carried output at step 0)
   float* out_t;           // (B, u): the output of this step (a masked row repeats or zeroes it)
   float* seq_out;         // row b of this step at seq_out + b*seq_stride, or null
   int64_t seq_stride;
@@ -197,7 +199,7 @@ struct StepCtx {
     } else {
       h_next[i] = h[i];
       if (c_next) c_next[i] = c[i];
-      if (zero_masked) out_t[i] = 0.0f;
+      out_t[i] = zero_masked || !prev_out ? 0.0f : prev_out[i];
     }
     if (seq_out) seq_out[b * seq_stride + i % u] = out_t[i];
   }
@@ -208,6 +210,7 @@ struct StepCtx {
 struct GruGates {
   StepCtx s;
   bool fused;
+  bool reset_h;
   RECUR_HD void operator()(int64_t i) const {
     const int64_t b = i / s.u, j = i % s.u;
     float* pre = s.pre + b * s.W;
@@ -231,6 +234,8 @@ struct GruGates {
     }
     pre[j] = z;
     pre[s.u + j] = r;
+    // reset_after=False with element-wise gates: r ⊙ (h ⊙ mask_h), the left operand of U_h.
+    if (reset_h) s.cand[i] = r * (s.mask_h ? s.h[i] * s.mask_h[i] : s.h[i]);
   }
 };
 
@@ -355,6 +360,120 @@ struct LstmFinal {
   }
 };
 
+// Multiply-adds per step up to which a step is one FusedStep pass instead of the recurrent GEMM
+// and the gate kernels: steps that small are bound by launches and round trips through memory,
+// not by arithmetic, and the ordered sums below give the CPU's rounding.
+constexpr int64_t kFusedStepWork = int64_t(1) << 22;
+
+// acc[g] = acc[g] + a[k] * m[k*ld + col[g]] over k in order, the product rounded before the sum (no
+// fused multiply-add: the builds keep contraction off). That is how TensorFlow's CPU matrix product
+// rounds a Keras layer's small products, and measurably the closest to Keras on the parity cases
+// (an LSTM with a linear recurrent activation, whose errors grow with every step: 3.8e-6 from
+// Keras this way, 6.1e-5 with FMA, 7.6e-5 when summed exactly in double). Loads go ahead of the
+// sums in groups, so a device thread has several in flight rather than one per term.
+template <int G>
+RECUR_HD inline void ordered_dots(const float* a, int64_t n, const float* m, int64_t ld, const int64_t* col,
+                                  float* acc) {
+  constexpr int kGroup = 8;
+  int64_t k = 0;
+  for (; k + kGroup <= n; k += kGroup) {
+    float av[kGroup], mv[G][kGroup];
+    for (int q = 0; q < kGroup; ++q) {
+      av[q] = a[k + q];
+      for (int g = 0; g < G; ++g) mv[g][q] = m[(k + q) * ld + col[g]];
+    }
+    for (int q = 0; q < kGroup; ++q)
+      for (int g = 0; g < G; ++g) acc[g] = acc[g] + av[q] * mv[g][q];
+  }
+  for (; k < n; ++k)
+    for (int g = 0; g < G; ++g) acc[g] = acc[g] + a[k] * m[k * ld + col[g]];
+}
+
+// A whole step of a small batch in one pass: thread (b, j) sums gate columns j + g*u of h@U (and,
+// for a one-step run, of x@K too, so the input needs no projection launch), each over k in order,
+// then applies the gates and writes the new state and output. Keras's association is kept: the
+// two sums are separate and added as (x@K + b) + h@U. GRU reset_after=False needs r of every unit
+// before (r ⊙ h)@U_h, so it takes two passes: phase 1 writes z to pre and r ⊙ h to cand, phase 2
+// sums the candidate's product and finishes. Element-wise activations only.
+struct FusedStep {
+  StepCtx s;
+  const float* U;  // (u, W)
+  const float* x;  // (B, F) this step's inputs, or null: the projection is in s.xp
+  const float* K;  // (F, W)
+  int64_t F;
+  int32_t cell;
+  bool reset_after;
+  int phase;  // 0: the whole step; 1, 2: GRU reset_after=False's two passes
+
+  template <int G>
+  RECUR_HD void sums(int64_t b, const float* left, const int64_t* col, float* xs, float* hs) const {
+    for (int g = 0; g < G; ++g) hs[g] = 0.0f;
+    ordered_dots<G>(left + b * s.u, s.u, U, s.W, col, hs);
+    if (x) {
+      for (int g = 0; g < G; ++g) xs[g] = 0.0f;
+      ordered_dots<G>(x + b * F, F, K, s.W, col, xs);
+      for (int g = 0; g < G; ++g) xs[g] = s.b_in ? xs[g] + s.b_in[col[g]] : xs[g];
+    } else {
+      for (int g = 0; g < G; ++g) xs[g] = s.xp_at(b, col[g]);
+    }
+  }
+
+  RECUR_HD void operator()(int64_t i) const {
+    const int64_t b = i / s.u, j = i % s.u, u = s.u;
+    if (cell == RECUR_GPU_CELL_SIMPLE_RNN) {
+      const int64_t col[1] = {j};
+      float xs[1], hs[1];
+      sums<1>(b, s.h, col, xs, hs);
+      s.finish(i, activate(s.act, s.act_hs, xs[0] + hs[0]), 0.0f);
+    } else if (cell == RECUR_GPU_CELL_LSTM) {
+      const int64_t col[4] = {j, u + j, 2 * u + j, 3 * u + j};
+      float xs[4], hs[4], v[4];
+      sums<4>(b, s.h, col, xs, hs);
+      for (int g = 0; g < 4; ++g) {
+        v[g] = xs[g] + hs[g];
+        if (s.b_late) v[g] = v[g] + s.b_late[col[g]];
+      }
+      const float ig = activate(s.ract, s.ract_hs, v[0]);
+      const float fg = activate(s.ract, s.ract_hs, v[1]);
+      const float gg = activate(s.act, s.act_hs, v[2]);
+      const float og = activate(s.ract, s.ract_hs, v[3]);
+      const float c_new = lstm_cell(fg, s.c[i], ig, gg);
+      s.finish(i, lstm_hidden(og, activate(s.act, s.act_hs, c_new)), c_new);
+    } else if (phase == 2) {
+      // GRU reset_after=False: ĥ = act(xh + (r ⊙ h)@U_h), with z from phase 1 in pre.
+      const int64_t col[1] = {2 * u + j};
+      float xs[1], hs[1];
+      sums<1>(b, s.cand, col, xs, hs);
+      const float cand = activate(s.act, s.act_hs, xs[0] + hs[0]);
+      s.finish(i, gru_update(s.pre[b * s.W + j], s.h[i], cand), 0.0f);
+    } else {
+      const bool full = phase == 0;  // reset_after: all three gates here
+      const int64_t col[3] = {j, u + j, 2 * u + j};
+      float xs[3], hs[3];
+      if (full)
+        sums<3>(b, s.h, col, xs, hs);
+      else
+        sums<2>(b, s.h, col, xs, hs);
+      float rz = hs[0], rr = hs[1];
+      if (s.b_rec) {
+        rz = rz + s.b_rec[j];
+        rr = rr + s.b_rec[u + j];
+      }
+      const float z = activate(s.ract, s.ract_hs, xs[0] + rz);
+      const float r = activate(s.ract, s.ract_hs, xs[1] + rr);
+      if (!full) {
+        s.pre[b * s.W + j] = z;
+        s.cand[i] = r * s.h[i];
+        return;
+      }
+      float rh = hs[2];
+      if (s.b_rec) rh = rh + s.b_rec[2 * u + j];
+      const float cand = activate(s.act, s.act_hs, xs[2] + r * rh);
+      s.finish(i, gru_update(z, s.h[i], cand), 0.0f);
+    }
+  }
+};
+
 // One activation over `cols` values of each row (row i at data + i*stride): the row-wise
 // activations' pass, and the element-wise ones of a step that needs a row pass anyway.
 struct ActivateRows {
@@ -405,17 +524,29 @@ void run_sequence(Exec& ex, const LayerSpec& s, const DeviceWeights& w, const Se
     }
   };
 
-  float* cur = rb.states[0];
-  float* next = rb.states[1];
-  if (Bu > 0) ex.copy(cur, a.states, bu_bytes * ns, Copy::d2d);
-  // The "previous output" of a masked first step starts at zeros unless a stream carries one.
-  if (a.carried_in)
-    ex.copy(rb.out_t, a.carried_in, bu_bytes, Copy::d2d);
-  else
-    ex.for_each(Bu, FillZero{rb.out_t});
+  // Step 0 reads the caller's states; each step writes the other scratch buffer.
+  const float* cur = a.states;
+  float* next = rb.states[0];
+  float* spare = rb.states[1];
+  // The step's output lives in the carried output where there is one (so nothing is copied
+  // there at the end); a masked row of step 0 repeats the carried output, or zeros.
+  float* out_t = a.carried_out ? a.carried_out : rb.out_t;
+  if (T == 0 && Bu > 0) {
+    if (a.carried_in)
+      ex.copy(out_t, a.carried_in, bu_bytes, Copy::d2d);
+    else
+      ex.for_each(Bu, FillZero{out_t});
+  }
 
+  // A small step is one pass (two for GRU reset_after=False); a one-step run also projects its
+  // input in that pass.
+  const bool fused = !a.recurrent_masks && !is_row_activation(s.act) && !is_row_activation(s.ract) &&
+                     B * W * u <= kFusedStepWork;
+  const bool fuse_projection = fused && T == 1 && a.num_inputs == 1 && B * W * (u + F) <= kFusedStepWork;
+  // Small blocks spread a small batch's weight reads over many multiprocessors.
+  const int fused_threads = Bu <= 8192 ? 32 : 128;
   const bool chunked = rb.chunk < T;
-  if (!chunked && B * T > 0) project(a.inputs, B * T);
+  if (!chunked && B * T > 0 && !fuse_projection) project(a.inputs, B * T);
   const float* gathered_ptrs[4] = {nullptr, nullptr, nullptr, nullptr};
   for (int g = 0; g < a.num_inputs && chunked; ++g) gathered_ptrs[g] = rb.gathered + g * rb.chunk * B * F;
 
@@ -430,7 +561,7 @@ void run_sequence(Exec& ex, const LayerSpec& s, const DeviceWeights& w, const Se
   c.mask = a.mask;
   c.mask_stride = time_stride;
   c.zero_masked = a.zero_output_for_mask && !a.unrolled_mask_quirk;
-  c.out_t = rb.out_t;
+  c.out_t = out_t;
   c.seq_stride = time_stride * u;
   c.act = s.act;
   c.act_hs = s.act_hs;
@@ -454,7 +585,10 @@ void run_sequence(Exec& ex, const LayerSpec& s, const DeviceWeights& w, const Se
 
   for (int64_t k = 0; k < T && B > 0; ++k) {
     const int64_t t = a.go_backwards ? T - 1 - k : k;
-    if (!chunked) {
+    if (fuse_projection) {
+      c.xp = nullptr;
+      c.xp_stride = 0;
+    } else if (!chunked) {
       c.xp = rb.proj + row_index(0, t) * W;
       c.xp_stride = time_stride * W;
     } else {
@@ -473,68 +607,81 @@ void run_sequence(Exec& ex, const LayerSpec& s, const DeviceWeights& w, const Se
     c.c = s.lstm() ? cur + Bu : nullptr;
     c.h_next = next;
     c.c_next = s.lstm() ? next + Bu : nullptr;
+    c.prev_out = k == 0 ? a.carried_in : out_t;
     c.mask_base = row_index(0, t);
     c.seq_out = a.sequence_output ? a.sequence_output + row_index(0, k) * u : nullptr;
     c.mask_h = nullptr;
-    if (a.recurrent_masks) ex.for_each(G * Bu, MaskH{cur, a.recurrent_masks, rb.masked_h, Bu});
 
-    if (s.simple_rnn()) {
-      recurrent_product(cur, 0, 1);
-      ex.for_each(Bu, SimpleRnnStep{c, !row_act});
-      if (row_act) {
-        activate_gate(0, s.act, s.act_hs);
-        ex.for_each(Bu, SimpleRnnFinal{c});
+    if (fused) {
+      FusedStep f{c, w.recurrent, fuse_projection ? a.inputs[0] : nullptr, w.kernel, F, s.cell, s.reset_after, 0};
+      if (s.gru() && !s.reset_after) {
+        f.phase = 1;
+        ex.for_each(Bu, f, fused_threads);
+        f.phase = 2;
       }
-    } else if (s.gru()) {
-      recurrent_product(cur, 0, s.reset_after ? 3 : 2);
-      const bool fused = s.reset_after && !row_act && !row_ract;
-      ex.for_each(Bu, GruGates{c, fused});
-      if (!fused) {
-        if (row_ract) {
+      ex.for_each(Bu, f, fused_threads);
+    } else {
+      if (a.recurrent_masks) ex.for_each(G * Bu, MaskH{cur, a.recurrent_masks, rb.masked_h, Bu});
+      if (s.simple_rnn()) {
+        recurrent_product(cur, 0, 1);
+        ex.for_each(Bu, SimpleRnnStep{c, !row_act});
+        if (row_act) {
+          activate_gate(0, s.act, s.act_hs);
+          ex.for_each(Bu, SimpleRnnFinal{c});
+        }
+      } else if (s.gru()) {
+        recurrent_product(cur, 0, s.reset_after ? 3 : 2);
+        const bool gates_fused = s.reset_after && !row_act && !row_ract;
+        StepCtx cr = c;
+        cr.mask_h = a.recurrent_masks ? a.recurrent_masks + 2 * Bu : nullptr;
+        // r ⊙ h comes out of the gate kernel unless r needs a row pass first.
+        ex.for_each(Bu, GruGates{cr, gates_fused, !s.reset_after && !row_ract});
+        if (!gates_fused) {
+          if (row_ract) {
+            activate_gate(0, s.ract, s.ract_hs);
+            activate_gate(1, s.ract, s.ract_hs);
+          }
+          if (!s.reset_after) {
+            if (row_ract) ex.for_each(Bu, GruResetH{cr});
+            ex.gemm(B, u, u, rb.cand, u, w.recurrent + 2 * u, W, rb.pre + 2 * u, W);
+          }
+          ex.for_each(Bu, GruCandidate{c, s.reset_after});
+          if (row_act) {
+            ex.for_each(B, ActivateRows{rb.cand, u, u, s.act, s.act_hs});
+            ex.for_each(Bu, GruFinal{c});
+          }
+        }
+      } else {
+        recurrent_product(cur, 0, 4);
+        const bool gates_fused = !row_act && !row_ract;
+        ex.for_each(Bu, LstmGates{c, gates_fused});
+        if (!gates_fused) {
           activate_gate(0, s.ract, s.ract_hs);
           activate_gate(1, s.ract, s.ract_hs);
-        }
-        if (!s.reset_after) {
-          StepCtx cr = c;
-          cr.mask_h = a.recurrent_masks ? a.recurrent_masks + 2 * Bu : nullptr;
-          ex.for_each(Bu, GruResetH{cr});
-          ex.gemm(B, u, u, rb.cand, u, w.recurrent + 2 * u, W, rb.pre + 2 * u, W);
-        }
-        ex.for_each(Bu, GruCandidate{c, s.reset_after});
-        if (row_act) {
-          ex.for_each(B, ActivateRows{rb.cand, u, u, s.act, s.act_hs});
-          ex.for_each(Bu, GruFinal{c});
-        }
-      }
-    } else {
-      recurrent_product(cur, 0, 4);
-      const bool fused = !row_act && !row_ract;
-      ex.for_each(Bu, LstmGates{c, fused});
-      if (!fused) {
-        activate_gate(0, s.ract, s.ract_hs);
-        activate_gate(1, s.ract, s.ract_hs);
-        activate_gate(2, s.act, s.act_hs);
-        activate_gate(3, s.ract, s.ract_hs);
-        ex.for_each(Bu, LstmCell{c});
-        if (row_act) {
-          ex.for_each(B, ActivateRows{rb.cand, u, u, s.act, s.act_hs});
-          ex.for_each(Bu, LstmFinal{c});
+          activate_gate(2, s.act, s.act_hs);
+          activate_gate(3, s.ract, s.ract_hs);
+          ex.for_each(Bu, LstmCell{c});
+          if (row_act) {
+            ex.for_each(B, ActivateRows{rb.cand, u, u, s.act, s.act_hs});
+            ex.for_each(Bu, LstmFinal{c});
+          }
         }
       }
     }
-    std::swap(cur, next);
+    cur = next;
+    std::swap(next, spare);
   }
 
   if (a.mask && a.unrolled_mask_quirk && a.zero_output_for_mask && T > 0) {
     // Keras (unroll=True) zeroes the stacked outputs with the mask in input order, although the
     // outputs are in processing order; the last output uses the last processed step.
     if (a.sequence_output) ex.for_each(B * T * u, UnrolledQuirk{a.sequence_output, a.mask, u});
-    ex.for_each(Bu, ZeroMaskedRows{rb.out_t, a.mask, u, row_index(0, a.go_backwards ? 0 : T - 1), time_stride});
+    ex.for_each(Bu, ZeroMaskedRows{out_t, a.mask, u, row_index(0, a.go_backwards ? 0 : T - 1), time_stride});
   }
   if (Bu > 0) {
-    ex.copy(a.states, cur, bu_bytes * ns, Copy::d2d);
-    if (a.last_output) ex.copy(a.last_output, rb.out_t, bu_bytes, Copy::d2d);
-    if (a.carried_out) ex.copy(a.carried_out, rb.out_t, bu_bytes, Copy::d2d);
+    if (T > 0) ex.copy(a.states, cur, bu_bytes * ns, Copy::d2d);
+    if (a.last_output) ex.copy(a.last_output, out_t, bu_bytes, Copy::d2d);
+    if (a.carried_out) ex.copy(a.carried_out, out_t, bu_bytes, Copy::d2d);
   }
 }
 

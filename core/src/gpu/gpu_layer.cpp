@@ -13,20 +13,6 @@ std::string layer_label(const LayerConfig& c) {
   return std::string(kind_name(c.kind)) + (c.name.empty() ? "" : " '" + c.name + "'");
 }
 
-// Grow-only device scratch per thread, for host inputs and outputs of runs whose states are
-// resident on the device.
-struct Scratch {
-  DeviceBuffer buffer;
-  float* get(int ordinal, std::int64_t floats) {
-    if (buffer.ordinal() != ordinal || buffer.size() < floats) {
-      buffer = DeviceBuffer();  // free first: the old one may be large
-      buffer = DeviceBuffer(ordinal, std::max<std::int64_t>(floats, 1024));
-    }
-    return buffer.data();
-  }
-};
-thread_local Scratch scratch_input, scratch_output;
-
 }  // namespace
 
 // ----- DeviceState -----
@@ -133,7 +119,7 @@ void GpuLayer::call(const recur_gpu_run& run) const {
 }
 
 void GpuLayer::run_job(const SequenceJob& job, DeviceState* resident) const {
-  const Index B = job.batch, T = job.timesteps, u = config_.units, F = config_.input_size;
+  const Index B = job.batch, T = job.timesteps, u = config_.units;
   const int ns = config_.num_states();
   recur_gpu_run run{};
   run.batch = B;
@@ -150,28 +136,18 @@ void GpuLayer::run_job(const SequenceJob& job, DeviceState* resident) const {
   }
   MaskPlan plan;
   fill_route(run, job.mask, B, T, job.num_inputs > 1, job.recurrent_masks != nullptr, job.unrolled_mask_quirk, plan);
-  const std::int64_t rows = B * T, out_floats = job.sequence_output ? rows * u : B * u;
-  float* host_out = job.sequence_output ? job.sequence_output : job.last_output;
-
   if (resident) {
-    // States stay on the device: inputs go up, outputs come down, nothing else crosses.
-    run.memory = RECUR_GPU_MEMORY_DEVICE;
-    const std::int64_t in_floats = rows * F;
-    float* d_in = scratch_input.get(ordinal_, in_floats * job.num_inputs);
-    std::vector<const float*> d_inputs(static_cast<std::size_t>(job.num_inputs));
-    for (int g = 0; g < job.num_inputs; ++g) {
-      scratch_input.buffer.upload(g * in_floats, job.inputs[g], in_floats);
-      d_inputs[static_cast<std::size_t>(g)] = d_in + g * in_floats;
-    }
-    run.inputs = d_inputs.data();
-    float* d_out = scratch_output.get(ordinal_, out_floats);
-    run.sequence_output = job.sequence_output ? d_out : nullptr;
-    run.last_output = job.sequence_output ? nullptr : d_out;
+    // States stay on the device; the plugin takes the inputs up and the outputs down in one copy
+    // each.
+    run.memory = RECUR_GPU_MEMORY_HOST;
+    run.states_on_device = 1;
+    run.inputs = job.inputs;
+    run.sequence_output = job.sequence_output;
+    run.last_output = job.sequence_output ? nullptr : job.last_output;
     run.states = resident->states();
     run.carried_in = resident->carried();
     run.carried_out = resident->carried();
     call(run);
-    if (host_out) scratch_output.buffer.download(0, host_out, out_floats);
     return;
   }
 

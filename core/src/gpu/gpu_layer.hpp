@@ -51,7 +51,8 @@ class GpuLayer {
 
   // A core sequence job on host buffers, or (resident != null) with the states on the device.
   void run_job(const SequenceJob& job, DeviceState* resident) const;
-  // Caller-held device buffers; states (ns x (B,u)) on the device, carried output zero.
+  // Caller-held device buffers; states (ns x (B,u)) on the device, or null for zero states (the
+  // final states are then dropped); carried output zero.
   void run_device(void* stream, const float* d_input, Index batch, Index timesteps, const std::uint8_t* mask,
                   float* d_states, float* d_sequence_output, float* d_last_output) const;
   // One step for rows spread over resident states.
