@@ -41,7 +41,8 @@
 #
 # Environment: CCACHE_DIR/CCACHE_BASEDIR as usual (ccache is used where found); PYTHON (prepare:
 # the Python the extension is built for; run: the Python that runs its tests, default python3);
-# RECUR_GPU_CHECK_BUDGET (run: seconds for all checks, default 460); RECUR_GPU_CHECK_EMULATOR=1
+# RECUR_GPU_CHECK_BUDGET (run: seconds for all checks, default 460); RECUR_GPU_CHECK_ONLY (run: a
+# regular expression; only the checks whose names match it run); RECUR_GPU_CHECK_EMULATOR=1
 # (run, without a GPU: the checks that go through recur's device API run on the CPU-only emulator
 # of the plugin instead of skipping, which rehearses them; the benchmark and sanitizers still skip).
 set -uo pipefail
@@ -174,6 +175,9 @@ step() {
   local name=$1 secs=$2 needs=$3
   shift 3
   local left=$((budget - (SECONDS - start)))
+  if [[ -n ${RECUR_GPU_CHECK_ONLY:-} && ! $name =~ ^(${RECUR_GPU_CHECK_ONLY})$ ]]; then
+    return
+  fi
   printf '\n=== %s\n' "$name"
   if ((!gpu && (needs == 2 || (needs == 1 && !emulate)))); then
     echo "skipped: no GPU ($why_no_gpu)"
@@ -203,6 +207,7 @@ step() {
 
 # A command that may be missing: skipped with the reason instead of failing.
 skip_step() {
+  [[ -n ${RECUR_GPU_CHECK_ONLY:-} && ! $1 =~ ^(${RECUR_GPU_CHECK_ONLY})$ ]] && return
   printf '\n=== %s\nskipped: %s\n' "$1" "$2"
   names+=("$1") results+=("skipped: $2") times+=("-")
 }

@@ -35,8 +35,18 @@ enum class Copy { h2d, d2h, d2d };
 // element (OrderedGemm on the device, the same loop on the host): there both it and cuBLAS are
 // bound by launch and latency rather than arithmetic, and the ordered sums round like TensorFlow's
 // CPU products. RECUR_CUDA_GEMM=ordered takes the ordered sums for every size, RECUR_CUDA_GEMM=cublas
-// the library's GEMM (cuBLAS; Eigen on the host) for every size; read once.
+// the library's GEMM (cuBLAS; Eigen on the host) for every size, RECUR_CUDA_ORDERED_WORK=N moves
+// the limit (for measuring); each read once.
 constexpr int64_t kOrderedGemmWork = int64_t(1) << 22;
+
+// Reads a size limit from the environment once per variable (a positive integer), else `fallback`.
+inline int64_t env_limit(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const long long n = std::strtoll(v, &end, 10);
+  return end && *end == '\0' && n > 0 ? static_cast<int64_t>(n) : fallback;
+}
 
 inline bool use_ordered_gemm(int64_t m, int64_t n, int64_t k) {
   enum Choice { by_size, ordered, library };
@@ -46,7 +56,8 @@ inline bool use_ordered_gemm(int64_t m, int64_t n, int64_t k) {
     if (v != nullptr && std::strcmp(v, "cublas") == 0) return library;
     return by_size;
   }();
-  return choice == ordered || (choice == by_size && m * n * k <= kOrderedGemmWork);
+  static const int64_t limit = env_limit("RECUR_CUDA_ORDERED_WORK", kOrderedGemmWork);
+  return choice == ordered || (choice == by_size && m * n * k <= limit);
 }
 
 // Hands out aligned pieces of one scratch block. A call carves twice: once with no base to learn

@@ -362,8 +362,14 @@ struct LstmFinal {
 
 // Multiply-adds per step up to which a step is one FusedStep pass instead of the recurrent GEMM
 // and the gate kernels: steps that small are bound by launches and round trips through memory,
-// not by arithmetic, and the ordered sums below give the CPU's rounding.
+// not by arithmetic, and the ordered sums below give the CPU's rounding. RECUR_CUDA_FUSED_WORK=N
+// moves the limit (for measuring; read once).
 constexpr int64_t kFusedStepWork = int64_t(1) << 22;
+
+inline int64_t fused_step_work() {
+  static const int64_t limit = env_limit("RECUR_CUDA_FUSED_WORK", kFusedStepWork);
+  return limit;
+}
 
 // acc[g] = acc[g] + a[k] * m[k*ld + col[g]] over k in order, the product rounded before the sum (no
 // fused multiply-add: the builds keep contraction off). That is how TensorFlow's CPU matrix product
@@ -541,8 +547,8 @@ void run_sequence(Exec& ex, const LayerSpec& s, const DeviceWeights& w, const Se
   // A small step is one pass (two for GRU reset_after=False); a one-step run also projects its
   // input in that pass.
   const bool fused = !a.recurrent_masks && !is_row_activation(s.act) && !is_row_activation(s.ract) &&
-                     B * W * u <= kFusedStepWork;
-  const bool fuse_projection = fused && T == 1 && a.num_inputs == 1 && B * W * (u + F) <= kFusedStepWork;
+                     B * W * u <= fused_step_work();
+  const bool fuse_projection = fused && T == 1 && a.num_inputs == 1 && B * W * (u + F) <= fused_step_work();
   // Small blocks spread a small batch's weight reads over many multiprocessors.
   const int fused_threads = Bu <= 8192 ? 32 : 128;
   const bool chunked = rb.chunk < T;
