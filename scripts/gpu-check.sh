@@ -114,6 +114,11 @@ prepare() {
   rm -rf "$build/bindings/go/gocache" "$build/bindings/go/gopath" "$build/gpu-logs" "$build/runtime-libs"
   # CMake's compiler checks and try-compile programs (rebuilt only by a fresh configure).
   rm -rf "$build"/CMakeFiles/CheckCUDA "$build"/CMakeFiles/*/CompilerId* "$build"/CMakeFiles/CMakeScratch
+  # The targets' dependency and flag files (megabytes), which only a rebuild reads.
+  find "$build" -path '*/CMakeFiles/*.dir' -prune -type d -exec rm -rf {} +
+  # The Python package holds a copy of librecur.so.0, as the wheel does: a link to the build's here.
+  [[ -f $build/bindings/python/recur/librecur.so.0 && ! -L $build/bindings/python/recur/librecur.so.0 ]] &&
+    ln -sf ../../../c_api/librecur.so.0 "$build/bindings/python/recur/librecur.so.0"
   find "$build" -path '*CMakeFiles*' \( -name a.out -o -name '*.bin' -o -name '*.ii' \) -type f -delete
   local f
   while IFS= read -r f; do
@@ -138,7 +143,7 @@ prepare() {
     esac
   done
   strip --strip-unneeded "$libdir"/* 2>/dev/null || true
-  tar czf "$build/gpu-check/runtime-libs.tar.gz" -C "$libdir" . && rm -rf "$libdir"
+  tar cJf "$build/gpu-check/runtime-libs.tar.xz" -C "$libdir" . && rm -rf "$libdir"
 
   {
     echo "source_dir=$root"
@@ -149,17 +154,19 @@ prepare() {
     echo "prepared=$(date -u +%Y-%m-%dT%H:%M:%SZ) on ${HOSTNAME:-unknown}"
   } >"$build/gpu-check/prepared.txt"
 
-  local bytes tree
+  local bytes tree gitdir
   bytes=$(du -sb "$build" | cut -f1)
   tree=$(git -C "$root" ls-files -z | (cd "$root" && xargs -0 du -cb 2>/dev/null) | tail -1 | cut -f1)
-  awk -v d="$dir" -v b="$bytes" -v t="$tree" 'BEGIN { m = 1048576;
-    printf "== %s: %.1f MiB (the tracked files beside it: %.1f MiB, together %.1f MiB)\n", d, b / m, t / m, (b + t) / m }'
+  gitdir=$(du -sb "$(git -C "$root" rev-parse --absolute-git-dir)" 2>/dev/null | cut -f1)
+  awk -v d="$dir" -v b="$bytes" -v t="$tree" -v g="${gitdir:-0}" 'BEGIN { m = 1048576;
+    printf "== %s: %.1f MiB (the tracked files beside it: %.1f MiB, .git %.1f MiB, together %.1f MiB)\n", d, b / m, t / m, g / m, (b + t + g) / m }'
   du -sh "$build"/c_api "$build"/tests "$build"/bench "$build"/cli "$build"/bindings "$build"/gpu-check 2>/dev/null | sed 's/^/   /'
   if ((bytes > limit_mib * 1048576)); then
     echo "prepare: $dir is over $limit_mib MiB" >&2
     return 1
   fi
-  ((bytes + tree > limit_mib * 1048576)) && echo "note: $dir and the tracked files together are over $limit_mib MiB"
+  ((bytes + tree + ${gitdir:-0} > limit_mib * 1048576)) &&
+    echo "note: $dir, the tracked files and .git together are over $limit_mib MiB ('git gc' packs .git)"
   echo "== ready: on the GPU machine, from the repository root with $dir beside it: scripts/gpu-check.sh run $dir"
 }
 
@@ -286,7 +293,7 @@ run() {
   # Of the libraries carried along, those this machine lacks (its own are used where it has them).
   local rtl=$work/runtime-libs f missing=()
   mkdir -p "$rtl.all" "$rtl"
-  [[ -f $b/gpu-check/runtime-libs.tar.gz ]] && tar xzf "$b/gpu-check/runtime-libs.tar.gz" -C "$rtl.all"
+  [[ -f $b/gpu-check/runtime-libs.tar.xz ]] && tar xJf "$b/gpu-check/runtime-libs.tar.xz" -C "$rtl.all"
   local known
   known=$( (ldconfig -p || /sbin/ldconfig -p) 2>/dev/null | awk '{print $1}')
   for f in "$rtl.all"/*; do
@@ -384,7 +391,7 @@ run() {
     local pyinc pkg=$work/python-pkg
     pyinc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
     if [[ -n $pyhere && -f $pyinc/Python.h && -f $b/bindings/python/gen/recur_python_wrap.c ]] && command -v cc >/dev/null; then
-      mkdir -p "$pkg" && cp -r "$b/bindings/python/recur" "$pkg/" && rm -f "$pkg"/recur/_native.*.so
+      mkdir -p "$pkg" && cp -rL "$b/bindings/python/recur" "$pkg/" && rm -f "$pkg"/recur/_native.*.so
       step python_build 90 0 cc -O1 -shared -fPIC -fno-strict-aliasing -w -I"$pyinc" -I"$src/c_api/include" \
         "$b/bindings/python/gen/recur_python_wrap.c" -L"$pkg/recur" -l:librecur.so.0 \
         -Wl,-rpath,'$ORIGIN' -Wl,--disable-new-dtags -o "$pkg/recur/_native.$pyhere.so"
