@@ -120,6 +120,8 @@ typedef struct recur_gpu_run {
   float *last_output;             /* (B, u), or NULL */
   int32_t states_on_device;       /* with memory HOST: states, carried_in and carried_out are device
                                      pointers (a stream's resident state); the rest is host memory */
+  int32_t zero_states;            /* plugin-internal: the initial states are zeros (set by the
+                                     plugin for the cuDNN route; the core leaves it 0) */
 } recur_gpu_run;
 
 /* One step for many independent streams at once (the serving / game case). Each stream's

@@ -422,7 +422,8 @@ class CudnnRouteImpl final : public CudnnRoute {
       CR_CUDNN(cudnnSetStream(td->handle, stream));
       // hx/cx are the states and hy/cy a temporary: cuDNN does not document hx == hy as allowed.
       CR_CUDNN(cudnnRNNForward(td->handle, rnn, CUDNN_FWD_MODE_INFERENCE, d_lengths + B, td->x_desc, x, td->y_desc, y,
-                               td->h_desc, r.states, hy, td->h_desc, ns == 2 ? r.states + plane : nullptr,
+                               td->h_desc, r.zero_states ? nullptr : r.states, hy, td->h_desc,
+                               ns == 2 && !r.zero_states ? r.states + plane : nullptr,
                                ns == 2 ? hy + plane : nullptr, weight_bytes_, weights_, work_bytes,
                                work_bytes ? base + at_work : nullptr, reserve_bytes,
                                reserve_bytes ? base + at_reserve : nullptr));

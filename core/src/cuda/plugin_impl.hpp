@@ -15,6 +15,8 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "cudnn_route.hpp"
@@ -28,6 +30,31 @@ inline void write_message(char* out, std::size_t len, const std::string& msg) {
   const std::size_t n = std::min(len - 1, msg.size());
   std::memcpy(out, msg.data(), n);
   out[n] = '\0';
+}
+
+// memcpy, split over several threads when it is large: staging a call's host arrays through the
+// pinned block is bound by one core's copy rate (a few GB/s), several times slower than the
+// transfer that follows it.
+inline void host_copy(void* dst, const void* src, std::size_t n) {
+  constexpr std::size_t kPerThread = std::size_t(2) << 20;
+  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t parts = std::min<std::size_t>({n / kPerThread, cores / 2, 8});
+  if (parts < 2) {
+    if (n) std::memcpy(dst, src, n);
+    return;
+  }
+  const std::size_t step = (n / parts + 4095) / 4096 * 4096;
+  std::vector<std::thread> workers;
+  try {
+    for (std::size_t at = step; at < n; at += step)
+      workers.emplace_back([=] { std::memcpy(static_cast<char*>(dst) + at, static_cast<const char*>(src) + at, std::min(step, n - at)); });
+  } catch (const std::system_error&) {
+    // No more threads: this one copies what is left.
+    for (std::size_t at = step * (workers.size() + 1); at < n; at += step)
+      std::memcpy(static_cast<char*>(dst) + at, static_cast<const char*>(src) + at, std::min(step, n - at));
+  }
+  std::memcpy(dst, src, std::min(step, n));
+  for (auto& w : workers) w.join();
 }
 
 template <class F>
@@ -228,7 +255,7 @@ class Plugin {
     const auto bytes = [](int64_t floats) { return static_cast<std::size_t>(floats) * sizeof(float); };
     char* staging = host ? static_cast<char*>(ex.host_staging(down_end)) : nullptr;
     auto stage = [&](const void* dev, const void* src, std::size_t n) {
-      if (n) std::memcpy(staging + (static_cast<const char*>(dev) - base), src, n);
+      host_copy(staging + (static_cast<const char*>(dev) - base), src, n);
     };
     if (host) {
       for (int g = 0; g < r.num_inputs && rows > 0; ++g) stage(inputs[g], r.inputs[g], bytes(rows * F));
@@ -250,6 +277,7 @@ class Plugin {
       recur_gpu_run d = r;
       d.memory = RECUR_GPU_MEMORY_DEVICE;
       d.states_on_device = 0;
+      d.zero_states = !r.states;  // cuDNN then reads no initial states (as the raw call does)
       d.stream = ex.stream();
       d.inputs = inputs;
       d.states = states;
@@ -288,7 +316,7 @@ class Plugin {
     ex.sync();
     if (host) {
       auto unstage = [&](void* dst, const void* dev, std::size_t n) {
-        if (n) std::memcpy(dst, staging + (static_cast<const char*>(dev) - base), n);
+        host_copy(dst, staging + (static_cast<const char*>(dev) - base), n);
       };
       if (host_states && Bu > 0) {
         unstage(r.states, states, bytes(ns * Bu));
