@@ -347,6 +347,15 @@ void bench_shape(cudnnHandle_t handle, cudaStream_t stream, bool gru, const Shap
     check_cuda(cudaMemcpyAsync(pinned_y, d_y.p, ny * sizeof(float), cudaMemcpyDeviceToHost, stream), "D2H");
     check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   });
+  // recur with the same arrays page-locked: they go straight to and from the device.
+  std::vector<float> out_pinned(ny);
+  const double t_host_pinned = median_ms([&] {
+    check_recur(recur_layer_forward(gpu, pinned_x, nx, s.batch, s.timesteps, nullptr, 0, nullptr, 0, 0, 0, pinned_y, ny,
+                                    nullptr, 0),
+                "recur_layer_forward");
+  });
+  std::copy(pinned_y, pinned_y + ny, out_pinned.begin());
+  const double diff_pinned = max_abs_diff(out_pinned, want);
   cudaFreeHost(pinned_x);
   cudaFreeHost(pinned_y);
   std::printf("%-4s %-26s route %-12s max|recur-cuDNN| device %.2e host %.2e\n", cell, shape_name(s).c_str(),
@@ -355,6 +364,8 @@ void bench_shape(cudnnHandle_t handle, cudaStream_t stream, bool gru, const Shap
               t_cudnn, t_device, t_device / t_cudnn, t_host, t_host / t_cudnn);
   std::printf("     pinned H2D+D2H alone %9.3f ms | recur host / (cuDNN + pinned copies) x%.2f\n", t_copies,
               t_host / (t_cudnn + t_copies));
+  std::printf("     recur host, page-locked arrays %9.3f ms (x%.2f of cuDNN + pinned copies), max|recur-cuDNN| %.2e\n",
+              t_host_pinned, t_host_pinned / (t_cudnn + t_copies), diff_pinned);
 
   // recur's own kernels on the same shape, each checked against recur on the CPU.
   struct KernelCase {

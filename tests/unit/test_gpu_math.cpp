@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../../core/src/cuda/host_copy.hpp"
 #include "../../core/src/cuda/host_exec.hpp"
 #include "../../core/src/cuda/runner.hpp"
 #include "recur/activations.hpp"
@@ -499,6 +500,41 @@ TEST(GpuRunner, MatchesCpuOnWiderLayers) {
     k.seed = k.simple ? simple_seed++ : seed++;
     run_case(k);
     if (HasFatalFailure()) return;
+  }
+}
+
+// Above the fused-step limit a step is the recurrent GEMM and the gate kernels (GRU
+// reset_after=False's small candidate product still fused), and the GEMMs are the library's.
+TEST(GpuRunner, MatchesCpuAboveTheFusedStepLimit) {
+  unsigned seed = 2300;
+  unsigned simple_seed = 22300;
+  for (int cell = 0; cell < 5; ++cell) {
+    Case k;
+    k.set_cell(cell);
+    k.B = 96;
+    k.T = 3;
+    k.u = 192;
+    k.F = 32;
+    k.mask_kind = 1;
+    if (!k.simple) {
+      ASSERT_GT(int64_t(k.B) * k.u * k.u * 3, gpu::kFusedStepWork);
+    }
+    k.seed = k.simple ? simple_seed++ : seed++;
+    run_case(k);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// Large staging copies split over threads land byte for byte, whatever the split.
+TEST(GpuHostCopy, SplitCopiesAreExact) {
+  for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(5) << 20, (std::size_t(13) << 20) + 4093}) {
+    std::vector<unsigned char> src(n), dst(n, 0xAB);
+    for (std::size_t i = 0; i < n; ++i) src[i] = static_cast<unsigned char>(i * 2654435761u >> 13);
+    for (std::size_t threads : {std::size_t(1), std::size_t(3), std::size_t(8)}) {
+      std::fill(dst.begin(), dst.end(), static_cast<unsigned char>(0xAB));
+      gpu::host_copy(dst.data(), src.data(), n, threads);
+      EXPECT_TRUE(dst == src) << n << " bytes over " << threads << " threads";
+    }
   }
 }
 

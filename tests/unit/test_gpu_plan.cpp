@@ -101,7 +101,7 @@ TEST(GpuPath, SimpleRnnTakesRecursKernelsWithTheReason) {
       EXPECT_NE(p.reason.find("recur's kernels"), std::string::npos) << p.reason;
       // No call takes cuDNN: not even one without a mask.
       const gpu::MaskPlan none = gpu::plan_mask(nullptr, 2, 3, false);
-      EXPECT_FALSE(gpu::choose_call_route(p, &none, false, false, false).cudnn);
+      EXPECT_FALSE(gpu::choose_call_route(p, 3, &none, false, false, false).cudnn);
     }
   }
   const gpu::PathChoice cell = gpu::choose_path(make(LayerKind::simple_rnn_cell, 8, 4));
@@ -142,17 +142,21 @@ TEST(GpuCallRoute, KernelsTakeWhatCudnnCannot) {
   const gpu::MaskPlan hp = gpu::plan_mask(hole.data(), 1, 3, false);
   const gpu::MaskPlan none = gpu::plan_mask(nullptr, 1, 3, false);
 
-  EXPECT_TRUE(gpu::choose_call_route(cudnn, &none, false, false, false).cudnn);
-  EXPECT_EQ(gpu::choose_call_route(cudnn, &none, false, false, false).lengths, nullptr);
-  const gpu::CallRoute r = gpu::choose_call_route(cudnn, &pp, false, false, false);
+  EXPECT_TRUE(gpu::choose_call_route(cudnn, 3, &none, false, false, false).cudnn);
+  EXPECT_EQ(gpu::choose_call_route(cudnn, 3, &none, false, false, false).lengths, nullptr);
+  const gpu::CallRoute r = gpu::choose_call_route(cudnn, 3, &pp, false, false, false);
   EXPECT_TRUE(r.cudnn);
   ASSERT_NE(r.lengths, nullptr);
   EXPECT_EQ(*r.lengths, (std::vector<std::int32_t>{2}));
-  EXPECT_FALSE(gpu::choose_call_route(cudnn, &hp, false, false, false).cudnn);
-  EXPECT_FALSE(gpu::choose_call_route(cudnn, &pp, false, false, true).cudnn);   // unroll's mask quirk
-  EXPECT_FALSE(gpu::choose_call_route(cudnn, &none, true, false, false).cudnn);  // per-gate input dropout
-  EXPECT_FALSE(gpu::choose_call_route(cudnn, &none, false, true, false).cudnn);  // recurrent dropout
-  EXPECT_FALSE(gpu::choose_call_route(kernel, &none, false, false, false).cudnn);
+  EXPECT_FALSE(gpu::choose_call_route(cudnn, 3, &hp, false, false, false).cudnn);
+  EXPECT_FALSE(gpu::choose_call_route(cudnn, 3, &pp, false, false, true).cudnn);   // unroll's mask quirk
+  EXPECT_FALSE(gpu::choose_call_route(cudnn, 3, &none, true, false, false).cudnn);  // per-gate input dropout
+  EXPECT_FALSE(gpu::choose_call_route(cudnn, 3, &none, false, true, false).cudnn);  // recurrent dropout
+  EXPECT_FALSE(gpu::choose_call_route(kernel, 3, &none, false, false, false).cudnn);
+  // One timestep (a stream's step) takes recur's fused kernel.
+  const gpu::MaskPlan one = gpu::plan_mask(nullptr, 1, 1, false);
+  EXPECT_FALSE(gpu::choose_call_route(cudnn, 1, &one, false, false, false).cudnn);
+  EXPECT_TRUE(gpu::choose_call_route(cudnn, 2, &none, false, false, false).cudnn);
 }
 
 // ----- cuDNN weight space -----

@@ -33,12 +33,14 @@ struct MaskPlan {
 MaskPlan plan_mask(const std::uint8_t* mask, Index batch, Index timesteps, bool time_major);
 
 // The route one call takes: cuDNN only for a cuDNN layer with no mask or a right-padded one,
-// one input (no per-gate dropout), no recurrent dropout and no unroll masking quirk.
+// one input (no per-gate dropout), no recurrent dropout and no unroll masking quirk, over more than
+// one timestep (a single step, as a stream takes, is faster in recur's fused kernel than through
+// cuDNN's per-call setup).
 struct CallRoute {
   bool cudnn = false;
   const std::vector<std::int32_t>* lengths = nullptr;  // into the MaskPlan, when cudnn with a mask
 };
-CallRoute choose_call_route(const PathChoice& layer_path, const MaskPlan* mask, bool per_gate_inputs,
+CallRoute choose_call_route(const PathChoice& layer_path, Index timesteps, const MaskPlan* mask, bool per_gate_inputs,
                             bool recurrent_masks, bool unrolled_mask_quirk);
 
 // The cuDNN weight space of one unidirectional layer (recur's layout model: every matrix in

@@ -41,7 +41,7 @@ __global__ void for_each_kernel(int64_t n, F f) {
 // Row-major C = A @ B with each element summed over k in order, each product rounded before it is
 // added (as ordered_dots in runner.hpp, which says why): the order of TensorFlow's CPU products
 // where cuBLAS sums in blocks of its own (and splits k across threads on small shapes). Loads go
-// ahead of the sums in groups of 8 so a thread has several in flight.
+// ahead of the sums in groups of 16 so a thread has several in flight.
 struct OrderedGemm {
   int64_t n, k;
   const float* a;
@@ -51,7 +51,7 @@ struct OrderedGemm {
   float* c;
   int64_t ldc;
   __device__ void operator()(int64_t idx) const {
-    constexpr int kGroup = 8;
+    constexpr int kGroup = 16;
     const int64_t i = idx / n, j = idx % n;
     const float* row = a + i * lda;
     const float* col = b + j;
@@ -132,6 +132,17 @@ class CudaExec {
     return p;
   }
   static void release(void* p) { cudaFree(p); }
+
+  // Whether host memory is page-locked (cudaMallocHost or cudaHostRegister): such arrays are
+  // copied straight from and to the caller's memory instead of through the staging block.
+  static bool is_pinned(const void* p) {
+    cudaPointerAttributes a{};
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+      cudaGetLastError();  // clears the error it leaves behind
+      return false;
+    }
+    return a.type == cudaMemoryTypeHost;
+  }
 
   // The thread's scratch block. Work from an earlier call on another stream may still use it, so
   // this stream waits for that call's event; growing it waits for all of its users.

@@ -27,6 +27,8 @@ class HostExec {
     return p;
   }
   static void release(void* p) { ::operator delete(p, std::align_val_t(256)); }
+  // Host memory is all alike here: every array goes through the staging block.
+  static bool is_pinned(const void*) { return false; }
 
   // One growing block per thread, like the CUDA policy's.
   void* scratch(std::size_t bytes) {

@@ -15,11 +15,10 @@
 #include <memory>
 #include <new>
 #include <string>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 #include "cudnn_route.hpp"
+#include "host_copy.hpp"
 #include "gpu_common.hpp"
 #include "runner.hpp"
 
@@ -30,31 +29,6 @@ inline void write_message(char* out, std::size_t len, const std::string& msg) {
   const std::size_t n = std::min(len - 1, msg.size());
   std::memcpy(out, msg.data(), n);
   out[n] = '\0';
-}
-
-// memcpy, split over several threads when it is large: staging a call's host arrays through the
-// pinned block is bound by one core's copy rate (a few GB/s), several times slower than the
-// transfer that follows it.
-inline void host_copy(void* dst, const void* src, std::size_t n) {
-  constexpr std::size_t kPerThread = std::size_t(2) << 20;
-  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t parts = std::min<std::size_t>({n / kPerThread, cores / 2, 8});
-  if (parts < 2) {
-    if (n) std::memcpy(dst, src, n);
-    return;
-  }
-  const std::size_t step = (n / parts + 4095) / 4096 * 4096;
-  std::vector<std::thread> workers;
-  try {
-    for (std::size_t at = step; at < n; at += step)
-      workers.emplace_back([=] { std::memcpy(static_cast<char*>(dst) + at, static_cast<const char*>(src) + at, std::min(step, n - at)); });
-  } catch (const std::system_error&) {
-    // No more threads: this one copies what is left.
-    for (std::size_t at = step * (workers.size() + 1); at < n; at += step)
-      std::memcpy(static_cast<char*>(dst) + at, static_cast<const char*>(src) + at, std::min(step, n - at));
-  }
-  std::memcpy(dst, src, std::min(step, n));
-  for (auto& w : workers) w.join();
 }
 
 template <class F>
@@ -216,12 +190,23 @@ class Plugin {
     float* rmasks = nullptr;
     // The last output of a resident stream is its carried output: it comes down from there.
     const bool last_from_carried = host && !host_states && r.last_output && r.carried_out;
+    // Large page-locked arrays go straight between the caller's memory and the device.
+    const auto direct = [&](const void* p, int64_t floats) {
+      return host && p && floats >= (int64_t(1) << 18) && Exec::is_pinned(p);
+    };
+    bool direct_in[4] = {false, false, false, false};
+    for (int g = 0; g < r.num_inputs; ++g) direct_in[g] = direct(r.inputs ? r.inputs[g] : nullptr, rows * F);
+    const bool direct_seq = direct(r.sequence_output, rows * u);
     float* last_slot = nullptr;  // where the last output lands in the staging block
+    char* up_begin = nullptr;    // the staged region: [up_begin, up_end) up, [down_begin, down_end) down
     std::size_t up_end = 0, down_end = 0;
     RunBuffers rb;
     auto carve = [&](Arena& a) {
-      if (host)
-        for (int g = 0; g < r.num_inputs; ++g) inputs[g] = a.take<float>(rows * F);
+      for (int g = 0; g < r.num_inputs; ++g)
+        if (direct_in[g]) inputs[g] = a.take<float>(rows * F);
+      up_begin = a.take<char>(0);
+      for (int g = 0; g < r.num_inputs; ++g)
+        if (host && !direct_in[g]) inputs[g] = a.take<float>(rows * F);
       if (r.mask) mask = a.take<uint8_t>(rows);
       if (r.recurrent_masks) rmasks = a.take<float>(G * Bu);
       if (!r.states) states = a.take<float>(ns * Bu);  // device memory without states: zeros
@@ -235,8 +220,9 @@ class Plugin {
         last_slot = a.take<float>(Bu);
         last = last_from_carried ? nullptr : last_slot;
       }
-      if (host && r.sequence_output) seq = a.take<float>(rows * u);
+      if (host && r.sequence_output && !direct_seq) seq = a.take<float>(rows * u);
       down_end = a.size();
+      if (direct_seq) seq = a.take<float>(rows * u);
       if (!cudnn) rb = carve_run(a, s, B, T, r.num_inputs, r.recurrent_masks != nullptr, Platform::kProjectionBudget);
     };
     Arena measure;
@@ -245,27 +231,32 @@ class Plugin {
     Arena scratch(base);
     carve(scratch);
     const auto offset = [&](const void* dev) { return static_cast<std::size_t>(static_cast<const char*>(dev) - base); };
-    // What comes down: from the states (host states) or the first output on; the last output of a
-    // resident stream separately.
+    const std::size_t up_from = offset(up_begin);
+    // What comes down: from the states (host states) or the first staged output on; the last
+    // output of a resident stream separately.
     std::size_t down_begin = down_end;
     if (host_states) down_begin = offset(states);
     else if (last && last == last_slot) down_begin = offset(last);
-    else if (seq && host) down_begin = offset(seq);
+    else if (seq && host && !direct_seq) down_begin = offset(seq);
 
     const auto bytes = [](int64_t floats) { return static_cast<std::size_t>(floats) * sizeof(float); };
-    char* staging = host ? static_cast<char*>(ex.host_staging(down_end)) : nullptr;
-    auto stage = [&](const void* dev, const void* src, std::size_t n) {
-      host_copy(staging + (static_cast<const char*>(dev) - base), src, n);
-    };
+    // The staging block mirrors the staged region of the scratch block.
+    char* staging = host ? static_cast<char*>(ex.host_staging(down_end - up_from)) : nullptr;
+    const auto staged = [&](const void* dev) { return staging + (offset(dev) - up_from); };
     if (host) {
-      for (int g = 0; g < r.num_inputs && rows > 0; ++g) stage(inputs[g], r.inputs[g], bytes(rows * F));
-      if (mask) stage(mask, r.mask, static_cast<std::size_t>(rows));
-      if (rmasks) stage(rmasks, r.recurrent_masks, bytes(G * Bu));
-      if (host_states && Bu > 0) {
-        stage(states, r.states, bytes(ns * Bu));
-        if (r.carried_in) stage(carried_in, r.carried_in, bytes(Bu));
+      for (int g = 0; g < r.num_inputs && rows > 0; ++g) {
+        if (direct_in[g])
+          ex.copy(const_cast<float*>(inputs[g]), r.inputs[g], bytes(rows * F), Copy::h2d);
+        else
+          host_copy(staged(inputs[g]), r.inputs[g], bytes(rows * F));
       }
-      ex.copy(base, staging, up_end, Copy::h2d);
+      if (mask) host_copy(staged(mask), r.mask, static_cast<std::size_t>(rows));
+      if (rmasks) host_copy(staged(rmasks), r.recurrent_masks, bytes(G * Bu));
+      if (host_states && Bu > 0) {
+        host_copy(staged(states), r.states, bytes(ns * Bu));
+        if (r.carried_in) host_copy(staged(carried_in), r.carried_in, bytes(Bu));
+      }
+      ex.copy(base + up_from, staging, up_end - up_from, Copy::h2d);
     } else {
       for (int g = 0; g < r.num_inputs && rows > 0; ++g) inputs[g] = r.inputs[g];
       if (mask && rows > 0) ex.copy(mask, r.mask, static_cast<std::size_t>(rows), Copy::h2d);
@@ -309,21 +300,20 @@ class Plugin {
     }
 
     if (host) {
-      if (down_end > down_begin) ex.copy(staging + down_begin, base + down_begin, down_end - down_begin, Copy::d2h);
-      if (last_from_carried && Bu > 0) ex.copy(staging + offset(last_slot), carried_out, bytes(Bu), Copy::d2h);
+      if (down_end > down_begin)
+        ex.copy(staging + (down_begin - up_from), base + down_begin, down_end - down_begin, Copy::d2h);
+      if (last_from_carried && Bu > 0) ex.copy(staged(last_slot), carried_out, bytes(Bu), Copy::d2h);
+      if (direct_seq && rows > 0) ex.copy(r.sequence_output, seq, bytes(rows * u), Copy::d2h);
     }
     // A run returns with its outputs written, so callers may read them (or free their buffers).
     ex.sync();
     if (host) {
-      auto unstage = [&](void* dst, const void* dev, std::size_t n) {
-        host_copy(dst, staging + (static_cast<const char*>(dev) - base), n);
-      };
       if (host_states && Bu > 0) {
-        unstage(r.states, states, bytes(ns * Bu));
-        if (r.carried_out) unstage(r.carried_out, carried_out, bytes(Bu));
+        host_copy(r.states, staged(states), bytes(ns * Bu));
+        if (r.carried_out) host_copy(r.carried_out, staged(carried_out), bytes(Bu));
       }
-      if (r.last_output && Bu > 0) unstage(r.last_output, last_slot, bytes(Bu));
-      if (r.sequence_output && rows > 0) unstage(r.sequence_output, seq, bytes(rows * u));
+      if (r.last_output && Bu > 0) host_copy(r.last_output, staged(last_slot), bytes(Bu));
+      if (r.sequence_output && rows > 0 && !direct_seq) host_copy(r.sequence_output, staged(seq), bytes(rows * u));
     }
   }
 
@@ -387,7 +377,7 @@ class Plugin {
     // Host data goes up in one copy and the output comes down in one, through the pinned block.
     char* staging = static_cast<char*>(ex.host_staging(staged_bytes));
     auto stage = [&](const void* dev, const void* src, std::size_t n) {
-      std::memcpy(staging + (static_cast<const char*>(dev) - base), src, n);
+      host_copy(staging + (static_cast<const char*>(dev) - base), src, n);
     };
     stage(h_ptrs, st.h_rows, ptr_bytes);
     if (c_ptrs) stage(c_ptrs, st.c_rows, ptr_bytes);
@@ -407,15 +397,15 @@ class Plugin {
     a.zero_output_for_mask = st.zero_output_for_mask != 0;
     a.states = states;
     a.carried_in = carried;
-    a.carried_out = carried;
-    a.last_output = out;
+    a.carried_out = carried;  // the step's output: it comes down from there
     run_sequence(ex, s, L.w, a, rb);
     ex.for_each(R * u, MoveRows{h_ptrs, c_ptrs, carried_ptrs, states, c_block, carried, u, true});
     const std::size_t out_bytes = static_cast<std::size_t>(R * u) * sizeof(float);
+    const bool direct_out = R * u >= (int64_t(1) << 18) && Exec::is_pinned(st.output);
     char* out_staged = staging + (reinterpret_cast<char*>(out) - base);
-    ex.copy(out_staged, out, out_bytes, Copy::d2h);
+    ex.copy(direct_out ? static_cast<void*>(st.output) : out_staged, carried, out_bytes, Copy::d2h);
     ex.sync();
-    std::memcpy(st.output, out_staged, out_bytes);
+    if (!direct_out) host_copy(st.output, out_staged, out_bytes);
   }
 
   static int layer_step_rows(void* handle, const recur_gpu_step_rows* step, char* err, std::size_t err_len) {

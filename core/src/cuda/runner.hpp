@@ -379,8 +379,45 @@ inline int64_t fused_step_work() {
 // sums in groups, so a device thread has several in flight rather than one per term.
 template <int G>
 RECUR_HD inline void ordered_dots(const float* a, int64_t n, const float* m, int64_t ld, const int64_t* col,
-                                  float* acc) {
-  constexpr int kGroup = 8;
+                                  float* acc, int64_t k = 0) {
+  for (; k < n; ++k)
+    for (int g = 0; g < G; ++g) acc[g] = acc[g] + a[k] * m[k * ld + col[g]];
+}
+
+// Two such sums at once (x@K and h@U of one step), each in its own order: their loads go out
+// together, 16 terms of each gate column at a time, so a device thread waits on memory once per 16
+// terms of both instead of once per term.
+template <int G>
+RECUR_HD inline void ordered_dots2(const float* a1, int64_t n1, const float* m1, const float* a2, int64_t n2,
+                                   const float* m2, int64_t ld, const int64_t* col, float* acc1, float* acc2) {
+  constexpr int kGroup = 16;
+  const int64_t both = n1 < n2 ? n1 : n2;
+  int64_t k = 0;
+  for (; k + kGroup <= both; k += kGroup) {
+    float a1v[kGroup], a2v[kGroup], m1v[G][kGroup], m2v[G][kGroup];
+    for (int q = 0; q < kGroup; ++q) {
+      a1v[q] = a1[k + q];
+      a2v[q] = a2[k + q];
+      for (int g = 0; g < G; ++g) {
+        m1v[g][q] = m1[(k + q) * ld + col[g]];
+        m2v[g][q] = m2[(k + q) * ld + col[g]];
+      }
+    }
+    for (int q = 0; q < kGroup; ++q)
+      for (int g = 0; g < G; ++g) {
+        acc1[g] = acc1[g] + a1v[q] * m1v[g][q];
+        acc2[g] = acc2[g] + a2v[q] * m2v[g][q];
+      }
+  }
+  ordered_dots<G>(a1, n1, m1, ld, col, acc1, k);
+  ordered_dots<G>(a2, n2, m2, ld, col, acc2, k);
+}
+
+// One sum, its loads in groups as above.
+template <int G>
+RECUR_HD inline void ordered_dots1(const float* a, int64_t n, const float* m, int64_t ld, const int64_t* col,
+                                   float* acc) {
+  constexpr int kGroup = 16;
   int64_t k = 0;
   for (; k + kGroup <= n; k += kGroup) {
     float av[kGroup], mv[G][kGroup];
@@ -391,8 +428,7 @@ RECUR_HD inline void ordered_dots(const float* a, int64_t n, const float* m, int
     for (int q = 0; q < kGroup; ++q)
       for (int g = 0; g < G; ++g) acc[g] = acc[g] + av[q] * mv[g][q];
   }
-  for (; k < n; ++k)
-    for (int g = 0; g < G; ++g) acc[g] = acc[g] + a[k] * m[k * ld + col[g]];
+  ordered_dots<G>(a, n, m, ld, col, acc, k);
 }
 
 // A whole step of a small batch in one pass: thread (b, j) sums gate columns j + g*u of h@U (and,
@@ -414,12 +450,12 @@ struct FusedStep {
   template <int G>
   RECUR_HD void sums(int64_t b, const float* left, const int64_t* col, float* xs, float* hs) const {
     for (int g = 0; g < G; ++g) hs[g] = 0.0f;
-    ordered_dots<G>(left + b * s.u, s.u, U, s.W, col, hs);
     if (x) {
       for (int g = 0; g < G; ++g) xs[g] = 0.0f;
-      ordered_dots<G>(x + b * F, F, K, s.W, col, xs);
+      ordered_dots2<G>(x + b * F, F, K, left + b * s.u, s.u, U, s.W, col, xs, hs);
       for (int g = 0; g < G; ++g) xs[g] = s.b_in ? xs[g] + s.b_in[col[g]] : xs[g];
     } else {
+      ordered_dots1<G>(left + b * s.u, s.u, U, s.W, col, hs);
       for (int g = 0; g < G; ++g) xs[g] = s.xp_at(b, col[g]);
     }
   }

@@ -105,7 +105,7 @@ void GpuLayer::upload(const CellParams& p) {
 void GpuLayer::fill_route(recur_gpu_run& run, const std::uint8_t* mask, Index B, Index T, bool per_gate_inputs,
                           bool recurrent_masks, bool unrolled_quirk, MaskPlan& plan) const {
   plan = plan_mask(mask, B, T, config_.time_major);
-  const CallRoute route = choose_call_route(path_, &plan, per_gate_inputs, recurrent_masks, unrolled_quirk && mask);
+  const CallRoute route = choose_call_route(path_, T, &plan, per_gate_inputs, recurrent_masks, unrolled_quirk && mask);
   run.route = route.cudnn ? RECUR_GPU_ROUTE_CUDNN : RECUR_GPU_ROUTE_KERNEL;
   // cuDNN takes lengths, not masks; the kernels take the mask as it is.
   run.mask = route.cudnn ? nullptr : mask;

@@ -59,10 +59,10 @@ MaskPlan plan_mask(const std::uint8_t* mask, Index B, Index T, bool time_major) 
   return plan;
 }
 
-CallRoute choose_call_route(const PathChoice& layer_path, const MaskPlan* mask, bool per_gate_inputs,
+CallRoute choose_call_route(const PathChoice& layer_path, Index timesteps, const MaskPlan* mask, bool per_gate_inputs,
                             bool recurrent_masks, bool unrolled_mask_quirk) {
   CallRoute r;
-  if (!layer_path.cudnn || per_gate_inputs || recurrent_masks) return r;
+  if (!layer_path.cudnn || timesteps == 1 || per_gate_inputs || recurrent_masks) return r;
   if (mask && !mask->all_valid) {
     if (!mask->right_padded || unrolled_mask_quirk) return r;
     r.lengths = &mask->lengths;
