@@ -20,11 +20,12 @@
 #
 # What `run` checks: the C ABI's device tests (CApiDevice*), the CLI's RunOnCuda, the plugin's
 # table on the real plugin (gpu_plugin_table_cuda); Keras parity with every layer on `cuda`
-# (keras_parity_cuda: every layer case, .keras and .h5 file; last, as time allows, again with
-# RECUR_CUDA_GEMM=cublas, every GEMM by cuBLAS instead of small ones summed in order) and every whole model on `cuda`
+# (keras_parity_cuda: every layer case, .keras and .h5 file) and every whole model on `cuda`
 # (keras_graph_parity_cuda); recur_gpu_bench; compute-sanitizer's memcheck, racecheck and synccheck
 # over the layer, model and streaming device tests (CApiDeviceGpu.*) and a few parity cases; the Go
-# device tests; the Python binding's tests with a GPU (tests/test_device.py).
+# device tests; the Python binding's tests with a GPU (tests/test_device.py). Last, as time allows,
+# two measurements whose numbers the summary records: parity with cuBLAS for every GEMM
+# (RECUR_CUDA_GEMM=cublas) and the benchmark with larger steps fused (RECUR_CUDA_FUSED_WORK).
 #
 # Logs: every check's log goes to $OUT if set, else DIR/gpu-logs: summary.txt (the table),
 # bench.txt and the failing checks' logs as plain files, and all of them in gpu-logs.tar.gz (at
@@ -210,6 +211,32 @@ step() {
   esac
   echo "--- $name: $result, ${dt}s"
   names+=("$name") results+=("$result") times+=("${dt}s")
+}
+
+# measure NAME SECONDS PATTERN CMD...: runs CMD on a real GPU as step does, for its numbers: the
+# summary records its first line matching PATTERN instead of a pass or a failure.
+measure() {
+  local name=$1 secs=$2 pattern=$3
+  shift 3
+  [[ -n ${RECUR_GPU_CHECK_ONLY:-} && ! $name =~ ^(${RECUR_GPU_CHECK_ONLY})$ ]] && return
+  local left=$((budget - (SECONDS - start)))
+  printf '\n=== %s (a measurement)\n' "$name"
+  if ((!gpu)); then
+    echo "skipped: no GPU ($why_no_gpu)"
+    names+=("$name") results+=("skipped: no GPU") times+=("-")
+    return
+  fi
+  if ((left < 15)); then
+    echo "skipped: the time budget is spent"
+    names+=("$name") results+=("skipped: no time left") times+=("-")
+    return
+  fi
+  ((secs > left)) && secs=$left
+  local t0=$SECONDS
+  timeout -k 10 "$secs" "$@" >"$logs/$name.log" 2>&1
+  tail -n "${TAIL_LINES:-8}" "$logs/$name.log"
+  names+=("$name") results+=("measured: $(grep -m1 -E "$pattern" "$logs/$name.log" | sed 's/^ *//' | cut -c1-100)")
+  times+=("$((SECONDS - t0))s")
 }
 
 # A command that may be missing: skipped with the reason instead of failing.
@@ -427,10 +454,13 @@ run() {
     step sanitizer_memcheck_parity 60 2 env RECUR_TEST_DEVICE=cuda "$sanitizer" --tool memcheck --error-exitcode 9 --print-limit 20 \
       "$b/tests/recur_keras_parity" --gtest_filter="$parity_filter" --gtest_brief=1
   fi
-  # ---- last, as time allows: every layer case with cuBLAS for every GEMM (RECUR_CUDA_GEMM=cublas)
-  # instead of the ordered sums of small products, to show what the summation order does.
-  TAIL_LINES=12 step keras_parity_cuda_cublas_gemm 120 1 env RECUR_CUDA_GEMM=cublas RECUR_TEST_DEVICE=cuda \
+  # ---- last, as time allows, two measurements (recorded, not pass or fail): every layer case with
+  # cuBLAS for every GEMM (RECUR_CUDA_GEMM=cublas) instead of the ordered sums of small products, to
+  # show what the summation order does; and the benchmark with every step up to 2^26 multiply-adds
+  # fused, to show where the fused pass pays.
+  TAIL_LINES=12 measure parity_with_cublas_order 120 '^parity: ' env RECUR_CUDA_GEMM=cublas RECUR_TEST_DEVICE=cuda \
     "$b/tests/recur_keras_parity" --gtest_filter='KerasParitySummary.*'
+  TAIL_LINES=40 measure gpu_bench_fused_2e26 120 'reset_after=0' env RECUR_CUDA_FUSED_WORK=67108864 "$b/bench/recur_gpu_bench"
   # ---- summary
   local total=$((SECONDS - start)) i
   {

@@ -525,6 +525,35 @@ TEST(GpuRunner, MatchesCpuAboveTheFusedStepLimit) {
   }
 }
 
+// A small batch's sums are split into chunks (the last one short) and updated in place, over one
+// step (the input projected in the same passes) and several.
+TEST(GpuRunner, MatchesCpuWithSplitSums) {
+  unsigned seed = 2500;
+  unsigned simple_seed = 22500;
+  for (int T : {1, 5}) {
+    for (int cell = 0; cell < 5; ++cell) {
+      Case k;
+      k.set_cell(cell);
+      k.B = 3;
+      k.T = T;
+      k.u = 100;
+      k.F = 150;
+      k.mask_kind = 1;
+      k.seed = k.simple ? simple_seed++ : seed++;
+      if (cell != 1) {  // GRU reset_after=False is not split
+        gpu::LayerSpec spec;
+        spec.cell = k.simple ? RECUR_GPU_CELL_SIMPLE_RNN : (k.gru ? RECUR_GPU_CELL_GRU : RECUR_GPU_CELL_LSTM);
+        spec.reset_after = k.gru && k.reset_after;
+        spec.units = k.u;
+        spec.input_size = k.F;
+        EXPECT_GT(gpu::plan_steps(spec, k.B, k.T, 1, false).chunks, 1) << "cell " << cell << " T " << T;
+      }
+      run_case(k);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
 // Large staging copies split over threads land byte for byte, whatever the split.
 TEST(GpuHostCopy, SplitCopiesAreExact) {
   for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(5) << 20, (std::size_t(13) << 20) + 4093}) {

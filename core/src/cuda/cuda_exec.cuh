@@ -72,6 +72,54 @@ struct OrderedGemm {
   }
 };
 
+// A FusedStep pass (runner.hpp) over B rows as a tiled kernel: a block takes kTileRows rows and
+// kTileUnits units and walks the recurrent product's terms kTileK at a time through shared memory,
+// so each weight is read once per block rather than once per row and each thread waits on memory
+// once per kTileK terms. Each element still sums its terms in order (one rounded product added at a
+// time), so the results equal the pass's own f(i) bit for bit; the gates are f's.
+constexpr int kTileRows = 8, kTileUnits = 32, kTileK = 32;
+
+template <int G, class Step>
+__global__ void __launch_bounds__(kTileRows * kTileUnits) tiled_step_kernel(Step f, int64_t B) {
+  __shared__ float h_tile[kTileRows][kTileK];
+  __shared__ float w_tile[G][kTileK][kTileUnits];
+  const int tx = threadIdx.x % kTileUnits, ty = threadIdx.x / kTileUnits;
+  const int64_t u = f.s.u, W = f.s.W, c0 = f.first_column();
+  const int64_t j0 = int64_t(blockIdx.x) * kTileUnits, b0 = int64_t(blockIdx.y) * kTileRows;
+  const int64_t j = j0 + tx, b = b0 + ty;
+  const float* left = f.left();
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int64_t k0 = 0; k0 < u; k0 += kTileK) {
+    const int kn = static_cast<int>(u - k0 < kTileK ? u - k0 : kTileK);
+    h_tile[ty][tx] = (b < B && tx < kn) ? left[b * u + k0 + tx] : 0.0f;
+    for (int e = threadIdx.x; e < G * kTileK * kTileUnits; e += blockDim.x) {
+      const int g = e / (kTileK * kTileUnits), kk = (e / kTileUnits) % kTileK, jj = e % kTileUnits;
+      w_tile[g][kk][jj] = (kk < kn && j0 + jj < u) ? f.U[(k0 + kk) * W + c0 + g * u + j0 + jj] : 0.0f;
+    }
+    __syncthreads();
+    for (int kk = 0; kk < kn; ++kk) {
+      const float hv = h_tile[ty][kk];
+#pragma unroll
+      for (int g = 0; g < G; ++g) acc[g] = acc[g] + hv * w_tile[g][kk][tx];
+    }
+    __syncthreads();
+  }
+  if (b < B && j < u) {
+    float xs[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int g = 0; g < G; ++g) xs[g] = f.input_term(b, c0 + g * u + j, 0.0f);
+    f.finish_from(b * u + j, xs, acc);
+  }
+}
+
+// RECUR_CUDA_TILED=0 (read once): fused passes run per element instead of tiled (for measuring).
+inline bool tiled_off() {
+  static const bool off = [] {
+    const char* v = std::getenv("RECUR_CUDA_TILED");
+    return v != nullptr && std::strcmp(v, "0") == 0;
+  }();
+  return off;
+}
+
 // What one thread keeps for one device. Destroyed at thread exit; errors there are ignored, as
 // the runtime may already be shutting down.
 struct ThreadDevice {
@@ -212,6 +260,28 @@ class CudaExec {
     if (n <= 0) return;
     const int64_t blocks = std::min<int64_t>((n + threads - 1) / threads, int64_t(1) << 20);
     for_each_kernel<<<static_cast<unsigned>(blocks), threads, 0, stream_>>>(n, f);
+    check_cuda(cudaGetLastError(), "kernel launch");
+  }
+
+  // A FusedStep pass: the tiled kernel, except for a pass that also projects the step's input or
+  // adds split sums up (then f(i) per element, as for_each runs it).
+  template <class S>
+  void fused_step(const S& f, int64_t B, int threads) {
+    const int64_t u = f.s.u;
+    if (B * u <= 0) return;
+    if (f.x || f.ph || tiled_off()) {
+      for_each(B * u, f, threads);
+      return;
+    }
+    const dim3 grid(static_cast<unsigned>((u + kTileUnits - 1) / kTileUnits),
+                    static_cast<unsigned>((B + kTileRows - 1) / kTileRows));
+    constexpr unsigned kThreads = kTileRows * kTileUnits;
+    switch (f.gates()) {
+      case 1: tiled_step_kernel<1><<<grid, kThreads, 0, stream_>>>(f, B); break;
+      case 2: tiled_step_kernel<2><<<grid, kThreads, 0, stream_>>>(f, B); break;
+      case 3: tiled_step_kernel<3><<<grid, kThreads, 0, stream_>>>(f, B); break;
+      default: tiled_step_kernel<4><<<grid, kThreads, 0, stream_>>>(f, B); break;
+    }
     check_cuda(cudaGetLastError(), "kernel launch");
   }
 

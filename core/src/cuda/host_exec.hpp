@@ -77,6 +77,11 @@ class HostExec {
     for (int64_t i = 0; i < n; ++i) f(i);
   }
 
+  template <class S>
+  void fused_step(const S& f, int64_t B, int threads) {
+    for_each(B * f.s.u, f, threads);
+  }
+
   void sync() {}
   void* stream() const { return nullptr; }
 };

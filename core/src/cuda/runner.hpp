@@ -9,6 +9,10 @@
 //   void gemm(m, n, k, a, lda, b, ldb, c, ldc)   row-major C (m x n) = A (m x k) @ B (k x n)
 //   template <class F> void for_each(int64_t n, const F& f, int threads = 256)
 //                                            f(i) for i in [0, n), any order (threads: per block)
+//   template <class S> void fused_step(const S& f, int64_t B, int threads)
+//                                            a FusedStep pass over B rows: f(i) for every element,
+//                                            or a kernel that computes the same sums in the same
+//                                            order (the CUDA policy tiles them through shared memory)
 //   void sync()                              waits for the work ordered so far
 // Functors passed to for_each are trivially copyable structs with a RECUR_HD operator().
 //
@@ -97,6 +101,42 @@ struct SequenceArgs {
   float* last_output = nullptr;
 };
 
+// Multiply-adds per step up to which a step is one FusedStep pass instead of the recurrent GEMM
+// and the gate kernels: steps that small are bound by launches and round trips through memory,
+// not by arithmetic, and the ordered sums below give the CPU's rounding. RECUR_CUDA_FUSED_WORK=N
+// moves the limit (for measuring; read once).
+constexpr int64_t kFusedStepWork = int64_t(1) << 22;
+
+inline int64_t fused_step_work() {
+  static const int64_t limit = env_limit("RECUR_CUDA_FUSED_WORK", kFusedStepWork);
+  return limit;
+}
+
+// How a run's steps go: one fused pass per step (fused), with the step's input projected in it
+// too (fuse_projection: one-step runs); and, for a batch too small to keep the GPU's memory
+// system busy, each sum split into chunks of kSplitChunk terms that separate threads add up (in
+// order within a chunk, the chunks then in order), so a step waits on memory a few times rather
+// than once per 16 terms. Sums of up to kSplitChunk terms are not split.
+constexpr int64_t kSplitChunk = 64;
+
+struct StepPlan {
+  bool fused = false;
+  bool fuse_projection = false;
+  int64_t chunks = 0;  // 0: sums not split
+};
+
+inline StepPlan plan_steps(const LayerSpec& s, int64_t B, int64_t T, int num_inputs, bool masked_rec) {
+  StepPlan p;
+  const int64_t u = s.units, W = s.width(), F = s.input_size;
+  p.fused = !masked_rec && !is_row_activation(s.act) && !is_row_activation(s.ract) && B * W * u <= fused_step_work();
+  p.fuse_projection = p.fused && T == 1 && num_inputs == 1 && B * W * (u + F) <= fused_step_work();
+  const int64_t k = std::max(u, p.fuse_projection ? F : int64_t(0));
+  // GRU reset_after=False's two passes are not split.
+  if (p.fused && !(s.gru() && !s.reset_after) && B * u <= 4096 && k > kSplitChunk)
+    p.chunks = (k + kSplitChunk - 1) / kSplitChunk;
+  return p;
+}
+
 // The runner's scratch for one run, carved from the policy's scratch block.
 struct RunBuffers {
   float* proj = nullptr;      // (chunk*B or B*T, W)
@@ -106,7 +146,9 @@ struct RunBuffers {
   float* pre = nullptr;       // (B, W)
   float* cand = nullptr;      // (B, u)
   float* masked_h = nullptr;  // G x (B, u), recurrent dropout only
+  float* partials = nullptr;  // 2 x (B, chunks, W): split sums of x@K and h@U
   int64_t chunk = 0;          // timesteps projected at once
+  StepPlan plan;
 };
 
 // Timesteps projected at once: the CPU backend's rule, with the policy's budget in floats.
@@ -128,6 +170,8 @@ inline RunBuffers carve_run(Arena& a, const LayerSpec& s, int64_t B, int64_t T, 
   r.pre = a.take<float>(B * W);
   r.cand = a.take<float>(B * u);
   if (masked_rec) r.masked_h = a.take<float>(s.gates() * B * u);
+  r.plan = plan_steps(s, B, T, num_inputs, masked_rec);
+  if (r.plan.chunks) r.partials = a.take<float>(2 * B * r.plan.chunks * W);
   return r;
 }
 
@@ -360,17 +404,6 @@ struct LstmFinal {
   }
 };
 
-// Multiply-adds per step up to which a step is one FusedStep pass instead of the recurrent GEMM
-// and the gate kernels: steps that small are bound by launches and round trips through memory,
-// not by arithmetic, and the ordered sums below give the CPU's rounding. RECUR_CUDA_FUSED_WORK=N
-// moves the limit (for measuring; read once).
-constexpr int64_t kFusedStepWork = int64_t(1) << 22;
-
-inline int64_t fused_step_work() {
-  static const int64_t limit = env_limit("RECUR_CUDA_FUSED_WORK", kFusedStepWork);
-  return limit;
-}
-
 // acc[g] = acc[g] + a[k] * m[k*ld + col[g]] over k in order, the product rounded before the sum (no
 // fused multiply-add: the builds keep contraction off). That is how TensorFlow's CPU matrix product
 // rounds a Keras layer's small products, and measurably the closest to Keras on the parity cases
@@ -431,6 +464,34 @@ RECUR_HD inline void ordered_dots1(const float* a, int64_t n, const float* m, in
   ordered_dots<G>(a, n, m, ld, col, acc, k);
 }
 
+// Pass 1 of a split step: the sum over terms [c*L, (c+1)*L) of column col of x@K (when x) and
+// h@U for row b, in order, into partials (x's at px, h's at ph, each (B, chunks, W)).
+struct StepPartials {
+  const float* x;  // (B, F) or null
+  const float* K;
+  const float* h;  // (B, u)
+  const float* U;
+  int64_t F, u, W, chunks;
+  float* px;
+  float* ph;
+  RECUR_HD void operator()(int64_t i) const {
+    const int64_t col = i % W, c = (i / W) % chunks, b = i / (W * chunks);
+    const int64_t k0 = c * kSplitChunk;
+    const int64_t cols[1] = {col};
+    float xs[1] = {0.0f}, hs[1] = {0.0f};
+    // Terms of this chunk in each sum (x and h may have different lengths; none past the end).
+    const int64_t nh = u <= k0 ? 0 : (u - k0 < kSplitChunk ? u - k0 : kSplitChunk);
+    if (x) {
+      const int64_t nx = F <= k0 ? 0 : (F - k0 < kSplitChunk ? F - k0 : kSplitChunk);
+      ordered_dots2<1>(x + b * F + k0, nx, K + k0 * W, h + b * u + k0, nh, U + k0 * W, W, cols, xs, hs);
+      px[i] = xs[0];
+    } else {
+      ordered_dots1<1>(h + b * u + k0, nh, U + k0 * W, W, cols, hs);
+    }
+    ph[i] = hs[0];
+  }
+};
+
 // A whole step of a small batch in one pass: thread (b, j) sums gate columns j + g*u of h@U (and,
 // for a one-step run, of x@K too, so the input needs no projection launch), each over k in order,
 // then applies the gates and writes the new state and output. Keras's association is kept: the
@@ -446,34 +507,64 @@ struct FusedStep {
   int32_t cell;
   bool reset_after;
   int phase;  // 0: the whole step; 1, 2: GRU reset_after=False's two passes
+  const float* px = nullptr;  // split sums (StepPartials) to add up instead, or null
+  const float* ph = nullptr;
+  int64_t chunks = 0;
+
+  // The sums this pass takes: how many gate columns, the first one's offset (the others follow u
+  // apart) and the left operand of the recurrent product.
+  RECUR_HD int gates() const {
+    if (cell == RECUR_GPU_CELL_SIMPLE_RNN || phase == 2) return 1;
+    if (cell == RECUR_GPU_CELL_LSTM) return 4;
+    return phase == 1 ? 2 : 3;
+  }
+  RECUR_HD int64_t first_column() const { return phase == 2 ? 2 * s.u : 0; }
+  RECUR_HD const float* left() const { return phase == 2 ? s.cand : s.h; }
+
+  // The chunks' partial sums of one column, added in order.
+  RECUR_HD float combine(const float* p, int64_t b, int64_t col) const {
+    const float* at = p + b * chunks * s.W + col;
+    float acc = 0.0f;
+    for (int64_t c = 0; c < chunks; ++c) acc = acc + at[c * s.W];
+    return acc;
+  }
+
+  // xs: the step's input term of each column (bias in the projection included).
+  RECUR_HD float input_term(int64_t b, int64_t col, float projected) const {
+    if (!x && !px) return s.xp_at(b, col);
+    return s.b_in ? projected + s.b_in[col] : projected;
+  }
 
   template <int G>
-  RECUR_HD void sums(int64_t b, const float* left, const int64_t* col, float* xs, float* hs) const {
+  RECUR_HD void sums(int64_t b, const int64_t* col, float* xs, float* hs) const {
     for (int g = 0; g < G; ++g) hs[g] = 0.0f;
+    if (ph) {
+      for (int g = 0; g < G; ++g) {
+        hs[g] = combine(ph, b, col[g]);
+        xs[g] = input_term(b, col[g], px ? combine(px, b, col[g]) : 0.0f);
+      }
+      return;
+    }
     if (x) {
       for (int g = 0; g < G; ++g) xs[g] = 0.0f;
-      ordered_dots2<G>(x + b * F, F, K, left + b * s.u, s.u, U, s.W, col, xs, hs);
-      for (int g = 0; g < G; ++g) xs[g] = s.b_in ? xs[g] + s.b_in[col[g]] : xs[g];
+      ordered_dots2<G>(x + b * F, F, K, left() + b * s.u, s.u, U, s.W, col, xs, hs);
+      for (int g = 0; g < G; ++g) xs[g] = input_term(b, col[g], xs[g]);
     } else {
-      ordered_dots1<G>(left + b * s.u, s.u, U, s.W, col, hs);
-      for (int g = 0; g < G; ++g) xs[g] = s.xp_at(b, col[g]);
+      ordered_dots1<G>(left() + b * s.u, s.u, U, s.W, col, hs);
+      for (int g = 0; g < G; ++g) xs[g] = input_term(b, col[g], 0.0f);
     }
   }
 
-  RECUR_HD void operator()(int64_t i) const {
+  // The gates of element i (row b, unit j) from its sums: xs and hs hold gates() values.
+  RECUR_HD void finish_from(int64_t i, const float* xs, const float* hs) const {
     const int64_t b = i / s.u, j = i % s.u, u = s.u;
     if (cell == RECUR_GPU_CELL_SIMPLE_RNN) {
-      const int64_t col[1] = {j};
-      float xs[1], hs[1];
-      sums<1>(b, s.h, col, xs, hs);
       s.finish(i, activate(s.act, s.act_hs, xs[0] + hs[0]), 0.0f);
     } else if (cell == RECUR_GPU_CELL_LSTM) {
-      const int64_t col[4] = {j, u + j, 2 * u + j, 3 * u + j};
-      float xs[4], hs[4], v[4];
-      sums<4>(b, s.h, col, xs, hs);
+      float v[4];
       for (int g = 0; g < 4; ++g) {
         v[g] = xs[g] + hs[g];
-        if (s.b_late) v[g] = v[g] + s.b_late[col[g]];
+        if (s.b_late) v[g] = v[g] + s.b_late[g * u + j];
       }
       const float ig = activate(s.ract, s.ract_hs, v[0]);
       const float fg = activate(s.ract, s.ract_hs, v[1]);
@@ -483,19 +574,9 @@ struct FusedStep {
       s.finish(i, lstm_hidden(og, activate(s.act, s.act_hs, c_new)), c_new);
     } else if (phase == 2) {
       // GRU reset_after=False: ĥ = act(xh + (r ⊙ h)@U_h), with z from phase 1 in pre.
-      const int64_t col[1] = {2 * u + j};
-      float xs[1], hs[1];
-      sums<1>(b, s.cand, col, xs, hs);
       const float cand = activate(s.act, s.act_hs, xs[0] + hs[0]);
       s.finish(i, gru_update(s.pre[b * s.W + j], s.h[i], cand), 0.0f);
     } else {
-      const bool full = phase == 0;  // reset_after: all three gates here
-      const int64_t col[3] = {j, u + j, 2 * u + j};
-      float xs[3], hs[3];
-      if (full)
-        sums<3>(b, s.h, col, xs, hs);
-      else
-        sums<2>(b, s.h, col, xs, hs);
       float rz = hs[0], rr = hs[1];
       if (s.b_rec) {
         rz = rz + s.b_rec[j];
@@ -503,7 +584,7 @@ struct FusedStep {
       }
       const float z = activate(s.ract, s.ract_hs, xs[0] + rz);
       const float r = activate(s.ract, s.ract_hs, xs[1] + rr);
-      if (!full) {
+      if (phase == 1) {
         s.pre[b * s.W + j] = z;
         s.cand[i] = r * s.h[i];
         return;
@@ -513,6 +594,19 @@ struct FusedStep {
       const float cand = activate(s.act, s.act_hs, xs[2] + r * rh);
       s.finish(i, gru_update(z, s.h[i], cand), 0.0f);
     }
+  }
+
+  RECUR_HD void operator()(int64_t i) const {
+    const int64_t b = i / s.u, j = i % s.u, u = s.u, c0 = first_column();
+    const int64_t col[4] = {c0 + j, c0 + u + j, c0 + 2 * u + j, c0 + 3 * u + j};
+    float xs[4] = {}, hs[4] = {};
+    switch (gates()) {
+      case 1: sums<1>(b, col, xs, hs); break;
+      case 2: sums<2>(b, col, xs, hs); break;
+      case 3: sums<3>(b, col, xs, hs); break;
+      default: sums<4>(b, col, xs, hs); break;
+    }
+    finish_from(i, xs, hs);
   }
 };
 
@@ -580,11 +674,14 @@ void run_sequence(Exec& ex, const LayerSpec& s, const DeviceWeights& w, const Se
       ex.for_each(Bu, FillZero{out_t});
   }
 
-  // A small step is one pass (two for GRU reset_after=False); a one-step run also projects its
-  // input in that pass.
-  const bool fused = !a.recurrent_masks && !is_row_activation(s.act) && !is_row_activation(s.ract) &&
-                     B * W * u <= fused_step_work();
-  const bool fuse_projection = fused && T == 1 && a.num_inputs == 1 && B * W * (u + F) <= fused_step_work();
+  // A small step is one pass (two for GRU reset_after=False, and two when its sums are split); a
+  // one-step run also projects its input in that pass.
+  const bool fused = rb.plan.fused && !a.recurrent_masks;
+  const bool fuse_projection = fused && rb.plan.fuse_projection;
+  const int64_t split = fused ? rb.plan.chunks : 0;
+  // A split step's second pass reads only its own elements of h and c, so it updates them in
+  // place: the caller's states are the run's states throughout.
+  if (split) next = a.states;
   // Small blocks spread a small batch's weight reads over many multiprocessors.
   const int fused_threads = Bu <= 8192 ? 32 : 128;
   const bool chunked = rb.chunk < T;
@@ -656,12 +753,23 @@ void run_sequence(Exec& ex, const LayerSpec& s, const DeviceWeights& w, const Se
 
     if (fused) {
       FusedStep f{c, w.recurrent, fuse_projection ? a.inputs[0] : nullptr, w.kernel, F, s.cell, s.reset_after, 0};
-      if (s.gru() && !s.reset_after) {
+      if (split) {
+        float* px = rb.partials;
+        float* ph = rb.partials + B * split * W;
+        ex.for_each(B * split * W,
+                    StepPartials{f.x, w.kernel, cur, w.recurrent, F, u, W, split, px, ph}, fused_threads);
+        f.px = f.x ? px : nullptr;
+        f.ph = ph;
+        f.chunks = split;
+      } else if (s.gru() && !s.reset_after) {
         f.phase = 1;
-        ex.for_each(Bu, f, fused_threads);
+        ex.fused_step(f, B, fused_threads);
         f.phase = 2;
       }
-      ex.for_each(Bu, f, fused_threads);
+      if (split)
+        ex.for_each(Bu, f, fused_threads);
+      else
+        ex.fused_step(f, B, fused_threads);
     } else {
       if (a.recurrent_masks) ex.for_each(G * Bu, MaskH{cur, a.recurrent_masks, rb.masked_h, Bu});
       if (s.simple_rnn()) {
@@ -687,7 +795,7 @@ void run_sequence(Exec& ex, const LayerSpec& s, const DeviceWeights& w, const Se
           if (!s.reset_after && !row_act && use_ordered_gemm(B, u, u)) {
             // (r ⊙ h)@U_h summed in order, the candidate and the update in one pass: the same
             // sums as the ordered GEMM it replaces, one launch fewer.
-            ex.for_each(Bu, FusedStep{c, w.recurrent, nullptr, w.kernel, F, s.cell, false, 2}, fused_threads);
+            ex.fused_step(FusedStep{c, w.recurrent, nullptr, w.kernel, F, s.cell, false, 2}, B, fused_threads);
           } else {
             if (!s.reset_after) ex.gemm(B, u, u, rb.cand, u, w.recurrent + 2 * u, W, rb.pre + 2 * u, W);
             ex.for_each(Bu, GruCandidate{c, s.reset_after});
@@ -714,8 +822,12 @@ void run_sequence(Exec& ex, const LayerSpec& s, const DeviceWeights& w, const Se
         }
       }
     }
-    cur = next;
-    std::swap(next, spare);
+    if (!split) {
+      cur = next;
+      std::swap(next, spare);
+    } else {
+      cur = next;  // the caller's states, updated in place
+    }
   }
 
   if (a.mask && a.unrolled_mask_quirk && a.zero_output_for_mask && T > 0) {
