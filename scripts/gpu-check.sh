@@ -9,7 +9,7 @@
 #                                        Python package, the Go binding's tests as one `go test -c`
 #                                        binary where Go is found), binaries stripped, object files
 #                                        removed, the non-system libraries they need copied into
-#                                        DIR/runtime-libs; prints DIR's size and fails over 64 MiB
+#                                        an archive in DIR/gpu-check; prints the sizes and fails over 64 MiB
 #   scripts/gpu-check.sh run [DIR]       on the GPU machine, from the repository root (the same
 #                                        commit, DIR carried there as it is): the GPU, driver, CUDA
 #                                        and cuDNN versions, then each check with its own time limit
@@ -157,7 +157,8 @@ prepare() {
 
   local bytes tree gitdir
   bytes=$(du -sb "$build" | cut -f1)
-  tree=$(git -C "$root" ls-files -z | (cd "$root" && xargs -0 du -cb 2>/dev/null) | tail -1 | cut -f1)
+  # The sizes added up (xargs may split the list over several runs).
+  tree=$(git -C "$root" ls-files -z | (cd "$root" && xargs -0 stat -c %s 2>/dev/null) | awk '{ s += $1 } END { print s + 0 }')
   gitdir=$(du -sb "$(git -C "$root" rev-parse --absolute-git-dir)" 2>/dev/null | cut -f1)
   awk -v d="$dir" -v b="$bytes" -v t="$tree" -v g="${gitdir:-0}" 'BEGIN { m = 1048576;
     printf "== %s: %.1f MiB (the tracked files beside it: %.1f MiB, .git %.1f MiB, together %.1f MiB)\n", d, b / m, t / m, g / m, (b + t + g) / m }'

@@ -39,7 +39,7 @@ extern "C" {
 #define RECUR_GPU_ERR_CUDA 6           /* a CUDA, cuBLAS or cuDNN call failed */
 
 /* Which route a run takes. The core decides (and can say why); the plugin follows. */
-#define RECUR_GPU_ROUTE_KERNEL 0 /* cuBLAS projection + recur's fused per-step kernels */
+#define RECUR_GPU_ROUTE_KERNEL 0 /* recur's kernels: the input projection, then fused steps */
 #define RECUR_GPU_ROUTE_CUDNN 1  /* cudnnRNNForward + post-processing kernels */
 
 /* One matrix or bias of the cuDNN weight space, as recur's host layout model places it.
