@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <utility>
@@ -556,7 +557,13 @@ void bench_one_stream(cudaStream_t stream) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  // --one-stream: only the one-stream steps and their floors (for RECUR_CUDA_PROFILE=1).
+  const bool one_stream_only = argc > 1 && std::strcmp(argv[1], "--one-stream") == 0;
+  if (argc > 1 && !one_stream_only) {
+    std::fprintf(stderr, "usage: recur_gpu_bench [--one-stream]\n");
+    return 2;
+  }
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
@@ -581,6 +588,12 @@ int main() {
   cudaStream_t stream = nullptr;
   check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
 
+  if (one_stream_only) {
+    bench_one_stream(stream);
+    cudaStreamDestroy(stream);
+    cudnnDestroy(handle);
+    return 0;
+  }
   const int failures = check_cudnn_route();
   const Shape shapes[] = {{64, 100, 256, 256}, {128, 50, 1024, 1024}};
   for (bool gru : {true, false})

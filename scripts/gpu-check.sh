@@ -24,8 +24,9 @@
 # (keras_graph_parity_cuda); recur_gpu_bench; compute-sanitizer's memcheck, racecheck and synccheck
 # over the layer, model and streaming device tests (CApiDeviceGpu.*) and a few parity cases; the Go
 # device tests; the Python binding's tests with a GPU (tests/test_device.py). Last, as time allows,
-# two measurements whose numbers the summary records: parity with cuBLAS for every GEMM
-# (RECUR_CUDA_GEMM=cublas) and the benchmark with larger steps fused (RECUR_CUDA_FUSED_WORK).
+# measurements whose numbers the summary records: where a streaming step's time goes
+# (RECUR_CUDA_PROFILE=1), parity with cuBLAS for every GEMM (RECUR_CUDA_GEMM=cublas) and the
+# benchmark with larger steps fused (RECUR_CUDA_FUSED_WORK).
 #
 # Logs: every check's log goes to $OUT if set, else DIR/gpu-logs: summary.txt (the table),
 # bench.txt and the failing checks' logs as plain files, and all of them in gpu-logs.tar.gz (at
@@ -236,7 +237,7 @@ measure() {
   local t0=$SECONDS
   timeout -k 10 "$secs" "$@" >"$logs/$name.log" 2>&1
   tail -n "${TAIL_LINES:-8}" "$logs/$name.log"
-  names+=("$name") results+=("measured: $(grep -m1 -E "$pattern" "$logs/$name.log" | sed 's/^ *//' | cut -c1-100)")
+  names+=("$name") results+=("measured: $(grep -m1 -E "$pattern" "$logs/$name.log" | sed 's/^ *//' | cut -c1-200)")
   times+=("$((SECONDS - t0))s")
 }
 
@@ -455,10 +456,13 @@ run() {
     step sanitizer_memcheck_parity 60 2 env RECUR_TEST_DEVICE=cuda "$sanitizer" --tool memcheck --error-exitcode 9 --print-limit 20 \
       "$b/tests/recur_keras_parity" --gtest_filter="$parity_filter" --gtest_brief=1
   fi
-  # ---- last, as time allows, two measurements (recorded, not pass or fail): every layer case with
+  # ---- last, as time allows, measurements (recorded, not pass or fail): where a streaming step's
+  # time goes (RECUR_CUDA_PROFILE=1 over the benchmark's one-stream steps); every layer case with
   # cuBLAS for every GEMM (RECUR_CUDA_GEMM=cublas) instead of the ordered sums of small products, to
   # show what the summation order does; and the benchmark with every step up to 2^26 multiply-adds
   # fused, to show where the fused pass pays.
+  TAIL_LINES=6 measure stream_step_profile 60 '^recur cuda profile' env RECUR_CUDA_PROFILE=1 \
+    "$b/bench/recur_gpu_bench" --one-stream
   TAIL_LINES=12 measure parity_with_cublas_order 120 '^parity: ' env RECUR_CUDA_GEMM=cublas RECUR_TEST_DEVICE=cuda \
     "$b/tests/recur_keras_parity" --gtest_filter='KerasParitySummary.*'
   TAIL_LINES=40 measure gpu_bench_fused_2e26 120 'reset_after=0' env RECUR_CUDA_FUSED_WORK=67108864 "$b/bench/recur_gpu_bench"

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "call_profile.hpp"
 #include "gpu_common.hpp"
 
 namespace recur::gpu {
@@ -131,6 +132,7 @@ struct ThreadDevice {
   cudaStream_t scratch_stream = nullptr;
   void* staging = nullptr;  // pinned host memory for uploads made of many small pieces
   std::size_t staging_capacity = 0;
+  cudaEvent_t marks[4] = {nullptr, nullptr, nullptr, nullptr};  // RECUR_CUDA_PROFILE's stage events
 
   explicit ThreadDevice(int32_t device) {
     try {
@@ -151,6 +153,8 @@ struct ThreadDevice {
 
  private:
   void release() {
+    for (cudaEvent_t& e : marks)
+      if (e) cudaEventDestroy(e);
     if (staging) cudaFreeHost(staging);
     if (scratch) cudaFree(scratch);
     if (blas) cublasDestroy(blas);
@@ -288,6 +292,29 @@ class CudaExec {
   void sync() { check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
   void* stream() const { return stream_; }
 
+  // RECUR_CUDA_PROFILE: an event at the end of stage `i` (0: before the uploads, 1: after them,
+  // 2: after the compute, 3: after the downloads); device_times reads them after a sync.
+  void mark(int i) {
+    if (!CallProfile::on()) return;
+    cudaEvent_t& e = dev_.marks[i];
+    if (!e && cudaEventCreate(&e) != cudaSuccess) {
+      e = nullptr;
+      return;
+    }
+    if (cudaEventRecord(e, stream_) == cudaSuccess) marked_ |= 1 << i;
+  }
+  void device_times(CallTimes& t) const {
+    auto between = [&](int a, int b) {
+      float ms = 0.0f;
+      if ((marked_ >> a & 1) && (marked_ >> b & 1) && cudaEventElapsedTime(&ms, dev_.marks[a], dev_.marks[b]) == cudaSuccess)
+        return 1000.0 * ms;
+      return -1.0;
+    };
+    t.upload_us = between(0, 1);
+    t.compute_us = between(1, 2);
+    t.download_us = between(2, 3);
+  }
+
  private:
   static ThreadDevice& enter(int32_t device) {
     check_cuda(cudaSetDevice(device), "cudaSetDevice");
@@ -301,6 +328,7 @@ class CudaExec {
   ThreadDevice& dev_;
   cudaStream_t stream_ = nullptr;
   bool used_scratch_ = false;
+  int marked_ = 0;
 };
 
 }  // namespace recur::gpu

@@ -11,6 +11,7 @@
 #include <new>
 #include <vector>
 
+#include "call_profile.hpp"
 #include "gpu_common.hpp"
 
 namespace recur::gpu {
@@ -84,6 +85,9 @@ class HostExec {
 
   void sync() {}
   void* stream() const { return nullptr; }
+  // No device stages here: a profile of the emulator has host stages only.
+  void mark(int) {}
+  void device_times(CallTimes&) const {}
 };
 
 }  // namespace recur::gpu

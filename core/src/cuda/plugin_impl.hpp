@@ -155,6 +155,7 @@ class Plugin {
   }
 
   static void run_impl(const Layer& L, const recur_gpu_run& r) {
+    const auto t_enter = CallProfile::Clock::now();
     const LayerSpec& s = L.spec;
     check(L.weights != nullptr, "layer_run: weights were never set");
     check(r.route == RECUR_GPU_ROUTE_KERNEL || r.route == RECUR_GPU_ROUTE_CUDNN, "layer_run: unknown route");
@@ -243,6 +244,7 @@ class Plugin {
     // The staging block mirrors the staged region of the scratch block.
     char* staging = host ? static_cast<char*>(ex.host_staging(down_end - up_from)) : nullptr;
     const auto staged = [&](const void* dev) { return staging + (offset(dev) - up_from); };
+    auto t_prepared = t_enter;
     if (host) {
       for (int g = 0; g < r.num_inputs && rows > 0; ++g) {
         if (direct_in[g])
@@ -256,7 +258,10 @@ class Plugin {
         host_copy(staged(states), r.states, bytes(ns * Bu));
         if (r.carried_in) host_copy(staged(carried_in), r.carried_in, bytes(Bu));
       }
+      t_prepared = CallProfile::Clock::now();
+      ex.mark(0);
       ex.copy(base + up_from, staging, up_end - up_from, Copy::h2d);
+      ex.mark(1);
     } else {
       for (int g = 0; g < r.num_inputs && rows > 0; ++g) inputs[g] = r.inputs[g];
       if (mask && rows > 0) ex.copy(mask, r.mask, static_cast<std::size_t>(rows), Copy::h2d);
@@ -300,13 +305,17 @@ class Plugin {
     }
 
     if (host) {
+      ex.mark(2);
       if (down_end > down_begin)
         ex.copy(staging + (down_begin - up_from), base + down_begin, down_end - down_begin, Copy::d2h);
       if (last_from_carried && Bu > 0) ex.copy(staged(last_slot), carried_out, bytes(Bu), Copy::d2h);
       if (direct_seq && rows > 0) ex.copy(r.sequence_output, seq, bytes(rows * u), Copy::d2h);
+      ex.mark(3);
     }
     // A run returns with its outputs written, so callers may read them (or free their buffers).
+    const auto t_enqueued = CallProfile::Clock::now();
     ex.sync();
+    const auto t_synced = CallProfile::Clock::now();
     if (host) {
       if (host_states && Bu > 0) {
         host_copy(r.states, staged(states), bytes(ns * Bu));
@@ -314,6 +323,15 @@ class Plugin {
       }
       if (r.last_output && Bu > 0) host_copy(r.last_output, staged(last_slot), bytes(Bu));
       if (r.sequence_output && rows > 0 && !direct_seq) host_copy(r.sequence_output, staged(seq), bytes(rows * u));
+      if (CallProfile::on()) {
+        CallTimes t;
+        t.prepare_us = CallProfile::us(t_enter, t_prepared);
+        t.enqueue_us = CallProfile::us(t_prepared, t_enqueued);
+        t.wait_us = CallProfile::us(t_enqueued, t_synced);
+        t.finish_us = CallProfile::us(t_synced, CallProfile::Clock::now());
+        ex.device_times(t);
+        CallProfile::add(t);
+      }
     }
   }
 

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+// RECUR_CUDA_PROFILE=1 (read once): where the time of the plugin's host-memory layer calls goes.
+// Each such call records its host stages (checks and staging, enqueueing the device work, waiting
+// for it, copying the results out) and, from CUDA events, its device stages (upload, compute,
+// download); at exit the plugin prints the medians of each to stderr. Without the variable nothing
+// is recorded and the calls create no events.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+namespace recur::gpu {
+
+struct CallTimes {
+  double prepare_us = 0.0;   // entry to the first device operation: checks, carving, staging copies
+  double enqueue_us = 0.0;   // queueing the uploads, kernels and downloads
+  double wait_us = 0.0;      // the synchronize
+  double finish_us = 0.0;    // copying the results out of the staging block
+  double upload_us = -1.0;   // device stages from events (-1: not measured)
+  double compute_us = -1.0;
+  double download_us = -1.0;
+};
+
+class CallProfile {
+ public:
+  static bool on() {
+    static const bool enabled = [] {
+      const char* v = std::getenv("RECUR_CUDA_PROFILE");
+      return v != nullptr && std::strcmp(v, "1") == 0;
+    }();
+    return enabled;
+  }
+
+  static void add(const CallTimes& t) {
+    CallProfile& p = instance();
+    std::lock_guard<std::mutex> lock(p.mu_);
+    if (p.calls_.size() < kMaxCalls) p.calls_.push_back(t);
+  }
+
+  ~CallProfile() {
+    if (calls_.empty()) return;
+    auto median = [&](double CallTimes::*field) {
+      std::vector<double> v;
+      for (const CallTimes& c : calls_)
+        if (c.*field >= 0.0) v.push_back(c.*field);
+      if (v.empty()) return -1.0;
+      std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+      return v[v.size() / 2];
+    };
+    char device[160] = "not measured (no device events)";
+    if (median(&CallTimes::compute_us) >= 0.0)
+      std::snprintf(device, sizeof device, "upload %.1f, compute %.1f, download %.1f", median(&CallTimes::upload_us),
+                    median(&CallTimes::compute_us), median(&CallTimes::download_us));
+    std::fprintf(stderr,
+                 "recur cuda profile: %zu host-memory layer calls; medians in us: host prepare %.1f, enqueue %.1f, "
+                 "wait %.1f, finish %.1f; device %s\n",
+                 calls_.size(), median(&CallTimes::prepare_us), median(&CallTimes::enqueue_us),
+                 median(&CallTimes::wait_us), median(&CallTimes::finish_us), device);
+  }
+
+  using Clock = std::chrono::steady_clock;
+  static double us(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::micro>(b - a).count();
+  }
+
+ private:
+  static constexpr std::size_t kMaxCalls = 1 << 20;
+  static CallProfile& instance() {
+    static CallProfile p;
+    return p;
+  }
+  std::mutex mu_;
+  std::vector<CallTimes> calls_;
+};
+
+}  // namespace recur::gpu
