@@ -457,12 +457,15 @@ run() {
       "$b/tests/recur_keras_parity" --gtest_filter="$parity_filter" --gtest_brief=1
   fi
   # ---- last, as time allows, measurements (recorded, not pass or fail): where a streaming step's
-  # time goes (RECUR_CUDA_PROFILE=1 over the benchmark's one-stream steps); every layer case with
+  # time goes (RECUR_CUDA_PROFILE=1 over the benchmark's one-stream steps), with CUDA graphs and
+  # without (RECUR_CUDA_GRAPHS=0); every layer case with
   # cuBLAS for every GEMM (RECUR_CUDA_GEMM=cublas) instead of the ordered sums of small products, to
   # show what the summation order does; and the benchmark with every step up to 2^26 multiply-adds
   # fused, to show where the fused pass pays.
   TAIL_LINES=6 measure stream_step_profile 60 '^recur cuda profile' env RECUR_CUDA_PROFILE=1 \
     "$b/bench/recur_gpu_bench" --one-stream
+  TAIL_LINES=6 measure stream_step_profile_no_graphs 60 '^recur cuda profile' env RECUR_CUDA_PROFILE=1 \
+    RECUR_CUDA_GRAPHS=0 "$b/bench/recur_gpu_bench" --one-stream
   TAIL_LINES=12 measure parity_with_cublas_order 120 '^parity: ' env RECUR_CUDA_GEMM=cublas RECUR_TEST_DEVICE=cuda \
     "$b/tests/recur_keras_parity" --gtest_filter='KerasParitySummary.*'
   TAIL_LINES=40 measure gpu_bench_fused_2e26 120 'reset_after=0' env RECUR_CUDA_FUSED_WORK=67108864 "$b/bench/recur_gpu_bench"

@@ -21,9 +21,11 @@ struct CallTimes {
   double enqueue_us = 0.0;   // queueing the uploads, kernels and downloads
   double wait_us = 0.0;      // the synchronize
   double finish_us = 0.0;    // copying the results out of the staging block
-  double upload_us = -1.0;   // device stages from events (-1: not measured)
-  double compute_us = -1.0;
+  double device_us = -1.0;   // from the first device operation to the last, from events
+  double upload_us = -1.0;   // device stages from events (-1: not measured; a replayed graph
+  double compute_us = -1.0;  // has its total only)
   double download_us = -1.0;
+  bool replayed = false;     // the call's device work was a replayed CUDA graph
 };
 
 class CallProfile {
@@ -52,15 +54,20 @@ class CallProfile {
       std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
       return v[v.size() / 2];
     };
-    char device[160] = "not measured (no device events)";
+    std::size_t replayed = 0;
+    for (const CallTimes& c : calls_) replayed += c.replayed ? 1 : 0;
+    char device[200] = "not measured (no device events)";
+    if (median(&CallTimes::device_us) >= 0.0)
+      std::snprintf(device, sizeof device, "%.1f in all", median(&CallTimes::device_us));
+    char stages[160] = "";
     if (median(&CallTimes::compute_us) >= 0.0)
-      std::snprintf(device, sizeof device, "upload %.1f, compute %.1f, download %.1f", median(&CallTimes::upload_us),
-                    median(&CallTimes::compute_us), median(&CallTimes::download_us));
+      std::snprintf(stages, sizeof stages, " (calls run op by op: upload %.1f, compute %.1f, download %.1f)",
+                    median(&CallTimes::upload_us), median(&CallTimes::compute_us), median(&CallTimes::download_us));
     std::fprintf(stderr,
-                 "recur cuda profile: %zu host-memory layer calls; medians in us: host prepare %.1f, enqueue %.1f, "
-                 "wait %.1f, finish %.1f; device %s\n",
-                 calls_.size(), median(&CallTimes::prepare_us), median(&CallTimes::enqueue_us),
-                 median(&CallTimes::wait_us), median(&CallTimes::finish_us), device);
+                 "recur cuda profile: %zu host-memory layer calls (%zu replayed as CUDA graphs); medians in us: host "
+                 "prepare %.1f, enqueue %.1f, wait %.1f, finish %.1f; device %s%s\n",
+                 calls_.size(), replayed, median(&CallTimes::prepare_us), median(&CallTimes::enqueue_us),
+                 median(&CallTimes::wait_us), median(&CallTimes::finish_us), device, stages);
   }
 
   using Clock = std::chrono::steady_clock;

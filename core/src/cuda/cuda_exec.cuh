@@ -121,6 +121,15 @@ inline bool tiled_off() {
   return off;
 }
 
+// RECUR_CUDA_GRAPHS=0 (read once): no CUDA graphs; every call queues its operations one by one.
+inline bool graphs_off() {
+  static const bool off = [] {
+    const char* v = std::getenv("RECUR_CUDA_GRAPHS");
+    return v != nullptr && std::strcmp(v, "0") == 0;
+  }();
+  return off;
+}
+
 // What one thread keeps for one device. Destroyed at thread exit; errors there are ignored, as
 // the runtime may already be shutting down.
 struct ThreadDevice {
@@ -133,6 +142,16 @@ struct ThreadDevice {
   void* staging = nullptr;  // pinned host memory for uploads made of many small pieces
   std::size_t staging_capacity = 0;
   cudaEvent_t marks[4] = {nullptr, nullptr, nullptr, nullptr};  // RECUR_CUDA_PROFILE's stage events
+  // Recent steady-state calls replayed as CUDA graphs (see CudaExec::replay), and the keys of calls
+  // seen once, captured when they come again.
+  struct Graph {
+    std::vector<uint64_t> key;
+    cudaGraphExec_t exec = nullptr;
+    uint64_t last_use = 0;
+  };
+  std::vector<Graph> graphs;
+  std::vector<std::vector<uint64_t>> seen;
+  uint64_t clock = 0;
 
   explicit ThreadDevice(int32_t device) {
     try {
@@ -153,6 +172,8 @@ struct ThreadDevice {
 
  private:
   void release() {
+    for (Graph& g : graphs)
+      if (g.exec) cudaGraphExecDestroy(g.exec);
     for (cudaEvent_t& e : marks)
       if (e) cudaEventDestroy(e);
     if (staging) cudaFreeHost(staging);
@@ -295,7 +316,7 @@ class CudaExec {
   // RECUR_CUDA_PROFILE: an event at the end of stage `i` (0: before the uploads, 1: after them,
   // 2: after the compute, 3: after the downloads); device_times reads them after a sync.
   void mark(int i) {
-    if (!CallProfile::on()) return;
+    if (!CallProfile::on() || capturing_) return;
     cudaEvent_t& e = dev_.marks[i];
     if (!e && cudaEventCreate(&e) != cudaSuccess) {
       e = nullptr;
@@ -310,9 +331,76 @@ class CudaExec {
         return 1000.0 * ms;
       return -1.0;
     };
+    t.device_us = between(0, 3);
     t.upload_us = between(0, 1);
     t.compute_us = between(1, 2);
     t.download_us = between(2, 3);
+    t.replayed = replayed_;
+  }
+
+  // Queues `enqueue`'s operations, or replays them. A call whose key (everything its operations
+  // depend on: the layer and its weights, shapes, flags and every pointer, the thread's scratch
+  // and staging blocks included) was seen on this thread before is captured once as a CUDA graph
+  // and from then on launched as one graph instead of one operation at a time: a stream's step
+  // queues one launch instead of several. A key seen for the first time runs as it is; a capture
+  // that fails (an operation a graph cannot hold) runs as it is too. Up to kGraphs graphs per
+  // thread and device, the least recently used dropped first.
+  template <class F>
+  void replay(const std::vector<uint64_t>& key, const F& enqueue) {
+    constexpr std::size_t kGraphs = 16, kSeen = 32;
+    ThreadDevice& d = dev_;
+    if (graphs_off()) {
+      enqueue();
+      return;
+    }
+    for (ThreadDevice::Graph& g : d.graphs) {
+      if (g.key == key) {
+        g.last_use = ++d.clock;
+        check_cuda(cudaGraphLaunch(g.exec, stream_), "cudaGraphLaunch");
+        replayed_ = true;
+        return;
+      }
+    }
+    const auto seen = std::find(d.seen.begin(), d.seen.end(), key);
+    if (seen == d.seen.end()) {
+      if (d.seen.size() >= kSeen) d.seen.erase(d.seen.begin());
+      d.seen.push_back(key);
+      enqueue();
+      return;
+    }
+    d.seen.erase(seen);
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+      cudaGetLastError();
+      enqueue();
+      return;
+    }
+    capturing_ = true;
+    bool queued = true;
+    try {
+      enqueue();
+    } catch (...) {
+      queued = false;
+    }
+    capturing_ = false;
+    const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+    if (!queued || ended != cudaSuccess || !graph || cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
+      cudaGetLastError();
+      if (graph) cudaGraphDestroy(graph);
+      enqueue();  // nothing ran while capturing
+      return;
+    }
+    cudaGraphDestroy(graph);
+    if (d.graphs.size() >= kGraphs) {
+      auto oldest = std::min_element(d.graphs.begin(), d.graphs.end(),
+                                     [](const auto& a, const auto& b) { return a.last_use < b.last_use; });
+      cudaGraphExecDestroy(oldest->exec);
+      d.graphs.erase(oldest);
+    }
+    d.graphs.push_back({key, exec, ++d.clock});
+    check_cuda(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch");
+    replayed_ = true;
   }
 
  private:
@@ -329,6 +417,8 @@ class CudaExec {
   cudaStream_t stream_ = nullptr;
   bool used_scratch_ = false;
   int marked_ = 0;
+  bool capturing_ = false;
+  bool replayed_ = false;
 };
 
 }  // namespace recur::gpu

@@ -88,6 +88,11 @@ class HostExec {
   // No device stages here: a profile of the emulator has host stages only.
   void mark(int) {}
   void device_times(CallTimes&) const {}
+  // No graphs here: the operations run as they are queued.
+  template <class F>
+  void replay(const std::vector<uint64_t>&, const F& enqueue) {
+    enqueue();
+  }
 };
 
 }  // namespace recur::gpu

@@ -11,6 +11,8 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -72,6 +74,14 @@ class Plugin {
     std::unique_ptr<DeviceBlock> weights;  // kernel, recurrent and biases in one block
     DeviceWeights w;
     std::unique_ptr<cuda::CudnnRoute> cudnn;
+    // Which layer and which weights, for the keys of replayed calls: an address may be reused.
+    uint64_t id = next_id();
+    uint64_t generation = 0;
+
+    static uint64_t next_id() {
+      static std::atomic<uint64_t> counter{0};
+      return ++counter;
+    }
   };
 
   struct Buffer {
@@ -151,6 +161,7 @@ class Plugin {
       }
       L.weights = std::move(block);
       L.w = w;
+      ++L.generation;
     });
   }
 
@@ -246,12 +257,8 @@ class Plugin {
     const auto staged = [&](const void* dev) { return staging + (offset(dev) - up_from); };
     auto t_prepared = t_enter;
     if (host) {
-      for (int g = 0; g < r.num_inputs && rows > 0; ++g) {
-        if (direct_in[g])
-          ex.copy(const_cast<float*>(inputs[g]), r.inputs[g], bytes(rows * F), Copy::h2d);
-        else
-          host_copy(staged(inputs[g]), r.inputs[g], bytes(rows * F));
-      }
+      for (int g = 0; g < r.num_inputs && rows > 0; ++g)
+        if (!direct_in[g]) host_copy(staged(inputs[g]), r.inputs[g], bytes(rows * F));
       if (mask) host_copy(staged(mask), r.mask, static_cast<std::size_t>(rows));
       if (rmasks) host_copy(staged(rmasks), r.recurrent_masks, bytes(G * Bu));
       if (host_states && Bu > 0) {
@@ -259,59 +266,89 @@ class Plugin {
         if (r.carried_in) host_copy(staged(carried_in), r.carried_in, bytes(Bu));
       }
       t_prepared = CallProfile::Clock::now();
-      ex.mark(0);
-      ex.copy(base + up_from, staging, up_end - up_from, Copy::h2d);
-      ex.mark(1);
     } else {
       for (int g = 0; g < r.num_inputs && rows > 0; ++g) inputs[g] = r.inputs[g];
-      if (mask && rows > 0) ex.copy(mask, r.mask, static_cast<std::size_t>(rows), Copy::h2d);
-      if (rmasks && Bu > 0) ex.copy(rmasks, r.recurrent_masks, bytes(G * Bu), Copy::h2d);
-    }
-    if (!r.states && Bu > 0) ex.for_each(ns * Bu, FillZero{states});
-
-    if (cudnn) {
-      recur_gpu_run d = r;
-      d.memory = RECUR_GPU_MEMORY_DEVICE;
-      d.states_on_device = 0;
-      d.zero_states = !r.states;  // cuDNN then reads no initial states (as the raw call does)
-      d.stream = ex.stream();
-      d.inputs = inputs;
-      d.states = states;
-      d.carried_in = carried_in;
-      d.carried_out = carried_out;
-      d.sequence_output = seq;
-      d.last_output = last;
-      std::string msg;
-      const int rc = L.cudnn->run(d, ex.stream(), msg);
-      if (rc != RECUR_GPU_OK) fail(rc, msg);
-    } else {
-      SequenceArgs a;
-      a.inputs = inputs;
-      a.num_inputs = r.num_inputs;
-      a.batch = B;
-      a.timesteps = T;
-      a.time_major = r.time_major != 0;
-      a.go_backwards = r.go_backwards != 0;
-      a.mask = mask;
-      a.zero_output_for_mask = r.zero_output_for_mask != 0;
-      a.unrolled_mask_quirk = r.unrolled_mask_quirk != 0;
-      a.recurrent_masks = rmasks;
-      a.states = states;
-      a.carried_in = carried_in;
-      a.carried_out = carried_out;
-      a.sequence_output = seq;
-      a.last_output = last;
-      run_sequence(ex, s, L.w, a, rb);
     }
 
-    if (host) {
-      ex.mark(2);
-      if (down_end > down_begin)
-        ex.copy(staging + (down_begin - up_from), base + down_begin, down_end - down_begin, Copy::d2h);
-      if (last_from_carried && Bu > 0) ex.copy(staged(last_slot), carried_out, bytes(Bu), Copy::d2h);
-      if (direct_seq && rows > 0) ex.copy(r.sequence_output, seq, bytes(rows * u), Copy::d2h);
+    // The call's device work: uploads, compute, downloads.
+    auto enqueue = [&] {
+      if (host) {
+        ex.mark(0);
+        for (int g = 0; g < r.num_inputs && rows > 0; ++g)
+          if (direct_in[g]) ex.copy(const_cast<float*>(inputs[g]), r.inputs[g], bytes(rows * F), Copy::h2d);
+        ex.copy(base + up_from, staging, up_end - up_from, Copy::h2d);
+        ex.mark(1);
+      } else {
+        if (mask && rows > 0) ex.copy(mask, r.mask, static_cast<std::size_t>(rows), Copy::h2d);
+        if (rmasks && Bu > 0) ex.copy(rmasks, r.recurrent_masks, bytes(G * Bu), Copy::h2d);
+      }
+      if (!r.states && Bu > 0) ex.for_each(ns * Bu, FillZero{states});
+
+      if (cudnn) {
+        recur_gpu_run d = r;
+        d.memory = RECUR_GPU_MEMORY_DEVICE;
+        d.states_on_device = 0;
+        d.zero_states = !r.states;  // cuDNN then reads no initial states (as the raw call does)
+        d.stream = ex.stream();
+        d.inputs = inputs;
+        d.states = states;
+        d.carried_in = carried_in;
+        d.carried_out = carried_out;
+        d.sequence_output = seq;
+        d.last_output = last;
+        std::string msg;
+        const int rc = L.cudnn->run(d, ex.stream(), msg);
+        if (rc != RECUR_GPU_OK) fail(rc, msg);
+      } else {
+        SequenceArgs a;
+        a.inputs = inputs;
+        a.num_inputs = r.num_inputs;
+        a.batch = B;
+        a.timesteps = T;
+        a.time_major = r.time_major != 0;
+        a.go_backwards = r.go_backwards != 0;
+        a.mask = mask;
+        a.zero_output_for_mask = r.zero_output_for_mask != 0;
+        a.unrolled_mask_quirk = r.unrolled_mask_quirk != 0;
+        a.recurrent_masks = rmasks;
+        a.states = states;
+        a.carried_in = carried_in;
+        a.carried_out = carried_out;
+        a.sequence_output = seq;
+        a.last_output = last;
+        run_sequence(ex, s, L.w, a, rb);
+      }
+
+      if (host) {
+        ex.mark(2);
+        if (down_end > down_begin)
+          ex.copy(staging + (down_begin - up_from), base + down_begin, down_end - down_begin, Copy::d2h);
+        if (last_from_carried && Bu > 0) ex.copy(staged(last_slot), carried_out, bytes(Bu), Copy::d2h);
+        if (direct_seq && rows > 0) ex.copy(r.sequence_output, seq, bytes(rows * u), Copy::d2h);
+        ex.mark(3);
+      }
+    };
+    // A stream's step (one timestep of host memory, fused with its projection, so no library calls)
+    // repeats with the same operations on the same memory: it is replayed as a CUDA graph.
+    bool any_direct = direct_seq;
+    for (int g = 0; g < r.num_inputs; ++g) any_direct = any_direct || direct_in[g];
+    if (host && !cudnn && T == 1 && rb.plan.fuse_projection && !any_direct) {
+      const auto word = [](const void* p) { return static_cast<uint64_t>(reinterpret_cast<std::uintptr_t>(p)); };
+      const std::vector<uint64_t> key = {
+          L.id, L.generation, word(ex.stream()), word(base), word(staging), static_cast<uint64_t>(B),
+          static_cast<uint64_t>(r.num_inputs), word(r.states), word(r.carried_in), word(r.carried_out),
+          static_cast<uint64_t>((r.mask ? 1 : 0) | (r.last_output ? 2 : 0) | (r.sequence_output ? 4 : 0) |
+                                (r.states_on_device ? 8 : 0) | (r.zero_output_for_mask ? 16 : 0) |
+                                (r.time_major ? 32 : 0) | (r.go_backwards ? 64 : 0) | (r.unrolled_mask_quirk ? 128 : 0) |
+                                (r.recurrent_masks ? 256 : 0)),
+          up_from, up_end, down_begin, down_end};
+      ex.mark(0);  // (a replayed graph's device time is measured as a whole)
+      ex.replay(key, enqueue);
       ex.mark(3);
+    } else {
+      enqueue();
     }
+
     // A run returns with its outputs written, so callers may read them (or free their buffers).
     const auto t_enqueued = CallProfile::Clock::now();
     ex.sync();
