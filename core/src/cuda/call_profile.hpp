@@ -59,10 +59,18 @@ class CallProfile {
     char device[200] = "not measured (no device events)";
     if (median(&CallTimes::device_us) >= 0.0)
       std::snprintf(device, sizeof device, "%.1f in all", median(&CallTimes::device_us));
-    char stages[160] = "";
-    if (median(&CallTimes::compute_us) >= 0.0)
-      std::snprintf(stages, sizeof stages, " (calls run op by op: upload %.1f, compute %.1f, download %.1f)",
-                    median(&CallTimes::upload_us), median(&CallTimes::compute_us), median(&CallTimes::download_us));
+    // The stages of the calls queued op by op (a replayed graph has its device time whole).
+    std::vector<CallTimes> eager;
+    for (const CallTimes& c : calls_)
+      if (!c.replayed && c.compute_us >= 0.0) eager.push_back(c);
+    char stages[200] = "";
+    if (!eager.empty()) {
+      std::swap(eager, calls_);
+      std::snprintf(stages, sizeof stages, " (the %zu calls queued op by op: upload %.1f, compute %.1f, download %.1f)",
+                    calls_.size(), median(&CallTimes::upload_us), median(&CallTimes::compute_us),
+                    median(&CallTimes::download_us));
+      std::swap(eager, calls_);
+    }
     std::fprintf(stderr,
                  "recur cuda profile: %zu host-memory layer calls (%zu replayed as CUDA graphs); medians in us: host "
                  "prepare %.1f, enqueue %.1f, wait %.1f, finish %.1f; device %s%s\n",
