@@ -178,28 +178,36 @@ logs=""
 declare -a names=() results=() times=()
 failed=0
 
-# step NAME SECONDS NEEDS CMD...: runs CMD under `timeout`, its output in $logs/NAME.log, the
-# last lines on the terminal, and records the result. NEEDS: 0 nothing, 1 a device recur can run
-# on (a GPU, or the emulator with RECUR_GPU_CHECK_EMULATOR=1), 2 a real GPU; skipped without it.
-step() {
-  local name=$1 secs=$2 needs=$3
-  shift 3
+# admit NAME SECONDS NEEDS: whether check NAME runs now (its header printed), else its skip
+# recorded; sets `secs` to its time limit within what is left of the budget. NEEDS as for step;
+# a measurement (NEEDS 2) needs a real GPU.
+admit() {
+  local name=$1 needs=$3
+  secs=$2
+  [[ -n ${RECUR_GPU_CHECK_ONLY:-} && ! $name =~ ^(${RECUR_GPU_CHECK_ONLY})$ ]] && return 1
   local left=$((budget - (SECONDS - start)))
-  if [[ -n ${RECUR_GPU_CHECK_ONLY:-} && ! $name =~ ^(${RECUR_GPU_CHECK_ONLY})$ ]]; then
-    return
-  fi
   printf '\n=== %s\n' "$name"
   if ((!gpu && (needs == 2 || (needs == 1 && !emulate)))); then
     echo "skipped: no GPU ($why_no_gpu)"
     names+=("$name") results+=("skipped: no GPU") times+=("-")
-    return
+    return 1
   fi
   if ((left < 15)); then
     echo "skipped: the time budget is spent"
     names+=("$name") results+=("skipped: no time left") times+=("-")
-    return
+    return 1
   fi
   ((secs > left)) && secs=$left
+  return 0
+}
+
+# step NAME SECONDS NEEDS CMD...: runs CMD under `timeout`, its output in $logs/NAME.log, the
+# last lines on the terminal, and records the result. NEEDS: 0 nothing, 1 a device recur can run
+# on (a GPU, or the emulator with RECUR_GPU_CHECK_EMULATOR=1), 2 a real GPU; skipped without it.
+step() {
+  local name=$1 secs
+  admit "$1" "$2" "$3" || return 0
+  shift 3
   local t0=$SECONDS rc
   timeout -k 10 "$secs" "$@" >"$logs/$name.log" 2>&1
   rc=$?
@@ -218,22 +226,9 @@ step() {
 # measure NAME SECONDS PATTERN CMD...: runs CMD on a real GPU as step does, for its numbers: the
 # summary records its first line matching PATTERN instead of a pass or a failure.
 measure() {
-  local name=$1 secs=$2 pattern=$3
+  local name=$1 pattern=$3 secs
+  admit "$1" "$2" 2 || return 0
   shift 3
-  [[ -n ${RECUR_GPU_CHECK_ONLY:-} && ! $name =~ ^(${RECUR_GPU_CHECK_ONLY})$ ]] && return
-  local left=$((budget - (SECONDS - start)))
-  printf '\n=== %s (a measurement)\n' "$name"
-  if ((!gpu)); then
-    echo "skipped: no GPU ($why_no_gpu)"
-    names+=("$name") results+=("skipped: no GPU") times+=("-")
-    return
-  fi
-  if ((left < 15)); then
-    echo "skipped: the time budget is spent"
-    names+=("$name") results+=("skipped: no time left") times+=("-")
-    return
-  fi
-  ((secs > left)) && secs=$left
   local t0=$SECONDS
   timeout -k 10 "$secs" "$@" >"$logs/$name.log" 2>&1
   tail -n "${TAIL_LINES:-8}" "$logs/$name.log"

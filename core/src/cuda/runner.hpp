@@ -247,6 +247,15 @@ struct StepCtx {
     }
     if (seq_out) seq_out[b * seq_stride + i % u] = out_t[i];
   }
+  // An LSTM step from its gates' pre-activations v (i, f, c, o): c', h', then finish.
+  RECUR_HD void lstm_from(int64_t i, const float* v) const {
+    const float ig = activate(ract, ract_hs, v[0]);
+    const float fg = activate(ract, ract_hs, v[1]);
+    const float gg = activate(act, act_hs, v[2]);
+    const float og = activate(ract, ract_hs, v[3]);
+    const float c_new = lstm_cell(fg, c[i], ig, gg);
+    finish(i, lstm_hidden(og, activate(act, act_hs, c_new)), c_new);
+  }
 };
 
 // GRU z and r: act((x@K + b_in) + (h@U + b_rec)). `fused` (reset_after, both activations
@@ -364,12 +373,7 @@ struct LstmGates {
       g4[g] = v;
     }
     if (fused) {
-      const float ig = activate(s.ract, s.ract_hs, g4[0]);
-      const float fg = activate(s.ract, s.ract_hs, g4[1]);
-      const float gg = activate(s.act, s.act_hs, g4[2]);
-      const float og = activate(s.ract, s.ract_hs, g4[3]);
-      const float c_new = lstm_cell(fg, s.c[i], ig, gg);
-      s.finish(i, lstm_hidden(og, activate(s.act, s.act_hs, c_new)), c_new);
+      s.lstm_from(i, g4);
       return;
     }
     for (int g = 0; g < 4; ++g) pre[g * s.u + j] = g4[g];
@@ -566,12 +570,7 @@ struct FusedStep {
         v[g] = xs[g] + hs[g];
         if (s.b_late) v[g] = v[g] + s.b_late[g * u + j];
       }
-      const float ig = activate(s.ract, s.ract_hs, v[0]);
-      const float fg = activate(s.ract, s.ract_hs, v[1]);
-      const float gg = activate(s.act, s.act_hs, v[2]);
-      const float og = activate(s.ract, s.ract_hs, v[3]);
-      const float c_new = lstm_cell(fg, s.c[i], ig, gg);
-      s.finish(i, lstm_hidden(og, activate(s.act, s.act_hs, c_new)), c_new);
+      s.lstm_from(i, v);
     } else if (phase == 2) {
       // GRU reset_after=False: ĥ = act(xh + (r ⊙ h)@U_h), with z from phase 1 in pre.
       const float cand = activate(s.act, s.act_hs, xs[0] + hs[0]);
