@@ -18,6 +18,7 @@
 
 #include "call_profile.hpp"
 #include "gpu_common.hpp"
+#include "replay_cache.hpp"
 
 namespace recur::gpu {
 
@@ -142,16 +143,8 @@ struct ThreadDevice {
   void* staging = nullptr;  // pinned host memory for uploads made of many small pieces
   std::size_t staging_capacity = 0;
   cudaEvent_t marks[4] = {nullptr, nullptr, nullptr, nullptr};  // RECUR_CUDA_PROFILE's stage events
-  // Recent steady-state calls replayed as CUDA graphs (see CudaExec::replay), and the keys of calls
-  // seen once, captured when they come again.
-  struct Graph {
-    std::vector<uint64_t> key;
-    cudaGraphExec_t exec = nullptr;
-    uint64_t last_use = 0;
-  };
-  std::vector<Graph> graphs;
-  std::vector<std::vector<uint64_t>> seen;
-  uint64_t clock = 0;
+  // Steady-state calls replayed as CUDA graphs (see CudaExec::replay).
+  ReplayCache<cudaGraphExec_t> graphs;
 
   explicit ThreadDevice(int32_t device) {
     try {
@@ -172,8 +165,7 @@ struct ThreadDevice {
 
  private:
   void release() {
-    for (Graph& g : graphs)
-      if (g.exec) cudaGraphExecDestroy(g.exec);
+    graphs.clear([](cudaGraphExec_t g) { cudaGraphExecDestroy(g); });
     for (cudaEvent_t& e : marks)
       if (e) cudaEventDestroy(e);
     if (staging) cudaFreeHost(staging);
@@ -340,38 +332,24 @@ class CudaExec {
 
   // Queues `enqueue`'s operations, or replays them. A call whose key (everything its operations
   // depend on: the layer and its weights, shapes, flags and every pointer, the thread's scratch
-  // and staging blocks included) was seen on this thread before is captured once as a CUDA graph
-  // and from then on launched as one graph instead of one operation at a time: a stream's step
-  // queues one launch instead of several. A key seen for the first time runs as it is; a capture
-  // that fails (an operation a graph cannot hold) runs as it is too. Up to kGraphs graphs per
-  // thread and device, the least recently used dropped first.
+  // and staging blocks included) came before on this thread is captured once as a CUDA graph and
+  // from then on launched as one graph instead of one operation at a time: a stream's step queues
+  // one launch instead of several. Which keys get graphs: replay_cache.hpp. A capture that fails
+  // (an operation a graph cannot hold) runs the call as it is.
   template <class F>
   void replay(const std::vector<uint64_t>& key, const F& enqueue) {
-    constexpr std::size_t kGraphs = 16, kSeen = 32;
-    ThreadDevice& d = dev_;
     if (graphs_off()) {
       enqueue();
       return;
     }
-    for (ThreadDevice::Graph& g : d.graphs) {
-      if (g.key == key) {
-        g.last_use = ++d.clock;
-        check_cuda(cudaGraphLaunch(g.exec, stream_), "cudaGraphLaunch");
-        replayed_ = true;
-        return;
-      }
-    }
-    const auto seen = std::find(d.seen.begin(), d.seen.end(), key);
-    if (seen == d.seen.end()) {
-      if (d.seen.size() >= kSeen) d.seen.erase(d.seen.begin());
-      d.seen.push_back(key);
-      enqueue();
+    const auto decision = dev_.graphs.decide(key);
+    if (decision.action == ReplayCache<cudaGraphExec_t>::Action::replay) {
+      check_cuda(cudaGraphLaunch(decision.handle, stream_), "cudaGraphLaunch");
+      replayed_ = true;
       return;
     }
-    d.seen.erase(seen);
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    if (decision.action == ReplayCache<cudaGraphExec_t>::Action::run ||
+        cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
       cudaGetLastError();
       enqueue();
       return;
@@ -384,6 +362,8 @@ class CudaExec {
       queued = false;
     }
     capturing_ = false;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
     const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
     if (!queued || ended != cudaSuccess || !graph || cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
       cudaGetLastError();
@@ -392,13 +372,7 @@ class CudaExec {
       return;
     }
     cudaGraphDestroy(graph);
-    if (d.graphs.size() >= kGraphs) {
-      auto oldest = std::min_element(d.graphs.begin(), d.graphs.end(),
-                                     [](const auto& a, const auto& b) { return a.last_use < b.last_use; });
-      cudaGraphExecDestroy(oldest->exec);
-      d.graphs.erase(oldest);
-    }
-    d.graphs.push_back({key, exec, ++d.clock});
+    dev_.graphs.store(key, exec, [](cudaGraphExec_t g) { cudaGraphExecDestroy(g); });
     check_cuda(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch");
     replayed_ = true;
   }
