@@ -156,20 +156,17 @@ prepare() {
     echo "prepared=$(date -u +%Y-%m-%dT%H:%M:%SZ) on ${HOSTNAME:-unknown}"
   } >"$build/gpu-check/prepared.txt"
 
-  local bytes tree gitdir
+  local bytes tree
   bytes=$(du -sb "$build" | cut -f1)
   # The sizes added up (xargs may split the list over several runs).
   tree=$(git -C "$root" ls-files -z | (cd "$root" && xargs -0 stat -c %s 2>/dev/null) | awk '{ s += $1 } END { print s + 0 }')
-  gitdir=$(du -sb "$(git -C "$root" rev-parse --absolute-git-dir)" 2>/dev/null | cut -f1)
-  awk -v d="$dir" -v b="$bytes" -v t="$tree" -v g="${gitdir:-0}" 'BEGIN { m = 1048576;
-    printf "== %s: %.1f MiB (the tracked files beside it: %.1f MiB, .git %.1f MiB, together %.1f MiB)\n", d, b / m, t / m, g / m, (b + t + g) / m }'
+  awk -v d="$dir" -v b="$bytes" -v t="$tree" 'BEGIN { m = 1048576;
+    printf "== %s: %.1f MiB (the tracked files beside it: %.1f MiB, together %.1f MiB)\n", d, b / m, t / m, (b + t) / m }'
   du -sh "$build"/c_api "$build"/tests "$build"/bench "$build"/cli "$build"/bindings "$build"/gpu-check 2>/dev/null | sed 's/^/   /'
   if ((bytes > limit_mib * 1048576)); then
     echo "prepare: $dir is over $limit_mib MiB" >&2
     return 1
   fi
-  ((bytes + tree + ${gitdir:-0} > limit_mib * 1048576)) &&
-    echo "note: $dir, the tracked files and .git together are over $limit_mib MiB ('git gc' packs .git)"
   echo "== ready: on the GPU machine, from the repository root with $dir beside it: scripts/gpu-check.sh run $dir"
 }
 
