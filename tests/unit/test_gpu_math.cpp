@@ -486,19 +486,24 @@ TEST(GpuRunner, MatchesCpuOnTinyAndEmptyShapes) {
   }
 }
 
+// A case of cell `cell` (as Case::set_cell) and this shape with a mask, its seed the next of
+// `seed`, or of `simple_seed` for SimpleRNN (so SimpleRNN cases leave the others' seeds as they were).
+Case shaped_case(int cell, int B, int T, int u, int F, unsigned& seed, unsigned& simple_seed) {
+  Case k;
+  k.set_cell(cell);
+  k.B = B;
+  k.T = T;
+  k.u = u;
+  k.F = F;
+  k.mask_kind = 1;
+  k.seed = k.simple ? simple_seed++ : seed++;
+  return k;
+}
+
 TEST(GpuRunner, MatchesCpuOnWiderLayers) {
-  unsigned seed = 2100;
-  unsigned simple_seed = 22100;  // SimpleRNN cases leave the others' seeds as they were
+  unsigned seed = 2100, simple_seed = 22100;
   for (int cell = 0; cell < 5; ++cell) {
-    Case k;
-    k.set_cell(cell);
-    k.B = 16;
-    k.T = 12;
-    k.u = 48;
-    k.F = 24;
-    k.mask_kind = 1;
-    k.seed = k.simple ? simple_seed++ : seed++;
-    run_case(k);
+    run_case(shaped_case(cell, 16, 12, 48, 24, seed, simple_seed));
     if (HasFatalFailure()) return;
   }
 }
@@ -506,20 +511,12 @@ TEST(GpuRunner, MatchesCpuOnWiderLayers) {
 // Above the fused-step limit a step is the recurrent GEMM and the gate kernels (GRU
 // reset_after=False's small candidate product still fused), and the GEMMs are the library's.
 TEST(GpuRunner, MatchesCpuAboveTheFusedStepLimit) {
-  unsigned seed = 2300;
-  unsigned simple_seed = 22300;
+  unsigned seed = 2300, simple_seed = 22300;
   for (int cell = 0; cell < 5; ++cell) {
-    Case k;
-    k.set_cell(cell);
-    k.B = 96;
-    k.T = 3;
-    k.u = 192;
-    k.F = 32;
-    k.mask_kind = 1;
+    const Case k = shaped_case(cell, 96, 3, 192, 32, seed, simple_seed);
     if (!k.simple) {
       ASSERT_GT(int64_t(k.B) * k.u * k.u * 3, gpu::kFusedStepWork);
     }
-    k.seed = k.simple ? simple_seed++ : seed++;
     run_case(k);
     if (HasFatalFailure()) return;
   }
@@ -528,18 +525,10 @@ TEST(GpuRunner, MatchesCpuAboveTheFusedStepLimit) {
 // A small batch's sums are split into chunks (the last one short) and updated in place, over one
 // step (the input projected in the same passes) and several.
 TEST(GpuRunner, MatchesCpuWithSplitSums) {
-  unsigned seed = 2500;
-  unsigned simple_seed = 22500;
+  unsigned seed = 2500, simple_seed = 22500;
   for (int T : {1, 5}) {
     for (int cell = 0; cell < 5; ++cell) {
-      Case k;
-      k.set_cell(cell);
-      k.B = 3;
-      k.T = T;
-      k.u = 100;
-      k.F = 150;
-      k.mask_kind = 1;
-      k.seed = k.simple ? simple_seed++ : seed++;
+      const Case k = shaped_case(cell, 3, T, 100, 150, seed, simple_seed);
       if (cell != 1) {  // GRU reset_after=False is not split
         gpu::LayerSpec spec;
         spec.cell = k.simple ? RECUR_GPU_CELL_SIMPLE_RNN : (k.gru ? RECUR_GPU_CELL_GRU : RECUR_GPU_CELL_LSTM);

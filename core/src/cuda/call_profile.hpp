@@ -9,10 +9,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <vector>
+
+#include "gpu_common.hpp"
 
 namespace recur::gpu {
 
@@ -31,10 +31,7 @@ struct CallTimes {
 class CallProfile {
  public:
   static bool on() {
-    static const bool enabled = [] {
-      const char* v = std::getenv("RECUR_CUDA_PROFILE");
-      return v != nullptr && std::strcmp(v, "1") == 0;
-    }();
+    static const bool enabled = env_is("RECUR_CUDA_PROFILE", "1");
     return enabled;
   }
 

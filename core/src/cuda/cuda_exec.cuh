@@ -18,6 +18,7 @@
 
 #include "call_profile.hpp"
 #include "gpu_common.hpp"
+#include "gpu_math.hpp"
 #include "replay_cache.hpp"
 
 namespace recur::gpu {
@@ -41,9 +42,8 @@ __global__ void for_each_kernel(int64_t n, F f) {
 }
 
 // Row-major C = A @ B with each element summed over k in order, each product rounded before it is
-// added (as ordered_dots in runner.hpp, which says why): the order of TensorFlow's CPU products
-// where cuBLAS sums in blocks of its own (and splits k across threads on small shapes). Loads go
-// ahead of the sums in groups of 16 so a thread has several in flight.
+// added (ordered_dots1 in gpu_math.hpp, which says why): the order of TensorFlow's CPU products,
+// where cuBLAS sums in blocks of its own (and splits k across threads on small shapes).
 struct OrderedGemm {
   int64_t n, k;
   const float* a;
@@ -53,24 +53,10 @@ struct OrderedGemm {
   float* c;
   int64_t ldc;
   __device__ void operator()(int64_t idx) const {
-    constexpr int kGroup = 16;
-    const int64_t i = idx / n, j = idx % n;
-    const float* row = a + i * lda;
-    const float* col = b + j;
+    const int64_t i = idx / n, col[1] = {idx % n};
     float acc = 0.0f;
-    int64_t p = 0;
-    for (; p + kGroup <= k; p += kGroup) {
-      float av[kGroup], bv[kGroup];
-#pragma unroll
-      for (int q = 0; q < kGroup; ++q) {
-        av[q] = row[p + q];
-        bv[q] = col[(p + q) * ldb];
-      }
-#pragma unroll
-      for (int q = 0; q < kGroup; ++q) acc = __fadd_rn(acc, __fmul_rn(av[q], bv[q]));
-    }
-    for (; p < k; ++p) acc = __fadd_rn(acc, __fmul_rn(row[p], col[p * ldb]));
-    c[i * ldc + j] = acc;
+    ordered_dots1<1>(a + i * lda, k, b, ldb, col, &acc);
+    c[i * ldc + col[0]] = acc;
   }
 };
 
@@ -115,19 +101,13 @@ __global__ void __launch_bounds__(kTileRows * kTileUnits) tiled_step_kernel(Step
 
 // RECUR_CUDA_TILED=0 (read once): fused passes run per element instead of tiled (for measuring).
 inline bool tiled_off() {
-  static const bool off = [] {
-    const char* v = std::getenv("RECUR_CUDA_TILED");
-    return v != nullptr && std::strcmp(v, "0") == 0;
-  }();
+  static const bool off = env_is("RECUR_CUDA_TILED", "0");
   return off;
 }
 
 // RECUR_CUDA_GRAPHS=0 (read once): no CUDA graphs; every call queues its operations one by one.
 inline bool graphs_off() {
-  static const bool off = [] {
-    const char* v = std::getenv("RECUR_CUDA_GRAPHS");
-    return v != nullptr && std::strcmp(v, "0") == 0;
-  }();
+  static const bool off = env_is("RECUR_CUDA_GRAPHS", "0");
   return off;
 }
 

@@ -39,6 +39,12 @@ enum class Copy { h2d, d2h, d2d };
 // the limit (for measuring); each read once.
 constexpr int64_t kOrderedGemmWork = int64_t(1) << 22;
 
+// Whether environment variable `name` is set to `value`.
+inline bool env_is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::strcmp(v, value) == 0;
+}
+
 // Reads a size limit from the environment once per variable (a positive integer), else `fallback`.
 inline int64_t env_limit(const char* name, int64_t fallback) {
   const char* v = std::getenv(name);
@@ -50,12 +56,9 @@ inline int64_t env_limit(const char* name, int64_t fallback) {
 
 inline bool use_ordered_gemm(int64_t m, int64_t n, int64_t k) {
   enum Choice { by_size, ordered, library };
-  static const Choice choice = [] {
-    const char* v = std::getenv("RECUR_CUDA_GEMM");
-    if (v != nullptr && std::strcmp(v, "ordered") == 0) return ordered;
-    if (v != nullptr && std::strcmp(v, "cublas") == 0) return library;
-    return by_size;
-  }();
+  static const Choice choice = env_is("RECUR_CUDA_GEMM", "ordered")  ? ordered
+                               : env_is("RECUR_CUDA_GEMM", "cublas") ? library
+                                                                     : by_size;
   static const int64_t limit = env_limit("RECUR_CUDA_ORDERED_WORK", kOrderedGemmWork);
   return choice == ordered || (choice == by_size && m * n * k <= limit);
 }

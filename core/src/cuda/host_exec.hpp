@@ -13,6 +13,7 @@
 
 #include "call_profile.hpp"
 #include "gpu_common.hpp"
+#include "gpu_math.hpp"
 
 namespace recur::gpu {
 
@@ -64,8 +65,9 @@ class HostExec {
       // The device's OrderedGemm: each element over k in order, the product rounded first.
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
+          const int64_t col[1] = {j};
           float acc = 0.0f;
-          for (int64_t p = 0; p < k; ++p) acc = acc + a[i * lda + p] * b[p * ldb + j];
+          ordered_dots1<1>(a + i * lda, k, b, ldb, col, &acc);
           c[i * ldc + j] = acc;
         }
       return;
