@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The scalar math of the GPU backend, written once for the device (nvcc) and the host (g++, the
 // emulator and the unit tests): every activation of recur::Activation with the formulas and
-// thresholds of core/src/activations.cpp, the row-wise ones as serial row functions, and the
-// per-element GRU/LSTM updates. Builds use -ffp-contract=off (host) and --fmad=false (device), so
-// each expression rounds as written, like the CPU build.
+// thresholds of core/src/activations.cpp, the row-wise ones as serial row functions, the
+// per-element GRU/LSTM updates, and the in-order sums of the kernel route's small products. Builds
+// use -ffp-contract=off (host) and --fmad=false (device), so each expression rounds as written,
+// like the CPU build.
 #pragma once
 
 #include <cfloat>

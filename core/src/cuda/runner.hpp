@@ -104,8 +104,8 @@ struct SequenceArgs {
 
 // Multiply-adds per step up to which a step is one FusedStep pass instead of the recurrent GEMM
 // and the gate kernels: steps that small are bound by launches and round trips through memory,
-// not by arithmetic, and the ordered sums below give the CPU's rounding. RECUR_CUDA_FUSED_WORK=N
-// moves the limit (for measuring; read once).
+// not by arithmetic, and the ordered sums (gpu_math.hpp) round like TensorFlow's CPU products.
+// RECUR_CUDA_FUSED_WORK=N moves the limit (for measuring; read once).
 constexpr int64_t kFusedStepWork = int64_t(1) << 22;
 
 inline int64_t fused_step_work() {
