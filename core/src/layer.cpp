@@ -934,6 +934,16 @@ void Layer::call_states(State* const* states, std::size_t count, const float* in
   }
 }
 
+std::string Layer::device_call_issue(bool masked) const {
+  if (config_.is_cudnn() && config_.time_major && config_.go_backwards)
+    return "Keras 2's CuDNN time_major + go_backwards reverses the batch axis; run it with host buffers";
+  // JAX's scan carries the previous output as h under a mask: the CPU runs that (see call_state).
+  if (config_.jax_masking && !config_.unroll && masked)
+    return "the JAX backend's masked loop (recur_layer_set_keras_backend \"jax\") runs on the CPU only; run it with "
+           "host buffers";
+  return "";
+}
+
 void Layer::call_device(void* stream, const float* d_input, Index B, Index T, const std::uint8_t* mask,
                         std::size_t mask_len, const float* d_initial_state, int num_initial_states, float* d_output,
                         float* d_final_state) {
@@ -961,16 +971,16 @@ void Layer::call_device(void* stream, const float* d_input, Index B, Index T, co
   if (config_.stateful && B != config_.batch_size)
     fail(Error::Code::shape, "batch: this stateful layer has batch size ", config_.batch_size, "; the input has batch ",
          B);
-  if (config_.is_cudnn() && config_.time_major && config_.go_backwards)
-    fail(Error::Code::unsupported,
-         "forward_device: Keras 2's CuDNN time_major + go_backwards reverses the batch axis; run it with host buffers");
+  const std::string issue = device_call_issue(mask != nullptr);
+  if (!issue.empty()) fail(Error::Code::unsupported, "forward_device: ", issue);
   const int ns = config_.num_states();
   const std::int64_t state_floats = ns * B * config_.units;
+  const SequenceJob job = sequence_job(B, T, mask, nullptr);
   std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
   if (config_.stateful) lock.lock();
   if (!d_initial_state && !d_final_state && !config_.stateful) {
     // Zero states in, none out: the plugin zeroes its own scratch, with no allocation or copy here.
-    gpu_->run_device(stream, d_input, B, T, mask, nullptr, config_.return_sequences ? d_output : nullptr,
+    gpu_->run_device(stream, job, d_input, nullptr, config_.return_sequences ? d_output : nullptr,
                      config_.return_sequences ? nullptr : d_output);
     return;
   }
@@ -990,7 +1000,7 @@ void Layer::call_device(void* stream, const float* d_input, Index B, Index T, co
                     static_cast<std::size_t>(B * config_.units) * sizeof(float));
     states.upload(0, host.data(), state_floats);
   }
-  gpu_->run_device(stream, d_input, B, T, mask, states.data(), config_.return_sequences ? d_output : nullptr,
+  gpu_->run_device(stream, job, d_input, states.data(), config_.return_sequences ? d_output : nullptr,
                    config_.return_sequences ? nullptr : d_output);
   if (d_final_state) {
     char err[512] = {0};

@@ -15,6 +15,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -177,6 +179,49 @@ double error_of(const std::vector<float>& got, const std::vector<float>& want) {
     worst = std::isnan(e) ? INFINITY : std::max(worst, e);
   }
   return worst;
+}
+
+// On a device: what each whole-model run copied between host and device (recur's debug log
+// line for the run). A run stays on the device when only model inputs go up and model outputs
+// come down; otherwise the layers whose inputs came down are counted by class.
+struct DeviceCopies {
+  std::mutex mutex;
+  int runs = 0, on_device = 0;
+  std::map<std::string, int> copied_at;  // "Masking: recur has no GPU kernel for Masking" -> runs
+};
+DeviceCopies device_copies;
+
+void split_list(const std::string& message, const std::string& key, std::vector<std::string>& out) {
+  const std::size_t at = message.find(key);
+  if (at == std::string::npos) return;
+  const std::size_t begin = at + key.size(), end = message.find(']', begin);
+  std::string item;
+  std::istringstream in(message.substr(begin, end - begin));
+  while (std::getline(in, item, ';')) {
+    if (!item.empty() && item[0] == ' ') item.erase(0, 1);
+    if (!item.empty()) out.push_back(item);
+  }
+}
+
+void hear_device_log(void*, int32_t level, const char* message) {
+  const std::string m = message;
+  if (level != RECUR_LOG_DEBUG || m.find("' ran on cuda:") == std::string::npos) return;
+  std::vector<std::string> up, down;
+  split_list(m, "upload(s) [", up);
+  split_list(m, "download(s) [", down);
+  std::lock_guard<std::mutex> lock(device_copies.mutex);
+  ++device_copies.runs;
+  bool stayed = true;
+  for (const std::string& u : up) stayed = stayed && u.rfind("model input", 0) == 0;
+  for (const std::string& d : down) {
+    if (d.rfind("model output", 0) == 0) continue;
+    stayed = false;
+    const std::size_t open = d.find(" ("), close = d.find("): ");
+    ++device_copies.copied_at[open != std::string::npos && close != std::string::npos
+                                  ? d.substr(open + 2, close - open - 2) + ": " + d.substr(close + 3)
+                                  : d];
+  }
+  device_copies.on_device += stayed;
 }
 
 double worst_overall = 0;
@@ -423,6 +468,15 @@ class Summary : public ::testing::Environment {
   void TearDown() override {
     std::printf("graph parity: %zu model files; worst error %.3e (relative above 1) at %s\n", cases().size(),
                 worst_overall, worst_case.c_str());
+    if (test_device()) {
+      std::printf("graph runs on %s: %d, %d of them with no copy between host and device besides the model's inputs "
+                  "and outputs; layers whose inputs crossed to the host (runs):\n",
+                  test_device(), device_copies.runs, device_copies.on_device);
+      std::vector<std::pair<int, std::string>> by_count;
+      for (const auto& [what, n] : device_copies.copied_at) by_count.emplace_back(n, what);
+      std::sort(by_count.rbegin(), by_count.rend());
+      for (const auto& [n, what] : by_count) std::printf("  %5d  %s\n", n, what.c_str());
+    }
   }
 };
 const auto* const kSummary = ::testing::AddGlobalTestEnvironment(new Summary);
@@ -447,6 +501,7 @@ int main(int argc, char** argv) {
       return 77;
     }
     std::printf("model parity on device %s\n", device);
+    recur_set_log_callback(hear_device_log, nullptr, RECUR_LOG_DEBUG);
   }
   return RUN_ALL_TESTS();
 }

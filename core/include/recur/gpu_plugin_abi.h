@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 /* Bump on any change to a struct or function below. */
-#define RECUR_GPU_PLUGIN_ABI_VERSION 3
+#define RECUR_GPU_PLUGIN_ABI_VERSION 4
 #define RECUR_GPU_PLUGIN_ENTRY "recur_gpu_plugin_entry"
 
 /* Return codes. */
@@ -190,11 +190,20 @@ typedef struct recur_gpu_plugin {
   /* Copies a (rows x cols) block between strided row-major tensors (concatenation, slicing). */
   int (*copy2d)(int32_t device, const float *src, int64_t src_stride, float *dst, int64_t dst_stride, int64_t rows,
                 int64_t cols, char *err, size_t err_len);
+
+  /* Since ABI 4: more of the layers around the recurrent ones. */
+  /* ---- normalization and activation layers with arguments */
+  /* ---- end of normalization and activation layers */
+  /* ---- pooling, convolution, padding */
+  /* ---- end of pooling, convolution, padding */
 } recur_gpu_plugin;
 
 #define RECUR_GPU_OP_ADD 0
 #define RECUR_GPU_OP_MUL 1
 #define RECUR_GPU_OP_AVERAGE 2 /* (a + b) / 2 */
+#define RECUR_GPU_OP_SUB 3     /* a - b (since ABI 4) */
+#define RECUR_GPU_OP_MAX 4     /* a < b ? b : a, as std::max (since ABI 4) */
+#define RECUR_GPU_OP_MIN 5     /* b < a ? b : a, as std::min (since ABI 4) */
 
 /* The plugin's one exported symbol. Returns NULL when it cannot serve `core_abi_version`. */
 typedef const recur_gpu_plugin *(*recur_gpu_plugin_entry_fn)(uint32_t core_abi_version);

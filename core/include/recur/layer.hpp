@@ -146,6 +146,8 @@ class Layer {
   void call_device(void* stream, const float* d_input, Index batch, Index timesteps, const std::uint8_t* mask,
                    std::size_t mask_len, const float* d_initial_state, int num_initial_states, float* d_output,
                    float* d_final_state);
+  // Why call_device cannot run a call with (or without) a mask on this layer's GPU, or "".
+  std::string device_call_issue(bool masked) const;
   // Puts a state made for this layer where the layer runs (its tensors resident on the GPU).
   void place_state(State& state) const;
   // The device twin, or null on the CPU (for the model runner, which keeps tensors on the GPU).

@@ -21,6 +21,8 @@
 
 #include "cudnn_route.hpp"
 #include "host_copy.hpp"
+#include "norm_ops.hpp"
+#include "pool_ops.hpp"
 #include "gpu_common.hpp"
 #include "runner.hpp"
 
@@ -575,7 +577,7 @@ class Plugin {
   static int binary(int32_t device, int32_t op, const float* a, const float* b, int64_t n, float* out, char* err,
                     std::size_t err_len) {
     return guarded(err, err_len, [&] {
-      check(op == RECUR_GPU_OP_ADD || op == RECUR_GPU_OP_MUL || op == RECUR_GPU_OP_AVERAGE, "binary: unknown op");
+      check(op >= RECUR_GPU_OP_ADD && op <= RECUR_GPU_OP_MIN, "binary: unknown op");
       check(n >= 0 && ((a && b && out) || n == 0), "binary: bad argument");
       Exec ex(device, nullptr);
       ex.for_each(n, Binary{op, a, b, out});
@@ -591,6 +593,12 @@ class Plugin {
       ex.for_each(rows * cols, Copy2d{src, dst, src_stride, dst_stride, cols});
     });
   }
+
+  // ---- normalization and activation layers with arguments (implementations)
+  // ---- end of normalization and activation layers (implementations)
+
+  // ---- pooling, convolution, padding (implementations)
+  // ---- end of pooling, convolution, padding (implementations)
 
   static int probe(int32_t* count, char* err, std::size_t err_len) {
     return guarded(err, err_len, [&] {
@@ -634,6 +642,10 @@ class Plugin {
         &gather_rows,
         &binary,
         &copy2d,
+        // ---- normalization and activation layers with arguments
+        // ---- end of normalization and activation layers
+        // ---- pooling, convolution, padding
+        // ---- end of pooling, convolution, padding
     };
     return &t;
   }

@@ -833,7 +833,14 @@ struct Binary {
   float* out;
   RECUR_HD void operator()(int64_t i) const {
     const float x = a[i], y = b[i];
-    out[i] = op == RECUR_GPU_OP_ADD ? x + y : (op == RECUR_GPU_OP_MUL ? x * y : (x + y) / 2.0f);
+    switch (op) {
+      case RECUR_GPU_OP_ADD: out[i] = x + y; break;
+      case RECUR_GPU_OP_MUL: out[i] = x * y; break;
+      case RECUR_GPU_OP_SUB: out[i] = x - y; break;
+      case RECUR_GPU_OP_MAX: out[i] = x < y ? y : x; break;
+      case RECUR_GPU_OP_MIN: out[i] = y < x ? y : x; break;
+      default: out[i] = (x + y) / 2.0f; break;
+    }
   }
 };
 

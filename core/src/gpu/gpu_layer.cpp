@@ -172,22 +172,22 @@ void GpuLayer::run_job(const SequenceJob& job, DeviceState* resident) const {
   if (job.carried_output) *job.carried_output = std::move(carried_out);
 }
 
-void GpuLayer::run_device(void* stream, const float* d_input, Index B, Index T, const std::uint8_t* mask,
-                          float* d_states, float* d_sequence_output, float* d_last_output) const {
+void GpuLayer::run_device(void* stream, const SequenceJob& job, const float* d_input, float* d_states,
+                          float* d_sequence_output, float* d_last_output) const {
   recur_gpu_run run{};
   run.memory = RECUR_GPU_MEMORY_DEVICE;
   run.stream = stream;
-  run.batch = B;
-  run.timesteps = T;
-  run.time_major = config_.time_major;
-  run.go_backwards = config_.go_backwards;
-  run.zero_output_for_mask = config_.zero_output_for_mask;
-  run.unrolled_mask_quirk = config_.unroll && config_.go_backwards;
+  run.batch = job.batch;
+  run.timesteps = job.timesteps;
+  run.time_major = job.time_major;
+  run.go_backwards = job.go_backwards;
+  run.zero_output_for_mask = job.zero_output_for_mask;
+  run.unrolled_mask_quirk = job.unrolled_mask_quirk;
   run.num_inputs = 1;
   const float* inputs[1] = {d_input};
   run.inputs = inputs;
   MaskPlan plan;
-  fill_route(run, mask, B, T, false, false, run.unrolled_mask_quirk, plan);
+  fill_route(run, job.mask, job.batch, job.timesteps, false, false, run.unrolled_mask_quirk, plan);
   run.states = d_states;
   run.sequence_output = d_sequence_output;
   run.last_output = d_last_output;

@@ -53,8 +53,10 @@ class GpuLayer {
   void run_job(const SequenceJob& job, DeviceState* resident) const;
   // Caller-held device buffers; states (ns x (B,u)) on the device, or null for zero states (the
   // final states are then dropped); carried output zero.
-  void run_device(void* stream, const float* d_input, Index batch, Index timesteps, const std::uint8_t* mask,
-                  float* d_states, float* d_sequence_output, float* d_last_output) const;
+  // job carries the shape, the mask and the masking rules (Layer::sequence_job); its host
+  // pointers are ignored.
+  void run_device(void* stream, const SequenceJob& job, const float* d_input, float* d_states, float* d_sequence_output,
+                  float* d_last_output) const;
   // One step for rows spread over resident states.
   void step_rows(const recur_gpu_step_rows& step) const;
 

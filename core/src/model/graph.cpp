@@ -2,6 +2,7 @@
 // Building a model graph from a Keras model config (Sequential or functional, Keras 2 and Keras 3
 // node formats, nested models), running it, loading its weights, and deciding whether it streams.
 #include "model/graph.hpp"
+#include "model/device_run.hpp"
 #include "model/layers/registry.hpp"
 
 #include <algorithm>
@@ -768,20 +769,40 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
     if (nodes[static_cast<std::size_t>(id)].mask.node >= 0) ++reads[static_cast<std::size_t>(nodes[static_cast<std::size_t>(id)].mask.node)];
   }
   for (const Ref& r : outputs) ++reads[static_cast<std::size_t>(r.node)];
+  // On a GPU (not while streaming: a stream's steps keep their states resident and their tensors
+  // on the host), each tensor is moved at most once each way, where an op needs it elsewhere.
+  DeviceRun* dev = ctx.stream ? nullptr : ctx.device;
   for (int id : order) {
     const Node& n = nodes[static_cast<std::size_t>(id)];
     if (n.is_input || !n.op || n.out.empty()) continue;  // a mask recur computes by Keras's rules instead
     throw_if_cancelled();
     const LayerEntry& le = layers[static_cast<std::size_t>(n.layer)];
     CallInputs ci;
-    auto get = [&](const Ref& r) -> const Value* {
-      const auto& v = vals[static_cast<std::size_t>(r.node)];
+    const bool on_gpu = dev && n.op->device_rule().empty();
+    const std::string where = "layer '" + le.name + "' (" + le.class_name + ")";
+    // Why a tensor crosses, for the run's record: a model input going up, or a layer without a
+    // GPU kernel (its inputs down, and its outputs up to the next GPU layer).
+    auto place = [&](Value& v, const Node& from, bool device) {
+      if (!dev) return;
+      const std::string source = from.layer >= 0 ? layers[static_cast<std::size_t>(from.layer)].name : std::string();
+      if (device)
+        dev->to_device(v, from.is_input ? "model input '" + source + "'"
+                                        : where + " reads the output of '" + source + "', which ran on the CPU");
+      else
+        dev->to_host(v, where + ": " + (!on_gpu ? n.op->device_rule()
+                                       : n.op->device_reads_host() ? std::string("it reads this input on the host")
+                                                                   : std::string("this call runs on the CPU")));
+    };
+    auto get = [&](const Ref& r, bool device) -> const Value* {
+      auto& v = vals[static_cast<std::size_t>(r.node)];
       if (static_cast<std::size_t>(r.output) >= v.size())
         fail(Code::state, "layer '", le.name, "': missing input tensor");
+      place(v[static_cast<std::size_t>(r.output)], nodes[static_cast<std::size_t>(r.node)], device);
       return &v[static_cast<std::size_t>(r.output)];
     };
+    const bool main_on_device = on_gpu && !n.op->device_reads_host();
     for (std::size_t k = 0; k < n.main.size(); ++k) {
-      const Value* v = get(n.main[k]);
+      const Value* v = get(n.main[k], main_on_device);
       const Spec& want = nodes[static_cast<std::size_t>(n.main[k].node)].out[static_cast<std::size_t>(n.main[k].output)];
       bool ok = v->shape.size() == want.dims.size();
       for (std::size_t a = 1; ok && a < want.dims.size(); ++a)
@@ -791,11 +812,11 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
              ", the model declares ", spec_string(want));
       ci.main.push_back(v);
     }
-    for (const Ref& r : n.initial_state) ci.initial_state.push_back(get(r));
+    for (const Ref& r : n.initial_state) ci.initial_state.push_back(get(r, on_gpu));
     ci.drop_mask = n.drop_mask;
     Value masked;  // the main input with the mask the call names
     if (n.mask.node >= 0 && !ci.main.empty()) {
-      const Value* m = get(n.mask);
+      const Value* m = get(n.mask, false);
       const Value& x = *ci.main[0];
       if (m->shape.size() != 2 || x.shape.size() < 2 || m->shape[0] != x.shape[0] || m->shape[1] != x.shape[1])
         fail(Code::shape, "layer '", le.name, "': its mask has shape ", shape_string(m->shape), ", its input ",
@@ -809,7 +830,24 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
     RunContext local = ctx;
     local.stepped = n.stepped_main;
     local.call = n.call.get();
-    std::vector<Value> out = n.op->forward(ci, local, ctx.site_base + id);
+    std::vector<Value> out;
+    if (!on_gpu || !n.op->forward_device(ci, local, ctx.site_base + id, out)) {
+      if (on_gpu) {
+        // This call cannot run on the GPU after all (its shapes or arguments): on the host.
+        for (std::size_t k = 0; k < n.main.size(); ++k) ci.main[k] = get(n.main[k], false);
+        for (std::size_t k = 0; k < n.initial_state.size(); ++k) ci.initial_state[k] = get(n.initial_state[k], false);
+        if (n.mask.node >= 0 && !ci.main.empty()) {
+          Value bits = masked;
+          masked = *ci.main[0];
+          masked.mask = bits.mask;
+          ci.main[0] = &masked;
+        }
+      }
+      out = n.op->forward(ci, local, ctx.site_base + id);
+      // Host results: any device copy an op passed along (a copied input Value) is stale now.
+      if (dev)
+        for (Value& v : out) v.device.reset();
+    }
     if (!n.op->passes_ids() && !n.op->makes_ids())
       for (Value& v : out) v.ids.reset();
     if (out.size() != n.out.size())
@@ -823,7 +861,15 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
     if (n.mask.node >= 0 && --reads[static_cast<std::size_t>(n.mask.node)] == 0) vals[static_cast<std::size_t>(n.mask.node)].clear();
   }
   std::vector<Value> out;
-  for (const Ref& r : outputs) out.push_back(vals[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output)));
+  for (const Ref& r : outputs) {
+    Value& v = vals[static_cast<std::size_t>(r.node)].at(static_cast<std::size_t>(r.output));
+    if (dev && !ctx.device_outputs) {
+      const int li = nodes[static_cast<std::size_t>(r.node)].layer;
+      dev->to_host(v, "model output " + (li >= 0 ? "'" + layers[static_cast<std::size_t>(li)].name + "'" : std::string("(an input)")));
+      v.device.reset();  // its buffer goes back to the model's pool
+    }
+    out.push_back(v);
+  }
   return out;
 }
 

@@ -27,6 +27,9 @@ class ZipArchive;
 
 namespace recur::graph {
 
+struct DeviceArray;
+class DeviceRun;
+
 using json = nlohmann::json;
 
 constexpr std::size_t RECUR_MAX_RANK_CORE = 8;  // the largest tensor rank (batch included)
@@ -75,6 +78,9 @@ struct Value {
   // A string model input (UTF-8, row-major over shape; data is then empty), only between the
   // input and the text layers (layers/text.cpp) that turn it into ids.
   std::shared_ptr<const std::vector<std::string>> strings;
+  // The floats in GPU memory (a model run on a GPU). With `data` empty they live only there; the
+  // run copies them to the host for an op that has no GPU kernel (model/device_run.hpp).
+  std::shared_ptr<const DeviceArray> device;
   Index rows() const { return shape.empty() ? 0 : shape[0]; }
 };
 
@@ -109,6 +115,10 @@ struct RunContext {
   // The graph whose run_bytes plan the caller already checked for these inputs (before it checked
   // the output buffers): its run skips planning again.
   const void* planned = nullptr;
+  // The GPU the run keeps its tensors on (null: host memory). Ops with forward_device run there.
+  DeviceRun* device = nullptr;
+  // Leave the outputs where they are made (a nested model's run inside a device run).
+  bool device_outputs = false;
 };
 
 // What build() knows about the model being read.
@@ -187,6 +197,17 @@ class Op {
     (void)call;
     return stream_rule(stepped_in, has_initial_state, stepped_out);
   }
+
+  // A model on a GPU: "" when forward_device runs this op's calls there, else why not (named by
+  // recur_model_get_device: that layer's inputs cross to the host and its outputs back).
+  virtual std::string device_rule() const;
+  // The call on the run's GPU (ctx.device): the main inputs and initial states are on the device
+  // (on the host instead for an op whose device_reads_host() is true), the outputs are made there.
+  // False when this call cannot run there after all: the run then copies its inputs to the host and
+  // calls forward, and records why.
+  virtual bool forward_device(const CallInputs& in, RunContext& ctx, int site, std::vector<Value>& out) const;
+  // Reads its main input on the host (an Embedding's ids) even on a GPU.
+  virtual bool device_reads_host() const { return false; }
 
   // Recurrent layers (and models holding them).
   virtual void collect_layers(std::vector<Layer*>&) {}

@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "gpu/runtime.hpp"
+#include "model/device_run.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/printable.hpp"
 #include "io/zip_archive.hpp"
@@ -467,6 +468,8 @@ struct Model::Impl {
   std::vector<const json*> entries;
   std::once_flag configs_dumped;
   Placement placement;
+  // Device memory the graph's runs reuse, while the model is on a GPU (null on the CPU).
+  std::shared_ptr<graph::DevicePool> device_pool;
   int num_threads = 1;
   Precision precision = Precision::float32;
 
@@ -836,6 +839,40 @@ std::size_t Model::output_length(Index batch, Index timesteps) const {
   return outputs_length(batch, {timesteps});
 }
 
+namespace {
+
+// A whole-model run on the model's GPU, when it has one: ctx.device is set for the run, and the
+// run's device buffers go back to the model's pool once its outputs are on the host.
+class GpuRun {
+ public:
+  GpuRun(const std::shared_ptr<graph::DevicePool>& pool, graph::RunContext& ctx) {
+    if (!pool) return;
+    run_.emplace(pool);
+    ctx.device = &*run_;
+  }
+  void done(const std::string& model) {
+    if (!run_) return;
+    run_->finish();
+    // What crossed between host and device, and why: the inputs and outputs, and the layers
+    // without a GPU kernel (the way to see that a model stays on the device).
+    if (log::enabled(log::Level::debug)) {
+      auto list = [](const std::vector<std::string>& v) {
+        std::string s;
+        for (const std::string& w : v) s += (s.empty() ? "" : "; ") + w;
+        return s;
+      };
+      log::write(log::Level::debug, "model '", model, "' ran on cuda:", run_->ordinal(), ": ", run_->uploads.size(),
+                 " upload(s) [", list(run_->uploads), "], ", run_->downloads.size(), " download(s) [",
+                 list(run_->downloads), "]");
+    }
+  }
+
+ private:
+  std::optional<graph::DeviceRun> run_;
+};
+
+}  // namespace
+
 void Model::run_inputs(Index batch, const std::vector<Index>& timesteps, const float* inputs_data, std::size_t inputs_len,
                        const std::uint8_t* masks, std::size_t masks_len, float* outputs_data, std::size_t outputs_len) const {
   const ModelShared& s = *impl_->shared;
@@ -852,7 +889,9 @@ void Model::run_inputs(Index batch, const std::vector<Index>& timesteps, const f
                                        in[i].shape[1] != s.graph->input_specs[i].dims[1]);
   std::unique_lock<std::mutex> lock(s.stateful_mutex, std::defer_lock);
   if (stateful()) lock.lock();
+  GpuRun gpu(impl_->device_pool, ctx);
   s.write_outputs(s.graph->run(in, ctx), outputs_data, outputs_len);
+  gpu.done(impl_->path);
 }
 
 namespace {
@@ -931,10 +970,12 @@ void Model::run_named(const std::vector<NamedInput>& inputs, std::vector<NamedOu
   // Text inputs: the outputs' dims may depend on the tokens (a TextVectorization without
   // output_sequence_length), so the buffers are checked after the run, before anything is written.
   if (!text) s.shape_outputs(idx, s.dims_for(in), outputs, true);
+  GpuRun gpu(impl_->device_pool, ctx);
   if (!text || !stateful()) {
     const std::vector<Value> vals = run_restoring(in, ctx);
     if (text) s.shape_outputs(idx, ModelShared::dims_of(vals), outputs, true);
     ModelShared::copy_outputs(idx, vals, outputs);
+    gpu.done(impl_->path);
     return;
   }
   std::lock_guard<std::mutex> lock(s.stateful_mutex);
@@ -943,6 +984,7 @@ void Model::run_named(const std::vector<NamedInput>& inputs, std::vector<NamedOu
     const std::vector<Value> vals = s.graph->run(in, ctx);
     s.shape_outputs(idx, ModelShared::dims_of(vals), outputs, true);
     ModelShared::copy_outputs(idx, vals, outputs);
+    gpu.done(impl_->path);
   } catch (...) {
     before.restore();
     throw;
@@ -1081,11 +1123,15 @@ void Model::set_device(const DeviceRequest& request) {
     p.backend = "cuda:" + std::to_string(ordinal);
     p.ordinal = ordinal;
     p.path = "kernel";
-    p.reason = "the recurrent layers run on " + p.backend + " (each reports its own route); the other layers on the CPU";
+    p.reason = "the model runs on " + p.backend +
+               " with its tensors in device memory (the recurrent layers report their own route; a layer without a "
+               "GPU kernel runs on the CPU and says so)";
     p.device_name = gpu::device_name(ordinal);
+    m.device_pool = std::make_shared<graph::DevicePool>(ordinal);
   } else {
     p.backend = "cpu";
     p.path = "cpu";
+    m.device_pool.reset();
   }
   log::write(request.kind == DeviceRequest::Kind::automatic && ordinal < 0 ? log::Level::warning : log::Level::info,
              "model '", m.path, "': device ", p.requested, " -> ", p.backend, ": ", p.reason);
@@ -1129,7 +1175,7 @@ Placement Model::layer_placement(int index) const {
   if (index < 0 || static_cast<std::size_t>(index) >= m.infos.size())
     fail(Code::invalid_argument, "layer_index: expected -1 (the model) or 0..", m.infos.size() - 1, ", got ", index);
   const std::string& name = m.infos[static_cast<std::size_t>(index)].name;
-  std::string cls;
+  std::string cls, rule = "recur has no GPU kernel for this layer";
   for (const graph::LayerEntry& le : m.graph().layers) {
     if (le.name != name) continue;
     cls = le.class_name;
@@ -1137,14 +1183,22 @@ Placement Model::layer_placement(int index) const {
     std::vector<Layer*> ls;
     le.op->collect_layers(ls);
     if (!ls.empty()) return ls[0]->placement();
+    rule = le.op->device_rule();
   }
   if (!m.placement.on_gpu()) return m.placement;
-  // Only recurrent layers have GPU kernels: every other layer of a model on a GPU runs on the
-  // CPU between them, and says so.
   Placement p;
   p.requested = m.placement.requested;
-  p.reason = "recur runs " + (cls.empty() ? std::string("this layer") : cls) +
-             " on the CPU between the model's GPU layers (only recurrent layers have GPU kernels)";
+  if (rule.empty()) {
+    p.backend = m.placement.backend;
+    p.ordinal = m.placement.ordinal;
+    p.device_name = m.placement.device_name;
+    p.path = "kernel";
+    p.reason = "runs on " + p.backend + " on tensors in device memory";
+    return p;
+  }
+  // The one place a model on a GPU copies: this layer's inputs to the host, its outputs back.
+  p.reason = rule + ": it runs on the CPU, its inputs copied from " + m.placement.backend +
+             " and its outputs back to it";
   return p;
 }
 

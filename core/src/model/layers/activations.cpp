@@ -10,6 +10,7 @@
 #include "io/json_int.hpp"
 #include "io/keras_entry.hpp"
 #include "io/printable.hpp"
+#include "model/device_run.hpp"
 #include "model/layers/layer_util.hpp"
 #include "model/layers/registry.hpp"
 #include "recur/activations.hpp"
@@ -45,6 +46,19 @@ class ActivationOp : public Op {
     const Index cols = y.shape.back(), rows = cols ? static_cast<Index>(y.data.size()) / cols : 0;
     apply_activation(act_, y.data.data(), rows, cols);  // softmax runs over the last axis
     return {std::move(y)};
+  }
+  std::string device_rule() const override { return ""; }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    DeviceRun& dev = *ctx.device;
+    Value y = dev.clone(*in.main[0], "Activation");
+    y.ids.reset();
+    const Index cols = y.shape.back(), rows = cols ? product(y.shape) / cols : 0;
+    dev.call("Activation '" + name + "'", [&](char* err, std::size_t len) {
+      return dev.table().activate(dev.ordinal(), y.device->data(), rows, cols, static_cast<std::int32_t>(act_.kind),
+                                  static_cast<std::int32_t>(act_.hard_sigmoid), err, len);
+    });
+    out = {std::move(y)};
+    return true;
   }
 
  private:

@@ -10,6 +10,7 @@
 #include "io/json_int.hpp"
 #include "io/keras_entry.hpp"
 #include "io/printable.hpp"
+#include "model/device_run.hpp"
 #include "model/layers/layer_util.hpp"
 #include "model/layers/registry.hpp"
 #include "recur/activations.hpp"
@@ -30,6 +31,11 @@ class IdentityOp : public Op {
     return in;
   }
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override { return {*in.main[0]}; }
+  std::string device_rule() const override { return ""; }
+  bool forward_device(const CallInputs& in, RunContext&, int, std::vector<Value>& out) const override {
+    out = {*in.main[0]};
+    return true;
+  }
   bool passes_ids() const override { return true; }
 };
 
@@ -129,10 +135,51 @@ class EmbeddingOp : public Op {
     y.mask = m;  // without mask_zero, no mask comes out (Keras's compute_mask), whatever came in
     return {std::move(y)};
   }
+  std::string device_rule() const override { return ""; }
+  bool device_reads_host() const override { return true; }
+  // The ids are checked on the host (as forward does), then the rows are gathered on the GPU.
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    if (input_dim_ > std::numeric_limits<std::int32_t>::max()) return false;
+    const Value& x = *in.main[0];
+    std::vector<Index> shape = x.shape;
+    const Index n = product(shape);
+    shape.push_back(output_dim_);
+    DeviceRun& dev = *ctx.device;
+    Value y = dev.make(shape, "Embedding");
+    std::vector<std::int32_t> ids(static_cast<std::size_t>(n));
+    std::shared_ptr<std::vector<std::uint8_t>> m;
+    if (mask_zero_ && shape.size() == 3) m = std::make_shared<std::vector<std::uint8_t>>(static_cast<std::size_t>(n));
+    const bool exact = x.ids && x.ids->values.size() == static_cast<std::size_t>(n);
+    for (Index r = 0; r < n; ++r) {
+      std::int64_t id;
+      if (exact) {
+        id = x.ids->values[static_cast<std::size_t>(r)];
+        if (id < 0 || id >= input_dim_)
+          fail(Code::invalid_argument, "input '", x.ids->input, "': token id ", id, " at position ", r, " ",
+               position_string(shape, r), " is out of range [0, ", input_dim_, ") for Embedding '", name, "'");
+      } else {
+        const float f = x.data[static_cast<std::size_t>(r)];
+        if (!(f >= 0.0f) || f != std::floor(f) || f >= static_cast<float>(input_dim_))
+          fail(Code::invalid_argument, "input: token id ", f, " at position ", r, " is not an integer in [0, ", input_dim_,
+               ") for Embedding '", name, "'");
+        id = static_cast<std::int64_t>(f);
+      }
+      ids[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(id);
+      if (m) (*m)[static_cast<std::size_t>(r)] = id != 0;
+    }
+    const float* table = weights_.on(dev, {{table_.data(), table_.size()}})[0];
+    dev.call("Embedding '" + name + "'", [&](char* err, std::size_t len) {
+      return dev.table().gather_rows(dev.ordinal(), table, output_dim_, ids.data(), n, y.device->data(), err, len);
+    });
+    y.mask = m;
+    out = {std::move(y)};
+    return true;
+  }
   std::size_t num_weights() const override { return 1; }
   std::uint64_t weight_floats() const override { return table_.size(); }
   void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
     table_ = take_weight(w, {input_dim_, output_dim_}, where);
+    weights_.reset();
   }
   void load_keras(const io::H5File& h5, const std::string& object, const std::string& file) override {
     auto w = read_vars(h5, object, file, 2 * weight_floats() + 16);
@@ -144,6 +191,7 @@ class EmbeddingOp : public Op {
   int input_dim_ = 0, output_dim_ = 0;
   bool mask_zero_ = false;
   std::vector<float> table_;
+  DeviceWeights weights_;
 };
 
 class DenseOp : public Op {
@@ -185,6 +233,25 @@ class DenseOp : public Op {
     y.mask = x.mask;
     return {std::move(y)};
   }
+  std::string device_rule() const override { return ""; }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    DeviceRun& dev = *ctx.device;
+    std::vector<Index> shape = x.shape;
+    shape.back() = units_;
+    Value y = dev.make(shape, "Dense");
+    const Index rows = product(x.shape, 0, x.shape.size() - 1);
+    const auto w = weights_.on(dev, {{kernel_.data(), static_cast<std::size_t>(kernel_.size())},
+                                     {bias_.data(), static_cast<std::size_t>(bias_.size())}});
+    dev.call("Dense '" + name + "'", [&](char* err, std::size_t len) {
+      return dev.table().dense(dev.ordinal(), x.device->data(), rows, in_, w[0], use_bias_ ? w[1] : nullptr, units_,
+                               static_cast<std::int32_t>(act_.kind), static_cast<std::int32_t>(act_.hard_sigmoid),
+                               y.device->data(), err, len);
+    });
+    y.mask = x.mask;
+    out = {std::move(y)};
+    return true;
+  }
   std::size_t num_weights() const override { return use_bias_ ? 2 : 1; }
   std::uint64_t weight_floats() const override { return static_cast<std::uint64_t>(kernel_.size() + bias_.size()); }
   double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
@@ -197,6 +264,7 @@ class DenseOp : public Op {
       auto b = take_weight(w, {units_}, where);
       std::copy_n(b.data(), b.size(), bias_.data());
     }
+    weights_.reset();
   }
   void load_keras(const io::H5File& h5, const std::string& object, const std::string& file) override {
     auto w = read_vars(h5, object, file, 2 * weight_floats() + 16);
@@ -211,6 +279,7 @@ class DenseOp : public Op {
   ActivationFn act_;
   RowMatrix kernel_;
   RowVector bias_;
+  DeviceWeights weights_;
 };
 
 // EinsumDense: y = activation(einsum(equation, x, kernel) + bias), Keras's weight shapes from

@@ -211,6 +211,9 @@ std::vector<int> normalized_axes(const std::vector<int>& given, std::size_t rank
 void Op::load(std::vector<StoredWeight>& w, bool, const std::string&) { (void)w; }
 void Op::load_keras(const io::H5File&, const std::string&, const std::string&) {}
 
+std::string Op::device_rule() const { return "recur has no GPU kernel for " + class_name; }
+bool Op::forward_device(const CallInputs&, RunContext&, int, std::vector<Value>&) const { return false; }
+
 std::string Op::stream_rule(const std::vector<bool>& stepped_in, bool, std::vector<bool>& stepped_out) const {
   bool any = false, all = true;
   for (bool s : stepped_in) {

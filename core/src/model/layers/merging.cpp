@@ -11,6 +11,7 @@
 #include "io/json_int.hpp"
 #include "io/keras_entry.hpp"
 #include "io/printable.hpp"
+#include "model/device_run.hpp"
 #include "model/layers/layer_util.hpp"
 #include "model/layers/registry.hpp"
 #include "recur/activations.hpp"
@@ -147,12 +148,43 @@ class MergeOp : public Op {
         idx[i] = 0;
       }
     }
-    y.mask = keras3_ ? or_masks(in.main) : and_masks(in.main);
-    if (y.mask && (y.shape.size() < 2 || y.mask->size() != static_cast<std::size_t>(y.shape[0] * y.shape[1]))) y.mask.reset();
+    set_mask(in, y);
     return {std::move(y)};
+  }
+  std::string device_rule() const override { return ""; }
+  // Inputs of one shape, folded left to right as forward does. Broadcasting, Keras 3's masked
+  // Multiply/Maximum/Minimum and an Average of more than two run on the host.
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const bool mask_merge = keras3_ && (kind_ == multiply || kind_ == maximum || kind_ == minimum);
+    for (const Value* v : in.main)
+      if (v->shape != in.main[0]->shape || (mask_merge && v->mask)) return false;
+    if (kind_ == average && in.main.size() > 2) return false;
+    DeviceRun& dev = *ctx.device;
+    const std::int64_t n = in.main[0]->device->floats;
+    Value y = in.main.size() == 1 ? dev.clone(*in.main[0], class_name.c_str()) : dev.make(in.main[0]->shape, class_name.c_str());
+    const int op = kind_ == add ? RECUR_GPU_OP_ADD
+                   : kind_ == subtract ? RECUR_GPU_OP_SUB
+                   : kind_ == multiply ? RECUR_GPU_OP_MUL
+                   : kind_ == maximum ? RECUR_GPU_OP_MAX
+                   : kind_ == minimum ? RECUR_GPU_OP_MIN
+                                      : RECUR_GPU_OP_AVERAGE;
+    for (std::size_t k = 1; k < in.main.size(); ++k) {
+      const float* a = k == 1 ? in.main[0]->device->data() : y.device->data();
+      dev.call(class_name + " '" + name + "'", [&](char* err, std::size_t len) {
+        return dev.table().binary(dev.ordinal(), op, a, in.main[k]->device->data(), n, y.device->data(), err, len);
+      });
+    }
+    y.ids.reset();
+    set_mask(in, y);
+    out = {std::move(y)};
+    return true;
   }
 
  private:
+  void set_mask(const CallInputs& in, Value& y) const {
+    y.mask = keras3_ ? or_masks(in.main) : and_masks(in.main);
+    if (y.mask && (y.shape.size() < 2 || y.mask->size() != static_cast<std::size_t>(y.shape[0] * y.shape[1]))) y.mask.reset();
+  }
   Kind kind_;
   bool keras3_ = false;
 };
@@ -179,6 +211,35 @@ class ConcatenateOp : public Op {
     for (const Value* v : in.main) parts.push_back(&v->shape);
     Value y = make_value(joined_shape(parts, ax, "Concatenate '" + name + "'"), "Concatenate");
     join_values(in.main, ax, y);
+    set_mask(in, ax, y);
+    return {std::move(y)};
+  }
+  std::string device_rule() const override { return ""; }
+  // Each input is one strided block of the output: its rows are the axes before `axis`.
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const int rank = static_cast<int>(in.main[0]->shape.size());
+    const std::size_t ax = static_cast<std::size_t>(axis_ < 0 ? axis_ + rank : axis_);
+    std::vector<const std::vector<Index>*> parts;
+    for (const Value* v : in.main) parts.push_back(&v->shape);
+    DeviceRun& dev = *ctx.device;
+    Value y = dev.make(joined_shape(parts, ax, "Concatenate '" + name + "'"), "Concatenate");
+    const Index rows = product(y.shape, 0, ax), width = product(y.shape, ax);
+    Index at = 0;
+    for (const Value* v : in.main) {
+      const Index cols = product(v->shape, ax);
+      dev.call("Concatenate '" + name + "'", [&](char* err, std::size_t len) {
+        return dev.table().copy2d(dev.ordinal(), v->device->data(), cols, y.device->data() + at, width, rows, cols, err, len);
+      });
+      at += cols;
+    }
+    set_mask(in, ax, y);
+    out = {std::move(y)};
+    return true;
+  }
+
+ private:
+  void set_mask(const CallInputs& in, std::size_t ax, Value& y) const {
+    const int rank = static_cast<int>(y.shape.size());
     const std::vector<Index>& shape = y.shape;
     // Keras: each mask broadcast to its input's shape (no mask: all valid), concatenated along the
     // axis, then all() over the last axis.
@@ -200,10 +261,7 @@ class ConcatenateOp : public Op {
       }
       y.mask = std::move(m);
     }
-    return {std::move(y)};
   }
-
- private:
   int axis_;
 };
 

@@ -43,6 +43,16 @@ class ModelOp : public Op {
     if (ctx.stream) local.site_base = ctx.stream->scope(this, site, graph_->nodes.size());
     return graph_->run(inputs, local);
   }
+  // Its layers place themselves as at the top level; its outputs stay where they are made.
+  std::string device_rule() const override { return ""; }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    std::vector<Value> inputs;
+    for (const Value* v : in.main) inputs.push_back(*v);
+    RunContext local = ctx;
+    local.device_outputs = true;
+    out = graph_->run(inputs, local);
+    return true;
+  }
   double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
     if (!graph_) return Op::work(main, out);
     const Graph::Plan p = graph_->plan(main);

@@ -12,6 +12,7 @@
 #include "io/json_int.hpp"
 #include "io/keras_entry.hpp"
 #include "io/printable.hpp"
+#include "model/device_run.hpp"
 #include "model/layers/layer_util.hpp"
 #include "model/layers/registry.hpp"
 #include "recur/activations.hpp"
@@ -410,6 +411,127 @@ class RecurrentOp : public Op {
       }
     }
     return y;
+  }
+
+  // run_chain on the model's GPU: every tensor a device Value, the mask on the host. False when
+  // a Layer of the chain cannot take device memory for this call (the op then runs on the host).
+  bool chain_can_run_on_device(const Chain& ch, bool masked) const {
+    if (ch.zero_output_quirk && masked && !ch.last().jax_masking) return false;  // a host fix-up
+    for (const auto& l : ch.layers) {
+      const LayerConfig& c = l->config();
+      if (!l->gpu_layer() || !l->device_call_issue(masked).empty()) return false;
+      if (c.is_cudnn() && masked) return false;  // the host path's error
+    }
+    return true;
+  }
+  Value run_chain_device(const Chain& ch, DeviceRun& dev, const Value& x, const std::uint8_t* mask, std::size_t mask_len,
+                         const std::vector<const Value*>& init, int init_offset, std::vector<Value>* states) const {
+    const Index B = x.shape[0], T = x.shape[1];
+    const std::size_t n = ch.layers.size();
+    std::vector<std::uint8_t> reversed;
+    if (mask && n > 1 && ch.go_backwards) {
+      reversed.resize(mask_len);
+      for (Index b = 0; b < B; ++b)
+        for (Index t = 0; t < T; ++t) reversed[static_cast<std::size_t>(b * T + t)] = mask[b * T + (T - 1 - t)];
+    }
+    Value prev, y;
+    int k0 = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      Layer& layer = *ch.layers[i];
+      const LayerConfig& c = layer.config();
+      const Index u = c.units;
+      const int ns = layer.num_states();
+      Value out = dev.make(c.return_sequences ? std::vector<Index>{B, T, u} : std::vector<Index>{B, u}, class_name.c_str());
+      const Value& in = i == 0 ? x : prev;
+      const std::uint8_t* m = i > 0 && !reversed.empty() ? reversed.data() : mask;
+      Value init_states;  // ns (B, u) tensors, one after the other
+      if (!init.empty()) {
+        init_states = dev.make({ns * B, u}, "initial_state");
+        for (int j = 0; j < ns; ++j) {
+          const int k = init_offset + k0 + j;
+          const Value& v = *init[static_cast<std::size_t>(k)];
+          if (v.shape != std::vector<Index>{B, u})
+            fail(Code::shape, "layer '", name, "': initial_state[", k, "] is ", shape_string(v.shape), ", expected ",
+                 shape_string({B, u}));
+          dev.call("initial_state of '" + name + "'", [&](char* err, std::size_t len) {
+            return dev.table().copy2d(dev.ordinal(), v.device->data(), B * u, init_states.device->data() + j * B * u, B * u,
+                                      1, B * u, err, len);
+          });
+        }
+      }
+      Value final_states;
+      if (states) final_states = dev.make({ns * B, u}, "final states");
+      layer.call_device(nullptr, in.device->data(), B, T, m, m ? mask_len : 0,
+                        init_states.device ? init_states.device->data() : nullptr, init_states.device ? ns : 0,
+                        out.device->data(), states ? final_states.device->data() : nullptr);
+      if (states)
+        for (int j = 0; j < ns; ++j) states->push_back(DeviceRun::view(final_states, j * B * u, {B, u}));
+      k0 += ns;
+      if (i + 1 == n) y = std::move(out);
+      else prev = std::move(out);
+    }
+    return y;
+  }
+
+  std::string device_rule() const override { return ""; }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    const bool masked = x.mask && !in.drop_mask;
+    if (!chain_can_run_on_device(*fwd_, masked) || (bwd_ && !chain_can_run_on_device(*bwd_, masked))) return false;
+    DeviceRun& dev = *ctx.device;
+    const Index B = x.shape[0], T = x.shape[1];
+    const bool rs = fwd_->return_sequences;
+    const bool want_states = fwd_->return_state;
+    const std::uint8_t* mask = masked ? x.mask->data() : nullptr;
+    const std::size_t mask_len = masked ? x.mask->size() : 0;
+    std::vector<Value> states;
+    Value y = run_chain_device(*fwd_, dev, x, mask, mask_len, in.initial_state, 0, want_states ? &states : nullptr);
+    if (rs && masked) y.mask = x.mask;
+    if (!bidirectional_) {
+      out.push_back(std::move(y));
+    } else {
+      Value yb = run_chain_device(*bwd_, dev, x, mask, mask_len, in.initial_state, fwd_->num_states(),
+                                  want_states ? &states : nullptr);
+      const Index uf = fwd_->last().units, ub = bwd_->last().units;
+      const std::string what = "Bidirectional '" + name + "'";
+      if (rs) {  // Keras flips the backward outputs back into input order: one strided copy per step
+        Value flipped = dev.make(yb.shape, "Bidirectional");
+        for (Index t = 0; t < T; ++t)
+          dev.call(what, [&](char* err, std::size_t len) {
+            return dev.table().copy2d(dev.ordinal(), yb.device->data() + (T - 1 - t) * ub, T * ub,
+                                      flipped.device->data() + t * ub, T * ub, B, ub, err, len);
+          });
+        yb = std::move(flipped);
+      }
+      if (rs && masked) yb.mask = x.mask;
+      const Index r = rs ? B * T : B;
+      if (merge_ == "none") {
+        out.push_back(std::move(y));
+        out.push_back(std::move(yb));
+      } else if (merge_ == "concat") {
+        std::vector<Index> shape = y.shape;
+        shape.back() = uf + ub;
+        Value m = dev.make(shape, "Bidirectional");
+        dev.call(what, [&](char* err, std::size_t len) {
+          return dev.table().copy2d(dev.ordinal(), y.device->data(), uf, m.device->data(), uf + ub, r, uf, err, len);
+        });
+        dev.call(what, [&](char* err, std::size_t len) {
+          return dev.table().copy2d(dev.ordinal(), yb.device->data(), ub, m.device->data() + uf, uf + ub, r, ub, err, len);
+        });
+        m.mask = y.mask;
+        out.push_back(std::move(m));
+      } else {
+        const int op = merge_ == "sum" ? RECUR_GPU_OP_ADD : merge_ == "mul" ? RECUR_GPU_OP_MUL : RECUR_GPU_OP_AVERAGE;
+        dev.call(what, [&](char* err, std::size_t len) {
+          return dev.table().binary(dev.ordinal(), op, y.device->data(), yb.device->data(), y.device->floats,
+                                    y.device->data(), err, len);
+        });
+        out.push_back(std::move(y));
+      }
+    }
+    if (want_states)
+      for (auto& st : states) out.push_back(std::move(st));
+    return true;
   }
 
   std::vector<Value> forward(const CallInputs& in, RunContext& ctx, int site) const override {

@@ -10,6 +10,7 @@
 #include "io/json_int.hpp"
 #include "io/keras_entry.hpp"
 #include "io/printable.hpp"
+#include "model/device_run.hpp"
 #include "model/layers/layer_util.hpp"
 #include "model/layers/registry.hpp"
 #include "recur/activations.hpp"
@@ -42,6 +43,19 @@ class RepeatVectorOp : public Op {
       for (Index t = 0; t < n_; ++t)
         std::copy_n(x.data.data() + b * F, F, y.data.data() + (b * n_ + t) * F);
     return {std::move(y)};
+  }
+  std::string device_rule() const override { return ""; }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    const Index B = x.shape[0], F = x.shape[1];
+    DeviceRun& dev = *ctx.device;
+    Value y = dev.make({B, n_, F}, "RepeatVector");
+    for (Index t = 0; t < n_; ++t)  // one strided copy per timestep: every row's vector into step t
+      dev.call("RepeatVector '" + name + "'", [&](char* err, std::size_t len) {
+        return dev.table().copy2d(dev.ordinal(), x.device->data(), F, y.device->data() + t * F, n_ * F, B, F, err, len);
+      });
+    out = {std::move(y)};
+    return true;
   }
 
  private:
@@ -99,6 +113,15 @@ class FlattenOp : public Op {
     y.shape = {x.shape[0], x.shape.size() == 1 ? 1 : product(x.shape, 1)};
     return {std::move(y)};
   }
+  std::string device_rule() const override {
+    return channels_first_ ? "recur has no GPU kernel for Flatten(data_format='channels_first') (a transpose)" : "";
+  }
+  bool forward_device(const CallInputs& in, RunContext&, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    if (channels_first_ && x.shape.size() > 2) return false;  // a transpose, which runs on the host
+    out = {DeviceRun::view(x, 0, {x.shape[0], x.shape.size() == 1 ? 1 : product(x.shape, 1)})};
+    return true;
+  }
 
  private:
   bool channels_first_;
@@ -150,6 +173,11 @@ class ReshapeOp : public Op {
     y.shape = resolve(in.main[0]->shape, true);
     y.data = in.main[0]->data;
     return {std::move(y)};
+  }
+  std::string device_rule() const override { return ""; }
+  bool forward_device(const CallInputs& in, RunContext&, int, std::vector<Value>& out) const override {
+    out = {DeviceRun::view(*in.main[0], 0, resolve(in.main[0]->shape, true))};
+    return true;
   }
 
  private:

@@ -9,6 +9,7 @@
 #include "io/json_int.hpp"
 #include "io/keras_entry.hpp"
 #include "io/printable.hpp"
+#include "model/device_run.hpp"
 #include "model/layers/layer_util.hpp"
 #include "model/layers/registry.hpp"
 #include "recur/activations.hpp"
@@ -56,6 +57,33 @@ class TimeDistributedOp : public Op {
     y.shape[1] = x.shape[1];
     y.mask = x.mask;
     return {std::move(y)};
+  }
+  std::string device_rule() const override { return inner_->device_rule(); }
+  bool device_reads_host() const override { return inner_->device_reads_host(); }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int site, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    std::vector<Index> flat_shape = x.shape;
+    flat_shape.erase(flat_shape.begin());
+    flat_shape[0] = x.shape[0] * x.shape[1];
+    Value flat = x.device ? DeviceRun::view(x, 0, flat_shape) : Value();
+    if (!x.device) {  // an inner op that reads the host (an Embedding)
+      flat.data = x.data;
+      flat.shape = flat_shape;
+      if (x.ids) flat.ids = x.ids;
+    }
+    CallInputs ci;
+    ci.main = {&flat};
+    RunContext inner_ctx;  // the inner layer sees each timestep as a sample of its own
+    inner_ctx.device = ctx.device;
+    std::vector<Value> o;
+    if (!inner_->forward_device(ci, inner_ctx, site, o)) return false;
+    std::vector<Index> shape = o[0].shape;
+    shape.insert(shape.begin(), x.shape[0]);
+    shape[1] = x.shape[1];
+    Value y = DeviceRun::view(o[0], 0, shape);
+    y.mask = x.mask;
+    out = {std::move(y)};
+    return true;
   }
   double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
     auto flat = [](const Spec& s) {
