@@ -863,11 +863,18 @@ void print_info_text(const std::string& file, const ModelReport& report) {
     w = std::max(w, l.name.size());
     wc = std::max(wc, l.cls.size());
   }
-  std::printf("  %-*s  %-*s  %6s  %6s  %s\n", static_cast<int>(w), "name", static_cast<int>(wc), "class", "input",
-              "output", "recurrent");
+  // On a GPU, where each layer runs: one without a GPU kernel costs copies, and says why.
+  const bool gpu = str(r.where.backend) != "cpu";
+  const int wr = gpu ? 9 : 0;  // the recurrent column padded only when a device column follows
+  std::printf("  %-*s  %-*s  %6s  %6s  %-*s%s\n", static_cast<int>(w), "name", static_cast<int>(wc), "class", "input",
+              "output", wr, "recurrent", gpu ? "  device" : "");
   for (const LayerRow& l : r.rows)
-    std::printf("  %-*s  %-*s  %6d  %6d  %s\n", static_cast<int>(w), l.name.c_str(), static_cast<int>(wc),
-                l.cls.c_str(), l.in, l.out, l.recurrent ? "yes" : "no");
+    std::printf("  %-*s  %-*s  %6d  %6d  %-*s%s\n", static_cast<int>(w), l.name.c_str(), static_cast<int>(wc),
+                l.cls.c_str(), l.in, l.out, wr, l.recurrent ? "yes" : "no",
+                gpu ? ("  " + str(l.device.backend)).c_str() : "");
+  if (gpu)
+    for (const LayerRow& l : r.rows)
+      if (str(l.device.backend) == "cpu") std::cout << "  " << l.name << ": " << one_line(str(l.device.reason)) << "\n";
 }
 
 int cmd_info(const std::string& file, bool as_json, const std::string& device) {

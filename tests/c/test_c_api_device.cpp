@@ -4,6 +4,8 @@
 // emulator plugin named by RECUR_CUDA_PLUGIN), GPU results against the CPU's.
 #include <algorithm>
 #include <atomic>
+#include <mutex>
+#include <string>
 #include <thread>
 
 #include "c_api_test_util.hpp"
@@ -749,18 +751,24 @@ TEST(CApiDeviceGpu, ForwardDeviceMatchesForward) {
   }
 }
 
+// Every layer of a model on a GPU reports where it runs: the recurrent ones and every layer with a
+// GPU kernel on the GPU, any other on the CPU with the copies that costs.
 TEST(CApiDeviceGpu, ModelMatchesTheCpu) {
   RECUR_SKIP_WITHOUT_FILES();
   SKIP_WITHOUT_GPU();
-  for (const char* file : {"keras3/bigru.keras", "keras2/binone.h5"}) {
+  for (const char* file : {"keras3/bigru.keras", "keras2/binone.h5", "keras3/tokens.keras"}) {
     SCOPED_TRACE(file);
     Model m = open_model(file);
     ASSERT_NE(m, nullptr);
-    const std::vector<float> x = rt::data(3 * 6 * 3);
+    const bool tokens = std::string(file).find("tokens") != std::string::npos;
+    std::vector<float> x = rt::data(3 * 6 * 3);
+    if (tokens) {
+      x.resize(3 * 6);
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7) % 5);  // ids, some 0 (masked)
+    }
     const std::vector<float> cpu = run_model(m.get(), x, 3, 6);
     ASSERT_RECUR_OK(recur_model_set_device(m.get(), "cuda"));
     expect_on_gpu(model_device(m.get(), -1));
-    // Recurrent layers run on the GPU; every other layer says it runs on the CPU between them.
     recur_model_info mi;
     mi.version = RECUR_MODEL_INFO_VERSION;
     ASSERT_RECUR_OK(recur_model_get_info(m.get(), &mi));
@@ -771,17 +779,80 @@ TEST(CApiDeviceGpu, ModelMatchesTheCpu) {
       ASSERT_RECUR_OK(recur_model_layer(m.get(), i, nullptr, &cls, nullptr, nullptr, nullptr, &recurrent));
       SCOPED_TRACE(cls);
       const recur_device_info layer = model_device(m.get(), i);
-      if (recurrent) {
+      if (recurrent || std::string(cls) != "Masking") {
         expect_on_gpu(layer);
+        if (!recurrent) {
+          EXPECT_STREQ(layer.path, "kernel");
+        }
       } else {
+        // recur has no GPU kernel for Masking: it says so, and what that costs.
         EXPECT_STREQ(layer.backend, "cpu");
-        EXPECT_NE(std::string(layer.reason).find("on the CPU between the model's GPU layers"), std::string::npos) << layer.reason;
+        EXPECT_NE(std::string(layer.reason).find("no GPU kernel for Masking"), std::string::npos) << layer.reason;
+        EXPECT_NE(std::string(layer.reason).find("copied"), std::string::npos) << layer.reason;
         ++on_cpu;
       }
     }
-    EXPECT_GT(on_cpu, 0) << "the model has layers besides its recurrent ones";
+    EXPECT_EQ(on_cpu, std::string(file) == "keras3/bigru.keras" ? 1 : 0);
     EXPECT_LE(max_diff(run_model(m.get(), x, 3, 6), cpu), kGpuTolerance);
     ASSERT_RECUR_OK(recur_model_set_device(m.get(), "cpu"));
     EXPECT_EQ(run_model(m.get(), x, 3, 6), cpu);
+  }
+}
+
+namespace {
+// The debug log line each whole-model run on a GPU writes: what crossed between host and device.
+std::mutex heard_mutex;
+std::vector<std::string> heard_runs;
+void hear_runs(void*, int32_t, const char* message) {
+  if (std::string(message).find("' ran on cuda:") == std::string::npos) return;
+  std::lock_guard<std::mutex> lock(heard_mutex);
+  heard_runs.push_back(message);
+}
+std::vector<std::string> runs_heard(const recur_model* m, const std::vector<float>& x) {
+  {
+    std::lock_guard<std::mutex> lock(heard_mutex);
+    heard_runs.clear();
+  }
+  recur_set_log_callback(hear_runs, nullptr, RECUR_LOG_DEBUG);
+  run_model(m, x, 3, 6);
+  recur_set_log_callback(nullptr, nullptr, RECUR_LOG_DEBUG);
+  std::lock_guard<std::mutex> lock(heard_mutex);
+  return heard_runs;
+}
+}  // namespace
+
+// A model on a GPU copies its inputs up once and its outputs down once; a layer without a GPU
+// kernel (Masking here) is the only other place a tensor crosses, and the run says so.
+TEST(CApiDeviceGpu, ModelTensorsStayOnTheDevice) {
+  RECUR_SKIP_WITHOUT_FILES();
+  SKIP_WITHOUT_GPU();
+  {
+    // Embedding (ids read on the host) -> GRU -> LSTM -> Dense: nothing goes up, the output comes down.
+    Model m = open_model("keras3/tokens.keras");
+    ASSERT_RECUR_OK(recur_model_set_device(m.get(), "cuda"));
+    std::vector<float> ids(3 * 6);
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<float>(1 + i % 4);
+    const std::vector<std::string> runs = runs_heard(m.get(), ids);
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_NE(runs[0].find(": 0 upload(s) [], 1 download(s) [model output"), std::string::npos) << runs[0];
+  }
+  {
+    // Input -> Masking (CPU) -> Bidirectional(GRU) -> TimeDistributed(Dense): Masking's output goes up.
+    Model m = open_model("keras3/bigru.keras");
+    ASSERT_RECUR_OK(recur_model_set_device(m.get(), "cuda"));
+    const std::vector<std::string> runs = runs_heard(m.get(), rt::data(3 * 6 * 3));
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_NE(runs[0].find(": 1 upload(s) [layer '"), std::string::npos) << runs[0];
+    EXPECT_NE(runs[0].find("(Bidirectional) reads the output of '"), std::string::npos) << runs[0];
+    EXPECT_NE(runs[0].find("which ran on the CPU], 1 download(s) [model output"), std::string::npos) << runs[0];
+  }
+  {
+    // Bidirectional(LSTM) alone: the input goes up, the outputs come down.
+    Model m = open_model("keras3/binone.keras");
+    ASSERT_RECUR_OK(recur_model_set_device(m.get(), "cuda"));
+    const std::vector<std::string> runs = runs_heard(m.get(), rt::data(3 * 6 * 3));
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_NE(runs[0].find(": 1 upload(s) [model input '"), std::string::npos) << runs[0];
+    EXPECT_NE(runs[0].find("2 download(s) [model output"), std::string::npos) << runs[0];
   }
 }

@@ -504,19 +504,25 @@ RECUR_API recur_status recur_layer_forward_states(const recur_layer *layer, recu
  * as in recur_layer_forward; mask is a HOST array (or NULL): recur plans the route from it.
  * cuda_stream is a cudaStream_t (NULL: the default stream); the call is ordered on it and returns
  * once the outputs are written. Errors: STATE (the layer is not on a GPU: recur_layer_set_device),
- * INVALID_ARGUMENT, SHAPE, UNSUPPORTED. */
+ * INVALID_ARGUMENT, SHAPE, UNSUPPORTED (a CuDNN layer given a mask; Keras 2's CuDNN time_major with
+ * go_backwards; a mask on a layer set to the JAX backend without unroll, whose masked loop runs on
+ * the CPU only: use recur_layer_forward for these). */
 RECUR_API recur_status recur_layer_forward_device(recur_layer *layer, void *cuda_stream, const float *d_input,
                                                   int32_t batch, int32_t timesteps, const uint8_t *mask,
                                                   size_t mask_len, const float *d_initial_state,
                                                   int32_t num_initial_states, float *d_output,
                                                   float *d_final_state);
 
-/* Moves a model's recurrent layers to `device`; they run there, the graph's other layers on the
- * CPU between them. Errors as recur_layer_set_device. */
+/* Moves a model to `device`. On a GPU, a run keeps the tensors between layers in device memory:
+ * each input goes up once and each output comes down once. A layer without a GPU kernel (see
+ * recur_model_get_device) runs on the CPU: its inputs come down and its outputs go back up, the
+ * only other copies a run makes. Streaming (recur_model_state) keeps its states on the GPU and its
+ * tensors between layers on the host. Errors as recur_layer_set_device. */
 RECUR_API recur_status recur_model_set_device(recur_model *model, const char *device);
 /* layer_index -1: where the model runs; otherwise that layer (recur_model_layer order). On a GPU,
- * only recurrent layers run there: every other layer reports "cpu" with the reason that it runs on
- * the CPU between the GPU layers. Errors: INVALID_ARGUMENT (index). */
+ * a layer with a GPU kernel reports the GPU (recurrent layers with their route, the others path
+ * "kernel"); a layer without one reports "cpu", and its reason names what it lacks and says that
+ * its inputs and outputs are copied. Errors: INVALID_ARGUMENT (index). */
 RECUR_API recur_status recur_model_get_device(const recur_model *model, int32_t layer_index, recur_device_info *info);
 
 /* ------------------------------------------------------------------------------------------ */

@@ -1188,12 +1188,13 @@ Placement Model::layer_placement(int index) const {
   if (!m.placement.on_gpu()) return m.placement;
   Placement p;
   p.requested = m.placement.requested;
-  if (rule.empty()) {
+  if (rule.empty() || cls == "InputLayer") {
     p.backend = m.placement.backend;
     p.ordinal = m.placement.ordinal;
     p.device_name = m.placement.device_name;
     p.path = "kernel";
-    p.reason = "runs on " + p.backend + " on tensors in device memory";
+    p.reason = cls == "InputLayer" ? "a model input: copied to " + p.backend + " once, where a layer there first reads it"
+                                   : "runs on " + p.backend + " on tensors in device memory";
     return p;
   }
   // The one place a model on a GPU copies: this layer's inputs to the host, its outputs back.
