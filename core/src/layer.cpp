@@ -502,6 +502,26 @@ void Layer::call_state(State& state, const float* input, std::size_t input_len, 
   throw_if_cancelled();
 }
 
+void Layer::call_state_device(State& state, const float* d_input, Index timesteps, const std::uint8_t* mask,
+                              std::size_t mask_len, float* d_output) const {
+  materialize();
+  require_sequence_layer("forward_state");
+  if (!gpu_) fail(Error::Code::state, "a device step needs the layer on a GPU");
+  const Index B = state.batch(), T = timesteps;
+  if (state.num_states() != config_.num_states() || state.units() != config_.units)
+    fail(Error::Code::shape, "state: holds ", state.num_states(), " tensor(s) of ", state.units(), " units; ",
+         kind_name(config_.kind), " needs ", config_.num_states(), " of ", config_.units, " units");
+  if (T <= 0) fail(Error::Code::invalid_argument, "timesteps: expected at least 1 timestep, got ", T);
+  if (mask && mask_len != static_cast<std::size_t>(B * T))
+    fail(Error::Code::shape, "mask: expected ", B * T, " values, got ", mask_len);
+  const std::string issue = device_call_issue(mask != nullptr);
+  if (!issue.empty() || (mask && config_.is_cudnn())) fail(Error::Code::unsupported, "a device step: ", issue);
+  const SequenceJob job = sequence_job(B, T, mask, nullptr);
+  gpu_->run_device_resident(job, d_input, *resident_state(state), config_.return_sequences ? d_output : nullptr,
+                            config_.return_sequences ? nullptr : d_output);
+  throw_if_cancelled();
+}
+
 SequenceJob Layer::sequence_job(Index B, Index T, const std::uint8_t* mask, float* output) const {
   SequenceJob job;
   job.batch = B;

@@ -146,6 +146,10 @@ class Layer {
   void call_device(void* stream, const float* d_input, Index batch, Index timesteps, const std::uint8_t* mask,
                    std::size_t mask_len, const float* d_initial_state, int num_initial_states, float* d_output,
                    float* d_final_state);
+  // call_state on device buffers (the model runner on a GPU): the state stays resident on the
+  // layer's GPU. Throws Error(unsupported) where device_call_issue says why not.
+  void call_state_device(State& state, const float* d_input, Index timesteps, const std::uint8_t* mask,
+                         std::size_t mask_len, float* d_output) const;
   // Why call_device cannot run a call with (or without) a mask on this layer's GPU, or "".
   std::string device_call_issue(bool masked) const;
   // Puts a state made for this layer where the layer runs (its tensors resident on the GPU).

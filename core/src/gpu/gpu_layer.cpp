@@ -172,8 +172,9 @@ void GpuLayer::run_job(const SequenceJob& job, DeviceState* resident) const {
   if (job.carried_output) *job.carried_output = std::move(carried_out);
 }
 
-void GpuLayer::run_device(void* stream, const SequenceJob& job, const float* d_input, float* d_states,
-                          float* d_sequence_output, float* d_last_output) const {
+// A run on caller-held device buffers: the shape, route and masking rules of `job`.
+recur_gpu_run GpuLayer::device_run(void* stream, const SequenceJob& job, const float* const* inputs,
+                                   MaskPlan& plan) const {
   recur_gpu_run run{};
   run.memory = RECUR_GPU_MEMORY_DEVICE;
   run.stream = stream;
@@ -184,11 +185,30 @@ void GpuLayer::run_device(void* stream, const SequenceJob& job, const float* d_i
   run.zero_output_for_mask = job.zero_output_for_mask;
   run.unrolled_mask_quirk = job.unrolled_mask_quirk;
   run.num_inputs = 1;
-  const float* inputs[1] = {d_input};
   run.inputs = inputs;
-  MaskPlan plan;
   fill_route(run, job.mask, job.batch, job.timesteps, false, false, run.unrolled_mask_quirk, plan);
+  return run;
+}
+
+void GpuLayer::run_device(void* stream, const SequenceJob& job, const float* d_input, float* d_states,
+                          float* d_sequence_output, float* d_last_output) const {
+  const float* inputs[1] = {d_input};
+  MaskPlan plan;
+  recur_gpu_run run = device_run(stream, job, inputs, plan);
   run.states = d_states;
+  run.sequence_output = d_sequence_output;
+  run.last_output = d_last_output;
+  call(run);
+}
+
+void GpuLayer::run_device_resident(const SequenceJob& job, const float* d_input, const DeviceState& resident,
+                                   float* d_sequence_output, float* d_last_output) const {
+  const float* inputs[1] = {d_input};
+  MaskPlan plan;
+  recur_gpu_run run = device_run(nullptr, job, inputs, plan);
+  run.states = resident.states();
+  run.carried_in = resident.carried();
+  run.carried_out = resident.carried();
   run.sequence_output = d_sequence_output;
   run.last_output = d_last_output;
   call(run);

@@ -57,10 +57,14 @@ class GpuLayer {
   // pointers are ignored.
   void run_device(void* stream, const SequenceJob& job, const float* d_input, float* d_states, float* d_sequence_output,
                   float* d_last_output) const;
+  // The same with a stream's resident states (and carried output), in and out.
+  void run_device_resident(const SequenceJob& job, const float* d_input, const DeviceState& resident,
+                           float* d_sequence_output, float* d_last_output) const;
   // One step for rows spread over resident states.
   void step_rows(const recur_gpu_step_rows& step) const;
 
  private:
+  recur_gpu_run device_run(void* stream, const SequenceJob& job, const float* const* inputs, MaskPlan& plan) const;
   void fill_route(recur_gpu_run& run, const std::uint8_t* mask, Index batch, Index timesteps, bool per_gate_inputs,
                   bool recurrent_masks, bool unrolled_quirk, MaskPlan& plan) const;
   void call(const recur_gpu_run& run) const;

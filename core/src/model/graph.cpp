@@ -769,9 +769,8 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
     if (nodes[static_cast<std::size_t>(id)].mask.node >= 0) ++reads[static_cast<std::size_t>(nodes[static_cast<std::size_t>(id)].mask.node)];
   }
   for (const Ref& r : outputs) ++reads[static_cast<std::size_t>(r.node)];
-  // On a GPU (not while streaming: a stream's steps keep their states resident and their tensors
-  // on the host), each tensor is moved at most once each way, where an op needs it elsewhere.
-  DeviceRun* dev = ctx.stream ? nullptr : ctx.device;
+  // On a GPU each tensor is moved at most once each way, where an op needs it elsewhere.
+  DeviceRun* dev = ctx.device;
   for (int id : order) {
     const Node& n = nodes[static_cast<std::size_t>(id)];
     if (n.is_input || !n.op || n.out.empty()) continue;  // a mask recur computes by Keras's rules instead

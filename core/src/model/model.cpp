@@ -123,6 +123,18 @@ struct ModelShared {
   mutable std::mutex stateful_mutex;  // runs of a stateful model, one at a time
   mutable std::mutex layout_mutex;    // guards stream_layout
   mutable std::shared_ptr<const StreamLayout> stream_layout;  // made by the first snapshot
+  // Device memory the graph's runs and its streams' steps reuse while the model is on a GPU (null
+  // on the CPU).
+  std::shared_ptr<graph::DevicePool> device_pool() const {
+    std::lock_guard<std::mutex> lock(device_mutex);
+    return device_pool_;
+  }
+  void set_device_pool(std::shared_ptr<graph::DevicePool> pool) {
+    std::lock_guard<std::mutex> lock(device_mutex);
+    device_pool_ = std::move(pool);
+  }
+  mutable std::mutex device_mutex;
+  std::shared_ptr<graph::DevicePool> device_pool_;
 
   // Input i's concrete dims for a run or a stream step.
   std::vector<Index> input_dims(std::size_t i, Index batch, Index timesteps, bool stream) const {
@@ -468,8 +480,6 @@ struct Model::Impl {
   std::vector<const json*> entries;
   std::once_flag configs_dumped;
   Placement placement;
-  // Device memory the graph's runs reuse, while the model is on a GPU (null on the CPU).
-  std::shared_ptr<graph::DevicePool> device_pool;
   int num_threads = 1;
   Precision precision = Precision::float32;
 
@@ -889,9 +899,9 @@ void Model::run_inputs(Index batch, const std::vector<Index>& timesteps, const f
                                        in[i].shape[1] != s.graph->input_specs[i].dims[1]);
   std::unique_lock<std::mutex> lock(s.stateful_mutex, std::defer_lock);
   if (stateful()) lock.lock();
-  GpuRun gpu(impl_->device_pool, ctx);
+  GpuRun gpu(s.device_pool(), ctx);
   s.write_outputs(s.graph->run(in, ctx), outputs_data, outputs_len);
-  gpu.done(impl_->path);
+  gpu.done(s.path);
 }
 
 namespace {
@@ -970,12 +980,12 @@ void Model::run_named(const std::vector<NamedInput>& inputs, std::vector<NamedOu
   // Text inputs: the outputs' dims may depend on the tokens (a TextVectorization without
   // output_sequence_length), so the buffers are checked after the run, before anything is written.
   if (!text) s.shape_outputs(idx, s.dims_for(in), outputs, true);
-  GpuRun gpu(impl_->device_pool, ctx);
+  GpuRun gpu(s.device_pool(), ctx);
   if (!text || !stateful()) {
     const std::vector<Value> vals = run_restoring(in, ctx);
     if (text) s.shape_outputs(idx, ModelShared::dims_of(vals), outputs, true);
     ModelShared::copy_outputs(idx, vals, outputs);
-    gpu.done(impl_->path);
+    gpu.done(s.path);
     return;
   }
   std::lock_guard<std::mutex> lock(s.stateful_mutex);
@@ -984,7 +994,7 @@ void Model::run_named(const std::vector<NamedInput>& inputs, std::vector<NamedOu
     const std::vector<Value> vals = s.graph->run(in, ctx);
     s.shape_outputs(idx, ModelShared::dims_of(vals), outputs, true);
     ModelShared::copy_outputs(idx, vals, outputs);
-    gpu.done(impl_->path);
+    gpu.done(s.path);
   } catch (...) {
     before.restore();
     throw;
@@ -1127,11 +1137,11 @@ void Model::set_device(const DeviceRequest& request) {
                " with its tensors in device memory (the recurrent layers report their own route; a layer without a "
                "GPU kernel runs on the CPU and says so)";
     p.device_name = gpu::device_name(ordinal);
-    m.device_pool = std::make_shared<graph::DevicePool>(ordinal);
+    m.shared->set_device_pool(std::make_shared<graph::DevicePool>(ordinal));
   } else {
     p.backend = "cpu";
     p.path = "cpu";
-    m.device_pool.reset();
+    m.shared->set_device_pool(nullptr);
   }
   log::write(request.kind == DeviceRequest::Kind::automatic && ordinal < 0 ? log::Level::warning : log::Level::info,
              "model '", m.path, "': device ", p.requested, " -> ", p.backend, ": ", p.reason);
@@ -1283,7 +1293,9 @@ void ModelStream::step(Index timesteps, const float* inputs, std::size_t inputs_
   const std::size_t want = outputs_length(timesteps);
   if (outputs_len != want) fail(Code::shape, "outputs: expected ", want, " floats, got ", outputs_len);
   ctx.stream = &impl_->states;
+  GpuRun gpu(s.device_pool(), ctx);
   s.write_outputs(s.graph->run(in, ctx), outputs, outputs_len);
+  gpu.done(s.path);
 }
 
 namespace {
@@ -1353,6 +1365,7 @@ void ModelStream::step_named(const std::vector<NamedInput>& inputs, std::vector<
   s.shape_outputs(idx, s.dims_for(in), outputs, true);
   ctx.stream = &impl_->states;
   StreamSnapshot before(impl_->states);
+  GpuRun gpu(s.device_pool(), ctx);
   std::vector<Value> vals;
   try {
     vals = s.graph->run(in, ctx);
@@ -1361,6 +1374,7 @@ void ModelStream::step_named(const std::vector<NamedInput>& inputs, std::vector<
     throw;
   }
   ModelShared::copy_outputs(idx, vals, outputs);
+  gpu.done(s.path);
 }
 
 // ---- stream snapshots --------------------------------------------------------------------------

@@ -45,11 +45,12 @@ class ModelOp : public Op {
   }
   // Its layers place themselves as at the top level; its outputs stay where they are made.
   std::string device_rule() const override { return ""; }
-  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+  bool forward_device(const CallInputs& in, RunContext& ctx, int site, std::vector<Value>& out) const override {
     std::vector<Value> inputs;
     for (const Value* v : in.main) inputs.push_back(*v);
     RunContext local = ctx;
     local.device_outputs = true;
+    if (ctx.stream) local.site_base = ctx.stream->scope(this, site, graph_->nodes.size());
     out = graph_->run(inputs, local);
     return true;
   }

@@ -12,6 +12,7 @@
 #include "io/json_int.hpp"
 #include "io/keras_entry.hpp"
 #include "io/printable.hpp"
+#include "gpu/gpu_layer.hpp"
 #include "model/device_run.hpp"
 #include "model/layers/layer_util.hpp"
 #include "model/layers/registry.hpp"
@@ -473,11 +474,52 @@ class RecurrentOp : public Op {
     return y;
   }
 
+  // A stream's step on the GPU: each Layer steps its resident State on device buffers.
+  bool step_device(const Value& x, const std::uint8_t* mask, std::size_t mask_len, RunContext& ctx, int site,
+                   std::vector<Value>& out) const {
+    DeviceRun& dev = *ctx.device;
+    std::vector<State>& st = ctx.stream->states[{this, site}];
+    const Index B = x.shape[0], T = x.shape[1];
+    if (st.empty())
+      for (const auto& l : fwd_->layers) st.emplace_back(l->num_states(), B, static_cast<int>(l->config().units));
+    std::vector<Value> states;
+    Value prev, y;
+    for (std::size_t i = 0; i < fwd_->layers.size(); ++i) {
+      const Layer& layer = *fwd_->layers[i];
+      const LayerConfig& c = layer.config();
+      const Index u = c.units;
+      Value o = dev.make(c.return_sequences ? std::vector<Index>{B, T, u} : std::vector<Index>{B, u}, class_name.c_str());
+      layer.call_state_device(st[i], (i == 0 ? x : prev).device->data(), T, mask, mask_len, o.device->data());
+      if (fwd_->return_state) {
+        const int ns = layer.num_states();
+        Value all = dev.make({ns * B, u}, "final states");
+        const float* src = st[i].device_state()->states();
+        dev.call("the states of '" + name + "'", [&](char* err, std::size_t len) {
+          return dev.table().copy2d(dev.ordinal(), src, ns * B * u, all.device->data(), ns * B * u, 1, ns * B * u, err, len);
+        });
+        for (int j = 0; j < ns; ++j) states.push_back(DeviceRun::view(all, j * B * u, {B, u}));
+      }
+      if (i + 1 == fwd_->layers.size()) y = std::move(o);
+      else prev = std::move(o);
+    }
+    if (fwd_->return_sequences && mask) y.mask = x.mask;
+    out.push_back(std::move(y));
+    for (auto& v : states) out.push_back(std::move(v));
+    return true;
+  }
+
   std::string device_rule() const override { return ""; }
-  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+  bool forward_device(const CallInputs& in, RunContext& ctx, int site, std::vector<Value>& out) const override {
     const Value& x = *in.main[0];
     const bool masked = x.mask && !in.drop_mask;
     if (!chain_can_run_on_device(*fwd_, masked) || (bwd_ && !chain_can_run_on_device(*bwd_, masked))) return false;
+    if (ctx.stream && ctx.stepped) {
+      // A stream's first step from initial_state tensors sets its states on the host.
+      if (bidirectional_ || fwd_->go_backwards || fwd_->zero_output_quirk) return false;
+      auto it = ctx.stream->states.find({this, site});
+      if ((it == ctx.stream->states.end() || it->second.empty()) && !in.initial_state.empty()) return false;
+      return step_device(x, masked ? x.mask->data() : nullptr, masked ? x.mask->size() : 0, ctx, site, out);
+    }
     DeviceRun& dev = *ctx.device;
     const Index B = x.shape[0], T = x.shape[1];
     const bool rs = fwd_->return_sequences;
