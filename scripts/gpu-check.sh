@@ -448,6 +448,10 @@ run() {
       "$b/tests/recur_c_api_tests" --gtest_filter="$san_filter"
     step sanitizer_memcheck_parity 60 2 env RECUR_TEST_DEVICE=cuda "$sanitizer" --tool memcheck --error-exitcode 9 --print-limit 20 \
       "$b/tests/recur_keras_parity" --gtest_filter="$parity_filter" --gtest_brief=1
+    # Whole models on the device: normalization, pooling, convolutions, merges, embeddings (Keras 3).
+    step sanitizer_memcheck_graphs 90 2 env RECUR_TEST_DEVICE=cuda "$sanitizer" --tool memcheck --error-exitcode 9 --print-limit 20 \
+      "$b/tests/recur_graph_parity" --gtest_brief=1 \
+      --gtest_filter='*keras3_sequence_conv*:*keras3_norms*:*keras3_pooling*:*keras3_merging*:*keras3_embedding*:*keras3_activations*'
   fi
   # ---- last, as time allows, measurements (recorded, not pass or fail): where a streaming step's
   # time goes (RECUR_CUDA_PROFILE=1 over the benchmark's one-stream steps), with CUDA graphs and

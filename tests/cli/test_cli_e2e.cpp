@@ -437,10 +437,22 @@ TEST_F(Cli, InfoDevice) {
   const std::string backend = doc["device"]["backend"];
   EXPECT_EQ(backend == "cpu", cuda_devices(run("devices")) == 0) << j.out;
   EXPECT_NE(doc["device"]["reason"], "");
-  // Recurrent layers go where the model goes; the others run on the CPU between them.
+  // Every layer goes where the model goes but Masking, which has no GPU kernel: on a GPU it runs on
+  // the CPU and says what that costs.
   for (const auto& l : doc["layers"]) {
-    EXPECT_EQ(l["device"]["backend"], l["recurrent"] == true ? backend : std::string("cpu")) << l;
+    const bool masking = l["class"] == "Masking";
+    EXPECT_EQ(l["device"]["backend"], masking ? std::string("cpu") : backend) << l;
+    if (masking && backend != "cpu") {
+      EXPECT_NE(l["device"]["reason"].get<std::string>().find("no GPU kernel for Masking"), std::string::npos) << l;
+    }
     for (const char* key : {"requested", "path", "reason", "device_name"}) EXPECT_TRUE(l["device"].contains(key)) << l;
+  }
+  // The text form adds a device column and the reason for each layer on the CPU.
+  if (backend != "cpu") {
+    const Result t = run("info --device auto " + m("keras3", "bigru.keras"));
+    ASSERT_EQ(t.rc, 0) << t.err;
+    EXPECT_NE(t.out.find("recurrent  device"), std::string::npos) << t.out;
+    EXPECT_NE(t.out.find("  masking: recur has no GPU kernel for Masking"), std::string::npos) << t.out;
   }
 }
 

@@ -7,10 +7,12 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <thread>
@@ -432,6 +434,87 @@ TEST(GpuEmulatorTable, ModelOps) {
   EXPECT_EQ(p->binary(0, 7, d, d, 1, d, err, sizeof err), RECUR_GPU_ERR_INVALID);
   EXPECT_EQ(p->buffer_download(buf, 60, all.data(), 5, err, sizeof err), RECUR_GPU_ERR_INVALID);
   EXPECT_NE(std::string(err).find("outside"), std::string::npos) << err;
+  p->buffer_free(buf);
+}
+
+// The element-wise ops of ABI 4 round as the CPU's std::max/std::min and operators do (NaN
+// included), and fill writes its value.
+TEST(GpuEmulatorTable, BinaryOpsAndFill) {
+  REQUIRE_DEVICE();
+  const recur_gpu_plugin* p = plugin();
+  char err[256] = "";
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Vec a{1.5f, -2.0f, nan, 3.0f}, b{0.25f, 4.0f, 1.0f, nan};
+  void* buf = nullptr;
+  ASSERT_EQ(p->buffer_alloc(0, 12, &buf, err, sizeof err), RECUR_GPU_OK) << err;
+  float* d = p->buffer_device_pointer(buf);
+  ASSERT_EQ(p->buffer_upload(buf, 0, a.data(), 4, err, sizeof err), RECUR_GPU_OK);
+  ASSERT_EQ(p->buffer_upload(buf, 4, b.data(), 4, err, sizeof err), RECUR_GPU_OK);
+  auto run = [&](int32_t op) {
+    EXPECT_EQ(p->binary(0, op, d, d + 4, 4, d + 8, err, sizeof err), RECUR_GPU_OK) << err;
+    Vec y(4);
+    EXPECT_EQ(p->buffer_download(buf, 8, y.data(), 4, err, sizeof err), RECUR_GPU_OK);
+    return y;
+  };
+  auto same = [](float x, float y) { return (std::isnan(x) && std::isnan(y)) || x == y; };
+  const Vec sub = run(RECUR_GPU_OP_SUB), mx = run(RECUR_GPU_OP_MAX), mn = run(RECUR_GPU_OP_MIN);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_TRUE(same(sub[i], a[i] - b[i])) << i;
+    EXPECT_TRUE(same(mx[i], std::max(a[i], b[i]))) << i;
+    EXPECT_TRUE(same(mn[i], std::min(a[i], b[i]))) << i;
+  }
+  ASSERT_EQ(p->fill(0, d + 8, 3, -0.5f, err, sizeof err), RECUR_GPU_OK) << err;
+  Vec f(4);
+  ASSERT_EQ(p->buffer_download(buf, 8, f.data(), 4, err, sizeof err), RECUR_GPU_OK);
+  EXPECT_EQ(f[0], -0.5f);
+  EXPECT_EQ(f[2], -0.5f);
+  EXPECT_TRUE(same(f[3], mn[3]));  // past n: untouched
+  p->buffer_free(buf);
+}
+
+// Each model op of ABI 4 refuses what the core should never send with RECUR_GPU_ERR_INVALID and a
+// message naming the op, and writes nothing.
+TEST(GpuEmulatorTable, ModelOpsRefuseBadArguments) {
+  REQUIRE_DEVICE();
+  const recur_gpu_plugin* p = plugin();
+  char err[256] = "";
+  void* buf = nullptr;
+  ASSERT_EQ(p->buffer_alloc(0, 16, &buf, err, sizeof err), RECUR_GPU_OK) << err;
+  float* d = p->buffer_device_pointer(buf);
+  const int64_t dims[2] = {2, 2}, strides[2] = {0, 1}, bad_dims[2] = {2, -1};
+  auto refused = [&](int rc, const char* op) {
+    EXPECT_EQ(rc, RECUR_GPU_ERR_INVALID) << op;
+    EXPECT_NE(std::string(err).find(op), std::string::npos) << err;
+  };
+  refused(p->normalize(0, 99, d, 1, 2, 2, 1, 1e-3f, nullptr, nullptr, d, err, sizeof err), "normalize");
+  refused(p->normalize(0, RECUR_GPU_NORM_LAYER, d, 1, 2, 3, 2, 1e-3f, nullptr, nullptr, d, err, sizeof err),
+          "normalize");  // 3 channels in 2 groups
+  refused(p->normalize(0, RECUR_GPU_NORM_RMS, d, 1, 2, 2, 1, 1e-3f, nullptr, nullptr, d, err, sizeof err),
+          "normalize");  // RMS without gamma
+  refused(p->broadcast_op(0, 99, d, 2, dims, strides, d, d, d, err, sizeof err), "broadcast_op");
+  refused(p->broadcast_op(0, RECUR_GPU_BCAST_AFFINE, d, 9, dims, strides, d, d, d, err, sizeof err), "broadcast_op");
+  refused(p->broadcast_op(0, RECUR_GPU_BCAST_AFFINE, d, 2, bad_dims, strides, d, d, d, err, sizeof err),
+          "broadcast_op");
+  refused(p->activate_args(0, 99, d, 4, 0, 0, 0, 0, d, err, sizeof err), "activate_args");
+  refused(p->activate_args(0, RECUR_GPU_ACT_RELU, d, 4, 0, 0, 0, 64, d, err, sizeof err), "activate_args");
+  refused(p->activate_args(0, RECUR_GPU_ACT_ELU, nullptr, 4, 0, 0, 0, 0, d, err, sizeof err), "activate_args");
+  refused(p->softmax_axis(0, d, -1, 2, 1, 0, nullptr, 0, 0, 0, 0, RECUR_GPU_SOFTMAX_MASK_ADD, d, err, sizeof err),
+          "softmax_axis");
+  refused(p->softmax_axis(0, d, 1, 2, 1, 0, nullptr, 0, 0, 0, 0, 99, d, err, sizeof err), "softmax_axis");
+  refused(p->pool1d(0, 99, d, 1, 4, 1, 0, 2, 2, 0, 2, nullptr, 0, d, err, sizeof err), "pool1d");
+  refused(p->pool1d(0, RECUR_GPU_POOL_MAX, d, 1, 4, 1, 0, 0, 2, 0, 2, nullptr, 0, d, err, sizeof err), "pool1d");
+  const uint8_t mask[4] = {1, 1, 0, 1};
+  refused(p->pool1d(0, RECUR_GPU_POOL_MASKED_SELECT, d, 1, 4, 1, 0, 4, 1, 0, 1, mask, 3, d, err, sizeof err),
+          "pool1d");  // a mask of 3 steps for 4
+  refused(p->conv1d(0, d, 1, 4, 3, d, 2, 2, 2, nullptr, 1, 1, 0, 3, 0, 2, d, err, sizeof err),
+          "conv1d");  // 3 channels in 2 groups
+  refused(p->conv1d(0, d, 1, 4, 2, d, 0, 1, 2, nullptr, 1, 1, 0, 3, 0, 2, d, err, sizeof err), "conv1d");
+  refused(p->conv1d_transpose(0, d, 1, 4, 2, d, 2, 2, nullptr, 0, 1, 0, 5, 0, 2, d, err, sizeof err),
+          "conv1d_transpose");  // strides 0
+  refused(p->conv1d_transpose(0, nullptr, 1, 4, 2, d, 2, 2, nullptr, 1, 1, 0, 5, 0, 2, d, err, sizeof err),
+          "conv1d_transpose");
+  refused(p->fill(0, nullptr, 4, 0.0f, err, sizeof err), "fill");
+  refused(p->binary(0, RECUR_GPU_OP_MIN + 1, d, d, 1, d, err, sizeof err), "binary");
   p->buffer_free(buf);
 }
 

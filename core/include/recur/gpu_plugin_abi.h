@@ -137,6 +137,10 @@ typedef struct recur_gpu_step_rows {
   const uint8_t *mask;              /* host (rows) or NULL */
   int32_t zero_output_for_mask;
   float *output;                    /* host (rows, u) */
+  int32_t memory;                   /* since ABI 4: RECUR_GPU_MEMORY_DEVICE makes input and output
+                                       device pointers (the mask stays a host array) */
+  void *stream;                     /* since ABI 4: with memory DEVICE, the caller's cudaStream_t
+                                       (NULL: the plugin's own stream) */
 } recur_gpu_step_rows;
 
 typedef struct recur_gpu_plugin {
@@ -193,8 +197,92 @@ typedef struct recur_gpu_plugin {
 
   /* Since ABI 4: more of the layers around the recurrent ones. */
   /* ---- normalization and activation layers with arguments */
+  /* Normalizes x (batch, positions, channels) into y over groups: a group is one sample's
+   * channels/groups consecutive channels at every position (LayerNormalization, RMSNormalization
+   * and UnitNormalization over trailing axes: batch = rows, positions = 1, groups = 1;
+   * GroupNormalization: positions = the non-batch positions). Statistics are one serial loop per
+   * group (positions outer, channels inner), in double for LAYER and GROUP and in float otherwise,
+   * as the CPU layers compute them. gamma and beta (channels floats) scale and shift each channel,
+   * NULL for none: RMS needs gamma, the unit norms read neither. x, gamma, beta and y are device
+   * pointers; y may alias x. kind RECUR_GPU_NORM_*: */
+#define RECUR_GPU_NORM_LAYER 0       /* inv = rsqrt(var + eps) * gamma; x * inv + (-mean * inv + beta) */
+#define RECUR_GPU_NORM_GROUP 1       /* the same rounded as GroupNormalization: x * inv + (beta - mean * inv) */
+#define RECUR_GPU_NORM_RMS 2         /* x * rsqrt(sum(x^2) / count + eps) * gamma */
+#define RECUR_GPU_NORM_UNIT_KERAS3 3 /* x * min(rsqrt(sum x^2), 1e12) */
+#define RECUR_GPU_NORM_UNIT_KERAS2 4 /* x * rsqrt(max(sum x^2, 1e-12)) */
+  int (*normalize)(int32_t device, int32_t kind, const float *x, int64_t batch, int64_t positions, int64_t channels,
+                   int64_t groups, float epsilon, const float *gamma, const float *beta, float *y, char *err,
+                   size_t err_len);
+  /* y[k] = f(x[k], p[a], q[a]) over a row-major tensor of `rank` (1..8) sizes `dims`, where a is the
+   * sum over axes of k's index along the axis times strides[axis] (0 along an axis the parameters do
+   * not vary over). dims and strides are host arrays; x, p, q and y device pointers (y may alias
+   * x). kind RECUR_GPU_BCAST_*: */
+#define RECUR_GPU_BCAST_AFFINE 0 /* x * p + q (BatchNormalization, its statistics folded into p, q) */
+#define RECUR_GPU_BCAST_PRELU 1  /* max(x, 0) + -p * max(-x, 0) (PReLU, p = alpha; q unused, may be NULL) */
+  int (*broadcast_op)(int32_t device, int32_t kind, const float *x, int32_t rank, const int64_t *dims,
+                      const int64_t *strides, const float *p, const float *q, float *y, char *err, size_t err_len);
+  /* y = f(x) elementwise over n floats with arguments a, b, c, in float32 as Keras computes them.
+   * x and y are device pointers (y may alias x). kind RECUR_GPU_ACT_*: */
+#define RECUR_GPU_ACT_RELU 0        /* Keras relu: negative_slope a, threshold b, max_value c (flags HAS_MAX) */
+#define RECUR_GPU_ACT_ELU 1         /* x > 0 ? x : a * expm1(x) */
+#define RECUR_GPU_ACT_THRESHOLDED 2 /* x > a ? x : 0 */
+#define RECUR_GPU_ACT_HAS_MAX 1     /* flags: RELU clips at max_value c */
+  int (*activate_args)(int32_t device, int32_t kind, const float *x, int64_t n, float a, float b, float c,
+                       int32_t flags, float *y, char *err, size_t err_len);
+  /* Softmax of x (outer, n, inner) over its middle axis into y (several adjacent axes: n their
+   * product), each row one serial loop as the CPU: max, then the sum of exp(x - max), then
+   * exp(x - max) / sum, or exp(x - max - log(sum)) when log_sum_exp (Keras over several axes).
+   * host_mask: NULL, or a (mask_rows, mask_cols) byte mask (nonzero: keep) broadcast against x from
+   * its last axis (last, prev: x's last two sizes; each mask size is 1 or the size it meets), applied
+   * by `mode` RECUR_GPU_SOFTMAX_MASK_*. x and y are device pointers (y may alias x); host_mask is a
+   * host array. */
+#define RECUR_GPU_SOFTMAX_MASK_ADD 0          /* Keras 2: masked values get -1e9 added */
+#define RECUR_GPU_SOFTMAX_MASK_REPLACE 1      /* Keras 2 robust_masking: masked values become -1e9 */
+#define RECUR_GPU_SOFTMAX_MASK_REPLACE_ZERO 2 /* Keras 3: become -1e9, their outputs then 0 */
+  int (*softmax_axis)(int32_t device, const float *x, int64_t outer, int64_t n, int64_t inner, int32_t log_sum_exp,
+                      const uint8_t *host_mask, int64_t mask_rows, int64_t mask_cols, int64_t last, int64_t prev,
+                      int32_t mode, float *y, char *err, size_t err_len);
   /* ---- end of normalization and activation layers */
   /* ---- pooling, convolution, padding */
+  /* Pooling over the steps of x (batch, steps, features), or (batch, features, steps) when
+   * channels_first: output step o takes the steps [o*strides - pad, o*strides - pad + pool) that lie
+   * in [0, steps); y is (batch, out_steps, features) (or (batch, features, out_steps)). A global
+   * pooling is pool = steps, strides = 1, pad = 0, out_steps = 1. Each output element is one serial
+   * loop over its window in step order (the CPU layers' float sums). kind RECUR_GPU_POOL_*:
+   * MAX (NaN-skipping as std::max), AVERAGE (the sum over the window's steps in the input), and the
+   * global average weighted by host_mask (batch, mask_len) bytes: MASKED_MULTIPLY (Keras 2:
+   * sum v * (m ? 1 : 0) / sum m) or MASKED_SELECT (Keras 3: sum over the kept steps / their count);
+   * mask_len is steps or 1 (one flag per row), and host_mask is NULL for the unmasked kinds.
+   * x and y are device pointers; host_mask is a host array. */
+#define RECUR_GPU_POOL_MAX 0
+#define RECUR_GPU_POOL_AVERAGE 1
+#define RECUR_GPU_POOL_MASKED_MULTIPLY 2
+#define RECUR_GPU_POOL_MASKED_SELECT 3
+  int (*pool1d)(int32_t device, int32_t kind, const float *x, int64_t batch, int64_t steps, int64_t features,
+                int32_t channels_first, int64_t pool, int64_t strides, int64_t pad, int64_t out_steps,
+                const uint8_t *host_mask, int64_t mask_len, float *y, char *err, size_t err_len);
+  /* A grouped 1D convolution, channels_last: y (batch, out_steps, out_channels) =
+   * act(conv(x (batch, steps, in_channels), kernel (kernel_size, in_channels/groups, out_channels))
+   * + bias), output step t reading input steps t*strides + k*dilation - pad (zeros outside the
+   * input). Each output element sums its taps in order, each tap's group channels in order, from
+   * zero, then adds bias (out_channels, or NULL), as the CPU's Conv1D. in_channels and
+   * out_channels are multiples of groups. x, kernel, bias and y are device pointers; activation
+   * codes as in dense. */
+  int (*conv1d)(int32_t device, const float *x, int64_t batch, int64_t steps, int64_t in_channels, const float *kernel,
+                int64_t kernel_size, int64_t groups, int64_t out_channels, const float *bias, int64_t strides,
+                int64_t dilation, int64_t pad, int64_t out_steps, int32_t activation, int32_t hard_sigmoid_variant,
+                float *y, char *err, size_t err_len);
+  /* Conv1DTranspose, channels_last: input step u, tap k adds x[u] @ kernel[k]^T (kernel
+   * (kernel_size, filters, in_channels)) to output step u*strides + k*dilation - pad of y (batch,
+   * out_steps, filters), those outside [0, out_steps) dropped; then + bias (filters, or NULL) and
+   * the activation. Each output element adds its taps in the order u ascending (each tap's sum
+   * over the channels in order, from zero), as the CPU's layer. Device pointers as conv1d. */
+  int (*conv1d_transpose)(int32_t device, const float *x, int64_t batch, int64_t steps, int64_t in_channels,
+                          const float *kernel, int64_t kernel_size, int64_t filters, const float *bias, int64_t strides,
+                          int64_t dilation, int64_t pad, int64_t out_steps, int32_t activation,
+                          int32_t hard_sigmoid_variant, float *y, char *err, size_t err_len);
+  /* y[0, n) = value (a zero padding's background); y is a device pointer. */
+  int (*fill)(int32_t device, float *y, int64_t n, float value, char *err, size_t err_len);
   /* ---- end of pooling, convolution, padding */
 } recur_gpu_plugin;
 

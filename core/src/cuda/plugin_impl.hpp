@@ -394,18 +394,21 @@ class Plugin {
     check(L.weights != nullptr, "layer_step_rows: weights were never set");
     const int64_t R = st.rows, u = s.units, F = s.input_size;
     check(R >= 0, "layer_step_rows: negative rows");
+    check(st.memory == RECUR_GPU_MEMORY_HOST || st.memory == RECUR_GPU_MEMORY_DEVICE, "layer_step_rows: unknown memory kind");
     if (R == 0) return;
     check(st.h_rows && st.carried_rows && st.input && st.output, "layer_step_rows: null argument");
     check(!s.lstm() || st.c_rows, "layer_step_rows: an LSTM needs c_rows");
     const int ns = s.num_states();
+    const bool host = st.memory == RECUR_GPU_MEMORY_HOST;
     const std::size_t ptr_bytes = static_cast<std::size_t>(R) * sizeof(float*);
 
-    Exec ex(L.desc.device, nullptr);
-    // The host data goes up in one copy: pointer arrays, input and mask, in this order.
+    Exec ex(L.desc.device, host ? nullptr : st.stream);
+    // The host data goes up in one copy: pointer arrays, input (host memory) and mask, in this order.
     float** h_ptrs = nullptr;
     float** c_ptrs = nullptr;
     float** carried_ptrs = nullptr;
-    float* input = nullptr;
+    const float* input = host ? nullptr : st.input;
+    float* staged_input = nullptr;
     uint8_t* mask = nullptr;
     float* states = nullptr;
     float* carried = nullptr;
@@ -416,10 +419,10 @@ class Plugin {
       h_ptrs = a.take<float*>(R);
       if (s.lstm()) c_ptrs = a.take<float*>(R);
       carried_ptrs = a.take<float*>(R);
-      input = a.take<float>(R * F);
+      if (host) staged_input = a.take<float>(R * F);
       if (st.mask) mask = a.take<uint8_t>(R);
       upload_bytes = a.size();
-      out = a.take<float>(R * u);
+      if (host) out = a.take<float>(R * u);
       staged_bytes = a.size();
       states = a.take<float>(ns * R * u);
       carried = a.take<float>(R * u);
@@ -430,6 +433,7 @@ class Plugin {
     char* base = static_cast<char*>(ex.scratch(measure.size()));
     Arena scratch(base);
     carve(scratch);
+    if (host) input = staged_input;
 
     // Host data goes up in one copy and the output comes down in one, through the pinned block.
     char* staging = static_cast<char*>(ex.host_staging(staged_bytes));
@@ -439,7 +443,7 @@ class Plugin {
     stage(h_ptrs, st.h_rows, ptr_bytes);
     if (c_ptrs) stage(c_ptrs, st.c_rows, ptr_bytes);
     stage(carried_ptrs, st.carried_rows, ptr_bytes);
-    stage(input, st.input, static_cast<std::size_t>(R * F) * sizeof(float));
+    if (host) stage(staged_input, st.input, static_cast<std::size_t>(R * F) * sizeof(float));
     if (mask) stage(mask, st.mask, static_cast<std::size_t>(R));
     ex.copy(base, staging, upload_bytes, Copy::h2d);
 
@@ -458,6 +462,11 @@ class Plugin {
     run_sequence(ex, s, L.w, a, rb);
     ex.for_each(R * u, MoveRows{h_ptrs, c_ptrs, carried_ptrs, states, c_block, carried, u, true});
     const std::size_t out_bytes = static_cast<std::size_t>(R * u) * sizeof(float);
+    if (!host) {
+      ex.copy(st.output, carried, out_bytes, Copy::d2d);
+      ex.sync();  // the staging block and the scratch are the thread's: free once the work is done
+      return;
+    }
     const bool direct_out = R * u >= (int64_t(1) << 18) && Exec::is_pinned(st.output);
     char* out_staged = staging + (reinterpret_cast<char*>(out) - base);
     ex.copy(direct_out ? static_cast<void*>(st.output) : out_staged, carried, out_bytes, Copy::d2h);
@@ -595,9 +604,154 @@ class Plugin {
   }
 
   // ---- normalization and activation layers with arguments (implementations)
+
+  static int normalize(int32_t device, int32_t kind, const float* x, int64_t batch, int64_t positions,
+                       int64_t channels, int64_t groups, float epsilon, const float* gamma, const float* beta, float* y,
+                       char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(kind >= RECUR_GPU_NORM_LAYER && kind <= RECUR_GPU_NORM_UNIT_KERAS2, "normalize: unknown kind");
+      check(batch >= 0 && positions >= 0 && channels > 0 && groups > 0 && channels % groups == 0,
+            "normalize: bad sizes");
+      check(kind != RECUR_GPU_NORM_RMS || gamma, "normalize: RMS needs gamma");
+      const int64_t n = batch * positions * channels;
+      check((x && y) || n == 0, "normalize: null argument");
+      if (n == 0) return;
+      const NormLayout l{positions, channels, groups, channels / groups};
+      const int64_t ng = batch * groups;
+      Exec ex(device, nullptr);
+      // Each group's statistics first (a serial loop, for the CPU's sums), then every element at once.
+      auto* stats = static_cast<float*>(ex.scratch(static_cast<std::size_t>(2 * ng) * sizeof(float)));
+      ex.for_each(ng, NormStats{x, stats, l, kind, epsilon});
+      ex.for_each(n, NormApply{x, y, stats, gamma, beta, l, kind});
+    });
+  }
+
+  static int broadcast_op(int32_t device, int32_t kind, const float* x, int32_t rank, const int64_t* dims,
+                          const int64_t* strides, const float* p, const float* q, float* y, char* err,
+                          std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(kind == RECUR_GPU_BCAST_AFFINE || kind == RECUR_GPU_BCAST_PRELU, "broadcast_op: unknown kind");
+      check(rank >= 1 && rank <= kMaxBroadcastRank && dims && strides, "broadcast_op: bad rank");
+      BroadcastOp f{x, y, p, q, {}, {}, rank, kind};
+      int64_t n = 1;
+      for (int32_t d = 0; d < rank; ++d) {
+        check(dims[d] >= 0 && strides[d] >= 0, "broadcast_op: negative size or stride");
+        f.dims[d] = dims[d];
+        f.strides[d] = strides[d];
+        n *= dims[d];
+      }
+      if (n == 0) return;
+      check(x && y && p && (q || kind == RECUR_GPU_BCAST_PRELU), "broadcast_op: null argument");
+      Exec ex(device, nullptr);
+      ex.for_each(n, f);
+    });
+  }
+
+  static int activate_args(int32_t device, int32_t kind, const float* x, int64_t n, float a, float b, float c,
+                           int32_t flags, float* y, char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(kind >= RECUR_GPU_ACT_RELU && kind <= RECUR_GPU_ACT_THRESHOLDED, "activate_args: unknown kind");
+      check((flags & ~RECUR_GPU_ACT_HAS_MAX) == 0, "activate_args: unknown flags");
+      check(n >= 0 && ((x && y) || n == 0), "activate_args: bad argument");
+      if (n == 0) return;
+      Exec ex(device, nullptr);
+      ex.for_each(n, ArgActivation{x, y, kind, flags, a, b, c});
+    });
+  }
+
+  static int softmax_axis(int32_t device, const float* x, int64_t outer, int64_t n, int64_t inner, int32_t log_sum_exp,
+                          const uint8_t* host_mask, int64_t mask_rows, int64_t mask_cols, int64_t last, int64_t prev,
+                          int32_t mode, float* y, char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(outer >= 0 && n >= 0 && inner >= 0, "softmax_axis: negative size");
+      check(mode >= RECUR_GPU_SOFTMAX_MASK_ADD && mode <= RECUR_GPU_SOFTMAX_MASK_REPLACE_ZERO,
+            "softmax_axis: unknown mask mode");
+      check(!host_mask || (last > 0 && prev > 0 && (mask_rows == 1 || mask_rows == prev) &&
+                           (mask_cols == 1 || mask_cols == last)),
+            "softmax_axis: the mask does not broadcast against the input");
+      if (outer * n * inner == 0) return;
+      check(x && y, "softmax_axis: null argument");
+      Exec ex(device, nullptr);
+      uint8_t* mask = nullptr;
+      if (host_mask) {
+        const auto bytes = static_cast<std::size_t>(mask_rows * mask_cols);
+        mask = static_cast<uint8_t*>(ex.scratch(bytes));
+        ex.copy(mask, host_mask, bytes, Copy::h2d);
+      }
+      ex.for_each(outer * inner,
+                  SoftmaxAxis{x, y, mask, n, inner, mask_rows, mask_cols, last, prev, mode, log_sum_exp != 0});
+    });
+  }
+
   // ---- end of normalization and activation layers (implementations)
 
   // ---- pooling, convolution, padding (implementations)
+  static int pool1d(int32_t device, int32_t kind, const float* x, int64_t B, int64_t T, int64_t F, int32_t channels_first,
+                    int64_t pool, int64_t strides, int64_t pad, int64_t To, const uint8_t* host_mask, int64_t mask_len,
+                    float* y, char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(kind >= RECUR_GPU_POOL_MAX && kind <= RECUR_GPU_POOL_MASKED_SELECT, "pool1d: unknown kind");
+      check(B >= 0 && T >= 0 && F >= 0 && To >= 0 && pool > 0 && strides > 0 && pad >= 0, "pool1d: bad sizes");
+      const bool masked = kind == RECUR_GPU_POOL_MASKED_MULTIPLY || kind == RECUR_GPU_POOL_MASKED_SELECT;
+      check(!masked || mask_len == T || mask_len == 1, "pool1d: mask_len must be steps or 1");
+      const int64_t n = B * To * F;
+      if (n == 0) return;
+      check(x && y && (!masked || host_mask), "pool1d: null argument");
+      Exec ex(device, nullptr);
+      uint8_t* mask = nullptr;
+      if (masked && B * mask_len > 0) {
+        // The host mask goes up into the call's scratch first.
+        const auto bytes = static_cast<std::size_t>(B * mask_len);
+        mask = static_cast<uint8_t*>(ex.scratch(bytes));
+        ex.copy(mask, host_mask, bytes, Copy::h2d);
+      }
+      ex.for_each(n, PoolTime{x, y, mask, T, F, To, pool, strides, pad, mask_len, kind, channels_first != 0});
+    });
+  }
+
+  static int conv1d(int32_t device, const float* x, int64_t B, int64_t T, int64_t cin, const float* kernel, int64_t k,
+                    int64_t groups, int64_t cout, const float* bias, int64_t strides, int64_t dilation, int64_t pad,
+                    int64_t To, int32_t act, int32_t hs, float* y, char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(B >= 0 && T >= 0 && To >= 0 && k > 0 && groups > 0 && cin > 0 && cout > 0 && strides > 0 && dilation > 0 &&
+                pad >= 0,
+            "conv1d: bad sizes");
+      check(cin % groups == 0 && cout % groups == 0, "conv1d: in_channels and out_channels must be multiples of groups");
+      check_activation(act, hs);
+      const int64_t n = B * To * cout;
+      if (n == 0) return;
+      check(x && kernel && y, "conv1d: null argument");
+      Exec ex(device, nullptr);
+      ex.for_each(n, Conv1dTime{x, kernel, bias, y, T, cin, cout, k, groups, strides, dilation, pad, To});
+      activate_rows(ex, y, B * To, cout, act, hs, nullptr);  // the bias is in already, as the CPU adds it first
+    });
+  }
+
+  static int conv1d_transpose(int32_t device, const float* x, int64_t B, int64_t T, int64_t cin, const float* kernel,
+                              int64_t k, int64_t filters, const float* bias, int64_t strides, int64_t dilation,
+                              int64_t pad, int64_t To, int32_t act, int32_t hs, float* y, char* err,
+                              std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(B >= 0 && T >= 0 && To >= 0 && k > 0 && cin > 0 && filters > 0 && strides > 0 && dilation > 0 && pad >= 0,
+            "conv1d_transpose: bad sizes");
+      check_activation(act, hs);
+      const int64_t n = B * To * filters;
+      if (n == 0) return;
+      check(x && kernel && y, "conv1d_transpose: null argument");
+      Exec ex(device, nullptr);
+      ex.for_each(n, Conv1dTransposeTime{x, kernel, bias, y, T, cin, filters, k, strides, dilation, pad, To});
+      activate_rows(ex, y, B * To, filters, act, hs, nullptr);
+    });
+  }
+
+  static int fill(int32_t device, float* y, int64_t n, float value, char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(n >= 0 && (y || n == 0), "fill: bad argument");
+      if (n == 0) return;
+      Exec ex(device, nullptr);
+      ex.for_each(n, FillValue{y, value});
+    });
+  }
   // ---- end of pooling, convolution, padding (implementations)
 
   static int probe(int32_t* count, char* err, std::size_t err_len) {
@@ -643,8 +797,16 @@ class Plugin {
         &binary,
         &copy2d,
         // ---- normalization and activation layers with arguments
+        &normalize,
+        &broadcast_op,
+        &activate_args,
+        &softmax_axis,
         // ---- end of normalization and activation layers
         // ---- pooling, convolution, padding
+        &pool1d,
+        &conv1d,
+        &conv1d_transpose,
+        &fill,
         // ---- end of pooling, convolution, padding
     };
     return &t;

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "model/device_run.hpp"
 
+#include <algorithm>
+#include <utility>
+
 #include "model/graph.hpp"
 #include "model/layers/layer_util.hpp"
 #include "recur/error.hpp"
@@ -44,6 +47,12 @@ void DevicePool::give_back(std::vector<std::shared_ptr<gpu::DeviceBuffer>>& buff
     }
   }
   buffers.clear();
+}
+
+void DevicePool::keep_weights(const void* owner, std::shared_ptr<gpu::DeviceBuffer> buffer) {
+  std::shared_ptr<gpu::DeviceBuffer> old;  // freed outside the lock
+  std::lock_guard<std::mutex> lock(mutex_);
+  old = std::exchange(weights_[owner], std::move(buffer));
 }
 
 DeviceRun::DeviceRun(std::shared_ptr<DevicePool> pool)
@@ -126,27 +135,32 @@ bool on_device_only(const Value& v) {
 std::vector<const float*> DeviceWeights::on(const DeviceRun& dev, const std::vector<Array>& arrays) const {
   Copy& c = *copy_;
   std::lock_guard<std::mutex> lock(c.mutex);
-  if (!c.buffer || c.buffer->ordinal() != dev.ordinal() || c.offsets.size() != arrays.size()) {
+  std::shared_ptr<gpu::DeviceBuffer> buffer = c.buffer.lock();
+  if (!buffer || c.pool != &dev.pool() || c.offsets.size() != arrays.size()) {
     std::vector<std::int64_t> offsets;
     std::int64_t total = 0;
     for (const Array& a : arrays) {
       offsets.push_back(total);
       total += (static_cast<std::int64_t>(a.floats) + 63) / 64 * 64;  // each array 256-byte aligned
     }
-    auto buffer = std::make_shared<gpu::DeviceBuffer>(dev.ordinal(), std::max<std::int64_t>(total, 1));
+    buffer = std::make_shared<gpu::DeviceBuffer>(dev.ordinal(), std::max<std::int64_t>(total, 1));
     for (std::size_t i = 0; i < arrays.size(); ++i)
       if (arrays[i].floats) buffer->upload(offsets[i], arrays[i].data, static_cast<std::int64_t>(arrays[i].floats));
-    c.buffer = std::move(buffer);
+    dev.pool().keep_weights(&c, buffer);
+    c.buffer = buffer;
+    c.pool = &dev.pool();
     c.offsets = std::move(offsets);
   }
+  // The pool keeps the buffer alive for the run (the run holds the pool).
   std::vector<const float*> out;
-  for (std::int64_t o : c.offsets) out.push_back(c.buffer->data() + o);
+  for (std::int64_t o : c.offsets) out.push_back(buffer->data() + o);
   return out;
 }
 
 void DeviceWeights::reset() {
   std::lock_guard<std::mutex> lock(copy_->mutex);
   copy_->buffer.reset();
+  copy_->pool = nullptr;
 }
 
 }  // namespace recur::graph

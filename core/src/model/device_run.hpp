@@ -36,12 +36,16 @@ class DevicePool {
   int ordinal() const { return ordinal_; }
   std::shared_ptr<gpu::DeviceBuffer> take(std::int64_t floats);
   void give_back(std::vector<std::shared_ptr<gpu::DeviceBuffer>>& buffers);
+  // Holds an op's weights on the device (replacing what `owner` held before), so that they are
+  // freed with the pool when the model leaves the GPU.
+  void keep_weights(const void* owner, std::shared_ptr<gpu::DeviceBuffer> buffer);
 
  private:
   int ordinal_;
   std::mutex mutex_;
   std::multimap<std::int64_t, std::shared_ptr<gpu::DeviceBuffer>> free_;  // by size
   std::int64_t kept_floats_ = 0;
+  std::map<const void*, std::shared_ptr<gpu::DeviceBuffer>> weights_;
 };
 
 // One run's GPU: where its tensors live and what crossed to the host and why.
@@ -53,6 +57,7 @@ class DeviceRun {
   DeviceRun& operator=(const DeviceRun&) = delete;
 
   int ordinal() const { return pool_->ordinal(); }
+  DevicePool& pool() const { return *pool_; }
   const recur_gpu_plugin& table() const { return table_; }
   // A device Value of this shape (zeros not promised), checked against the tensor limit.
   Value make(std::vector<Index> shape, const char* what);
@@ -76,6 +81,8 @@ class DeviceRun {
   // Host<->device copies this run made, each with the layer it was made for ("input 'x'",
   // "layer 'masking' (Masking): no GPU kernel"), in order.
   std::vector<std::string> uploads, downloads;
+  // Why an op's forward_device declined its call, when it says (the run records it, then clears it).
+  std::string declined;
   // Called when the run's work is done (its outputs are downloaded): buffers go back to the pool.
   void finish();
 
@@ -88,8 +95,9 @@ class DeviceRun {
 
 bool on_device_only(const Value& v);
 
-// An op's weights on the GPU: uploaded at its first device call, again on another GPU or after
-// reset() (the op loaded new weights). Safe for concurrent runs.
+// An op's weights on the GPU: uploaded at its first device call, again for another model pool
+// (the model moved) or after reset() (the op loaded new weights). The pool owns the device copy,
+// so it goes when the model leaves the GPU. Safe for concurrent runs.
 class DeviceWeights {
  public:
   struct Array {
@@ -103,7 +111,8 @@ class DeviceWeights {
  private:
   struct Copy {
     std::mutex mutex;
-    std::shared_ptr<gpu::DeviceBuffer> buffer;
+    std::weak_ptr<gpu::DeviceBuffer> buffer;  // owned by `pool`
+    const DevicePool* pool = nullptr;
     std::vector<std::int64_t> offsets;
   };
   std::shared_ptr<Copy> copy_ = std::make_shared<Copy>();

@@ -788,9 +788,10 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
         dev->to_device(v, from.is_input ? "model input '" + source + "'"
                                         : where + " reads the output of '" + source + "', which ran on the CPU");
       else
-        dev->to_host(v, where + ": " + (!on_gpu ? n.op->device_rule()
-                                       : n.op->device_reads_host() ? std::string("it reads this input on the host")
-                                                                   : std::string("this call runs on the CPU")));
+        dev->to_host(v, where + ": " + (!on_gpu                     ? n.op->device_rule()
+                                       : n.op->device_reads_host()  ? std::string("it reads this input on the host")
+                                       : !dev->declined.empty()     ? "this call runs on the CPU: " + dev->declined
+                                                                    : std::string("this call runs on the CPU")));
     };
     auto get = [&](const Ref& r, bool device) -> const Value* {
       auto& v = vals[static_cast<std::size_t>(r.node)];
@@ -841,6 +842,7 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
           masked.mask = bits.mask;
           ci.main[0] = &masked;
         }
+        dev->declined.clear();
       }
       out = n.op->forward(ci, local, ctx.site_base + id);
       // Host results: any device copy an op passed along (a copied input Value) is stale now.

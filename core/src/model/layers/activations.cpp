@@ -98,10 +98,26 @@ struct ReluParams {
   }
 };
 
+// The activate_args call that computes an ElementwiseOp's formula on a GPU.
+struct DeviceForm {
+  std::int32_t kind = RECUR_GPU_ACT_RELU, flags = 0;
+  float a = 0.0f, b = 0.0f, c = 0.0f;
+};
+
+DeviceForm device_form(const ReluParams& p) {
+  DeviceForm d;
+  d.kind = RECUR_GPU_ACT_RELU;
+  d.a = p.slope;
+  d.b = p.threshold;
+  d.c = p.max_value;
+  d.flags = p.has_max ? RECUR_GPU_ACT_HAS_MAX : 0;
+  return d;
+}
+
 // ReLU, LeakyReLU, ELU, ThresholdedReLU: one formula per element; masks pass, as in Keras.
 class ElementwiseOp : public Op {
  public:
-  explicit ElementwiseOp(std::function<float(float)> f) : f_(std::move(f)) { per_step = true; }
+  ElementwiseOp(std::function<float(float)> f, DeviceForm d) : f_(std::move(f)), form_(d) { per_step = true; }
   std::vector<Spec> build(const std::vector<Spec>& in, const std::vector<Spec>&, const BuildContext&) override {
     check_rank(in, 1, 1, class_name.c_str());
     Spec s = in[0];
@@ -113,9 +129,23 @@ class ElementwiseOp : public Op {
     for (float& v : y.data) v = f_(v);
     return {std::move(y)};
   }
+  std::string device_rule() const override { return ""; }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    DeviceRun& dev = *ctx.device;
+    Value y = dev.make(x.shape, class_name.c_str());
+    dev.call(class_name + " '" + name + "'", [&](char* err, std::size_t len) {
+      return dev.table().activate_args(dev.ordinal(), form_.kind, x.device->data(), x.device->floats, form_.a, form_.b,
+                                       form_.c, form_.flags, y.device->data(), err, len);
+    });
+    y.mask = x.mask;
+    out = {std::move(y)};
+    return true;
+  }
 
  private:
   std::function<float(float)> f_;
+  DeviceForm form_;
 };
 
 std::shared_ptr<Op> make_relu(const json& cfg) {
@@ -126,7 +156,7 @@ std::shared_ptr<Op> make_relu(const json& cfg) {
     p.has_max = true;
     p.max_value = non_negative(cfg, "max_value", 0.0, "ReLU");
   }
-  return std::make_shared<ElementwiseOp>(p);
+  return std::make_shared<ElementwiseOp>(p, device_form(p));
 }
 
 std::shared_ptr<Op> make_leaky_relu(const json& cfg, const DialectInfo& d) {
@@ -140,7 +170,7 @@ std::shared_ptr<Op> make_leaky_relu(const json& cfg, const DialectInfo& d) {
          ", got ", io::excerpt(cfg[key]));
   ReluParams p;
   p.slope = static_cast<float>(slope);
-  return std::make_shared<ElementwiseOp>(p);
+  return std::make_shared<ElementwiseOp>(p, device_form(p));
 }
 
 std::shared_ptr<Op> make_elu(const json& cfg) {
@@ -148,15 +178,23 @@ std::shared_ptr<Op> make_elu(const json& cfg) {
   const double a = num_of(cfg, "alpha", 1.0);
   if (!std::isfinite(a)) fail(Code::invalid_argument, "ELU: alpha: expected a finite number, got ", io::excerpt(cfg["alpha"]));
   const float alpha = static_cast<float>(a);
-  return std::make_shared<ElementwiseOp>([alpha](float x) {
-    const float e = x > 0.0f ? x : std::expm1(x);
-    return alpha == 1.0f || x > 0.0f ? e : alpha * e;
-  });
+  DeviceForm d;
+  d.kind = RECUR_GPU_ACT_ELU;
+  d.a = alpha;
+  return std::make_shared<ElementwiseOp>(
+      [alpha](float x) {
+        const float e = x > 0.0f ? x : std::expm1(x);
+        return alpha == 1.0f || x > 0.0f ? e : alpha * e;
+      },
+      d);
 }
 
 std::shared_ptr<Op> make_thresholded_relu(const json& cfg) {
   const float theta = non_negative(cfg, "theta", 1.0, "ThresholdedReLU");
-  return std::make_shared<ElementwiseOp>([theta](float x) { return x > theta ? x : 0.0f; });
+  DeviceForm d;
+  d.kind = RECUR_GPU_ACT_THRESHOLDED;
+  d.a = theta;
+  return std::make_shared<ElementwiseOp>([theta](float x) { return x > theta ? x : 0.0f; }, d);
 }
 
 // Calls fn(flat index, group) for every element of a tensor of `shape`, in order, where a group
@@ -246,6 +284,41 @@ class SoftmaxOp : public Op {
       for (std::size_t i = 0; i < n; ++i)
         if (!keep[i]) y.data[i] = 0.0f;
     return {std::move(y)};
+  }
+  std::string device_rule() const override { return ""; }
+  // One axis, or several adjacent ones (their elements then lie in one row in the CPU's order);
+  // other sets of axes run on the host.
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    std::vector<int> axes = normalized_axes(given_, x.shape.size(), "Softmax", shown_);
+    std::sort(axes.begin(), axes.end());
+    if (axes.back() - axes.front() + 1 != static_cast<int>(axes.size())) return false;
+    const std::size_t a = static_cast<std::size_t>(axes.front()), b = static_cast<std::size_t>(axes.back()) + 1;
+    const std::size_t r = x.shape.size();
+    const std::uint8_t* mask = nullptr;
+    Index mrows = 0, mcols = 0, last = 0, prev = 0;
+    if (x.mask && !in.drop_mask) {
+      mrows = x.rows();
+      mcols = static_cast<Index>(x.mask->size()) / std::max<Index>(mrows, 1);
+      // A mask that does not broadcast: forward fails with its message.
+      if (r < 2 || (mcols != 1 && mcols != x.shape[r - 1]) || (mrows != 1 && mrows != x.shape[r - 2])) return false;
+      mask = x.mask->data();
+      last = x.shape[r - 1];
+      prev = x.shape[r - 2];
+    }
+    const std::int32_t mode = keras3_ ? RECUR_GPU_SOFTMAX_MASK_REPLACE_ZERO
+                              : robust_ ? RECUR_GPU_SOFTMAX_MASK_REPLACE
+                                        : RECUR_GPU_SOFTMAX_MASK_ADD;
+    DeviceRun& dev = *ctx.device;
+    Value y = dev.make(x.shape, "Softmax");
+    dev.call("Softmax '" + name + "'", [&](char* err, std::size_t len) {
+      return dev.table().softmax_axis(dev.ordinal(), x.device->data(), product(x.shape, 0, a), product(x.shape, a, b),
+                                      product(x.shape, b), several_ ? 1 : 0, mask, mrows, mcols, last, prev, mode,
+                                      y.device->data(), err, len);
+    });
+    y.mask = x.mask;
+    out = {std::move(y)};
+    return true;
   }
   std::string stream_rule(const std::vector<bool>& stepped_in, bool has_init, std::vector<bool>& stepped_out) const override {
     const bool stepped = !stepped_in.empty() && stepped_in[0];
@@ -361,6 +434,32 @@ class PReluOp : public Op {
     }
     return {std::move(y)};
   }
+  std::string device_rule() const override { return ""; }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    const std::size_t r = alpha_shape_.size();
+    // A shape forward refuses, or more axes than the plugin indexes: forward runs (and says why).
+    if (x.shape.size() != r + 1 || x.shape.size() > 8) return false;
+    for (std::size_t i = 0; i < r; ++i)
+      if (!shared_mask_[i] && alpha_shape_[i] != 1 && x.shape[i + 1] != alpha_shape_[i]) return false;
+    // alpha's index: its row-major strides, 0 along the batch and where alpha has size 1.
+    std::vector<std::int64_t> dims(x.shape.begin(), x.shape.end()), strides(r + 1, 0);
+    std::int64_t s = 1;
+    for (std::size_t i = r; i-- > 0;) {
+      strides[i + 1] = alpha_shape_[i] == 1 ? 0 : s;
+      s *= alpha_shape_[i];
+    }
+    DeviceRun& dev = *ctx.device;
+    const float* alpha = weights_.on(dev, {{alpha_.data(), alpha_.size()}})[0];
+    Value y = dev.make(x.shape, "PReLU");
+    dev.call("PReLU '" + name + "'", [&](char* err, std::size_t len) {
+      return dev.table().broadcast_op(dev.ordinal(), RECUR_GPU_BCAST_PRELU, x.device->data(), static_cast<std::int32_t>(r + 1),
+                                      dims.data(), strides.data(), alpha, nullptr, y.device->data(), err, len);
+    });
+    y.mask = x.mask;
+    out = {std::move(y)};
+    return true;
+  }
   std::string stream_rule(const std::vector<bool>& stepped_in, bool has_init, std::vector<bool>& stepped_out) const override {
     if (!stepped_in.empty() && stepped_in[0] && !per_step) {
       stepped_out.assign(stepped_out.size(), true);
@@ -370,7 +469,10 @@ class PReluOp : public Op {
   }
   std::size_t num_weights() const override { return 1; }
   std::uint64_t weight_floats() const override { return alpha_.size(); }
-  void load(std::vector<StoredWeight>& w, bool, const std::string& where) override { alpha_ = take_weight(w, alpha_shape_, where); }
+  void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
+    alpha_ = take_weight(w, alpha_shape_, where);
+    weights_.reset();
+  }
   void load_keras(const io::H5File& h5, const std::string& object, const std::string& file) override {
     auto w = read_vars(h5, object, file, 2 * weight_floats() + 16);
     check_count(w, num_weights(), file + ": model.weights.h5:/" + object, name);
@@ -383,6 +485,7 @@ class PReluOp : public Op {
   std::vector<std::int64_t> alpha_shape_;
   std::vector<char> shared_mask_;
   std::vector<float> alpha_;
+  DeviceWeights weights_;
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "io/json_int.hpp"
 #include "io/keras_entry.hpp"
 #include "io/printable.hpp"
+#include "model/device_run.hpp"
 #include "model/layers/layer_util.hpp"
 #include "model/layers/registry.hpp"
 #include "recur/activations.hpp"
@@ -170,6 +171,44 @@ class Conv1DOp : public Op {
     apply_activation(act_, y.data.data(), B * To, F);
     return y;
   }
+  std::string device_rule() const override { return ""; }
+  // What forward convolves whole (a streamed piece that joins its history runs on the host):
+  // convolve's loops, one output element per device thread; the separable kind's pointwise step is
+  // a second, 1-tap convolution of the depthwise result, as convolve does it.
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    if (ctx.stream && ctx.stepped && k_ > 1) {
+      ctx.device->declined = "a stream's causal convolution joins the step with its past steps on the host";
+      return false;
+    }
+    const Value& x = *in.main[0];
+    const Index B = x.shape[0], T = x.shape[1];
+    if (x.shape[2] != cin_) return false;
+    const auto [To, pad] = geometry(T);
+    if (To <= 0) return false;  // forward fails with its message
+    DeviceRun& dev = *ctx.device;
+    const auto w = weights_.on(dev, {{kernel_.data(), kernel_.size()},
+                                     {pointwise_.data(), pointwise_.size()},
+                                     {bias_.data(), bias_.size()}});
+    const float* bias = use_bias_ ? w[2] : nullptr;
+    const auto act = static_cast<std::int32_t>(act_.kind), hs = static_cast<std::int32_t>(act_.hard_sigmoid);
+    const std::string what = who_ + " '" + name + "'";
+    const bool separable = kind_ == ConvKind::separable;
+    Value y = dev.make({B, To, outputs()}, who_.c_str());
+    Value z = separable ? dev.make({B, To, cout_}, who_.c_str()) : Value{};
+    const float* conv_bias = separable ? nullptr : bias;
+    const std::int32_t conv_act = separable ? static_cast<std::int32_t>(Activation::linear) : act;
+    dev.call(what, [&](char* err, std::size_t len) {
+      return dev.table().conv1d(dev.ordinal(), x.device->data(), B, T, cin_, w[0], k_, cgroups_, cout_, conv_bias, s_, d_, pad,
+                                To, conv_act, hs, (separable ? z : y).device->data(), err, len);
+    });
+    if (separable)
+      dev.call(what, [&](char* err, std::size_t len) {
+        return dev.table().conv1d(dev.ordinal(), z.device->data(), B, To, cout_, w[1], 1, 1, filters_, bias, 1, 1, 0, To, act,
+                                  hs, y.device->data(), err, len);
+      });
+    out = {std::move(y)};  // no mask passes (as forward)
+    return true;
+  }
   std::size_t num_weights() const override { return (kind_ == ConvKind::separable ? 2 : 1) + (use_bias_ ? 1 : 0); }
   std::uint64_t weight_floats() const override { return kernel_.size() + pointwise_.size() + bias_.size(); }
   double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
@@ -185,6 +224,7 @@ class Conv1DOp : public Op {
       if (kind_ == ConvKind::separable) pointwise_ = take_weight(w, {1, cout_, filters_}, where);
     }
     if (use_bias_) bias_ = take_weight(w, {outputs()}, where);
+    weights_.reset();
   }
   void load_keras(const io::H5File& h5, const std::string& object, const std::string& file) override {
     auto w = read_vars(h5, object, file, 2 * weight_floats() + 16);
@@ -202,6 +242,7 @@ class Conv1DOp : public Op {
   ActivationFn act_;
   Index cin_ = 0, cgroups_ = 1, cout_ = 0;  // input channels; the grouped convolution's groups and outputs
   std::vector<float> kernel_, pointwise_, bias_;
+  DeviceWeights weights_;
 };
 
 // Conv1DTranspose: the gradient of a Conv1D with the same kernel, strides, padding and dilation
@@ -288,6 +329,25 @@ class Conv1DTransposeOp : public Op {
     apply_activation(act_, y.data.data(), B * To, filters_);
     return {std::move(y)};
   }
+  std::string device_rule() const override { return ""; }
+  // Each output element gathers the taps forward scatters into it, in forward's order.
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    const Index B = x.shape[0], T = x.shape[1];
+    if (x.shape[2] != cin_) return false;
+    const auto [To, pad] = geometry(T);
+    if (To <= 0) return false;  // forward fails with its message
+    DeviceRun& dev = *ctx.device;
+    const auto w = weights_.on(dev, {{kernel_.data(), kernel_.size()}, {bias_.data(), bias_.size()}});
+    Value y = dev.make({B, To, filters_}, "Conv1DTranspose");
+    dev.call("Conv1DTranspose '" + name + "'", [&](char* err, std::size_t len) {
+      return dev.table().conv1d_transpose(dev.ordinal(), x.device->data(), B, T, cin_, w[0], k_, filters_,
+                                          use_bias_ ? w[1] : nullptr, s_, d_, pad, To, static_cast<std::int32_t>(act_.kind),
+                                          static_cast<std::int32_t>(act_.hard_sigmoid), y.device->data(), err, len);
+    });
+    out = {std::move(y)};  // no mask passes (as forward)
+    return true;
+  }
   std::size_t num_weights() const override { return use_bias_ ? 2 : 1; }
   std::uint64_t weight_floats() const override { return kernel_.size() + bias_.size(); }
   double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
@@ -298,6 +358,7 @@ class Conv1DTransposeOp : public Op {
   void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
     kernel_ = take_weight(w, {k_, filters_, cin_}, where);
     if (use_bias_) bias_ = take_weight(w, {filters_}, where);
+    weights_.reset();
   }
   void load_keras(const io::H5File& h5, const std::string& object, const std::string& file) override {
     auto w = read_vars(h5, object, file, 2 * weight_floats() + 16);
@@ -312,6 +373,7 @@ class Conv1DTransposeOp : public Op {
   ActivationFn act_;
   Index cin_ = 0;
   std::vector<float> kernel_, bias_;
+  DeviceWeights weights_;
 };
 
 }  // namespace

@@ -156,9 +156,20 @@ class MergeOp : public Op {
   // Multiply/Maximum/Minimum and an Average of more than two run on the host.
   bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
     const bool mask_merge = keras3_ && (kind_ == multiply || kind_ == maximum || kind_ == minimum);
-    for (const Value* v : in.main)
-      if (v->shape != in.main[0]->shape || (mask_merge && v->mask)) return false;
-    if (kind_ == average && in.main.size() > 2) return false;
+    for (const Value* v : in.main) {
+      if (v->shape != in.main[0]->shape) {
+        ctx.device->declined = "inputs of different shapes broadcast on the host";
+        return false;
+      }
+      if (mask_merge && v->mask) {
+        ctx.device->declined = "Keras 3 merges masked steps by the mask, on the host";
+        return false;
+      }
+    }
+    if (kind_ == average && in.main.size() > 2) {
+      ctx.device->declined = "an Average of more than two inputs runs on the host";
+      return false;
+    }
     DeviceRun& dev = *ctx.device;
     const std::int64_t n = in.main[0]->device->floats;
     Value y = in.main.size() == 1 ? dev.clone(*in.main[0], class_name.c_str()) : dev.make(in.main[0]->shape, class_name.c_str());

@@ -10,6 +10,7 @@
 #include "io/json_int.hpp"
 #include "io/keras_entry.hpp"
 #include "io/printable.hpp"
+#include "model/device_run.hpp"
 #include "model/layers/layer_util.hpp"
 #include "model/layers/registry.hpp"
 #include "recur/activations.hpp"
@@ -20,6 +21,17 @@
 
 namespace recur::graph {
 namespace {
+
+// One normalize call on the run's GPU: x (batch, positions, channels) grouped as the kind says.
+Value normalize_on_device(DeviceRun& dev, const Value& x, std::int32_t kind, Index batch, Index positions, Index channels,
+                          Index groups, float eps, const float* gamma, const float* beta, const std::string& who) {
+  Value y = dev.make(x.shape, "a normalization");
+  dev.call(who, [&](char* err, std::size_t len) {
+    return dev.table().normalize(dev.ordinal(), kind, x.device->data(), batch, positions, channels, groups, eps, gamma, beta,
+                                 y.device->data(), err, len);
+  });
+  return y;
+}
 
 class LayerNormOp : public Op {
  public:
@@ -79,12 +91,24 @@ class LayerNormOp : public Op {
     }
     return {std::move(y)};
   }
+  std::string device_rule() const override { return ""; }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    DeviceRun& dev = *ctx.device;
+    const auto w = weights_.on(dev, {{gamma_.data(), gamma_.size()}, {beta_.data(), beta_.size()}});
+    Value y = normalize_on_device(dev, x, RECUR_GPU_NORM_LAYER, product(x.shape) / group_, 1, group_, 1, eps_,
+                                  scale_ ? w[0] : nullptr, center_ ? w[1] : nullptr, "LayerNormalization '" + name + "'");
+    y.mask = x.mask;
+    out = {std::move(y)};
+    return true;
+  }
   std::size_t num_weights() const override { return (scale_ ? 1 : 0) + (center_ ? 1 : 0); }
   std::uint64_t weight_floats() const override { return 2 * static_cast<std::uint64_t>(group_); }
   void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
     std::vector<std::int64_t> shape(wshape_.begin(), wshape_.end());
     if (scale_) gamma_ = take_weight(w, shape, where);
     if (center_) beta_ = take_weight(w, shape, where);
+    weights_.reset();
   }
   void load_keras(const io::H5File& h5, const std::string& object, const std::string& file) override {
     auto w = read_vars(h5, object, file, 2 * weight_floats() + 16);
@@ -100,6 +124,7 @@ class LayerNormOp : public Op {
   int nax_ = 0;
   std::vector<Index> wshape_;
   std::vector<float> gamma_, beta_;
+  DeviceWeights weights_;
 };
 
 class BatchNormOp : public Op {
@@ -137,19 +162,34 @@ class BatchNormOp : public Op {
     const int rank = static_cast<int>(y.shape.size());
     const int ax = axis_ < 0 ? axis_ + rank : axis_;
     const Index inner = product(y.shape, static_cast<std::size_t>(ax) + 1);
-    // tf.nn.batch_normalization: inv = rsqrt(var + eps) * gamma; x * inv + (beta - mean * inv).
-    std::vector<float> inv(static_cast<std::size_t>(channels_)), off(static_cast<std::size_t>(channels_));
-    for (Index c = 0; c < channels_; ++c) {
-      const std::size_t i = static_cast<std::size_t>(c);
-      inv[i] = 1.0f / std::sqrt(var_[i] + eps_);
-      if (scale_) inv[i] *= gamma_[i];
-      off[i] = center_ ? beta_[i] - mean_[i] * inv[i] : -mean_[i] * inv[i];
-    }
+    std::vector<float> inv, off;
+    fold(inv, off);
     for (std::size_t k = 0; k < y.data.size(); ++k) {
       const std::size_t c = static_cast<std::size_t>((static_cast<Index>(k) / inner) % channels_);
       y.data[k] = y.data[k] * inv[c] + off[c];
     }
     return {std::move(y)};
+  }
+  std::string device_rule() const override { return ""; }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    DeviceRun& dev = *ctx.device;
+    const int rank = static_cast<int>(x.shape.size());
+    const std::size_t ax = static_cast<std::size_t>(axis_ < 0 ? axis_ + rank : axis_);
+    // The folded scale and offset go up once (on() reads them only when it uploads).
+    std::vector<float> inv, off;
+    fold(inv, off);
+    const auto w = weights_.on(dev, {{inv.data(), inv.size()}, {off.data(), off.size()}});
+    const std::int64_t dims[3] = {product(x.shape, 0, ax), channels_, product(x.shape, ax + 1)};
+    const std::int64_t strides[3] = {0, 1, 0};
+    Value y = dev.make(x.shape, "BatchNormalization");
+    dev.call("BatchNormalization '" + name + "'", [&](char* err, std::size_t len) {
+      return dev.table().broadcast_op(dev.ordinal(), RECUR_GPU_BCAST_AFFINE, x.device->data(), 3, dims, strides, w[0], w[1],
+                                      y.device->data(), err, len);
+    });
+    y.mask = x.mask;
+    out = {std::move(y)};
+    return true;
   }
   std::size_t num_weights() const override { return (scale_ ? 1 : 0) + (center_ ? 1 : 0) + 2; }
   std::uint64_t weight_floats() const override { return 4 * static_cast<std::uint64_t>(channels_); }
@@ -160,6 +200,7 @@ class BatchNormOp : public Op {
     var_ = take_weight(w, {channels_}, where);
     for (float v : var_)
       if (v < 0) fail(Code::io, where, ": moving_variance holds a negative value");
+    weights_.reset();
   }
   void load_keras(const io::H5File& h5, const std::string& object, const std::string& file) override {
     auto w = read_vars(h5, object, file, 2 * weight_floats() + 16);
@@ -171,8 +212,21 @@ class BatchNormOp : public Op {
   int axis_ = -1;
   float eps_ = 1e-3f;
   bool center_ = true, scale_ = true;
+  // tf.nn.batch_normalization: inv = rsqrt(var + eps) * gamma; x * inv + (beta - mean * inv).
+  void fold(std::vector<float>& inv, std::vector<float>& off) const {
+    inv.assign(static_cast<std::size_t>(channels_), 0.0f);
+    off.assign(static_cast<std::size_t>(channels_), 0.0f);
+    for (Index c = 0; c < channels_; ++c) {
+      const std::size_t i = static_cast<std::size_t>(c);
+      inv[i] = 1.0f / std::sqrt(var_[i] + eps_);
+      if (scale_) inv[i] *= gamma_[i];
+      off[i] = center_ ? beta_[i] - mean_[i] * inv[i] : -mean_[i] * inv[i];
+    }
+  }
+
   Index channels_ = 0;
   std::vector<float> gamma_, beta_, mean_, var_;
+  DeviceWeights weights_;
 };
 
 // The trailing axes `given` names for an input of `in`'s shape, as (rows, values per row), or
@@ -217,6 +271,16 @@ class UnitNormOp : public Op {
     }
     return {std::move(y)};
   }
+  std::string device_rule() const override { return ""; }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    Value y = normalize_on_device(*ctx.device, x, keras3_ ? RECUR_GPU_NORM_UNIT_KERAS3 : RECUR_GPU_NORM_UNIT_KERAS2,
+                                  product(x.shape) / group_, 1, group_, 1, 0.0f, nullptr, nullptr,
+                                  "UnitNormalization '" + name + "'");
+    y.mask = x.mask;
+    out = {std::move(y)};
+    return true;
+  }
 
  private:
   std::vector<int> axes_;
@@ -258,10 +322,20 @@ class RMSNormOp : public Op {
     }
     return {std::move(y)};
   }
+  std::string device_rule() const override { return ""; }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    DeviceRun& dev = *ctx.device;
+    const float* scale = weights_.on(dev, {{scale_.data(), scale_.size()}})[0];
+    out = {normalize_on_device(dev, x, RECUR_GPU_NORM_RMS, product(x.shape) / group_, 1, group_, 1, eps_, scale, nullptr,
+                               "RMSNormalization '" + name + "'")};  // no mask, as forward
+    return true;
+  }
   std::size_t num_weights() const override { return 1; }
   std::uint64_t weight_floats() const override { return static_cast<std::uint64_t>(group_); }
   void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
     scale_ = take_weight(w, std::vector<std::int64_t>(wshape_.begin(), wshape_.end()), where);
+    weights_.reset();
   }
   void load_keras(const io::H5File& h5, const std::string& object, const std::string& file) override {
     auto w = read_vars(h5, object, file, weight_floats() + 16);
@@ -275,6 +349,7 @@ class RMSNormOp : public Op {
   Index group_ = 0;
   std::vector<Index> wshape_;
   std::vector<float> scale_;
+  DeviceWeights weights_;
 };
 
 // GroupNormalization over the last axis: each sample's channels fall into `groups` groups, each
@@ -344,11 +419,25 @@ class GroupNormOp : public Op {
       }
     return {std::move(y)};  // the mask passes on (supports_masking)
   }
+  std::string device_rule() const override { return ""; }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    if (keras2_ && x.mask && !in.drop_mask) return false;  // forward says why it refuses
+    DeviceRun& dev = *ctx.device;
+    const Index B = x.shape[0], rows = B ? product(x.shape) / (B * channels_) : 0;
+    const auto w = weights_.on(dev, {{gamma_.data(), gamma_.size()}, {beta_.data(), beta_.size()}});
+    Value y = normalize_on_device(dev, x, RECUR_GPU_NORM_GROUP, B, rows, channels_, ngroups_, eps_, scale_ ? w[0] : nullptr,
+                                  center_ ? w[1] : nullptr, "GroupNormalization '" + name + "'");
+    y.mask = x.mask;
+    out = {std::move(y)};
+    return true;
+  }
   std::size_t num_weights() const override { return (scale_ ? 1 : 0) + (center_ ? 1 : 0); }
   std::uint64_t weight_floats() const override { return 2 * static_cast<std::uint64_t>(channels_); }
   void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
     if (scale_) gamma_ = take_weight(w, {channels_}, where);
     if (center_) beta_ = take_weight(w, {channels_}, where);
+    weights_.reset();
   }
   void load_keras(const io::H5File& h5, const std::string& object, const std::string& file) override {
     auto w = read_vars(h5, object, file, 2 * weight_floats() + 16);
@@ -363,6 +452,7 @@ class GroupNormOp : public Op {
   bool center_ = true, scale_ = true;
   Index channels_ = 0, ngroups_ = 0;
   std::vector<float> gamma_, beta_;
+  DeviceWeights weights_;
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "io/json_int.hpp"
 #include "io/keras_entry.hpp"
 #include "io/printable.hpp"
+#include "model/device_run.hpp"
 #include "model/layers/layer_util.hpp"
 #include "model/layers/registry.hpp"
 #include "recur/activations.hpp"
@@ -87,6 +88,33 @@ class GlobalPool1DOp : public Op {
       }
     return {std::move(y)};
   }
+  std::string device_rule() const override { return ""; }
+  // One window over all the steps: the device loop is forward's, element for element.
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    const Index B = x.shape[0], T = channels_first_ ? x.shape[2] : x.shape[1], F = channels_first_ ? x.shape[1] : x.shape[2];
+    const bool masked = !max_ && x.mask;
+    const Index mask_len = x.shape[1];
+    // The shapes Keras cannot broadcast fail in forward, with its message.
+    if (masked && ((channels_first_ && mask_len != T && mask_len != 1) ||
+                   x.mask->size() != static_cast<std::size_t>(B * mask_len)))
+      return false;
+    if (T == 0) return false;  // (an empty window: forward's -inf and 0/0 stay on the host)
+    DeviceRun& dev = *ctx.device;
+    Value y = dev.make(keepdims_ ? (channels_first_ ? std::vector<Index>{B, F, 1} : std::vector<Index>{B, 1, F})
+                                 : std::vector<Index>{B, F},
+                       class_name.c_str());
+    const std::int32_t kind = max_ ? RECUR_GPU_POOL_MAX
+                              : !masked ? RECUR_GPU_POOL_AVERAGE
+                              : keras2_ ? RECUR_GPU_POOL_MASKED_MULTIPLY
+                                        : RECUR_GPU_POOL_MASKED_SELECT;
+    dev.call(class_name + " '" + name + "'", [&](char* err, std::size_t len) {
+      return dev.table().pool1d(dev.ordinal(), kind, x.device->data(), B, T, F, channels_first_ ? 1 : 0, T, 1, 0, 1,
+                                masked ? x.mask->data() : nullptr, masked ? mask_len : 0, y.device->data(), err, len);
+    });
+    out = {std::move(y)};
+    return true;
+  }
 
  private:
   bool max_, keras2_, channels_first_ = false, keepdims_ = false;
@@ -155,6 +183,22 @@ class Pool1DOp : public Op {
         }
       }
     return {std::move(y)};
+  }
+  std::string device_rule() const override { return ""; }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    const Index B = x.shape[0];
+    const Index T = channels_first_ ? x.shape[2] : x.shape[1], F = channels_first_ ? x.shape[1] : x.shape[2];
+    const auto [To, pad] = geometry(T);
+    if (To <= 0) return false;  // forward fails with its message
+    DeviceRun& dev = *ctx.device;
+    Value y = dev.make(channels_first_ ? std::vector<Index>{B, F, To} : std::vector<Index>{B, To, F}, class_name.c_str());
+    dev.call(class_name + " '" + name + "'", [&](char* err, std::size_t len) {
+      return dev.table().pool1d(dev.ordinal(), max_ ? RECUR_GPU_POOL_MAX : RECUR_GPU_POOL_AVERAGE, x.device->data(), B, T, F,
+                                channels_first_ ? 1 : 0, pool_, strides_, pad, To, nullptr, 0, y.device->data(), err, len);
+    });
+    out = {std::move(y)};  // no mask passes (see forward)
+    return true;
   }
 
  private:

@@ -416,14 +416,16 @@ class RecurrentOp : public Op {
 
   // run_chain on the model's GPU: every tensor a device Value, the mask on the host. False when
   // a Layer of the chain cannot take device memory for this call (the op then runs on the host).
-  bool chain_can_run_on_device(const Chain& ch, bool masked) const {
-    if (ch.zero_output_quirk && masked && !ch.last().jax_masking) return false;  // a host fix-up
+  std::string chain_device_issue(const Chain& ch, bool masked) const {
+    if (ch.zero_output_quirk && masked && !ch.last().jax_masking)
+      return "Keras's unrolled backwards loop zeroes masked outputs on the host";
     for (const auto& l : ch.layers) {
-      const LayerConfig& c = l->config();
-      if (!l->gpu_layer() || !l->device_call_issue(masked).empty()) return false;
-      if (c.is_cudnn() && masked) return false;  // the host path's error
+      if (!l->gpu_layer()) return "a layer of it is not on the GPU";
+      const std::string issue = l->device_call_issue(masked);
+      if (!issue.empty()) return issue;
+      if (l->config().is_cudnn() && masked) return "a CuDNN layer given a mask (the host path says why)";
     }
-    return true;
+    return "";
   }
   Value run_chain_device(const Chain& ch, DeviceRun& dev, const Value& x, const std::uint8_t* mask, std::size_t mask_len,
                          const std::vector<const Value*>& init, int init_offset, std::vector<Value>* states) const {
@@ -512,12 +514,19 @@ class RecurrentOp : public Op {
   bool forward_device(const CallInputs& in, RunContext& ctx, int site, std::vector<Value>& out) const override {
     const Value& x = *in.main[0];
     const bool masked = x.mask && !in.drop_mask;
-    if (!chain_can_run_on_device(*fwd_, masked) || (bwd_ && !chain_can_run_on_device(*bwd_, masked))) return false;
+    std::string issue = chain_device_issue(*fwd_, masked);
+    if (issue.empty() && bwd_) issue = chain_device_issue(*bwd_, masked);
+    if (!issue.empty()) {
+      ctx.device->declined = issue;
+      return false;
+    }
     if (ctx.stream && ctx.stepped) {
-      // A stream's first step from initial_state tensors sets its states on the host.
-      if (bidirectional_ || fwd_->go_backwards || fwd_->zero_output_quirk) return false;
+      if (bidirectional_ || fwd_->go_backwards || fwd_->zero_output_quirk) return false;  // such layers do not stream
       auto it = ctx.stream->states.find({this, site});
-      if ((it == ctx.stream->states.end() || it->second.empty()) && !in.initial_state.empty()) return false;
+      if ((it == ctx.stream->states.end() || it->second.empty()) && !in.initial_state.empty()) {
+        ctx.device->declined = "a stream's first step sets its states from the initial_state tensors on the host";
+        return false;
+      }
       return step_device(x, masked ? x.mask->data() : nullptr, masked ? x.mask->size() : 0, ctx, site, out);
     }
     DeviceRun& dev = *ctx.device;

@@ -262,6 +262,29 @@ class ZeroPadding1DOp : public Op {
     copy_steps(x, y, axis, 0, x.shape[axis], pad_.first);
     return {std::move(y)};
   }
+  std::string device_rule() const override { return ""; }
+  // Zeros, then x's steps as one strided block copy (each row before the steps axis is a block).
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    const std::size_t axis = channels_first_ ? 2 : 1;
+    std::vector<Index> shape = x.shape;
+    shape[axis] += pad_.first + pad_.second;
+    DeviceRun& dev = *ctx.device;
+    Value y = dev.make(shape, "ZeroPadding1D");
+    const Index outer = product(x.shape, 0, axis), inner = product(x.shape, axis + 1);
+    const Index tx = x.shape[axis], ty = shape[axis];
+    const std::string what = "ZeroPadding1D '" + name + "'";
+    if (pad_.first + pad_.second > 0)
+      dev.call(what, [&](char* err, std::size_t len) {
+        return dev.table().fill(dev.ordinal(), y.device->data(), product(shape), 0.0f, err, len);
+      });
+    dev.call(what, [&](char* err, std::size_t len) {
+      return dev.table().copy2d(dev.ordinal(), x.device->data(), tx * inner, y.device->data() + pad_.first * inner,
+                                ty * inner, outer, tx * inner, err, len);
+    });
+    out = {std::move(y)};  // no mask passes (as forward)
+    return true;
+  }
 
  private:
   std::pair<Index, Index> pad_;
@@ -292,6 +315,22 @@ class Cropping1DOp : public Op {
     Value y = make_value(shape, "Cropping1D");
     copy_steps(x, y, 1, crop_.first, x.shape[1] - crop_.second, -crop_.first);
     return {std::move(y)};
+  }
+  std::string device_rule() const override { return ""; }
+  // The kept steps of every row as one strided block copy.
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    const Index B = x.shape[0], T = x.shape[1], F = x.shape[2];
+    if (crop_.first + crop_.second >= T) return false;  // forward fails with its message
+    const Index Ty = T - crop_.first - crop_.second;
+    DeviceRun& dev = *ctx.device;
+    Value y = dev.make({B, Ty, F}, "Cropping1D");
+    dev.call("Cropping1D '" + name + "'", [&](char* err, std::size_t len) {
+      return dev.table().copy2d(dev.ordinal(), x.device->data() + crop_.first * F, T * F, y.device->data(), Ty * F, B, Ty * F,
+                                err, len);
+    });
+    out = {std::move(y)};  // no mask passes (as forward)
+    return true;
   }
 
  private:
@@ -325,6 +364,21 @@ class UpSampling1DOp : public Op {
     for (Index r = 0; r < B * T; ++r)
       for (Index k = 0; k < size_; ++k) std::copy_n(x.data.data() + r * F, F, y.data.data() + (r * size_ + k) * F);
     return {std::move(y)};
+  }
+  std::string device_rule() const override { return ""; }
+  // One strided copy per repeat: every step's vector into its k-th copy.
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    const Index B = x.shape[0], T = x.shape[1], F = x.shape[2];
+    steps(T);
+    DeviceRun& dev = *ctx.device;
+    Value y = dev.make({B, T * size_, F}, "UpSampling1D");
+    for (Index k = 0; k < size_; ++k)
+      dev.call("UpSampling1D '" + name + "'", [&](char* err, std::size_t len) {
+        return dev.table().copy2d(dev.ordinal(), x.device->data(), F, y.device->data() + k * F, size_ * F, B * T, F, err, len);
+      });
+    out = {std::move(y)};  // no mask passes (as forward)
+    return true;
   }
   std::string stream_rule(const std::vector<bool>& stepped_in, bool, std::vector<bool>& stepped_out) const override {
     stepped_out.assign(stepped_out.size(), !stepped_in.empty() && stepped_in[0]);
