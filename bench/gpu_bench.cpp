@@ -484,6 +484,22 @@ void bench_streams(int n) {
   const double t = median_ms(step);
   std::printf("streams %6d  route %-12s max|gpu-cpu| %.2e  %9.3f ms per step (%8.3f us per stream)\n", n,
               route_of(dev).c_str(), diff, t, 1000.0 * t / n);
+  // The same step with the inputs and outputs in device memory (recur_layer_forward_states_device):
+  // what a server that keeps its tensors on the GPU pays, without the host copies.
+  std::vector<recur_state*> fresh(size_t(n), nullptr);
+  for (auto& st : fresh) check_recur(recur_state_create(&st, dev, 1), "recur_state_create");
+  DeviceBuffer<float> dx(x.size()), dy(out.size());
+  dx.upload(x);
+  auto step_device = [&](std::vector<recur_state*>& sts) {
+    check_recur(recur_layer_forward_states_device(dev, nullptr, sts.data(), n, dx.p, nullptr, 0, dy.p),
+                "recur_layer_forward_states_device");
+  };
+  step_device(fresh);
+  const double diff_device = max_abs_diff(dy.download(), ref);
+  const double t_device = median_ms([&] { step_device(fresh); });
+  std::printf("streams %6d  device memory        max|gpu-cpu| %.2e  %9.3f ms per step (%8.3f us per stream)\n", n,
+              diff_device, t_device, 1000.0 * t_device / n);
+  for (auto* st : fresh) recur_state_destroy(st);
   for (auto* st : states) recur_state_destroy(st);
   recur_layer_destroy(dev);
   recur_layer_destroy(cpu);

@@ -283,6 +283,14 @@ typedef struct {} RecurLayer;
                                       num_initial_states, (float *)(intptr_t)d_output,
                                       (float *)(intptr_t)d_final_state);
   }
+  /* forward_states on CUDA device memory: the states' handles as in forward_states, the device
+   * addresses and the stream as in forward_device; the mask stays a host array. Since 0.9. */
+  recur_rc forward_states_device(int64_t cuda_stream, const long long *handles, int32_t num_handles, int64_t d_input,
+                                 const uint8_t *mask, size_t mask_len, int64_t d_output) {
+    return recur_layer_forward_states_device($self, (void *)(intptr_t)cuda_stream, (recur_state *const *)handles,
+                                             num_handles, (const float *)(intptr_t)d_input, mask, mask_len,
+                                             (float *)(intptr_t)d_output);
+  }
   recur_rc set_device(const char *device) { return recur_layer_set_device($self, device); }
   recur_rc get_device(const char **requested, const char **backend, const char **path, const char **reason,
                       const char **device_name) {

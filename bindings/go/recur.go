@@ -515,16 +515,36 @@ func (l *Layer) ForwardState(state *State, input []float32, timesteps int, mask 
 // timesteps = 1. A state may appear once; the states are locked for the call (each is used by
 // one goroutine at a time, as with ForwardState).
 func (l *Layer) ForwardStates(states []*State, input []float32, mask []byte, output []float32) error {
+	order, err := stateOrder("ForwardStates", states)
+	if err != nil {
+		return err
+	}
+	h, err := l.read()
+	if err != nil {
+		return err
+	}
+	defer l.readDone()
+	handles, err := lockStates("ForwardStates", states, order)
+	if err != nil {
+		return err
+	}
+	err = h.Forward_states(handles, len(handles), input, len(input), mask, len(mask), output, len(output))
+	unlockStates(states, order)
+	return err
+}
+
+// stateOrder checks the states of a call on many states (none nil, none twice) and returns the
+// order to lock them in: creation order, so calls with overlapping states cannot deadlock; a
+// state listed twice shows up as neighbours and is reported instead of being locked twice.
+func stateOrder(fn string, states []*State) ([]int, error) {
 	if len(states) == 0 {
-		return argError("ForwardStates: states is empty")
+		return nil, argError(fn + ": states is empty")
 	}
 	for i, s := range states {
 		if s == nil {
-			return argError("ForwardStates: states[" + strconv.Itoa(i) + "] is nil")
+			return nil, argError(fn + ": states[" + strconv.Itoa(i) + "] is nil")
 		}
 	}
-	// Locked in creation order, so calls with overlapping states cannot deadlock; a state listed
-	// twice shows up as neighbours and is reported instead of being locked twice.
 	order := make([]int, len(states))
 	for i := range order {
 		order[i] = i
@@ -537,30 +557,61 @@ func (l *Layer) ForwardStates(states []*State, input []float32, mask []byte, out
 	})
 	for k := 1; k < len(order); k++ {
 		if states[order[k]] == states[order[k-1]] {
-			return argError("ForwardStates: states[" + strconv.Itoa(order[k-1]) + "] and states[" +
+			return nil, argError(fn + ": states[" + strconv.Itoa(order[k-1]) + "] and states[" +
 				strconv.Itoa(order[k]) + "] are the same state (each stream may appear once per call)")
 		}
+	}
+	return order, nil
+}
+
+// lockStates locks states in order (from stateOrder) and returns their C handles in the
+// caller's order; on a closed state it unlocks those it locked and fails with ErrState.
+func lockStates(fn string, states []*State, order []int) ([]int64, error) {
+	handles := make([]int64, len(states))
+	for k, i := range order {
+		sh, err := states[i].lock()
+		if err != nil {
+			unlockStates(states, order[:k])
+			return nil, closedError(fn + ": states[" + strconv.Itoa(i) + "]")
+		}
+		handles[i] = int64(sh)
+	}
+	return handles, nil
+}
+
+func unlockStates(states []*State, order []int) {
+	for _, i := range order {
+		states[i].unlock()
+	}
+}
+
+// ForwardStatesDevice is ForwardStates on CUDA device memory of the layer's GPU, for callers that
+// hold device buffers through a CUDA interop library (the serving case of many streams per
+// step): the states (each on the layer's GPU) advance by one timestep as one batch; dInput
+// (rows x F) and dOutput (rows x units) are device addresses, rows the sum of the states'
+// batches; stream is a cudaStream_t (0: recur's own stream for the calling thread); mask stays a
+// host slice (nil, or one byte per row). No host copy is made; it returns once dOutput is
+// written, with the same numbers as ForwardStates. A state may appear once; the states are
+// locked for the call as in ForwardStates. It fails with ErrState when the layer is not on a GPU
+// and with ErrInvalidArgument for a zero address.
+func (l *Layer) ForwardStatesDevice(stream uintptr, states []*State, dInput uintptr, mask []byte,
+	dOutput uintptr) error {
+	order, err := stateOrder("ForwardStatesDevice", states)
+	if err != nil {
+		return err
 	}
 	h, err := l.read()
 	if err != nil {
 		return err
 	}
 	defer l.readDone()
-	handles := make([]int64, len(states))
-	for k, i := range order {
-		sh, err := states[i].lock()
-		if err != nil {
-			for _, j := range order[:k] {
-				states[j].unlock()
-			}
-			return closedError("ForwardStates: states[" + strconv.Itoa(i) + "]")
-		}
-		handles[i] = int64(sh)
+	handles, err := lockStates("ForwardStatesDevice", states, order)
+	if err != nil {
+		return err
 	}
-	err = h.Forward_states(handles, len(handles), input, len(input), mask, len(mask), output, len(output))
-	for _, i := range order {
-		states[i].unlock()
-	}
+	err = h.Forward_states_device(int64(stream), handles, len(handles), int64(dInput), mask, len(mask),
+		int64(dOutput))
+	unlockStates(states, order)
 	return err
 }
 

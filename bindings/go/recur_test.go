@@ -971,6 +971,97 @@ func TestForwardStatesEqualsForwardState(t *testing.T) {
 	}
 }
 
+// ForwardStatesDevice: on the CPU it says to move the layer first; on a GPU a zero address or a
+// state twice is refused; on the GPU emulator (device memory on the host, so Go slices stand in
+// for device pointers) the numbers are exactly ForwardStates's. Run again by go_device_gpu_emulator.
+func TestForwardStatesDeviceMatchesForwardStates(t *testing.T) {
+	gpu := DeviceCount() > 0
+	for _, typ := range []LayerType{GRU, LSTM} {
+		opts := gruOptions(5, 3)
+		opts.Type = typ
+		l := mustLayer(t, opts)
+		s, err := NewState(l, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantError(t, "ForwardStatesDevice on the CPU", l.ForwardStatesDevice(0, []*State{s}, 0, nil, 0), ErrState,
+			"recur_layer_set_device")
+		wantError(t, "no states", l.ForwardStatesDevice(0, nil, 0, nil, 0), ErrInvalidArgument, "empty")
+		s.Close()
+		if !gpu {
+			t.Logf("%v: numbers not checked: no GPU (DeviceCount is 0; go_device_gpu_emulator runs them)", typ)
+			l.Close()
+			continue
+		}
+		if err := l.SetDevice("cuda"); err != nil {
+			t.Fatal(err)
+		}
+		batches := []int{1, 3, 2}
+		var host, dev []*State
+		rows := 0
+		for _, b := range batches {
+			s1, err1 := NewState(l, b)
+			s2, err2 := NewState(l, b)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			host, dev = append(host, s1), append(dev, s2)
+			rows += b
+		}
+		wantError(t, "a zero dInput", l.ForwardStatesDevice(0, dev, 0, nil, 8), ErrInvalidArgument, "d_input")
+		wantError(t, "a state twice", l.ForwardStatesDevice(0, []*State{dev[0], dev[1], dev[0]}, 8, nil, 8),
+			ErrInvalidArgument, "states[0] and states[2] are the same state")
+		d, err := l.Device()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(d.DeviceName, "recur GPU emulator") {
+			t.Logf("%v: numbers not checked: device memory needs a CUDA library in the test; the GPU is %q",
+				typ, d.DeviceName)
+		} else {
+			for step := 0; step < 3; step++ {
+				x := ramp(rows*3, 0.37, float64(step))
+				mask := make([]byte, rows)
+				for r := range mask {
+					if (r+step)%3 != 1 {
+						mask[r] = 1
+					}
+				}
+				got, want := make([]float32, rows*5), make([]float32, rows*5)
+				if err := l.ForwardStates(host, x, mask, want); err != nil {
+					t.Fatal(err)
+				}
+				err := l.ForwardStatesDevice(0, dev, uintptr(unsafe.Pointer(&x[0])), mask,
+					uintptr(unsafe.Pointer(&got[0])))
+				runtime.KeepAlive(x)
+				runtime.KeepAlive(got)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k := range got {
+					if got[k] != want[k] {
+						t.Fatalf("%v step %d: output %d is %v, ForwardStates gives %v", typ, step, k, got[k], want[k])
+					}
+				}
+			}
+			for i := range batches {
+				a, _ := host[i].Values()
+				b, _ := dev[i].Values()
+				for k := range a {
+					if a[k] != b[k] {
+						t.Fatalf("%v state %d differs at %d: %v vs %v", typ, i, k, b[k], a[k])
+					}
+				}
+			}
+		}
+		for i := range batches {
+			host[i].Close()
+			dev[i].Close()
+		}
+		l.Close()
+	}
+}
+
 // Overlapping state sets in opposite orders from many goroutines: the binding locks states in
 // one order, so this neither deadlocks nor races (run with -race by go_test_race).
 func TestConcurrentForwardStatesOverlapping(t *testing.T) {
@@ -1030,16 +1121,9 @@ func TestModelDevices(t *testing.T) {
 		}
 		d, _ := m.Device()
 		info, _ := m.Info()
-		// Recurrent layers go where the model goes; the others run on the CPU between them.
+		// Every layer of this model has a GPU kernel: each goes where the model goes.
 		for i := 0; i < info.NumLayers; i++ {
-			ml, err := m.LayerAt(i)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := "cpu"
-			if ml.Recurrent {
-				want = d.Backend
-			}
+			want := d.Backend
 			if ld, err := m.LayerDevice(i); err != nil || ld.Backend != want {
 				t.Errorf("%s: layer %d: %+v, %v (model: %+v)", dev, i, ld, err, d)
 			}

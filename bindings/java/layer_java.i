@@ -187,6 +187,25 @@
                      dFinalState);
   }
 
+  /**
+   * {@link #forwardStates(State[], float[], byte[], float[])} on CUDA device memory of the layer's
+   * GPU, for callers with a CUDA interop library (the serving case of many streams per step): the
+   * states (each on the layer's GPU) are stepped by one timestep as one batch, dInput (rows x
+   * inputSize) and dOutput (rows x units) are device pointers with rows the sum of the states'
+   * batches, cudaStream a cudaStream_t (0: recur's own stream for the calling thread); mask stays
+   * a host array (or null: one byte per row). No host copy is made; returns once dOutput is
+   * written. The same numbers as forwardStates; a state may appear once.
+   * @throws StateException the layer is not on a GPU (see {@link #setDevice(String)})
+   * @throws InvalidArgumentException dInput or dOutput 0, no states, a state twice
+   */
+  public void forwardStatesDevice(long cudaStream, State[] states, long dInput, byte[] mask, long dOutput) {
+    try {
+      forwardStatesDeviceRaw(cudaStream, State.handles(states), dInput, mask, dOutput);
+    } finally {
+      java.lang.ref.Reference.reachabilityFence(states); // the raw call sees only their addresses
+    }
+  }
+
   // ---- CPU threads -------------------------------------------------------------------------
 
   /**

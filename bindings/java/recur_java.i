@@ -353,6 +353,7 @@ RECUR_JAVA_SELF(RecurModelState, "ModelState")
 %rename(checkDeviceRaw) recur_binding_device_check;
 %rename(forwardStatesRaw) forward_states;
 %rename(forwardDeviceRaw) forward_device;
+%rename(forwardStatesDeviceRaw) forward_states_device;
 %rename(setDeviceRaw) set_device;
 %rename(getDeviceRaw) get_device;
 %rename(setNumThreadsRaw) set_num_threads;
@@ -422,6 +423,7 @@ RECUR_JAVA_SELF(RecurModelState, "ModelState")
 %javamethodmodifiers recur_binding_live_handles "";
 %javamethodmodifiers forward_states "";
 %javamethodmodifiers forward_device "";
+%javamethodmodifiers forward_states_device "";
 %javamethodmodifiers set_device "";
 %javamethodmodifiers get_device "";
 %javamethodmodifiers set_num_threads "";

@@ -879,29 +879,54 @@ recur_status recur_state_get_device(const recur_state* state, recur_device_info*
   });
 }
 
+namespace {
+// The cores of num_states live, distinct state handles (one state twice would alias its tensors).
+std::vector<recur::State*> distinct_states(recur_state* const* states, int32_t num_states, const char* fn) {
+  positive(num_states, fn, "num_states");
+  require(states, fn, "states");
+  std::vector<recur::State*> impls(static_cast<std::size_t>(num_states));
+  std::unordered_map<const recur_state*, int32_t> first;
+  first.reserve(impls.size());
+  for (int32_t i = 0; i < num_states; ++i) {
+    const recur_state* s = states[i];
+    if (!s) recur::fail(Error::Code::invalid_argument, fn, ": states[", i, "] is NULL");
+    if (!::states().contains(s))  // the parameter hides the registry's name
+      recur::fail(Error::Code::state, fn, ": states[", i, "] is not a live handle (destroyed?)");
+    const auto seen = first.emplace(s, i);
+    if (!seen.second)
+      recur::fail(Error::Code::invalid_argument, fn, ": states[", seen.first->second, "] and states[", i,
+                  "] are the same state (each stream may appear once per call)");
+    impls[static_cast<std::size_t>(i)] = s->impl.get();
+  }
+  return impls;
+}
+}  // namespace
+
 recur_status recur_layer_forward_states(const recur_layer* layer, recur_state* const* states, int32_t num_states,
                                         const float* input, size_t input_len, const uint8_t* mask, size_t mask_len,
                                         float* output, size_t output_len) {
   return guarded([&] {
     static const char* const fn = "recur_layer_forward_states";
     const recur::Layer& l = layer_of(layer, fn);
-    positive(num_states, fn, "num_states");
-    require(states, fn, "states");
-    std::vector<recur::State*> impls(static_cast<std::size_t>(num_states));
-    std::unordered_map<const recur_state*, int32_t> first;  // the core would alias one state's tensors
-    first.reserve(impls.size());
-    for (int32_t i = 0; i < num_states; ++i) {
-      const recur_state* s = states[i];
-      if (!s) recur::fail(Error::Code::invalid_argument, fn, ": states[", i, "] is NULL");
-      if (!::states().contains(s))  // the parameter hides the registry's name
-        recur::fail(Error::Code::state, fn, ": states[", i, "] is not a live handle (destroyed?)");
-      const auto seen = first.emplace(s, i);
-      if (!seen.second)
-        recur::fail(Error::Code::invalid_argument, fn, ": states[", seen.first->second, "] and states[", i,
-                    "] are the same state (each stream may appear once per call)");
-      impls[static_cast<std::size_t>(i)] = s->impl.get();
-    }
+    const std::vector<recur::State*> impls = distinct_states(states, num_states, fn);
     l.call_states(impls.data(), impls.size(), input, input_len, mask, mask_len, output, output_len);
+  });
+}
+
+recur_status recur_layer_forward_states_device(const recur_layer* layer, void* cuda_stream, recur_state* const* states,
+                                               int32_t num_states, const float* d_input, const uint8_t* mask,
+                                               size_t mask_len, float* d_output) {
+  return guarded([&] {
+    static const char* const fn = "recur_layer_forward_states_device";
+    const recur::Layer& l = layer_of(layer, fn);
+    // First, so a caller on the CPU learns that, not which device pointer it got wrong.
+    if (!l.gpu_layer())
+      recur::fail(Error::Code::state, fn, ": the layer runs on the CPU (", l.placement().reason,
+                  "); move it to a GPU with recur_layer_set_device first");
+    require(d_input, fn, "d_input");
+    require(d_output, fn, "d_output");
+    const std::vector<recur::State*> impls = distinct_states(states, num_states, fn);
+    l.call_states_device(cuda_stream, impls.data(), impls.size(), d_input, mask, mask_len, d_output);
   });
 }
 

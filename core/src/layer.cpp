@@ -895,30 +895,7 @@ void Layer::call_states(State* const* states, std::size_t count, const float* in
     return;
   }
   if (gpu_) {
-    // Each row of the batch points into its stream's resident buffer; the plugin gathers and
-    // scatters them on the device.
-    std::vector<float*> h(static_cast<std::size_t>(rows)), c, carried(static_cast<std::size_t>(rows));
-    if (ns == 2) c.resize(static_cast<std::size_t>(rows));
-    std::size_t r = 0;
-    for (std::size_t i = 0; i < count; ++i) {
-      gpu::DeviceState* d = resident_state(*states[i]);
-      const Index b = states[i]->batch();
-      for (Index j = 0; j < b; ++j, ++r) {
-        h[r] = d->states() + j * u;
-        if (ns == 2) c[r] = d->states() + b * u + j * u;
-        carried[r] = d->carried() + j * u;
-      }
-    }
-    recur_gpu_step_rows step{};
-    step.rows = rows;
-    step.h_rows = h.data();
-    step.c_rows = ns == 2 ? c.data() : nullptr;
-    step.carried_rows = carried.data();
-    step.input = input;
-    step.mask = mask;
-    step.zero_output_for_mask = config_.zero_output_for_mask;
-    step.output = output;
-    gpu_->step_rows(step);
+    step_rows_on_gpu(states, count, rows, input, mask, output, RECUR_GPU_MEMORY_HOST, nullptr);
     return;
   }
 
@@ -952,6 +929,69 @@ void Layer::call_states(State* const* states, std::size_t count, const float* in
     st.carried_output() = carried.middleRows(r, b);
     r += b;
   }
+}
+
+// Each row of the batch points into its stream's resident buffer; the plugin gathers and scatters
+// them on the device, so the step is one batch.
+void Layer::step_rows_on_gpu(State* const* states, std::size_t count, Index rows, const float* input,
+                             const std::uint8_t* mask, float* output, int memory, void* stream) const {
+  const Index u = config_.units;
+  const int ns = config_.num_states();
+  std::vector<float*> h(static_cast<std::size_t>(rows)), c, carried(static_cast<std::size_t>(rows));
+  if (ns == 2) c.resize(static_cast<std::size_t>(rows));
+  std::size_t r = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    gpu::DeviceState* d = resident_state(*states[i]);
+    const Index b = states[i]->batch();
+    for (Index j = 0; j < b; ++j, ++r) {
+      h[r] = d->states() + j * u;
+      if (ns == 2) c[r] = d->states() + b * u + j * u;
+      carried[r] = d->carried() + j * u;
+    }
+  }
+  recur_gpu_step_rows step{};
+  step.rows = rows;
+  step.h_rows = h.data();
+  step.c_rows = ns == 2 ? c.data() : nullptr;
+  step.carried_rows = carried.data();
+  step.input = input;
+  step.mask = mask;
+  step.zero_output_for_mask = config_.zero_output_for_mask;
+  step.output = output;
+  step.memory = memory;
+  step.stream = stream;
+  gpu_->step_rows(step);
+}
+
+void Layer::call_states_device(void* stream, State* const* states, std::size_t count, const float* d_input,
+                               const std::uint8_t* mask, std::size_t mask_len, float* d_output) const {
+  materialize();
+  require_sequence_layer("forward_states_device");
+  if (!gpu_)
+    fail(Error::Code::state, "forward_states_device: ", kind_name(config_.kind),
+         " runs on the CPU; place it on a GPU first (recur_layer_set_device(layer, \"cuda\"))");
+  if (!states) fail(Error::Code::invalid_argument, "states: is NULL");
+  if (count == 0) fail(Error::Code::invalid_argument, "num_states: expected at least 1 state, got 0");
+  const int ns = config_.num_states();
+  Index rows = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const State* st = states[i];
+    if (!st) fail(Error::Code::invalid_argument, "states[", i, "]: is NULL");
+    if (st->num_states() != ns || st->units() != config_.units)
+      fail(Error::Code::shape, "states[", i, "]: holds ", st->num_states(), " tensor(s) of ", st->units(), " units; ",
+           kind_name(config_.kind), " needs ", ns, " of ", config_.units, " units");
+    rows += st->batch();
+  }
+  if (!d_input) fail(Error::Code::invalid_argument, "d_input: is NULL");
+  if (!d_output) fail(Error::Code::invalid_argument, "d_output: is NULL");
+  if (mask) {
+    if (config_.is_cudnn()) fail(Error::Code::unsupported, "mask: Masking is not supported for CuDNN RNNs.");
+    if (mask_len != static_cast<std::size_t>(rows))
+      fail(Error::Code::shape, "mask: expected ", rows, " values (one per stream row), got ", mask_len);
+  }
+  const std::string issue = device_call_issue(mask != nullptr);
+  if (!issue.empty()) fail(Error::Code::unsupported, "forward_states_device: ", issue);
+  step_rows_on_gpu(states, count, rows, d_input, mask, d_output, RECUR_GPU_MEMORY_DEVICE, stream);
 }
 
 std::string Layer::device_call_issue(bool masked) const {

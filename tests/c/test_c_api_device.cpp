@@ -751,6 +751,68 @@ TEST(CApiDeviceGpu, ForwardDeviceMatchesForward) {
   }
 }
 
+// Many states stepped on device buffers: the same numbers as recur_layer_forward_states (emulator:
+// host buffers stand in for device pointers, as above).
+TEST(CApiDeviceGpu, ForwardStatesDeviceMatchesForwardStates) {
+  SKIP_WITHOUT_GPU();
+  for (int32_t type : kSequenceTypes) {
+    SCOPED_TRACE(type_name(type));
+    rt::Layer l = sequence_layer(type, 5, 3);
+    const std::vector<int32_t> batches{1, 3, 2};
+    std::vector<rt::State> host, dev;
+    std::vector<recur_state*> hh, dh;
+    ASSERT_RECUR_OK(recur_layer_set_device(l.get(), "cuda"));
+    const std::string name = layer_device(l.get()).device_name;
+    if (name.rfind("recur GPU emulator", 0) != 0) GTEST_SKIP() << "needs device memory on " << name;
+    // On the CPU, the call says where the layer must be first.
+    rt::Layer cpu_layer = sequence_layer(type, 5, 3);
+    rt::State cpu_state = rt::make_state(cpu_layer.get(), 1);
+    std::vector<recur_state*> one{cpu_state.get()};
+    std::vector<float> x1(3), y1(5);
+    EXPECT_RECUR_ERR(recur_layer_forward_states_device(cpu_layer.get(), nullptr, one.data(), 1, x1.data(), nullptr, 0,
+                                                       y1.data()),
+                     RECUR_ERR_STATE, "recur_layer_set_device");
+    for (int32_t b : batches) {
+      host.push_back(rt::make_state(l.get(), b));
+      dev.push_back(rt::make_state(l.get(), b));
+      hh.push_back(host.back().get());
+      dh.push_back(dev.back().get());
+    }
+    const int32_t rows = 6;
+    for (int step = 0; step < 3; ++step) {
+      SCOPED_TRACE("step " + std::to_string(step));
+      const std::vector<float> x = rt::data(static_cast<std::size_t>(rows) * 3, 0.5f * step);
+      std::vector<uint8_t> mask(rows);
+      for (int32_t r = 0; r < rows; ++r) mask[static_cast<std::size_t>(r)] = (r + step) % 3 != 1;
+      std::vector<float> want(static_cast<std::size_t>(rows) * 5), got(want.size());
+      ASSERT_RECUR_OK(recur_layer_forward_states(l.get(), hh.data(), 3, x.data(), x.size(), mask.data(), mask.size(),
+                                                 want.data(), want.size()));
+      ASSERT_RECUR_OK(recur_layer_forward_states_device(l.get(), nullptr, dh.data(), 3, x.data(), mask.data(),
+                                                        mask.size(), got.data()));
+      EXPECT_EQ(got, want);
+    }
+    // Bad arguments change no state.
+    std::vector<float> before(static_cast<std::size_t>(type == RECUR_LAYER_LSTM ? 2 : 1) * 3 * 5), after(before.size());
+    ASSERT_RECUR_OK(recur_state_get(dh[1], before.data(), before.size()));
+    std::vector<float> x(static_cast<std::size_t>(rows) * 3), y(static_cast<std::size_t>(rows) * 5);
+    std::vector<uint8_t> mask(rows, 1);
+    EXPECT_RECUR_ERR(recur_layer_forward_states_device(l.get(), nullptr, dh.data(), 3, nullptr, nullptr, 0, y.data()),
+                     RECUR_ERR_INVALID_ARGUMENT, "d_input");
+    EXPECT_RECUR_ERR(recur_layer_forward_states_device(l.get(), nullptr, dh.data(), 3, x.data(), nullptr, 0, nullptr),
+                     RECUR_ERR_INVALID_ARGUMENT, "d_output");
+    EXPECT_RECUR_ERR(recur_layer_forward_states_device(l.get(), nullptr, dh.data(), 0, x.data(), nullptr, 0, y.data()),
+                     RECUR_ERR_INVALID_ARGUMENT, "num_states");
+    std::vector<recur_state*> twice{dh[0], dh[1], dh[0]};
+    EXPECT_RECUR_ERR(recur_layer_forward_states_device(l.get(), nullptr, twice.data(), 3, x.data(), nullptr, 0, y.data()),
+                     RECUR_ERR_INVALID_ARGUMENT, "the same state");
+    EXPECT_RECUR_ERR(recur_layer_forward_states_device(l.get(), nullptr, dh.data(), 3, x.data(), mask.data(),
+                                                       mask.size() - 1, y.data()),
+                     RECUR_ERR_SHAPE, "mask");
+    ASSERT_RECUR_OK(recur_state_get(dh[1], after.data(), after.size()));
+    EXPECT_EQ(after, before);
+  }
+}
+
 // Every layer of a model on a GPU reports where it runs: the recurrent ones and every layer with a
 // GPU kernel on the GPU, any other on the CPU with the copies that costs.
 TEST(CApiDeviceGpu, ModelMatchesTheCpu) {

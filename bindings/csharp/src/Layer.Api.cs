@@ -202,6 +202,30 @@ public sealed partial class Layer {
     }
   }
 
+  /// <summary><see cref="ForwardStates"/> on CUDA device memory of the layer's GPU, for callers with a
+  /// CUDA interop library (the serving case of many streams per step): the states (each on the
+  /// layer's GPU) advance by one timestep as one batch; input (rows x input_size) and output (rows
+  /// x units) are device pointers, rows the sum of the states' batches; cudaStream a cudaStream_t
+  /// (IntPtr.Zero: recur's own stream for the calling thread); mask stays a host array (null, or
+  /// one byte per row). No host copy is made; returns once output is written. The same numbers as
+  /// ForwardStates; a state may appear once. Status.State when the layer is not on a GPU;
+  /// Status.InvalidArgument for a zero pointer, no states or a state twice.</summary>
+  public unsafe void ForwardStatesDevice(IntPtr cudaStream, State[] states, IntPtr input, byte[] mask, IntPtr output) {
+    CheckDisposed();
+    Util.NotNull(states, "states");
+    var handles = new long[states.Length];
+    for (int k = 0; k < states.Length; ++k) {
+      if (states[k] == null) throw new ArgumentNullException("states[" + k + "]");
+      states[k].CheckDisposed();
+      handles[k] = State.getCPtr(states[k]).Handle.ToInt64();
+    }
+    fixed (long* h = handles) fixed (byte* m = mask) {
+      forward_states_device(cudaStream.ToInt64(), (IntPtr)h, handles.Length, input.ToInt64(), (IntPtr)m,
+                            Util.Len(mask), output.ToInt64());
+    }
+    GC.KeepAlive(states);  // the native call saw only their handles
+  }
+
   /// <summary>Zero-fills a stateful layer's states (Keras reset_states()).</summary>
   public void ResetStates() { CheckDisposed(); reset_states(); }
 

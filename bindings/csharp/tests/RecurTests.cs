@@ -591,6 +591,68 @@ static partial class Program {
     }
   }
 
+  // Many states stepped on device buffers: on the CPU the call says to move the layer first; on the
+  // GPU emulator (device memory on the host, so pinned arrays stand in for device pointers) the
+  // numbers are exactly ForwardStates's.
+  static void ForwardStatesDeviceEqualsForwardStates() {
+    foreach (var type in new[] { LayerType.Gru, LayerType.Lstm }) {
+      using (var o = new LayerOptions(type, 5, 3)) {
+        o.ReturnSequences = 1;
+        o.Seed = 5;
+        using (var l = Layer.Create(o)) {
+          using (var s = new State(l, 1))
+            Fails(Status.State, () => l.ForwardStatesDevice(IntPtr.Zero, new[] { s }, IntPtr.Zero, null, IntPtr.Zero),
+                  "forward_states_device on the CPU", "recur_layer_set_device");
+          Throws<ArgumentNullException>(() => l.ForwardStatesDevice(IntPtr.Zero, null, IntPtr.Zero, null, IntPtr.Zero),
+                                        "null states");
+          if (!Gpu) {
+            Console.WriteLine("  ForwardStatesDevice numbers not checked: no GPU (Library.DeviceCount is 0)");
+            continue;
+          }
+          l.SetDevice("cuda");
+          var batches = new[] { 1, 3, 2 };
+          int rows = batches.Sum();
+          var host = batches.Select(b => new State(l, b)).ToArray();
+          var dev = batches.Select(b => new State(l, b)).ToArray();
+          try {
+            Fails(Status.InvalidArgument, () => l.ForwardStatesDevice(IntPtr.Zero, dev, IntPtr.Zero, null,
+                                                                      new IntPtr(8)),
+                  "a zero input", "d_input");
+            Fails(Status.InvalidArgument, () => l.ForwardStatesDevice(IntPtr.Zero, new[] { dev[0], dev[1], dev[0] },
+                                                                      new IntPtr(8), null, new IntPtr(8)),
+                  "a state twice", "same state");
+            var name = l.Device.DeviceName;
+            if (!name.StartsWith("recur GPU emulator")) {
+              Console.WriteLine("  ForwardStatesDevice numbers not checked: device memory needs a CUDA library "
+                                + "in the test; the GPU is " + name);
+              continue;
+            }
+            for (int step = 0; step < 3; ++step) {
+              var x = Pattern(rows * 3, 0.8, step);
+              var mask = Enumerable.Range(0, rows).Select(r => (byte)((r + step) % 3 == 1 ? 0 : 1)).ToArray();
+              var want = new float[rows * 5];
+              var got = new float[rows * 5];
+              l.ForwardStates(host, x, want, mask);
+              var xh = GCHandle.Alloc(x, GCHandleType.Pinned);
+              var yh = GCHandle.Alloc(got, GCHandleType.Pinned);
+              try {
+                l.ForwardStatesDevice(IntPtr.Zero, dev, xh.AddrOfPinnedObject(), mask, yh.AddrOfPinnedObject());
+              } finally {
+                xh.Free();
+                yh.Free();
+              }
+              Check(got.SequenceEqual(want), type + " step " + step + ": " + MaxDiff(got, want));
+            }
+            for (int i = 0; i < batches.Length; ++i)
+              Check(dev[i].Get().SequenceEqual(host[i].Get()), "final state " + i);
+          } finally {
+            foreach (var s in host.Concat(dev)) s.Dispose();
+          }
+        }
+      }
+    }
+  }
+
   static void ModelDevices() {
     using (var m = Model.Open(Path.Combine(modelDir, "sentiment_keras3.keras"))) {
       var ids = Enumerable.Range(0, 2 * 10).Select(i => (float)(i * 7 % 19 + 1)).ToArray();
@@ -601,9 +663,9 @@ static partial class Program {
       m.SetDevice("auto");
       var d = m.Device;
       Check(d.Requested == "auto", "auto requested");
-      // Recurrent layers go where the model goes; the others run on the CPU between them.
+      // Every layer of this model has a GPU kernel: each goes where the model goes.
       for (int i = 0; i < m.Info.NumLayers; ++i)
-        Check(m.LayerDevice(i).Backend == (m.LayerAt(i).Recurrent ? d.Backend : "cpu"), "layer " + i);
+        Check(m.LayerDevice(i).Backend == d.Backend, "layer " + i);
       Check(Gpu ? MaxDiff(m.Run(ids, 2, 10), cpu) <= GpuTolerance : MaxDiff(m.Run(ids, 2, 10), cpu) == 0,
             "auto matches the CPU");
       Fails(Status.InvalidArgument, () => m.LayerDevice(-2), "layer -2", "layer_index");
@@ -810,6 +872,7 @@ static partial class Program {
     Run("DeviceChecks", DeviceChecks);
     Run("LayerDevices", LayerDevices);
     Run("ForwardStatesEqualsForwardState", ForwardStatesEqualsForwardState);
+    Run("ForwardStatesDeviceEqualsForwardStates", ForwardStatesDeviceEqualsForwardStates);
     Run("ModelDevices", ModelDevices);
     Run("CpuKernels", CpuKernels);
     Run("ResourceLimits", ResourceLimits);

@@ -1024,18 +1024,7 @@ class SequenceLayer(RecurrentLayer):
         boolean per row. Returns (rows, units). Equals ``s.step`` of each state with one
         timestep. A state may appear once."""
         n = np()
-        if isinstance(states, LayerState) or not isinstance(states, (list, tuple)) or not states:
-            raise error("InvalidArgumentError", "states: expected a non-empty list of LayerState, got %s"
-                        % describe(states))
-        for k, s in enumerate(states):
-            if not isinstance(s, LayerState):
-                raise error("InvalidArgumentError", "states[%d]: expected a LayerState, got %s" % (k, describe(s)))
-        # Locked in creation order, so calls with overlapping states cannot deadlock.
-        order = sorted(range(len(states)), key=lambda k: (states[k]._id, k))
-        for p, q in zip(order, order[1:]):
-            if states[p] is states[q]:
-                raise error("InvalidArgumentError", "states[%d] and states[%d] are the same state (each stream may "
-                            "appear once per call)" % (p, q))
+        order = _state_order(states)
         rows = sum(s._shape[1] for s in states)
         a = as_float32(x, "x")
         if a.shape != (rows, self._info["input_size"]):
@@ -1045,17 +1034,8 @@ class SequenceLayer(RecurrentLayer):
         if m is not None and m.shape != (rows,):
             raise error("ShapeError", "mask: expected shape (%d,) (one per row), got %s" % (rows, tuple(m.shape)))
         out = n.empty((rows, self._info["units"]), n.float32)
-        with self._reading() as h:
-            locked: List[int] = []
-            try:
-                handles = [0] * len(states)
-                for k in order:
-                    handles[k] = int(states[k]._guard.acquire(True).this)
-                    locked.append(k)
-                h.forward_states(handles, a, m, out)
-            finally:
-                for k in locked:
-                    states[k]._guard.release(True)
+        with self._reading() as h, _locked_states(states, order) as handles:
+            h.forward_states(handles, a, m, out)
         return out
 
     # ---- CUDA device memory ----
@@ -1089,6 +1069,67 @@ class SequenceLayer(RecurrentLayer):
         with self._writing() as h:
             h.forward_device(_device_pointer(stream, "stream", True)[0], px, b, t, m, pinit,
                              self._info["num_states"] if pinit else 0, pout, pfinal)
+
+    def step_states_device(self, states: Sequence["LayerState"], x: Any, output: Any, *,
+                           mask: Optional[ArrayLike] = None, stream: Any = 0) -> None:
+        """:meth:`step_states` on CUDA device memory of the layer's GPU (set ``device`` first, and
+        make the states after), for callers that hold device buffers (CuPy, PyTorch, Numba, ...):
+        the serving case of many streams per step, with no host copy of the inputs or outputs.
+
+        x (rows, input_size) and output (rows, units), rows the sum of the states' batches, are
+        objects with ``__cuda_array_interface__`` (C-contiguous float32) or raw device addresses
+        (ints). mask stays a host array: None or one boolean per row. stream is a cudaStream_t
+        address (0: recur's own stream for the calling thread); the call returns once output is
+        written, with the same numbers as :meth:`step_states`. A state may appear once. A layer
+        that is not on a GPU raises recur.StateError; a zero address, recur.InvalidArgumentError."""
+        order = _state_order(states)
+        rows = sum(s._shape[1] for s in states)
+        px, shape_x = _device_pointer(x, "x", False)
+        if shape_x is not None and shape_x != (rows, self._info["input_size"]):
+            raise error("ShapeError", "x: expected shape (%d, %d) (the states' rows, input_size), got %s"
+                        % (rows, self._info["input_size"], shape_x))
+        pout, shape_out = _device_pointer(output, "output", False)
+        if shape_out is not None and shape_out != (rows, self._info["units"]):
+            raise error("ShapeError", "output: expected shape (%d, %d) (the states' rows, units), got %s"
+                        % (rows, self._info["units"], shape_out))
+        m = as_mask(mask, "mask")
+        if m is not None and m.shape != (rows,):
+            raise error("ShapeError", "mask: expected shape (%d,) (one per row), got %s" % (rows, tuple(m.shape)))
+        pstream = _device_pointer(stream, "stream", True)[0]
+        with self._reading() as h, _locked_states(states, order) as handles:
+            h.forward_states_device(pstream, handles, px, m, pout)
+
+
+def _state_order(states: Any) -> List[int]:
+    """The order to lock the states of a call on many states in: creation order, so calls with
+    overlapping states cannot deadlock (each a LayerState, none twice)."""
+    if isinstance(states, LayerState) or not isinstance(states, (list, tuple)) or not states:
+        raise error("InvalidArgumentError", "states: expected a non-empty list of LayerState, got %s"
+                    % describe(states))
+    for k, s in enumerate(states):
+        if not isinstance(s, LayerState):
+            raise error("InvalidArgumentError", "states[%d]: expected a LayerState, got %s" % (k, describe(s)))
+    order = sorted(range(len(states)), key=lambda k: (states[k]._id, k))
+    for p, q in zip(order, order[1:]):
+        if states[p] is states[q]:
+            raise error("InvalidArgumentError", "states[%d] and states[%d] are the same state (each stream may "
+                        "appear once per call)" % (p, q))
+    return order
+
+
+@contextlib.contextmanager
+def _locked_states(states: Sequence["LayerState"], order: List[int]) -> Iterator[List[int]]:
+    """The states' native handles (in the caller's order), each state held for the call."""
+    locked: List[int] = []
+    try:
+        handles = [0] * len(states)
+        for k in order:
+            handles[k] = int(states[k]._guard.acquire(True).this)
+            locked.append(k)
+        yield handles
+    finally:
+        for k in locked:
+            states[k]._guard.release(True)
 
 
 def _device_pointer(obj: Any, what: str, optional: bool) -> Tuple[int, Optional[Tuple[int, ...]]]:

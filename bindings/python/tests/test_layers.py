@@ -906,3 +906,75 @@ def test_call_device_arguments():
         g.call_device(_FakeCudaArray((2, 5, 3)), None)
     with pytest.raises(N.StateError):  # well-formed, but the layer is not on a GPU
         g.call_device(_FakeCudaArray((2, 5, 3)), _FakeCudaArray((2, 4)), final_state=_FakeCudaArray((2, 4)))
+
+
+class _HostCudaArray:
+    """A NumPy array presented through __cuda_array_interface__: on the GPU emulator device memory
+    is host memory, so it stands in for a CuPy or PyTorch buffer."""
+
+    def __init__(self, a):
+        self.array = a
+        self.__cuda_array_interface__ = {"shape": a.shape, "typestr": "<f4", "strides": None,
+                                         "data": (a.ctypes.data, False), "version": 3}
+
+
+def test_step_states_device_arguments():
+    layer = rl.GRU(4, input_size=3)
+    states = [layer.new_state(b) for b in (1, 2)]
+    with pytest.raises(N.StateError, match="recur_layer_set_device"):  # well-formed, but not on a GPU
+        layer.step_states_device(states, _FakeCudaArray((3, 3)), _FakeCudaArray((3, 4)))
+    with pytest.raises(N.StateError, match="recur_layer_set_device"):  # raw device addresses
+        layer.step_states_device(states, 4096, 8192, mask=[1, 0, 1])
+    with pytest.raises(N.InvalidArgumentError, match="x: expected a CUDA array or a device address, got None"):
+        layer.step_states_device(states, None, 8192)
+    with pytest.raises(N.InvalidArgumentError, match="output: expected an object with __cuda_array_interface__"):
+        layer.step_states_device(states, 4096, np.zeros((3, 4), np.float32))
+    with pytest.raises(N.ShapeError, match=r"x: expected shape \(3, 3\)"):
+        layer.step_states_device(states, _FakeCudaArray((2, 3)), _FakeCudaArray((3, 4)))
+    with pytest.raises(N.ShapeError, match=r"output: expected shape \(3, 4\)"):
+        layer.step_states_device(states, _FakeCudaArray((3, 3)), _FakeCudaArray((3, 5)))
+    with pytest.raises(N.ShapeError, match=r"mask: expected shape \(3,\)"):
+        layer.step_states_device(states, 4096, 8192, mask=[1, 0])
+    with pytest.raises(N.InvalidArgumentError, match=r"states\[0\] and states\[1\] are the same state"):
+        layer.step_states_device([states[0], states[0]], 4096, 8192)
+    with pytest.raises(N.InvalidArgumentError, match="states: expected a non-empty list"):
+        layer.step_states_device([], 4096, 8192)
+
+
+def _why_no_device_memory(layer):
+    """Empty when the layer is on the GPU emulator (host memory as device memory), else why not."""
+    if N.recur_binding_device_count() == 0:
+        return "no GPU (the GPU emulator runs this: RECUR_CUDA_PLUGIN=.../librecur_gpu_emulator.so)"
+    layer.device = "cuda"
+    name = layer.device_info.device_name
+    if not name.startswith("recur GPU emulator"):
+        return "device memory needs a CUDA library in the test; the GPU is %s" % name
+    return ""
+
+
+@pytest.mark.parametrize("cls", [rl.GRU, rl.LSTM])
+def test_step_states_device_equals_step_states(cls):
+    layer = cls(5, input_size=3, seed=7)
+    why = _why_no_device_memory(layer)
+    if why:
+        print("numbers not checked: " + why)
+        pytest.skip(why)
+    batches = (1, 3, 2)
+    rows = sum(batches)
+    host = [layer.new_state(b) for b in batches]
+    dev = [layer.new_state(b) for b in batches]
+    with pytest.raises(N.InvalidArgumentError, match="d_input"):  # a zero address, past the binding's checks
+        layer.step_states_device(dev, 0, 8192)
+    for step in range(3):
+        x = rand(rows, 3, seed=step)
+        mask = np.array([(r + step) % 3 != 1 for r in range(rows)])
+        want = layer.step_states(host, x, mask)
+        out = np.full((rows, 5), np.nan, np.float32)
+        if step % 2:  # raw addresses
+            layer.step_states_device(dev, x.ctypes.data, out.ctypes.data, mask=mask)
+        else:
+            layer.step_states_device(dev, _HostCudaArray(x), _HostCudaArray(out), mask=mask)
+        np.testing.assert_array_equal(out, want)
+    for h, d in zip(host, dev):
+        assert all(np.array_equal(a, b) for a, b in zip(h.states, d.states))
+

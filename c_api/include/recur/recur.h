@@ -1133,6 +1133,28 @@ RECUR_API recur_status recur_model_state_save(const recur_model_state *state, vo
  * LIMIT (past inputs over tensor_bytes). Thread rules: as recur_model_state_step. Since 0.9. */
 RECUR_API recur_status recur_model_state_load(recur_model_state *state, const void *data, size_t len);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Many streams on CUDA device buffers (since 0.9)                                             */
+/* ------------------------------------------------------------------------------------------ */
+
+/* recur_layer_forward_states for callers that hold CUDA device buffers: one step of num_states
+ * states (each of any batch b_i, resident on the layer's GPU) as one batch, with d_input
+ * (sum b_i, F) and d_output (sum b_i, units) device pointers on the layer's GPU; mask is a HOST
+ * array of sum b_i bytes, or NULL. cuda_stream is a cudaStream_t (NULL: recur's own stream for the
+ * calling thread); the call is ordered on it and returns once d_output is written. The same
+ * numbers as recur_layer_forward_states. No host copy of the inputs or outputs is made: the
+ * states' rows are gathered and scattered on the device (the serving case of thousands of streams
+ * per step, where host copies would cost more than the step). The caller keeps ownership of every
+ * buffer. Errors: STATE (the layer is not on a GPU: recur_layer_set_device; a destroyed handle; a
+ * cell), INVALID_ARGUMENT (NULL pointers, num_states < 1, the same state twice), SHAPE (a state of
+ * another layer shape, mask_len), UNSUPPORTED (a CuDNN layer given a mask; a mask on a layer set
+ * to the JAX backend). Thread rules as recur_layer_forward_states: each state used by one thread
+ * at a time. Since 0.9. */
+RECUR_API recur_status recur_layer_forward_states_device(const recur_layer *layer, void *cuda_stream,
+                                                         recur_state *const *states, int32_t num_states,
+                                                         const float *d_input, const uint8_t *mask, size_t mask_len,
+                                                         float *d_output);
+
 #ifdef __cplusplus
 }
 #endif

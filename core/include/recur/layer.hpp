@@ -141,6 +141,10 @@ class Layer {
   // output (same rows, units). States stay resident on the layer's device.
   void call_states(State* const* states, std::size_t count, const float* input, std::size_t input_len,
                    const std::uint8_t* mask, std::size_t mask_len, float* output, std::size_t output_len) const;
+  // call_states on caller-held device buffers: d_input (rows, F) and d_output (rows, units) on the
+  // layer's GPU, ordered on `stream` (a cudaStream_t, or null); the mask on the host.
+  void call_states_device(void* stream, State* const* states, std::size_t count, const float* d_input,
+                          const std::uint8_t* mask, std::size_t mask_len, float* d_output) const;
   // A Keras call on caller-held device buffers (mask on the host). Throws Error(state) when the
   // layer is not on a GPU.
   void call_device(void* stream, const float* d_input, Index batch, Index timesteps, const std::uint8_t* mask,
@@ -159,6 +163,8 @@ class Layer {
 
  private:
   void require_sequence_layer(const char* what) const;
+  void step_rows_on_gpu(State* const* states, std::size_t count, Index rows, const float* input,
+                        const std::uint8_t* mask, float* output, int memory, void* stream) const;
   // The state's copy on this layer's GPU, made (from its host tensors) when it lives elsewhere.
   gpu::DeviceState* resident_state(State& state) const;
   void require_cell(const char* what) const;

@@ -187,6 +187,87 @@ class DeviceTest {
     }
   }
 
+  /** sun.misc.Unsafe, for native memory standing in for device memory on the GPU emulator. */
+  static sun.misc.Unsafe unsafe() throws ReflectiveOperationException {
+    java.lang.reflect.Field f = sun.misc.Unsafe.class.getDeclaredField("theUnsafe");
+    f.setAccessible(true);
+    return (sun.misc.Unsafe) f.get(null);
+  }
+
+  /** Why forwardStatesDevice's numbers cannot be checked on this layer, or "" when they can. */
+  static String whyNoDeviceMemory(Layer l) {
+    String name = l.device().deviceName;
+    return name.startsWith("recur GPU emulator") ? ""
+        : "device memory needs a CUDA library in the test; the GPU is " + name;
+  }
+
+  @Test
+  void forwardStatesDeviceOnTheCpuSaysSetDevice() {
+    try (Layer l = layer(Recur.LAYER_GRU); State s = new State(l, 1)) {
+      // Refused before any pointer is looked at: the layer must be moved to a GPU first.
+      ErrorTest.raises(StateException.class, Recur.ERR_STATE, "recur_layer_set_device",
+          () -> l.forwardStatesDevice(0, new State[] {s}, 0, null, 0));
+      assertThrows(NullPointerException.class, () -> l.forwardStatesDevice(0, null, 0, null, 0));
+    }
+  }
+
+  @Test
+  void forwardStatesDeviceEqualsForwardStates() throws ReflectiveOperationException {
+    if (!gpu()) {
+      System.out.println("forwardStatesDeviceEqualsForwardStates: skipped, no GPU (run by java_device_gpu_emulator)");
+      return;
+    }
+    for (int type : new int[] {Recur.LAYER_GRU, Recur.LAYER_LSTM}) {
+      try (Layer l = layer(type)) {
+        l.setDevice("cuda");
+        int[] batches = {1, 3, 2};
+        State[] host = new State[batches.length], dev = new State[batches.length];
+        int rows = 0;
+        for (int i = 0; i < batches.length; i++) {
+          host[i] = new State(l, batches[i]);
+          dev[i] = new State(l, batches[i]);
+          rows += batches[i];
+        }
+        try {
+          ErrorTest.raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "d_input",
+              () -> l.forwardStatesDevice(0, dev, 0, null, 8));
+          ErrorTest.raises(InvalidArgumentException.class, Recur.ERR_INVALID_ARGUMENT, "same state",
+              () -> l.forwardStatesDevice(0, new State[] {dev[0], dev[1], dev[0]}, 8, null, 8));
+          String why = whyNoDeviceMemory(l);
+          if (!why.isEmpty()) {
+            System.out.println("forwardStatesDeviceEqualsForwardStates: numbers not checked, " + why);
+            continue;
+          }
+          // The GPU emulator keeps device memory on the host, so native memory stands in for it.
+          sun.misc.Unsafe u = unsafe();
+          long dx = u.allocateMemory(4L * rows * 3), dy = u.allocateMemory(4L * rows * 5);
+          try {
+            for (int step = 0; step < 3; step++) {
+              float[] x = data(rows * 3, step);
+              byte[] mask = new byte[rows];
+              for (int r = 0; r < rows; r++) mask[r] = (byte) ((r + step) % 3 == 1 ? 0 : 1);
+              for (int k = 0; k < x.length; k++) u.putFloat(dx + 4L * k, x[k]);
+              float[] want = new float[rows * 5], got = new float[rows * 5];
+              l.forwardStates(host, x, mask, want);
+              l.forwardStatesDevice(0, dev, dx, mask, dy);
+              for (int k = 0; k < got.length; k++) got[k] = u.getFloat(dy + 4L * k);
+              assertArrayEquals(want, got, "step " + step);
+            }
+          } finally {
+            u.freeMemory(dx);
+            u.freeMemory(dy);
+          }
+          for (int i = 0; i < batches.length; i++) assertArrayEquals(host[i].get(), dev[i].get(), "state " + i);
+        } finally {
+          for (int i = 0; i < batches.length; i++) {
+            host[i].close();
+            dev[i].close();
+          }
+        }
+      }
+    }
+  }
+
   // ---- CPU threads and kernels ----------------------------------------------------------------
 
   /** Big enough per timestep that a call is split between threads (small calls stay on one). */
@@ -292,8 +373,8 @@ class DeviceTest {
       m.setDevice("auto");
       DeviceInfo d = m.device();
       assertEquals("auto", d.requested);
-      // Recurrent layers go where the model goes; the others run on the CPU between them.
-      for (int i = 0; i < m.info().numLayers; i++) assertEquals(m.layer(i).recurrent ? d.backend : "cpu", m.device(i).backend);
+      // Every layer of this model has a GPU kernel: each goes where the model goes.
+      for (int i = 0; i < m.info().numLayers; i++) assertEquals(d.backend, m.device(i).backend);
       if (gpu())
         assertTrue(maxDiff(cpu, m.run(ids, 2, 10)) <= GPU_TOLERANCE);
       else
