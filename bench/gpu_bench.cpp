@@ -491,7 +491,8 @@ void bench_streams(int n) {
   DeviceBuffer<float> dx(x.size()), dy(out.size());
   dx.upload(x);
   auto step_device = [&](std::vector<recur_state*>& sts) {
-    check_recur(recur_layer_forward_states_device(dev, nullptr, sts.data(), n, dx.p, nullptr, 0, dy.p),
+    check_recur(recur_layer_forward_states_device(dev, nullptr, sts.data(), static_cast<int32_t>(sts.size()), dx.p,
+                                                  nullptr, 0, dy.p),
                 "recur_layer_forward_states_device");
   };
   step_device(fresh);
@@ -499,6 +500,16 @@ void bench_streams(int n) {
   const double t_device = median_ms([&] { step_device(fresh); });
   std::printf("streams %6d  device memory        max|gpu-cpu| %.2e  %9.3f ms per step (%8.3f us per stream)\n", n,
               diff_device, t_device, 1000.0 * t_device / n);
+  // The streams as the rows of one state (one slab of device memory): no gather or scatter.
+  recur_state* slab = nullptr;
+  check_recur(recur_state_create(&slab, dev, n), "recur_state_create");
+  std::vector<recur_state*> one{slab};
+  step_device(one);
+  const double diff_slab = max_abs_diff(dy.download(), ref);
+  const double t_slab = median_ms([&] { step_device(one); });
+  std::printf("streams %6d  one state, device    max|gpu-cpu| %.2e  %9.3f ms per step (%8.3f us per stream)\n", n,
+              diff_slab, t_slab, 1000.0 * t_slab / n);
+  recur_state_destroy(slab);
   for (auto* st : fresh) recur_state_destroy(st);
   for (auto* st : states) recur_state_destroy(st);
   recur_layer_destroy(dev);

@@ -518,7 +518,7 @@ void Layer::call_state_device(State& state, const float* d_input, Index timestep
   if (!issue.empty() || (mask && config_.is_cudnn())) fail(Error::Code::unsupported, "a device step: ", issue);
   const SequenceJob job = sequence_job(B, T, mask, nullptr);
   gpu_->run_device_resident(job, d_input, *resident_state(state), config_.return_sequences ? d_output : nullptr,
-                            config_.return_sequences ? nullptr : d_output);
+                            config_.return_sequences ? nullptr : d_output, nullptr);
   throw_if_cancelled();
 }
 
@@ -991,6 +991,13 @@ void Layer::call_states_device(void* stream, State* const* states, std::size_t c
   }
   const std::string issue = device_call_issue(mask != nullptr);
   if (!issue.empty()) fail(Error::Code::unsupported, "forward_states_device: ", issue);
+  if (count == 1) {
+    // One state holding every stream's rows is already one slab on the device: the step runs on
+    // its buffer directly, with no gather, scatter or per-row pointers.
+    const SequenceJob job = sequence_job(rows, 1, mask, nullptr);
+    gpu_->run_device_resident(job, d_input, *resident_state(*states[0]), nullptr, d_output, stream);
+    return;
+  }
   step_rows_on_gpu(states, count, rows, d_input, mask, d_output, RECUR_GPU_MEMORY_DEVICE, stream);
 }
 

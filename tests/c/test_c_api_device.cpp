@@ -791,6 +791,20 @@ TEST(CApiDeviceGpu, ForwardStatesDeviceMatchesForwardStates) {
                                                         mask.size(), got.data()));
       EXPECT_EQ(got, want);
     }
+    // One state holding all the rows (the slab path) gives the same numbers as the host call.
+    rt::State slab_host = rt::make_state(l.get(), rows), slab_dev = rt::make_state(l.get(), rows);
+    std::vector<recur_state*> one_host{slab_host.get()}, one_dev{slab_dev.get()};
+    for (int step = 0; step < 3; ++step) {
+      const std::vector<float> x = rt::data(static_cast<std::size_t>(rows) * 3, 0.25f * step);
+      std::vector<uint8_t> mask(rows);
+      for (int32_t r = 0; r < rows; ++r) mask[static_cast<std::size_t>(r)] = (r + step) % 4 != 1;
+      std::vector<float> want(static_cast<std::size_t>(rows) * 5), got(want.size());
+      ASSERT_RECUR_OK(recur_layer_forward_states(l.get(), one_host.data(), 1, x.data(), x.size(), mask.data(),
+                                                 mask.size(), want.data(), want.size()));
+      ASSERT_RECUR_OK(recur_layer_forward_states_device(l.get(), nullptr, one_dev.data(), 1, x.data(), mask.data(),
+                                                        mask.size(), got.data()));
+      EXPECT_EQ(got, want) << "one state, step " << step;
+    }
     // Bad arguments change no state.
     std::vector<float> before(static_cast<std::size_t>(type == RECUR_LAYER_LSTM ? 2 : 1) * 3 * 5), after(before.size());
     ASSERT_RECUR_OK(recur_state_get(dh[1], before.data(), before.size()));

@@ -202,10 +202,10 @@ void GpuLayer::run_device(void* stream, const SequenceJob& job, const float* d_i
 }
 
 void GpuLayer::run_device_resident(const SequenceJob& job, const float* d_input, const DeviceState& resident,
-                                   float* d_sequence_output, float* d_last_output) const {
+                                   float* d_sequence_output, float* d_last_output, void* stream) const {
   const float* inputs[1] = {d_input};
   MaskPlan plan;
-  recur_gpu_run run = device_run(nullptr, job, inputs, plan);
+  recur_gpu_run run = device_run(stream, job, inputs, plan);
   run.states = resident.states();
   run.carried_in = resident.carried();
   run.carried_out = resident.carried();

@@ -59,7 +59,7 @@ class GpuLayer {
                   float* d_last_output) const;
   // The same with a stream's resident states (and carried output), in and out.
   void run_device_resident(const SequenceJob& job, const float* d_input, const DeviceState& resident,
-                           float* d_sequence_output, float* d_last_output) const;
+                           float* d_sequence_output, float* d_last_output, void* stream) const;
   // One step for rows spread over resident states.
   void step_rows(const recur_gpu_step_rows& step) const;
 
