@@ -197,8 +197,9 @@ void split_list(const std::string& message, const std::string& key, std::vector<
   const std::size_t begin = at + key.size(), end = message.find(']', begin);
   std::string item;
   std::istringstream in(message.substr(begin, end - begin));
-  while (std::getline(in, item, ';')) {
-    if (!item.empty() && item[0] == ' ') item.erase(0, 1);
+  while (std::getline(in, item, '|')) {
+    while (!item.empty() && item.front() == ' ') item.erase(0, 1);
+    while (!item.empty() && item.back() == ' ') item.pop_back();
     if (!item.empty()) out.push_back(item);
   }
 }

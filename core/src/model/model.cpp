@@ -868,7 +868,7 @@ class GpuRun {
     if (log::enabled(log::Level::debug)) {
       auto list = [](const std::vector<std::string>& v) {
         std::string s;
-        for (const std::string& w : v) s += (s.empty() ? "" : "; ") + w;
+        for (const std::string& w : v) s += (s.empty() ? "" : " | ") + w;
         return s;
       };
       log::write(log::Level::debug, "model '", model, "' ran on cuda:", run_->ordinal(), ": ", run_->uploads.size(),
