@@ -515,7 +515,14 @@ func (l *Layer) ForwardState(state *State, input []float32, timesteps int, mask 
 // timesteps = 1. A state may appear once; the states are locked for the call (each is used by
 // one goroutine at a time, as with ForwardState).
 func (l *Layer) ForwardStates(states []*State, input []float32, mask []byte, output []float32) error {
-	order, err := stateOrder("ForwardStates", states)
+	return l.withStates("ForwardStates", states, func(h recurswig.SwigcptrLayer, handles []int64) error {
+		return h.Forward_states(handles, len(handles), input, len(input), mask, len(mask), output, len(output))
+	})
+}
+
+// withStates runs call with the layer read-held and the states, checked, locked in a safe order.
+func (l *Layer) withStates(fn string, states []*State, call func(recurswig.SwigcptrLayer, []int64) error) error {
+	order, err := stateOrder(fn, states)
 	if err != nil {
 		return err
 	}
@@ -524,13 +531,12 @@ func (l *Layer) ForwardStates(states []*State, input []float32, mask []byte, out
 		return err
 	}
 	defer l.readDone()
-	handles, err := lockStates("ForwardStates", states, order)
+	handles, err := lockStates(fn, states, order)
 	if err != nil {
 		return err
 	}
-	err = h.Forward_states(handles, len(handles), input, len(input), mask, len(mask), output, len(output))
-	unlockStates(states, order)
-	return err
+	defer unlockStates(states, order)
+	return call(h, handles)
 }
 
 // stateOrder checks the states of a call on many states (none nil, none twice) and returns the
@@ -596,23 +602,10 @@ func unlockStates(states []*State, order []int) {
 // and with ErrInvalidArgument for a zero address.
 func (l *Layer) ForwardStatesDevice(stream uintptr, states []*State, dInput uintptr, mask []byte,
 	dOutput uintptr) error {
-	order, err := stateOrder("ForwardStatesDevice", states)
-	if err != nil {
-		return err
-	}
-	h, err := l.read()
-	if err != nil {
-		return err
-	}
-	defer l.readDone()
-	handles, err := lockStates("ForwardStatesDevice", states, order)
-	if err != nil {
-		return err
-	}
-	err = h.Forward_states_device(int64(stream), handles, len(handles), int64(dInput), mask, len(mask),
-		int64(dOutput))
-	unlockStates(states, order)
-	return err
+	return l.withStates("ForwardStatesDevice", states, func(h recurswig.SwigcptrLayer, handles []int64) error {
+		return h.Forward_states_device(int64(stream), handles, len(handles), int64(dInput), mask, len(mask),
+			int64(dOutput))
+	})
 }
 
 // ForwardDevice is Forward on CUDA device memory of the layer's GPU, for callers that hold device

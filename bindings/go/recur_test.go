@@ -908,17 +908,7 @@ func TestForwardStatesEqualsForwardState(t *testing.T) {
 			}
 		}
 		batches := []int{1, 3, 2}
-		var batched, single []*State
-		rows := 0
-		for _, b := range batches {
-			s1, err1 := NewState(l, b)
-			s2, err2 := NewState(l, b)
-			if err1 != nil || err2 != nil {
-				t.Fatal(err1, err2)
-			}
-			batched, single = append(batched, s1), append(single, s2)
-			rows += b
-		}
+		batched, single, rows := statePairs(t, l, batches)
 		for step := 0; step < 3; step++ {
 			x := ramp(rows*3, 0.37, float64(step))
 			mask := make([]byte, rows)
@@ -997,17 +987,7 @@ func TestForwardStatesDeviceMatchesForwardStates(t *testing.T) {
 			t.Fatal(err)
 		}
 		batches := []int{1, 3, 2}
-		var host, dev []*State
-		rows := 0
-		for _, b := range batches {
-			s1, err1 := NewState(l, b)
-			s2, err2 := NewState(l, b)
-			if err1 != nil || err2 != nil {
-				t.Fatal(err1, err2)
-			}
-			host, dev = append(host, s1), append(dev, s2)
-			rows += b
-		}
+		host, dev, rows := statePairs(t, l, batches)
 		wantError(t, "a zero dInput", l.ForwardStatesDevice(0, dev, 0, nil, 8), ErrInvalidArgument, "d_input")
 		wantError(t, "a state twice", l.ForwardStatesDevice(0, []*State{dev[0], dev[1], dev[0]}, 8, nil, 8),
 			ErrInvalidArgument, "states[0] and states[2] are the same state")
@@ -1348,4 +1328,19 @@ func TestPrecision(t *testing.T) {
 		t.Errorf("model Precision() = %q, %v; want int8", p, err)
 	}
 	wantError(t, "model SetPrecision(int4)", m.SetPrecision("int4"), ErrInvalidArgument, "unknown precision")
+}
+
+// statePairs makes two states of the layer for each batch (two lists alike) and their total rows.
+func statePairs(t *testing.T, l *Layer, batches []int) (a, b []*State, rows int) {
+	t.Helper()
+	for _, n := range batches {
+		s1, err1 := NewState(l, n)
+		s2, err2 := NewState(l, n)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		a, b = append(a, s1), append(b, s2)
+		rows += n
+	}
+	return a, b, rows
 }

@@ -856,19 +856,9 @@ void Layer::call_states(State* const* states, std::size_t count, const float* in
                         const std::uint8_t* mask, std::size_t mask_len, float* output, std::size_t output_len) const {
   materialize();
   require_sequence_layer("forward_states");
-  if (!states) fail(Error::Code::invalid_argument, "states: is NULL");
-  if (count == 0) fail(Error::Code::invalid_argument, "num_states: expected at least 1 state, got 0");
   const Index F = config_.input_size, u = config_.units;
   const int ns = config_.num_states();
-  Index rows = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    const State* st = states[i];
-    if (!st) fail(Error::Code::invalid_argument, "states[", i, "]: is NULL");
-    if (st->num_states() != ns || st->units() != config_.units)
-      fail(Error::Code::shape, "states[", i, "]: holds ", st->num_states(), " tensor(s) of ", st->units(), " units; ",
-           kind_name(config_.kind), " needs ", ns, " of ", config_.units, " units");
-    rows += st->batch();
-  }
+  const Index rows = stream_rows(states, count);
   if (!input) fail(Error::Code::invalid_argument, "input: is NULL");
   if (input_len != static_cast<std::size_t>(rows * F))
     fail(Error::Code::shape, "input: expected ", rows * F, " floats for ", rows, " stream rows x ", F,
@@ -931,6 +921,23 @@ void Layer::call_states(State* const* states, std::size_t count, const float* in
   }
 }
 
+// The rows of `count` states of this layer's shape together (the list and each state checked).
+Index Layer::stream_rows(State* const* states, std::size_t count) const {
+  if (!states) fail(Error::Code::invalid_argument, "states: is NULL");
+  if (count == 0) fail(Error::Code::invalid_argument, "num_states: expected at least 1 state, got 0");
+  const int ns = config_.num_states();
+  Index rows = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const State* st = states[i];
+    if (!st) fail(Error::Code::invalid_argument, "states[", i, "]: is NULL");
+    if (st->num_states() != ns || st->units() != config_.units)
+      fail(Error::Code::shape, "states[", i, "]: holds ", st->num_states(), " tensor(s) of ", st->units(), " units; ",
+           kind_name(config_.kind), " needs ", ns, " of ", config_.units, " units");
+    rows += st->batch();
+  }
+  return rows;
+}
+
 // Each row of the batch points into its stream's resident buffer; the plugin gathers and scatters
 // them on the device, so the step is one batch.
 void Layer::step_rows_on_gpu(State* const* states, std::size_t count, Index rows, const float* input,
@@ -970,18 +977,7 @@ void Layer::call_states_device(void* stream, State* const* states, std::size_t c
   if (!gpu_)
     fail(Error::Code::state, "forward_states_device: ", kind_name(config_.kind),
          " runs on the CPU; place it on a GPU first (recur_layer_set_device(layer, \"cuda\"))");
-  if (!states) fail(Error::Code::invalid_argument, "states: is NULL");
-  if (count == 0) fail(Error::Code::invalid_argument, "num_states: expected at least 1 state, got 0");
-  const int ns = config_.num_states();
-  Index rows = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    const State* st = states[i];
-    if (!st) fail(Error::Code::invalid_argument, "states[", i, "]: is NULL");
-    if (st->num_states() != ns || st->units() != config_.units)
-      fail(Error::Code::shape, "states[", i, "]: holds ", st->num_states(), " tensor(s) of ", st->units(), " units; ",
-           kind_name(config_.kind), " needs ", ns, " of ", config_.units, " units");
-    rows += st->batch();
-  }
+  const Index rows = stream_rows(states, count);
   if (!d_input) fail(Error::Code::invalid_argument, "d_input: is NULL");
   if (!d_output) fail(Error::Code::invalid_argument, "d_output: is NULL");
   if (mask) {

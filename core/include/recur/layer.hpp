@@ -163,6 +163,7 @@ class Layer {
 
  private:
   void require_sequence_layer(const char* what) const;
+  Index stream_rows(State* const* states, std::size_t count) const;
   void step_rows_on_gpu(State* const* states, std::size_t count, Index rows, const float* input,
                         const std::uint8_t* mask, float* output, int memory, void* stream) const;
   // The state's copy on this layer's GPU, made (from its host tensors) when it lives elsewhere.

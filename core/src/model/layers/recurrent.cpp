@@ -90,6 +90,19 @@ struct Chain {
   }
 };
 
+// The mask a chain's layers after the first see: the first one's outputs come in processing order,
+// so for a backwards chain the mask reversed in time (empty: the layers use the mask as given).
+std::vector<std::uint8_t> later_layers_mask(const Chain& ch, const std::uint8_t* mask, std::size_t mask_len, Index B,
+                                            Index T) {
+  std::vector<std::uint8_t> reversed;
+  if (mask && ch.layers.size() > 1 && ch.go_backwards) {
+    reversed.resize(mask_len);
+    for (Index b = 0; b < B; ++b)
+      for (Index t = 0; t < T; ++t) reversed[static_cast<std::size_t>(b * T + t)] = mask[b * T + (T - 1 - t)];
+  }
+  return reversed;
+}
+
 class RecurrentOp : public Op {
  public:
   RecurrentOp(const json& entry, const BuildContext& ctx, bool bidirectional)
@@ -326,6 +339,15 @@ class RecurrentOp : public Op {
     merge_ = merge;
   }
 
+  // Initial state k of the call, checked to be (B, u).
+  const Value& initial_state(const std::vector<const Value*>& init, int k, Index B, Index u) const {
+    const Value& v = *init[static_cast<std::size_t>(k)];
+    if (v.shape != std::vector<Index>{B, u})
+      fail(Code::shape, "layer '", name, "': initial_state[", k, "] is ", shape_string(v.shape), ", expected ",
+           shape_string({B, u}));
+    return v;
+  }
+
   // Runs one direction over x: its output (the last Layer's) and, when `states` is given, its
   // final states appended. `init`: its initial states (or none); `st`: a stream's States, one per Layer.
   Value run_chain(const Chain& ch, const Value& x, const std::uint8_t* mask, std::size_t mask_len,
@@ -334,12 +356,7 @@ class RecurrentOp : public Op {
     const Index B = x.shape[0], T = x.shape[1];
     const std::size_t n = ch.layers.size();
     // Layers after the first see the first one's outputs in processing order: so is their mask.
-    std::vector<std::uint8_t> reversed;
-    if (mask && n > 1 && ch.go_backwards) {
-      reversed.resize(mask_len);
-      for (Index b = 0; b < B; ++b)
-        for (Index t = 0; t < T; ++t) reversed[static_cast<std::size_t>(b * T + t)] = mask[b * T + (T - 1 - t)];
-    }
+    const std::vector<std::uint8_t> reversed = later_layers_mask(ch, mask, mask_len, B, T);
     Value prev;
     Value y;
     int k0 = 0;  // index of this Layer's first state
@@ -368,11 +385,7 @@ class RecurrentOp : public Op {
         std::vector<float> init_data;
         if (!init.empty()) {
           for (int j = 0; j < ns; ++j) {
-            const int k = init_offset + k0 + j;
-            const Value& v = *init[static_cast<std::size_t>(k)];
-            if (v.shape != std::vector<Index>{B, u})
-              fail(Code::shape, "layer '", name, "': initial_state[", k, "] is ", shape_string(v.shape), ", expected ",
-                   shape_string({B, u}));
+            const Value& v = initial_state(init, init_offset + k0 + j, B, u);
             init_data.insert(init_data.end(), v.data.begin(), v.data.end());
           }
           call.initial_state = init_data.data();
@@ -431,12 +444,7 @@ class RecurrentOp : public Op {
                          const std::vector<const Value*>& init, int init_offset, std::vector<Value>* states) const {
     const Index B = x.shape[0], T = x.shape[1];
     const std::size_t n = ch.layers.size();
-    std::vector<std::uint8_t> reversed;
-    if (mask && n > 1 && ch.go_backwards) {
-      reversed.resize(mask_len);
-      for (Index b = 0; b < B; ++b)
-        for (Index t = 0; t < T; ++t) reversed[static_cast<std::size_t>(b * T + t)] = mask[b * T + (T - 1 - t)];
-    }
+    const std::vector<std::uint8_t> reversed = later_layers_mask(ch, mask, mask_len, B, T);
     Value prev, y;
     int k0 = 0;
     for (std::size_t i = 0; i < n; ++i) {
@@ -451,11 +459,7 @@ class RecurrentOp : public Op {
       if (!init.empty()) {
         init_states = dev.make({ns * B, u}, "initial_state");
         for (int j = 0; j < ns; ++j) {
-          const int k = init_offset + k0 + j;
-          const Value& v = *init[static_cast<std::size_t>(k)];
-          if (v.shape != std::vector<Index>{B, u})
-            fail(Code::shape, "layer '", name, "': initial_state[", k, "] is ", shape_string(v.shape), ", expected ",
-                 shape_string({B, u}));
+          const Value& v = initial_state(init, init_offset + k0 + j, B, u);
           dev.call("initial_state of '" + name + "'", [&](char* err, std::size_t len) {
             return dev.table().copy2d(dev.ordinal(), v.device->data(), B * u, init_states.device->data() + j * B * u, B * u,
                                       1, B * u, err, len);
