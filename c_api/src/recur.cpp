@@ -881,23 +881,35 @@ recur_status recur_state_get_device(const recur_state* state, recur_device_info*
 
 namespace {
 // The cores of num_states live, distinct state handles (one state twice would alias its tensors).
+// Thousands of streams per call are the use: one registry lock and one sort, no hash per state.
 std::vector<recur::State*> distinct_states(recur_state* const* states, int32_t num_states, const char* fn) {
   positive(num_states, fn, "num_states");
   require(states, fn, "states");
-  std::vector<recur::State*> impls(static_cast<std::size_t>(num_states));
-  std::unordered_map<const recur_state*, int32_t> first;
-  first.reserve(impls.size());
-  for (int32_t i = 0; i < num_states; ++i) {
-    const recur_state* s = states[i];
-    if (!s) recur::fail(Error::Code::invalid_argument, fn, ": states[", i, "] is NULL");
-    if (!::states().contains(s))  // the parameter hides the registry's name
-      recur::fail(Error::Code::state, fn, ": states[", i, "] is not a live handle (destroyed?)");
-    const auto seen = first.emplace(s, i);
-    if (!seen.second)
-      recur::fail(Error::Code::invalid_argument, fn, ": states[", seen.first->second, "] and states[", i,
-                  "] are the same state (each stream may appear once per call)");
-    impls[static_cast<std::size_t>(i)] = s->impl.get();
+  const std::size_t n = static_cast<std::size_t>(num_states);
+  for (std::size_t i = 0; i < n; ++i)
+    if (!states[i]) recur::fail(Error::Code::invalid_argument, fn, ": states[", i, "] is NULL");
+  const std::size_t dead = ::states().first_missing(states, n);  // the parameter hides the registry's name
+  if (dead < n) recur::fail(Error::Code::state, fn, ": states[", dead, "] is not a live handle (destroyed?)");
+  std::vector<std::pair<const recur_state*, std::size_t>> sorted(n);
+  for (std::size_t i = 0; i < n; ++i) sorted[i] = {states[i], i};
+  std::sort(sorted.begin(), sorted.end());
+  // The repeat with the lowest index, named with the state's first index.
+  std::size_t first = n, again = n;
+  for (std::size_t k = 1, group = 0; k < n; ++k) {
+    if (sorted[k].first != sorted[k - 1].first) {
+      group = k;
+      continue;
+    }
+    if (sorted[k].second < again) {
+      again = sorted[k].second;
+      first = sorted[group].second;
+    }
   }
+  if (again < n)
+    recur::fail(Error::Code::invalid_argument, fn, ": states[", first, "] and states[", again,
+                "] are the same state (each stream may appear once per call)");
+  std::vector<recur::State*> impls(n);
+  for (std::size_t i = 0; i < n; ++i) impls[i] = states[i]->impl.get();
   return impls;
 }
 }  // namespace

@@ -950,10 +950,12 @@ void Layer::step_rows_on_gpu(State* const* states, std::size_t count, Index rows
   for (std::size_t i = 0; i < count; ++i) {
     gpu::DeviceState* d = resident_state(*states[i]);
     const Index b = states[i]->batch();
+    float* const hs = d->states();  // (each a call into the plugin: once per state, not per row)
+    float* const cs = d->carried();
     for (Index j = 0; j < b; ++j, ++r) {
-      h[r] = d->states() + j * u;
-      if (ns == 2) c[r] = d->states() + b * u + j * u;
-      carried[r] = d->carried() + j * u;
+      h[r] = hs + j * u;
+      if (ns == 2) c[r] = hs + b * u + j * u;
+      carried[r] = cs + j * u;
     }
   }
   recur_gpu_step_rows step{};
