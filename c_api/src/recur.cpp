@@ -378,6 +378,38 @@ void copy_masks(const std::vector<recur::RowMatrix>& masks, float* out, std::siz
   *count = static_cast<std::int32_t>(masks.size());
 }
 
+// The cores of num_states live, distinct state handles (one state twice would alias its tensors).
+// Thousands of streams per call are the use: one registry lock and one sort, no hash per state.
+std::vector<recur::State*> distinct_states(recur_state* const* states, int32_t num_states, const char* fn) {
+  positive(num_states, fn, "num_states");
+  require(states, fn, "states");
+  const std::size_t n = static_cast<std::size_t>(num_states);
+  for (std::size_t i = 0; i < n; ++i)
+    if (!states[i]) recur::fail(Error::Code::invalid_argument, fn, ": states[", i, "] is NULL");
+  const std::size_t dead = ::states().first_missing(states, n);  // the parameter hides the registry's name
+  if (dead < n) recur::fail(Error::Code::state, fn, ": states[", dead, "] is not a live handle (destroyed?)");
+  std::vector<std::pair<const recur_state*, std::size_t>> sorted(n);
+  for (std::size_t i = 0; i < n; ++i) sorted[i] = {states[i], i};
+  std::sort(sorted.begin(), sorted.end());
+  // The repeat with the lowest index, named with the state's first index.
+  std::size_t first = n, again = n;
+  for (std::size_t k = 1, group = 0; k < n; ++k) {
+    if (sorted[k].first != sorted[k - 1].first) {
+      group = k;
+      continue;
+    }
+    if (sorted[k].second < again) {
+      again = sorted[k].second;
+      first = sorted[group].second;
+    }
+  }
+  if (again < n)
+    recur::fail(Error::Code::invalid_argument, fn, ": states[", first, "] and states[", again,
+                "] are the same state (each stream may appear once per call)");
+  std::vector<recur::State*> impls(n);
+  for (std::size_t i = 0; i < n; ++i) impls[i] = states[i]->impl.get();
+  return impls;
+}
 }  // namespace
 
 extern "C" {
@@ -879,40 +911,6 @@ recur_status recur_state_get_device(const recur_state* state, recur_device_info*
   });
 }
 
-namespace {
-// The cores of num_states live, distinct state handles (one state twice would alias its tensors).
-// Thousands of streams per call are the use: one registry lock and one sort, no hash per state.
-std::vector<recur::State*> distinct_states(recur_state* const* states, int32_t num_states, const char* fn) {
-  positive(num_states, fn, "num_states");
-  require(states, fn, "states");
-  const std::size_t n = static_cast<std::size_t>(num_states);
-  for (std::size_t i = 0; i < n; ++i)
-    if (!states[i]) recur::fail(Error::Code::invalid_argument, fn, ": states[", i, "] is NULL");
-  const std::size_t dead = ::states().first_missing(states, n);  // the parameter hides the registry's name
-  if (dead < n) recur::fail(Error::Code::state, fn, ": states[", dead, "] is not a live handle (destroyed?)");
-  std::vector<std::pair<const recur_state*, std::size_t>> sorted(n);
-  for (std::size_t i = 0; i < n; ++i) sorted[i] = {states[i], i};
-  std::sort(sorted.begin(), sorted.end());
-  // The repeat with the lowest index, named with the state's first index.
-  std::size_t first = n, again = n;
-  for (std::size_t k = 1, group = 0; k < n; ++k) {
-    if (sorted[k].first != sorted[k - 1].first) {
-      group = k;
-      continue;
-    }
-    if (sorted[k].second < again) {
-      again = sorted[k].second;
-      first = sorted[group].second;
-    }
-  }
-  if (again < n)
-    recur::fail(Error::Code::invalid_argument, fn, ": states[", first, "] and states[", again,
-                "] are the same state (each stream may appear once per call)");
-  std::vector<recur::State*> impls(n);
-  for (std::size_t i = 0; i < n; ++i) impls[i] = states[i]->impl.get();
-  return impls;
-}
-}  // namespace
 
 recur_status recur_layer_forward_states(const recur_layer* layer, recur_state* const* states, int32_t num_states,
                                         const float* input, size_t input_len, const uint8_t* mask, size_t mask_len,

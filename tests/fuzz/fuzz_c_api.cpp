@@ -392,6 +392,22 @@ class Program {
     std::vector<float> out = buffer(p_, rows * s.units);
     const bool masked = p_.ConsumeBool();
     std::vector<std::uint8_t> mask = masked ? mask_buffer(p_, rows) : std::vector<std::uint8_t>();
+    recur_device_info d{};
+    d.version = RECUR_DEVICE_INFO_VERSION;
+    // The device-buffer form takes these host buffers only where they are no device pointers to
+    // anything: a layer on the CPU (its refusal) or the emulator, whose device memory is the host's.
+    const bool host_memory =
+        recur_layer_get_device(l, &d) == RECUR_OK &&
+        (std::strcmp(d.backend, "cpu") == 0 || std::strncmp(d.device_name, "recur GPU emulator", 18) == 0);
+    if (host_memory && p_.ConsumeBool()) {
+      // Device pointers carry no lengths: a buffer too short for the rows goes as NULL (refused).
+      const bool in_fits = !in.empty() && in.size() >= rows * s.features;
+      const bool out_fits = !out.empty() && out.size() >= rows * s.units;
+      recur_layer_forward_states_device(l, nullptr, picked.data(), static_cast<int32_t>(picked.size()),
+                                        in_fits && p_.ConsumeBool() ? in.data() : nullptr,
+                                        masked ? mask.data() : nullptr, mask.size(), out_fits ? out.data() : nullptr);
+      return;
+    }
     recur_layer_forward_states(l, picked.data(), static_cast<int32_t>(picked.size()), in.data(), in.size(),
                                masked ? mask.data() : nullptr, mask.size(), out.data(), out.size());
   }

@@ -183,7 +183,8 @@ class Conv1DOp : public Op {
     const Value& x = *in.main[0];
     const Index B = x.shape[0], T = x.shape[1];
     if (x.shape[2] != cin_) return false;
-    const auto [To, pad] = geometry(T);
+    const auto geo = geometry(T);  // (no structured binding: C++17 lambdas cannot capture one)
+    const Index To = geo.first, pad = geo.second;
     if (To <= 0) return false;  // forward fails with its message
     DeviceRun& dev = *ctx.device;
     const auto w = weights_.on(dev, {{kernel_.data(), kernel_.size()},
@@ -335,7 +336,8 @@ class Conv1DTransposeOp : public Op {
     const Value& x = *in.main[0];
     const Index B = x.shape[0], T = x.shape[1];
     if (x.shape[2] != cin_) return false;
-    const auto [To, pad] = geometry(T);
+    const auto geo = geometry(T);  // (no structured binding: C++17 lambdas cannot capture one)
+    const Index To = geo.first, pad = geo.second;
     if (To <= 0) return false;  // forward fails with its message
     DeviceRun& dev = *ctx.device;
     const auto w = weights_.on(dev, {{kernel_.data(), kernel_.size()}, {bias_.data(), bias_.size()}});

@@ -189,7 +189,8 @@ class Pool1DOp : public Op {
     const Value& x = *in.main[0];
     const Index B = x.shape[0];
     const Index T = channels_first_ ? x.shape[2] : x.shape[1], F = channels_first_ ? x.shape[1] : x.shape[2];
-    const auto [To, pad] = geometry(T);
+    const auto geo = geometry(T);  // (no structured binding: C++17 lambdas cannot capture one)
+    const Index To = geo.first, pad = geo.second;
     if (To <= 0) return false;  // forward fails with its message
     DeviceRun& dev = *ctx.device;
     Value y = dev.make(channels_first_ ? std::vector<Index>{B, F, To} : std::vector<Index>{B, To, F}, class_name.c_str());
