@@ -778,17 +778,17 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
     const LayerEntry& le = layers[static_cast<std::size_t>(n.layer)];
     CallInputs ci;
     const bool on_gpu = dev && n.op->device_rule().empty();
-    const std::string where = "layer '" + le.name + "' (" + le.class_name + ")";
+    // (Built only when a tensor crosses: a CPU run's steps make no strings here.)
+    auto where = [&] { return "layer '" + le.name + "' (" + le.class_name + ")"; };
     // Why a tensor crosses, for the run's record: a model input going up, or a layer without a
     // GPU kernel (its inputs down, and its outputs up to the next GPU layer).
     auto place = [&](Value& v, const Node& from, bool device) {
-      if (!dev) return;
       const std::string source = from.layer >= 0 ? layers[static_cast<std::size_t>(from.layer)].name : std::string();
       if (device)
         dev->to_device(v, from.is_input ? "model input '" + source + "'"
-                                        : where + " reads the output of '" + source + "', which ran on the CPU");
+                                        : where() + " reads the output of '" + source + "', which ran on the CPU");
       else
-        dev->to_host(v, where + ": " + (!on_gpu                     ? n.op->device_rule()
+        dev->to_host(v, where() + ": " + (!on_gpu                     ? n.op->device_rule()
                                        : n.op->device_reads_host()  ? std::string("it reads this input on the host")
                                        : !dev->declined.empty()     ? "this call runs on the CPU: " + dev->declined
                                                                     : std::string("this call runs on the CPU")));
@@ -797,7 +797,7 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
       auto& v = vals[static_cast<std::size_t>(r.node)];
       if (static_cast<std::size_t>(r.output) >= v.size())
         fail(Code::state, "layer '", le.name, "': missing input tensor");
-      place(v[static_cast<std::size_t>(r.output)], nodes[static_cast<std::size_t>(r.node)], device);
+      if (dev) place(v[static_cast<std::size_t>(r.output)], nodes[static_cast<std::size_t>(r.node)], device);
       return &v[static_cast<std::size_t>(r.output)];
     };
     const bool main_on_device = on_gpu && !n.op->device_reads_host();

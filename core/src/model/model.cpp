@@ -126,15 +126,18 @@ struct ModelShared {
   // Device memory the graph's runs and its streams' steps reuse while the model is on a GPU (null
   // on the CPU).
   std::shared_ptr<graph::DevicePool> device_pool() const {
+    if (!on_device_.load(std::memory_order_acquire)) return nullptr;  // a CPU step takes no lock
     std::lock_guard<std::mutex> lock(device_mutex);
     return device_pool_;
   }
   void set_device_pool(std::shared_ptr<graph::DevicePool> pool) {
     std::lock_guard<std::mutex> lock(device_mutex);
     device_pool_ = std::move(pool);
+    on_device_.store(device_pool_ != nullptr, std::memory_order_release);
   }
   mutable std::mutex device_mutex;
   std::shared_ptr<graph::DevicePool> device_pool_;
+  std::atomic<bool> on_device_{false};
 
   // Input i's concrete dims for a run or a stream step.
   std::vector<Index> input_dims(std::size_t i, Index batch, Index timesteps, bool stream) const {
