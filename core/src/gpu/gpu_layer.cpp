@@ -102,14 +102,25 @@ void GpuLayer::upload(const CellParams& p) {
   if (rc != RECUR_GPU_OK) raise(rc, err, "uploading the weights of " + layer_label(config_));
 }
 
-void GpuLayer::fill_route(recur_gpu_run& run, const std::uint8_t* mask, Index B, Index T, bool per_gate_inputs,
-                          bool recurrent_masks, bool unrolled_quirk, MaskPlan& plan) const {
-  plan = plan_mask(mask, B, T, config_.time_major);
-  const CallRoute route = choose_call_route(path_, T, &plan, per_gate_inputs, recurrent_masks, unrolled_quirk && mask);
+// The run `job` asks for: its shape, masking rules and inputs count, and the route its mask plans
+// (kept in `plan`, which must outlive the run). Memory, pointers and states are the caller's.
+recur_gpu_run GpuLayer::run_of(const SequenceJob& job, MaskPlan& plan) const {
+  recur_gpu_run run{};
+  run.batch = job.batch;
+  run.timesteps = job.timesteps;
+  run.time_major = job.time_major;
+  run.go_backwards = job.go_backwards;
+  run.zero_output_for_mask = job.zero_output_for_mask;
+  run.unrolled_mask_quirk = job.unrolled_mask_quirk;
+  run.num_inputs = job.num_inputs;
+  plan = plan_mask(job.mask, job.batch, job.timesteps, config_.time_major);
+  const CallRoute route = choose_call_route(path_, job.timesteps, &plan, job.num_inputs > 1,
+                                            job.recurrent_masks != nullptr, job.unrolled_mask_quirk && job.mask);
   run.route = route.cudnn ? RECUR_GPU_ROUTE_CUDNN : RECUR_GPU_ROUTE_KERNEL;
   // cuDNN takes lengths, not masks; the kernels take the mask as it is.
-  run.mask = route.cudnn ? nullptr : mask;
+  run.mask = route.cudnn ? nullptr : job.mask;
   run.lengths = route.lengths ? route.lengths->data() : nullptr;
+  return run;
 }
 
 void GpuLayer::call(const recur_gpu_run& run) const {
@@ -119,23 +130,15 @@ void GpuLayer::call(const recur_gpu_run& run) const {
 }
 
 void GpuLayer::run_job(const SequenceJob& job, DeviceState* resident) const {
-  const Index B = job.batch, T = job.timesteps, u = config_.units;
+  const Index B = job.batch, u = config_.units;
   const int ns = config_.num_states();
-  recur_gpu_run run{};
-  run.batch = B;
-  run.timesteps = T;
-  run.time_major = job.time_major;
-  run.go_backwards = job.go_backwards;
-  run.zero_output_for_mask = job.zero_output_for_mask;
-  run.unrolled_mask_quirk = job.unrolled_mask_quirk;
-  run.num_inputs = job.num_inputs;
+  MaskPlan plan;
+  recur_gpu_run run = run_of(job, plan);
   std::vector<float> recurrent_masks;
   if (job.recurrent_masks) {
     for (const auto& m : *job.recurrent_masks) recurrent_masks.insert(recurrent_masks.end(), m.data(), m.data() + m.size());
     run.recurrent_masks = recurrent_masks.data();
   }
-  MaskPlan plan;
-  fill_route(run, job.mask, B, T, job.num_inputs > 1, job.recurrent_masks != nullptr, job.unrolled_mask_quirk, plan);
   if (resident) {
     // States stay on the device; the plugin takes the inputs up and the outputs down in one copy
     // each.
@@ -172,21 +175,13 @@ void GpuLayer::run_job(const SequenceJob& job, DeviceState* resident) const {
   if (job.carried_output) *job.carried_output = std::move(carried_out);
 }
 
-// A run on caller-held device buffers: the shape, route and masking rules of `job`.
+// A run on caller-held device buffers (one input).
 recur_gpu_run GpuLayer::device_run(void* stream, const SequenceJob& job, const float* const* inputs,
                                    MaskPlan& plan) const {
-  recur_gpu_run run{};
+  recur_gpu_run run = run_of(job, plan);
   run.memory = RECUR_GPU_MEMORY_DEVICE;
   run.stream = stream;
-  run.batch = job.batch;
-  run.timesteps = job.timesteps;
-  run.time_major = job.time_major;
-  run.go_backwards = job.go_backwards;
-  run.zero_output_for_mask = job.zero_output_for_mask;
-  run.unrolled_mask_quirk = job.unrolled_mask_quirk;
-  run.num_inputs = 1;
   run.inputs = inputs;
-  fill_route(run, job.mask, job.batch, job.timesteps, false, false, run.unrolled_mask_quirk, plan);
   return run;
 }
 

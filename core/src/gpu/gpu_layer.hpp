@@ -65,8 +65,7 @@ class GpuLayer {
 
  private:
   recur_gpu_run device_run(void* stream, const SequenceJob& job, const float* const* inputs, MaskPlan& plan) const;
-  void fill_route(recur_gpu_run& run, const std::uint8_t* mask, Index batch, Index timesteps, bool per_gate_inputs,
-                  bool recurrent_masks, bool unrolled_quirk, MaskPlan& plan) const;
+  recur_gpu_run run_of(const SequenceJob& job, MaskPlan& plan) const;
   void call(const recur_gpu_run& run) const;
 
   const LayerConfig& config_;
