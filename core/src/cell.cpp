@@ -162,14 +162,15 @@ const Cell::QuantizedRows* Cell::quantize(const float* a, Index lda, Index rows,
 
 void Cell::gate_gemm(const Packed& packed, Index k, int gate, int count, const float* a, Index lda, Index rows,
                      float* c, Index ldc, const std::vector<float>& bias, Index q0, Index q1,
-                     const QuantizedRows* quantized) const {
+                     const QuantizedRows* quantized, bool descending) const {
   const Index nr = kernels_->nr, up = padded_units();
   // Every panel of consecutive gates is one run of panels (and of columns of c and the bias): one
   // product, whose last panels of a gate share registers with the next gate's first.
   const bool whole = q0 == 0 && q1 == panels_per_gate_;
   const int calls = whole ? 1 : count;
   const Index panels = whole ? count * panels_per_gate_ : q1 - q0;
-  for (int g = gate; g < gate + calls; ++g) {
+  for (int i = 0; i < calls; ++i) {
+    const int g = descending ? gate + calls - 1 - i : gate + i;
     const Index first = g * panels_per_gate_ + q0;
     float* out = c + g * up + q0 * nr;
     const float* b = bias.empty() ? nullptr : bias.data() + g * up + q0 * nr;
@@ -194,20 +195,25 @@ void Cell::gate_gemm(const Packed& packed, Index k, int gate, int count, const f
                             b);
         break;
       default:
-        kernels_->gemm(rows, k, a, lda, packed.f32.data() + first * k * nr, panels, out, ldc, b);
+        (descending ? kernels_->gemm_descending : kernels_->gemm)(rows, k, a, lda, packed.f32.data() + first * k * nr,
+                                                                  panels, out, ldc, b);
     }
   }
 }
 
-void Cell::project(const float* const* xs, int n_x, Index rows, float* out, Index ldo, Index q0, Index q1) const {
+void Cell::project(const float* const* xs, int n_x, Index rows, float* out, Index ldo, Index q0, Index q1,
+                   bool descending) const {
   static const std::vector<float> none;
   const std::vector<float>& bias = bias_in_projection_ ? input_bias_ : none;
   // One input for every gate: one product over all of them, and int8 quantizes it once (bf16 with
   // vdpbf16ps rounds it once).
   if (n_x == 1)
     return gate_gemm(kernel_, input_size_, 0, gates_, xs[0], input_size_, rows, out, ldo, bias, q0, q1,
-                     quantize(xs[0], input_size_, rows, input_size_));
-  for (int g = 0; g < gates_; ++g) gate_gemm(kernel_, input_size_, g, 1, xs[g], input_size_, rows, out, ldo, bias, q0, q1);
+                     quantize(xs[0], input_size_, rows, input_size_), descending);
+  for (int i = 0; i < gates_; ++i) {
+    const int g = descending ? gates_ - 1 - i : i;
+    gate_gemm(kernel_, input_size_, g, 1, xs[g], input_size_, rows, out, ldo, bias, q0, q1, nullptr, descending);
+  }
 }
 
 void Cell::project(const float* const* xs, int n_x, Index rows, RowMatrix& out) const {
@@ -220,24 +226,40 @@ void Cell::prepare(StepWorkspace& ws, Index batch) const {
   if (gru_ && !reset_after_) ws.rh.resize(batch, units_);
 }
 
-void Cell::step_range(const float* xp, Index xp_stride, Index batch, const float* const* in, float* const* out,
-                      const std::vector<RowMatrix>* masks, StepWorkspace& ws, Index q0, Index q1, StepSync sync,
-                      void* sync_context) const {
-  const Index u = units_, pw = padded_width(), nr = kernels_->nr;
+bool Cell::begin_descending(Index steps) const {
+  const bool d = next_direction_.descending.load(std::memory_order_relaxed);
+  next_direction_.descending.store(d != ((steps & 1) != 0), std::memory_order_relaxed);
+  return d;
+}
+
+void Cell::recurrent_products(const float* h, Index batch, const std::vector<RowMatrix>* masks, StepWorkspace& ws,
+                              Index q0, Index q1, bool descending) const {
+  const Index u = units_, pw = padded_width();
   float* pre = ws.pre.data();
-  const float* h = in[0];
   // Recurrent products (+ the recurrent bias of GRU reset_after) of the gates computed from h;
   // with dropout, each gate sees h ⊙ its own mask.
   const int from_h = gru_ && !reset_after_ ? 2 : gates_;
   if (!masks) {
-    gate_gemm(recurrent_, u, 0, from_h, h, u, batch, pre, pw, recurrent_bias_, q0, q1, quantize(h, u, batch, u));
+    gate_gemm(recurrent_, u, 0, from_h, h, u, batch, pre, pw, recurrent_bias_, q0, q1, quantize(h, u, batch, u),
+              descending);
   } else {
     ws.masked.resize(batch, u);
-    for (int g = 0; g < from_h; ++g) {
+    for (int i = 0; i < from_h; ++i) {
+      const int g = descending ? from_h - 1 - i : i;
       kernels_->multiply(h, (*masks)[static_cast<std::size_t>(g)].data(), ws.masked.data(), batch * u);
-      gate_gemm(recurrent_, u, g, 1, ws.masked.data(), u, batch, pre, pw, recurrent_bias_, q0, q1);
+      gate_gemm(recurrent_, u, g, 1, ws.masked.data(), u, batch, pre, pw, recurrent_bias_, q0, q1, nullptr,
+                descending);
     }
   }
+}
+
+void Cell::step_range(const float* xp, Index xp_stride, Index batch, const float* const* in, float* const* out,
+                      const std::vector<RowMatrix>* masks, StepWorkspace& ws, Index q0, Index q1, StepSync sync,
+                      void* sync_context, StepOrder order) const {
+  const Index u = units_, pw = padded_width(), nr = kernels_->nr;
+  float* pre = ws.pre.data();
+  const float* h = in[0];
+  if (!order.products_ready) recurrent_products(h, batch, masks, ws, q0, q1, order.descending);
 
   cpu::GateArgs args;
   args.batch = batch;
@@ -272,7 +294,9 @@ void Cell::step_range(const float* xp, Index xp_stride, Index batch, const float
   }
   kernels_->gru_gates(args);
   if (!reset_after_) {
-    // ĥ's GEMM reads r ⊙ h over every unit: wait for the other threads' units first.
+    // ĥ's GEMM reads r ⊙ h over every unit: wait for the other threads' units first. It comes last
+    // in either order, so it reads ascending always (measured: 12 us against 13-15 for a stream
+    // step of GRU(256), 256 inputs, on Zen 5).
     if (sync) sync(sync_context);
     gate_gemm(recurrent_, u, 2, 1, ws.rh.data(), u, batch, pre, pw, recurrent_bias_, q0, q1);
   }

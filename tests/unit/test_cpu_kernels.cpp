@@ -39,7 +39,7 @@ TEST(CpuKernels, TheBaselineSetIsAlwaysRunnableAndTheChosenSetIsOneOfThem) {
 }
 
 TEST(CpuKernels, GemmMatchesPlainLoopsOnEveryShape) {
-  const cpu::KIndex ms[] = {1, 2, 3, 5, 6, 7, 13, 32, 64, 125};
+  const cpu::KIndex ms[] = {1, 2, 3, 5, 6, 7, 13, 32, 51, 64, 125};
   const cpu::KIndex ks[] = {0, 1, 7, 64, 513, 1100};
   const cpu::KIndex ns[] = {1, 5, 16, 33, 100};
   for (const cpu::KernelSet* set : sets()) {
@@ -67,6 +67,11 @@ TEST(CpuKernels, GemmMatchesPlainLoopsOnEveryShape) {
             // Columns past the panels are left alone.
             for (cpu::KIndex i = 0; i < m; ++i)
               for (cpu::KIndex j = width; j < ldc; ++j) ASSERT_EQ(c[i * ldc + j], 7.0f) << set->name;
+            // The panels read from last to first: bitwise the same numbers.
+            std::vector<float> d(static_cast<std::size_t>(m * ldc), 7.0f);
+            set->gemm_descending(m, k, a.data(), k + 2, packed.data(), panels, d.data(), ldc,
+                                 with_bias ? bias.data() : nullptr);
+            ASSERT_TRUE(c == d) << set->name << " descending, m=" << m << " k=" << k << " n=" << n;
           }
         }
   }

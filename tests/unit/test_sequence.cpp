@@ -520,6 +520,60 @@ TEST(Sequence, ChunkedProjectionOnSeveralThreadsGivesBitwiseTheSameResult) {
   }
 }
 
+// Steps read the weights in alternate directions, continuing from the last call over the same
+// weights (Cell::begin_descending): a stream whose first step reads them backwards gives bitwise
+// the numbers of one whose first step reads them forwards, on one row (the GEMM's GEMV path), two,
+// several, and split by units between threads.
+TEST(Sequence, StepsGiveBitwiseTheSameNumbersWhicheverWayTheyReadTheWeights) {
+  struct Kind {
+    LayerKind kind;
+    bool reset_after;
+  };
+  for (Kind k : {Kind{LayerKind::gru, true}, Kind{LayerKind::gru, false}, Kind{LayerKind::lstm, true},
+                 Kind{LayerKind::simple_rnn, true}})
+    for (Index B : {Index(1), Index(2), Index(5), Index(24)}) {
+      LayerConfig c = make(k.kind, 100, 70);
+      c.reset_after = k.reset_after;
+      Layer forwards(c), backwards(c);
+      randomize_weights(forwards, 61);
+      randomize_weights(backwards, 61);
+      if (B == 24) {
+        forwards.set_num_threads(2);
+        backwards.set_num_threads(2);
+      }
+      const Index ns = k.kind == LayerKind::lstm ? 2 : 1, T = 5;
+      const Vec x = random_vec(static_cast<std::size_t>(B * T * 70), 62);
+      {
+        // One call of one step turns the direction the next run over `backwards` starts with.
+        State other(ns, B, 100);
+        Vec out(backwards.output_size(B, 1));
+        backwards.call_state(other, x.data(), static_cast<std::size_t>(B * 70), 1, nullptr, 0, out.data(), out.size());
+      }
+      // (Asking with an even count of steps leaves the direction as it is.)
+      ASSERT_NE(forwards.cell().begin_descending(2), backwards.cell().begin_descending(2))
+          << static_cast<int>(k.kind) << " batch " << B;
+      State a(ns, B, 100), b(ns, B, 100);
+      for (Index t = 0; t < T; ++t) {
+        Vec xt;
+        for (Index r = 0; r < B; ++r)
+          xt.insert(xt.end(), x.begin() + (r * T + t) * 70, x.begin() + (r * T + t + 1) * 70);
+        Vec oa(forwards.output_size(B, 1)), ob(oa.size());
+        forwards.call_state(a, xt.data(), xt.size(), 1, nullptr, 0, oa.data(), oa.size());
+        backwards.call_state(b, xt.data(), xt.size(), 1, nullptr, 0, ob.data(), ob.size());
+        ASSERT_TRUE(oa == ob) << "batch " << B << ", step " << t;
+      }
+      // And a whole sequence in one call, whose steps alternate too.
+      Vec oa(forwards.output_size(B, T)), ob(oa.size());
+      forwards.call_state(a, x.data(), x.size(), T, nullptr, 0, oa.data(), oa.size());
+      backwards.call_state(b, x.data(), x.size(), T, nullptr, 0, ob.data(), ob.size());
+      EXPECT_TRUE(oa == ob) << "batch " << B << ": a sequence";
+      Vec sa(static_cast<std::size_t>(a.size())), sb(sa.size());
+      a.get(sa.data(), sa.size());
+      b.get(sb.data(), sb.size());
+      EXPECT_TRUE(sa == sb) << "batch " << B << ": states";
+    }
+}
+
 TEST(Sequence, StreamingMaskedStepsOneAtATimeEqualOneCall) {
   LayerConfig c = make(LayerKind::lstm, 3, 2);
   c.return_sequences = true;

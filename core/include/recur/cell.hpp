@@ -5,6 +5,7 @@
 //   step():    the recurrent half for one timestep, given the projected rows.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,6 +22,15 @@ struct CellParams {
   RowMatrix recurrent;       // (u, G*u)
   RowVector input_bias;      // (G*u), empty without bias
   RowVector recurrent_bias;  // (G*u), GRU reset_after only, else empty
+};
+
+// The order in which a step reads the weights; the numbers do not depend on it. Reading them
+// from last to first on every other step keeps the part read last in the cache for the next step
+// when they do not all fit (cpu_backend.cpp). `products_ready`: the workspace already holds the
+// recurrent products (Cell::recurrent_products ran before the input projection).
+struct StepOrder {
+  bool descending = false;
+  bool products_ready = false;
 };
 
 // Scratch space for step(); reused across steps so a step does not allocate. Sized by prepare()
@@ -84,8 +94,18 @@ class Cell {
   // out (rows, padded width) = x @ K (+ input bias), for panels [q0, q1) of every gate. `xs` holds
   // one input (all gates) or one per gate, each `rows` x F row-major (per-gate inputs carry
   // per-gate dropout). `ldo`: floats between rows of out.
-  void project(const float* const* xs, int n_x, Index rows, float* out, Index ldo, Index q0, Index q1) const;
+  // `descending`: the weights' panels (and gates) are read from last to first, as in StepOrder.
+  void project(const float* const* xs, int n_x, Index rows, float* out, Index ldo, Index q0, Index q1,
+               bool descending = false) const;
   void project(const float* const* xs, int n_x, Index rows, RowMatrix& out) const;
+
+  // Whether a run of `steps` steps starts reading the weights from last to first: each run goes on
+  // alternating where the last run over these weights stopped, whichever state or thread ran it.
+  bool begin_descending(Index steps) const;
+  // The products of h (or of h ⊙ each gate's recurrent mask) with the gates computed from h, into
+  // ws.pre, for panels [q0, q1): the first part of step_range. `ws` must be prepared for `batch`.
+  void recurrent_products(const float* h, Index batch, const std::vector<RowMatrix>* recurrent_masks,
+                          StepWorkspace& ws, Index q0, Index q1, bool descending) const;
 
   void prepare(StepWorkspace& ws, Index batch) const;
   // The recurrent half of one timestep for `batch` rows, for panels [q0, q1) of every gate. `xp`
@@ -94,7 +114,7 @@ class Cell {
   // (Keras implementation 1 dropout; one thread only). `ws` must be prepared for `batch`.
   void step_range(const float* xp, Index xp_stride, Index batch, const float* const* in, float* const* out,
                   const std::vector<RowMatrix>* recurrent_masks, StepWorkspace& ws, Index q0, Index q1,
-                  StepSync sync, void* sync_context) const;
+                  StepSync sync, void* sync_context, StepOrder order = {}) const;
   // The whole step on the calling thread.
   void step(const float* xp, Index xp_stride, Index batch, const RowMatrix* states_in, RowMatrix* states_out,
             const std::vector<RowMatrix>* recurrent_masks, StepWorkspace& ws) const;
@@ -125,7 +145,7 @@ class Cell {
   // (+ bias); `quantized`: a as quantize() gave it (int8, bf16 with vdpbf16ps), or null.
   void gate_gemm(const Packed& packed, Index k, int gate, int count, const float* a, Index lda, Index rows,
                  float* c, Index ldc, const std::vector<float>& bias, Index q0, Index q1,
-                 const QuantizedRows* quantized = nullptr) const;
+                 const QuantizedRows* quantized = nullptr, bool descending = false) const;
 
   bool gru_;
   bool lstm_;
@@ -144,6 +164,14 @@ class Cell {
   Packed recurrent_;  // packed, gate by gate
   std::vector<float> input_bias_;      // padded gates; empty without
   std::vector<float> recurrent_bias_;  // padded gates; GRU reset_after only
+  // The direction of the next run's first step (begin_descending). Only a hint for the cache:
+  // relaxed, and a copy starts afresh.
+  struct NextDirection {
+    mutable std::atomic<bool> descending{false};
+    NextDirection() = default;
+    NextDirection(const NextDirection&) {}
+    NextDirection& operator=(const NextDirection&) { return *this; }
+  } next_direction_;
 };
 
 }  // namespace recur

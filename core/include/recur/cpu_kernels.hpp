@@ -61,6 +61,11 @@ struct KernelSet {
   // product). Rows of a are lda apart, rows of c ldc apart.
   void (*gemm)(KIndex m, KIndex k, const float* a, KIndex lda, const float* packed, KIndex panels, float* c,
                KIndex ldc, const float* bias);
+  // gemm with the panels visited from last to first (the k blocks still in order): the same
+  // numbers. Alternating the two directions from step to step keeps the weights read last in the
+  // cache for the next step when they do not all fit (serpentine order).
+  void (*gemm_descending)(KIndex m, KIndex k, const float* a, KIndex lda, const float* packed, KIndex panels,
+                          float* c, KIndex ldc, const float* bias);
   // GRU: z and r from x + h@U (in pre), and r ⊙ h for reset_after=False.
   void (*gru_gates)(const GateArgs& g);
   // GRU: the candidate and h' = z ⊙ h + (1 - z) ⊙ ĥ (pre's candidate slot holds h@U_h or (r⊙h)@U_h).

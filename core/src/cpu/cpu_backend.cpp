@@ -30,8 +30,9 @@ class CpuBackend final : public Backend {
 };
 
 // Runs a job on `nt` threads split by units (1: on the calling thread); false when cancelled.
-bool run_units(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws, int nt);
-bool run_rows(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws, int nt);
+// `descending`: the direction of the first step over the weights (Cell::begin_descending).
+bool run_units(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws, int nt, bool descending);
+bool run_rows(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws, int nt, bool descending);
 
 enum class Split { units, rows };
 
@@ -85,6 +86,7 @@ struct Run {
   SequenceWorkspace& ws;
   Index B, T, u, F, PW, chunk;
   int ns;
+  bool first_descending;  // the first step's direction over the weights (Cell::begin_descending)
   float* buf[2][2];  // ping-pong states: [parity][h or c]
   // Cancellation: thread 0 reads the flag before a step's closing barrier and every thread reads
   // its verdict after it. Two slots by step parity: a slot is rewritten two barriers later, after
@@ -116,8 +118,19 @@ struct Run {
     const StepSync sync = nt > 1 ? cpu::ThreadPool::barrier_of : nullptr;
     void* pool = &cpu::ThreadPool::instance();
     const bool whole = chunk >= T;
+    // Steps read the weights in alternate directions (serpentine order): when they overflow the
+    // cache, the panels read last are still there for the next step, which reads them first.
+    // Every output sums its products in the same order either way.
+    auto descending = [&](Index k) { return ((k & 1) != 0) != first_descending; };
+    bool products_ready = false;
     if (whole) {
-      cell.project(job.inputs, job.num_inputs, B * T, ws.projected.data(), PW, q0, q1);
+      // One step reads every weight once: backwards, the recurrent ones first, as they were last.
+      const bool backwards = T == 1 && descending(0);
+      if (backwards) {
+        cell.recurrent_products(buf[0][0], B, job.recurrent_masks, ws.step, q0, q1, true);
+        products_ready = true;
+      }
+      cell.project(job.inputs, job.num_inputs, B * T, ws.projected.data(), PW, q0, q1, backwards);
       if (sync) sync(pool);
     }
     const bool zero_masked = job.zero_output_for_mask && !job.unrolled_mask_quirk;
@@ -144,7 +157,8 @@ struct Run {
       const int p = static_cast<int>(k & 1);
       const float* in[2] = {buf[p][0], buf[p][1]};
       float* out[2] = {buf[p ^ 1][0], buf[p ^ 1][1]};
-      cell.step_range(xp, xp_stride, B, in, out, job.recurrent_masks, ws.step, q0, q1, sync, pool);
+      cell.step_range(xp, xp_stride, B, in, out, job.recurrent_masks, ws.step, q0, q1, sync, pool,
+                      {descending(k), k == 0 && products_ready});
       const std::size_t bytes = static_cast<std::size_t>(nj) * sizeof(float);
       if (!job.mask) {
         // Every step is valid: the output is h itself, and the last one is kept once, at the end.
@@ -178,18 +192,19 @@ struct Run {
 
 void CpuBackend::run_sequence(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws) const {
   const Plan plan = plan_for(cell, job);
+  const bool descending = cell.begin_descending(job.timesteps);
   if (plan.threads > 1 && plan.split == Split::rows)
-    run_rows(cell, job, ws, plan.threads);
+    run_rows(cell, job, ws, plan.threads, descending);
   else
-    run_units(cell, job, ws, plan.threads);
+    run_units(cell, job, ws, plan.threads, descending);
 }
 
-bool run_units(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws, int nt) {
+bool run_units(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws, int nt, bool descending) {
   const Index B = job.batch, T = job.timesteps, u = cell.units(), PW = cell.padded_width();
   const Index F = cell.input_size();
   const int ns = cell.num_states();
   const Index chunk = std::max<Index>(1, std::min<Index>(T, ws.projection_budget / std::max<Index>(1, B * PW)));
-  Run run{cell, job, ws, B, T, u, F, PW, chunk, ns, {}};
+  Run run{cell, job, ws, B, T, u, F, PW, chunk, ns, descending, {}};
 
   // Everything threads share is sized here, before they start.
   ws.projected.resize(chunk >= T ? B * T : chunk * B, PW);
@@ -255,14 +270,15 @@ struct RowPart {
 struct RowRun {
   const Cell& cell;
   std::vector<RowPart>& parts;
+  bool descending;
   static void task(void* r, int t, int) {
     auto& run = *static_cast<RowRun*>(r);
     RowPart& p = run.parts[static_cast<std::size_t>(t)];
-    p.done = run_units(run.cell, p.job, *p.ws, 1);
+    p.done = run_units(run.cell, p.job, *p.ws, 1, run.descending);
   }
 };
 
-bool run_rows(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws, int nt) {
+bool run_rows(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws, int nt, bool descending) {
   const Index B = job.batch, T = job.timesteps, u = cell.units(), F = cell.input_size();
   const int ns = cell.num_states();
   if (ws.parts.size() < static_cast<std::size_t>(nt)) ws.parts.resize(static_cast<std::size_t>(nt));
@@ -297,7 +313,7 @@ bool run_rows(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws, i
       p.job.carried_output = &p.carried;
     }
   }
-  RowRun run{cell, parts};
+  RowRun run{cell, parts, descending};
   if (!cpu::ThreadPool::instance().run(nt, RowRun::task, &run))
     for (int t = 0; t < nt; ++t) RowRun::task(&run, t, nt);
   for (int t = 0; t < nt; ++t)

@@ -18,14 +18,17 @@ namespace {
 
 #if defined(__AVX512F__)
 constexpr int W = 16;
-constexpr KIndex KC = 512;  // measured: 5-10% above 256 once a is read in place
+// A recurrent product's weights come from L3 every step: one k block of up to 1024 (two panels
+// are then 256 KiB of L2) measured 5-8% faster on Zen 5 than 512 for k = 1024, n = 3072-4096, and
+// the same for shorter k.
+constexpr KIndex KC = 1024;
 // 32 registers: 8 rows x 2 vectors of accumulators, 10 loads per 16 FMAs, and batches (powers of
 // two, mostly) split into whole tiles.
 constexpr int MR = 8;
 #elif defined(__AVX__)
 constexpr int W = 8;
-constexpr KIndex KC = 512;  // measured best on Zen 2/3: a 512 x 16 panel block is 32 KiB
-constexpr int MR = 6;       // 16 registers: 12 accumulators, 2 of weights, 1 broadcast
+constexpr KIndex KC = 1024;  // as for AVX-512: 6-8% faster on Zen 5 at k = 1024, the same below
+constexpr int MR = 6;        // 16 registers: 12 accumulators, 2 of weights, 1 broadcast
 #else
 constexpr int W = 4;
 constexpr KIndex KC = 512;
@@ -153,24 +156,34 @@ void row_block(KIndex rows, KIndex kb, const float* a, KIndex lda, const WT* bp,
 }
 
 // One or two rows: the weights stream through once, so several panels share each broadcast and
-// k is not blocked.
+// k is not blocked. `descending` visits the groups of panels from last to first.
 template <int R, int NP, typename WT>
 void thin(KIndex k, const float* a, KIndex lda, const WT* packed, KIndex panels, float* c, KIndex ldc,
-          const float* bias) {
+          const float* bias, bool descending) {
   const KIndex pstride = k * NR;
-  KIndex p = 0;
-  for (; p + NP <= panels; p += NP)
+  const KIndex full = panels / NP * NP;
+  auto group = [&](KIndex p) {
     tile<R, NP>(k, a, lda, packed + p * pstride, pstride, c + p * NR, ldc, true, bias ? bias + p * NR : nullptr);
+  };
   // The last panels together as well: one panel alone is two dependent chains of FMAs.
-  const WT* bp = packed + p * pstride;
-  float* cp = c + p * NR;
-  const float* pb = bias ? bias + p * NR : nullptr;
-  static_assert(NP <= 4, "the rest is at most 3 panels");
-  switch (panels - p) {
-    case 1: return tile<R, 1>(k, a, lda, bp, pstride, cp, ldc, true, pb);
-    case 2: return tile<R, 2>(k, a, lda, bp, pstride, cp, ldc, true, pb);
-    case 3: return tile<R, 3>(k, a, lda, bp, pstride, cp, ldc, true, pb);
-    default: return;
+  auto rest = [&] {
+    const WT* bp = packed + full * pstride;
+    float* cp = c + full * NR;
+    const float* pb = bias ? bias + full * NR : nullptr;
+    static_assert(NP <= 4, "the rest is at most 3 panels");
+    switch (panels - full) {
+      case 1: return tile<R, 1>(k, a, lda, bp, pstride, cp, ldc, true, pb);
+      case 2: return tile<R, 2>(k, a, lda, bp, pstride, cp, ldc, true, pb);
+      case 3: return tile<R, 3>(k, a, lda, bp, pstride, cp, ldc, true, pb);
+      default: return;
+    }
+  };
+  if (descending) {
+    rest();
+    for (KIndex p = full; p > 0;) group(p -= NP);
+  } else {
+    for (KIndex p = 0; p < full; p += NP) group(p);
+    rest();
   }
 }
 
@@ -191,37 +204,46 @@ void block_rows(KIndex kb, const float* a, KIndex lda, KIndex mb, const WT* bp, 
   if (rest == 0) return;
   const float* ap = a + full * lda;
   float* cp = c + full * ldc;
-  if (np == 2 && rest == 2)
+  if (np == 2 && rest == 1)
+    tile<1, 2>(kb, ap, lda, bp, pstride, cp, ldc, first, bias);
+  else if (np == 2 && rest == 2)
     tile<2, 2>(kb, ap, lda, bp, pstride, cp, ldc, first, bias);
   else if (np == 2 && rest == 3)
     tile<3, 2>(kb, ap, lda, bp, pstride, cp, ldc, first, bias);
-  else if (np == 2 && rest == 1)
-    tile<1, 2>(kb, ap, lda, bp, pstride, cp, ldc, first, bias);
+#if defined(__AVX512F__)
+  else if (np == 2 && rest == 4)
+    tile<4, 2>(kb, ap, lda, bp, pstride, cp, ldc, first, bias);
+  else if (np == 2 && rest == 5)
+    tile<5, 2>(kb, ap, lda, bp, pstride, cp, ldc, first, bias);
+#endif
   else
     for (KIndex q = 0; q < np; ++q)
       row_block(rest, kb, ap, lda, bp + q * pstride, cp + q * NR, ldc, first, bias ? bias + q * NR : nullptr);
 }
 
+// `descending` visits the panels (within each k block) from last to first: the same sums in the
+// same order, but a cache that just held the end of the weights reads those first.
 template <typename WT>
 void gemm_t(KIndex m, KIndex k, const float* a, KIndex lda, const WT* packed, KIndex panels, float* c, KIndex ldc,
-            const float* bias) {
+            const float* bias, bool descending) {
   if (m <= 0 || panels <= 0) return;
   if (k == 0) {
     for (KIndex r = 0; r < m; ++r)
       for (KIndex j = 0; j < panels * NR; ++j) c[r * ldc + j] = bias ? bias[j] : 0.0f;
     return;
   }
-  if (m == 1) return thin<1, 4, WT>(k, a, lda, packed, panels, c, ldc, bias);
-  if (m == 2) return thin<2, 2, WT>(k, a, lda, packed, panels, c, ldc, bias);
+  if (m == 1) return thin<1, 4, WT>(k, a, lda, packed, panels, c, ldc, bias, descending);
+  if (m == 2) return thin<2, 2, WT>(k, a, lda, packed, panels, c, ldc, bias, descending);
   // a is read in place: its rows are a handful of streams a tile broadcasts from, which costs
   // less than copying them into a k-major block (measured: 10-25% faster on AVX2 and AVX-512).
   const KIndex pstride = k * NR;
   const KIndex blocks = (m + MC - 1) / MC;
   const KIndex mc = ((m + blocks - 1) / blocks + MR - 1) / MR * MR;  // <= MC
 #if defined(__AVX512F__)
-  // Over several k blocks (a wide layer's recurrent product), 4 rows x 2 panels measured 10%
-  // faster than 8 rows x 1 panel, and the same or slower over one.
-  const bool wide = k > KC;
+  // A wide layer's recurrent product (k > 512, tens of rows): 6 rows x 2 panels (24 accumulators,
+  // 10 loads per 24 FMAs) measured 3-8% faster than 8 x 1 or 4 x 2 on Zen 5; with fewer rows the
+  // tiles of 8 leave no thin remainder.
+  const bool wide = k > 512 && m >= 48;
 #endif
   for (KIndex k0 = 0; k0 < k; k0 += KC) {
     const KIndex kb = k - k0 < KC ? k - k0 : KC;
@@ -229,14 +251,16 @@ void gemm_t(KIndex m, KIndex k, const float* a, KIndex lda, const WT* packed, KI
     for (KIndex m0 = 0; m0 < m; m0 += mc) {
       const KIndex mb = m - m0 < mc ? m - m0 : mc;
       const float* ab = a + m0 * lda + k0;
-      for (KIndex p = 0; p < panels; p += 2) {
+      const KIndex pairs = (panels + 1) / 2;
+      for (KIndex i = 0; i < pairs; ++i) {
+        const KIndex p = 2 * (descending ? pairs - 1 - i : i);
         const KIndex np = panels - p < 2 ? panels - p : 2;
         const WT* bp = packed + p * pstride + k0 * NR;
         const float* pb = last && bias ? bias + p * NR : nullptr;
         float* cp = c + m0 * ldc + p * NR;
 #if defined(__AVX512F__)
         if (wide) {
-          block_rows<4, 2, WT>(kb, ab, lda, mb, bp, pstride, np, cp, ldc, first, pb);
+          block_rows<6, 2, WT>(kb, ab, lda, mb, bp, pstride, np, cp, ldc, first, pb);
           continue;
         }
 #endif
@@ -248,12 +272,17 @@ void gemm_t(KIndex m, KIndex k, const float* a, KIndex lda, const WT* packed, KI
 
 void gemm(KIndex m, KIndex k, const float* a, KIndex lda, const float* packed, KIndex panels, float* c, KIndex ldc,
           const float* bias) {
-  gemm_t<float>(m, k, a, lda, packed, panels, c, ldc, bias);
+  gemm_t<float>(m, k, a, lda, packed, panels, c, ldc, bias, false);
+}
+
+void gemm_descending(KIndex m, KIndex k, const float* a, KIndex lda, const float* packed, KIndex panels, float* c,
+                     KIndex ldc, const float* bias) {
+  gemm_t<float>(m, k, a, lda, packed, panels, c, ldc, bias, true);
 }
 
 void gemm_bf16(KIndex m, KIndex k, const float* a, KIndex lda, const std::uint16_t* packed, KIndex panels, float* c,
                KIndex ldc, const float* bias) {
-  gemm_t<std::uint16_t>(m, k, a, lda, packed, panels, c, ldc, bias);
+  gemm_t<std::uint16_t>(m, k, a, lda, packed, panels, c, ldc, bias, false);
 }
 
 }  // namespace
@@ -262,6 +291,7 @@ void fill_gemm(KernelSet& set) {
   set.nr = NR;
   set.pack = pack;
   set.gemm = gemm;
+  set.gemm_descending = gemm_descending;
   set.pack_bf16 = pack_bf16;
   set.gemm_bf16 = gemm_bf16;
   set.bf16_k_multiple = 1;
