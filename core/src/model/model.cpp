@@ -1723,6 +1723,18 @@ Value rows_of(const Value& v, Index r, Index b, Index total) {
   return out;
 }
 
+// Rows [r, r + src.rows()) of dst = src, and dst = rows [r, r + b) of src: row-major matrices of
+// one width, so each is one contiguous block.
+void put_rows(RowMatrix& dst, Index r, const RowMatrix& src) {
+  if (src.size() > 0)
+    std::memcpy(dst.data() + r * dst.cols(), src.data(), static_cast<std::size_t>(src.size()) * sizeof(float));
+}
+void take_rows(RowMatrix& dst, const RowMatrix& src, Index r, Index b) {
+  if (dst.rows() != b || dst.cols() != src.cols()) dst.resize(b, src.cols());
+  if (dst.size() > 0)
+    std::memcpy(dst.data(), src.data() + r * src.cols(), static_cast<std::size_t>(dst.size()) * sizeof(float));
+}
+
 // Puts the states of `group` (streams of one layout) side by side in `into`, whose States are
 // reused when they already have this layout and batch.
 void gather_states(const std::vector<StreamStates*>& group, Index total, StreamStates& into) {
@@ -1745,22 +1757,30 @@ void gather_states(const std::vector<StreamStates*>& group, Index total, StreamS
   into.batch = total;
   into.copy_scopes(first);
   into.history.clear();
+  for (auto& [key, list] : into.states)
+    for (State& dst : list) {
+      dst.detach_device();
+      RowMatrix& c = dst.carried_output();
+      if (c.rows() != total || c.cols() != dst.units()) c.resize(total, dst.units());
+    }
   Index r = 0;
   for (StreamStates* s : group) {
     const Index b = s->batch;
-    for (auto& [key, list] : s->states) {
-      std::vector<State>& to = into.states.at(key);
+    // The group's streams and `into` hold the same keys (same_layout): walked side by side.
+    auto to = into.states.begin();
+    for (auto it = s->states.begin(); it != s->states.end(); ++it, ++to) {
+      std::vector<State>& list = it->second;
       for (std::size_t j = 0; j < list.size(); ++j) {
         State& from = list[j];
-        State& dst = to[j];
+        State& dst = to->second[j];
         from.sync_to_host();
-        dst.detach_device();
-        for (int i = 0; i < from.num_states(); ++i) dst.tensor(i).middleRows(r, b) = from.tensor(i);
+        for (int i = 0; i < from.num_states(); ++i) put_rows(dst.tensor(i), r, from.tensor(i));
         RowMatrix& c = dst.carried_output();
-        if (c.rows() != total || c.cols() != dst.units()) c.setZero(total, dst.units());
         const RowMatrix& fc = from.carried_output();
-        if (fc.rows() == b && fc.cols() == c.cols()) c.middleRows(r, b) = fc;
-        else c.middleRows(r, b).setZero();
+        if (fc.rows() == b && fc.cols() == c.cols())
+          put_rows(c, r, fc);
+        else
+          c.middleRows(r, b).setZero();
       }
     }
     r += b;
@@ -1801,17 +1821,21 @@ void scatter_states(StreamStates& from, const std::vector<StreamStates*>& group)
   Index r = 0;
   for (StreamStates* s : group) {
     const Index b = s->batch;
+    // A stream's first step adds the keys it lacked; after that its keys are the batch's, in the
+    // same order, and are walked side by side.
+    const bool same_keys = s->states.size() == from.states.size();
+    auto mine_it = s->states.begin();
     for (auto& [key, list] : from.states) {
-      std::vector<State>& mine = s->states[key];
+      std::vector<State>& mine = same_keys ? (mine_it++)->second : s->states[key];
       if (mine.empty())
         for (const State& st : list) mine.emplace_back(st.num_states(), b, st.units());
       for (std::size_t j = 0; j < list.size() && j < mine.size(); ++j) {
         State& to = mine[j];
         const State& st = list[j];
         to.detach_device();  // the host copy becomes current; the next step uploads it again
-        for (int i = 0; i < st.num_states(); ++i) to.tensor(i) = st.tensor(i).middleRows(r, b);
+        for (int i = 0; i < st.num_states(); ++i) take_rows(to.tensor(i), st.tensor(i), r, b);
         const RowMatrix& c = const_cast<State&>(st).carried_output();
-        if (c.rows() == total) to.carried_output() = c.middleRows(r, b);
+        if (c.rows() == total) take_rows(to.carried_output(), c, r, b);
         else to.carried_output().setZero(b, to.units());
       }
     }
