@@ -160,7 +160,12 @@ struct Run {
       cell.step_range(xp, xp_stride, B, in, out, job.recurrent_masks, ws.step, q0, q1, sync, pool,
                       {descending(k), k == 0 && products_ready});
       const std::size_t bytes = static_cast<std::size_t>(nj) * sizeof(float);
-      if (!job.mask) {
+      if (!job.mask && nj == u && (job.time_major || T == 1)) {
+        // The same, when a step's rows are consecutive in the output: one copy (a batch of streams).
+        const std::size_t all = static_cast<std::size_t>(B) * bytes;
+        if (job.sequence_output) std::memcpy(job.sequence_output + row_index(0, k) * u, out[0], all);
+        if (k == T - 1) std::memcpy(out_t, out[0], all);
+      } else if (!job.mask) {
         // Every step is valid: the output is h itself, and the last one is kept once, at the end.
         for (Index b = 0; b < B; ++b) {
           const Index off = b * u + j0;
