@@ -17,6 +17,14 @@
 #include "recur/error.hpp"
 #include "recur/layer.hpp"
 
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+#endif
+
 namespace recur {
 namespace {
 
@@ -151,6 +159,90 @@ TEST(Precision, Int8GemmGivesNaNForNonFiniteInputsAndZerosForZeroRows) {
       EXPECT_TRUE(std::isnan(c[width + j])) << set->name;
     }
   }
+}
+
+// The integer half of one set's int8 GEMM against plain loops over its own quantized rows and
+// packed weights (the layout cpu_kernels.hpp describes): with unit scales and no zero point each
+// output is the integer sum itself (below 2^24, so exact in float32), whichever instructions sum it
+// (an sdot path given a byte above 127 would read it as negative); with the real scales and zero
+// points, the dequantization within float rounding; and gemm_i8 is the two halves.
+void expect_int8_sums_exact(const cpu::KernelSet& set) {
+  for (cpu::KIndex m : kMs)
+    for (cpu::KIndex k : kKs)
+      for (cpu::KIndex n : kNs) {
+        const cpu::KIndex panels = set.panels(n), width = panels * set.nr, ldc = width + 1;
+        const cpu::KIndex k4 = (k + 3) / 4, ldq = k4 * 4;
+        const Vec a = random_vec(static_cast<std::size_t>(m * k), 8);
+        const Vec b = random_vec(static_cast<std::size_t>(k * n), 9);
+        const Vec bias = random_vec(static_cast<std::size_t>(width), 10);
+        std::vector<std::int8_t> packed(static_cast<std::size_t>(panels * set.i8_panel_bytes(k)));
+        Vec scales(static_cast<std::size_t>(width));
+        std::vector<std::int32_t> colsums(static_cast<std::size_t>(width));
+        set.pack_i8(b.data(), n, k, n, packed.data(), scales.data(), colsums.data());
+        std::vector<std::uint8_t> q(static_cast<std::size_t>(m * ldq));
+        Vec sa(static_cast<std::size_t>(m)), za(sa.size());
+        set.quantize_rows(m, k, a.data(), k, q.data(), ldq, sa.data(), za.data());
+        const Vec ones(static_cast<std::size_t>(std::max(m, width)), 1.0f), zeros(static_cast<std::size_t>(m), 0.0f);
+        Vec sums(static_cast<std::size_t>(m * ldc), 7.0f), c(sums.size(), 7.0f), whole(sums.size(), 7.0f);
+        set.gemm_i8q(m, k, q.data(), ldq, ones.data(), zeros.data(), packed.data(), ones.data(), colsums.data(),
+                     panels, sums.data(), ldc, nullptr);
+        set.gemm_i8q(m, k, q.data(), ldq, sa.data(), za.data(), packed.data(), scales.data(), colsums.data(), panels,
+                     c.data(), ldc, bias.data());
+        set.gemm_i8(m, k, a.data(), k, packed.data(), scales.data(), colsums.data(), panels, whole.data(), ldc,
+                    bias.data());
+        const std::string what = std::string(set.name) + " (" + set.int8_path + ") m=" + std::to_string(m) +
+                                 " k=" + std::to_string(k) + " n=" + std::to_string(n);
+        for (cpu::KIndex i = 0; i < m; ++i)
+          for (cpu::KIndex j = 0; j < width; ++j) {
+            const cpu::KIndex p = j / set.nr, jj = j % set.nr;
+            std::int64_t ref = 0;
+            for (cpu::KIndex kk = 0; kk < k; ++kk)
+              ref += std::int64_t(q[i * ldq + kk]) * packed[(p * k4 + kk / 4) * set.nr * 4 + jj * 4 + kk % 4];
+            ASSERT_EQ(sums[i * ldc + j], float(ref)) << what << " at " << i << "," << j;
+            const double zcs = double(za[i]) * colsums[j], s = double(sa[i]) * scales[j];
+            const double deq = (double(ref) - zcs) * s + bias[j];
+            ASSERT_NEAR(c[i * ldc + j], deq,
+                        1e-6 * ((std::fabs(double(ref)) + std::fabs(zcs)) * std::fabs(s) + std::fabs(bias[j])))
+                << what << " at " << i << "," << j;
+          }
+        for (cpu::KIndex i = 0; i < m; ++i) ASSERT_EQ(sums[i * ldc + width], 7.0f) << what;
+        ASSERT_EQ(whole, c) << what;
+      }
+}
+
+TEST(Precision, Int8GemmSumsTheQuantizedRowsExactlyOnEverySet) {
+  for (const cpu::KernelSet* set : sets()) expect_int8_sums_exact(*set);
+}
+
+// ARM64 with the dot-product extension (asimddp; qemu-aarch64's default CPU has it) runs the neon
+// set's int8 GEMM with sdot, which multiplies s8 by s8: its activations must stay in 0..127.
+TEST(Precision, NeonInt8UsesSdotWhereTheCpuHasDotProducts) {
+#if defined(__aarch64__) && defined(__linux__)
+  if (!(getauxval(AT_HWCAP) & HWCAP_ASIMDDP))
+    GTEST_SKIP() << "this CPU has no dot-product extension (no asimddp in AT_HWCAP): the neon set keeps the "
+                    "portable int8 path";
+  const cpu::KernelSet* neon = nullptr;
+  for (const cpu::KernelSet* set : sets())
+    if (std::string(set->name) == "neon") neon = set;
+  ASSERT_NE(neon, nullptr);
+  EXPECT_NE(std::string(neon->int8_path).find("sdot"), std::string::npos) << neon->int8_path;
+  // Every quantized byte at most 127, and a row's range spans about that many levels (the two ends
+  // round on their own, so the top may land on 126).
+  const cpu::KIndex m = 3, k = 37, ldq = 40;
+  const Vec a = random_vec(static_cast<std::size_t>(m * k), 13);
+  std::vector<std::uint8_t> q(static_cast<std::size_t>(m * ldq));
+  Vec sa(static_cast<std::size_t>(m)), za(sa.size());
+  neon->quantize_rows(m, k, a.data(), k, q.data(), ldq, sa.data(), za.data());
+  for (cpu::KIndex i = 0; i < m; ++i) {
+    const auto row = q.begin() + i * ldq;
+    const int top = *std::max_element(row, row + k);
+    EXPECT_LE(top, 127) << "row " << i;
+    EXPECT_GE(top, 126) << "row " << i;
+  }
+  expect_int8_sums_exact(*neon);
+#else
+  GTEST_SKIP() << "the sdot int8 path is built for ARM64 Linux only";
+#endif
 }
 
 // ---- layers ----

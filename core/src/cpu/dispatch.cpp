@@ -8,6 +8,14 @@
 
 #include "cpu/kernel_sets.hpp"
 
+#if defined(RECUR_HAVE_NEONDOT_KERNELS)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)  // Linux 4.15's bit, for older kernel headers
+#endif
+#endif
+
 #define RECUR_STR_(x) #x
 #define RECUR_STR(x) RECUR_STR_(x)
 
@@ -49,6 +57,10 @@ struct Sets {
 #endif
     all[n] = make_set(RECUR_STR(RECUR_BASELINE_KERNELS), RECUR_BASELINE_KERNELS::fill_gemm,
                       RECUR_BASELINE_KERNELS::fill_gates, RECUR_BASELINE_KERNELS::fill_int8);
+#if defined(RECUR_HAVE_NEONDOT_KERNELS)
+    // The int8 GEMM's dot products: sdot where the CPU has the dot-product extension.
+    if (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) neondot::fill_int8(all[n]);
+#endif
     runnable[count++] = &all[n];
   }
 };

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The int8 GEMM (opt-in reduced precision), compiled once per instruction set like
-// gemm_kernels.cpp, and once more with AVX-512 VNNI (chosen at run time when the CPU has it).
+// gemm_kernels.cpp, and once more with AVX-512 VNNI on x86-64 or with the dot-product extension on
+// ARM64 (each chosen at run time when the CPU has it).
 // Weights: int8, symmetric, one scale per output column. Activations: each row of a quantized per
 // call to unsigned integers with its own scale and zero point; the zero point comes back out
 // through the weights' column sums:  sum_k (q_a - zp) w = sum_k q_a w - zp * colsum(w).
@@ -9,7 +10,8 @@
 //   AVX-512BW / AVX2: vpmaddubsw + vpmaddwd. vpmaddubsw adds two u8*s8 products into int16 with
 //     saturation: with activations in 0..127 and weights in -127..127 two products are at most
 //     2 * 127 * 127 = 32258 < 32767, so nothing saturates (activations lose one bit instead);
-//   otherwise: portable vector code (plain integer multiply-adds; NEON builds take this path too).
+//   ARM64 dot product (sdot): s8*s8 only, so activations in 0..127 (u7) to be valid s8;
+//   otherwise: portable vector code (plain integer multiply-adds; NEON without sdot too).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -17,6 +19,9 @@
 
 #if defined(__AVX2__)
 #include <immintrin.h>
+#endif
+#if defined(__ARM_FEATURE_DOTPROD)
+#include <arm_neon.h>
 #endif
 
 #include "cpu/kernel_sets.hpp"
@@ -47,6 +52,11 @@ constexpr int MR = 6;
 constexpr int QMAX = 127;
 constexpr const char* kPath = "AVX2 vpmaddubsw + vpmaddwd, activations u7 (no int16 saturation)";
 constexpr int MR = 4;
+#elif defined(__ARM_FEATURE_DOTPROD)
+constexpr int QMAX = 127;
+constexpr const char* kPath = "NEON sdot (dot product), activations u7";
+// 32 vector registers, as with AVX-512: 6 rows x 2 accumulators fit beside the weights.
+constexpr int MR = 6;
 #else
 constexpr int QMAX = 255;
 constexpr const char* kPath = "portable integer multiply-adds, activations u8";
@@ -82,6 +92,10 @@ inline VI dot4(VI acc, VI a, VI w) {
 #elif defined(__AVX2__)
   const __m256i pairs = _mm256_maddubs_epi16(reinterpret_cast<__m256i>(a), reinterpret_cast<__m256i>(w));
   return acc + reinterpret_cast<VI>(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+#elif defined(__ARM_FEATURE_DOTPROD)
+  // a's bytes are at most QMAX = 127, so reading them as s8 changes nothing.
+  return reinterpret_cast<VI>(
+      vdotq_s32(reinterpret_cast<int32x4_t>(acc), reinterpret_cast<int8x16_t>(a), reinterpret_cast<int8x16_t>(w)));
 #else
   // Sign-extend each byte of w by shifts; the u8 of a likewise, zero-extended.
   const VI w0 = (w << 24) >> 24, w1 = (w << 16) >> 24, w2 = (w << 8) >> 24, w3 = w >> 24;

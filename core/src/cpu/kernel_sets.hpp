@@ -31,6 +31,13 @@ namespace avx512bf16 {
 void fill_bf16(KernelSet& set);
 }
 #endif
+#if defined(RECUR_HAVE_NEONDOT_KERNELS)
+// int8_kernels.cpp built with the dot-product extension: the neon set's int8 GEMM (sdot) where the
+// CPU has it.
+namespace neondot {
+void fill_int8(KernelSet& set);
+}
+#endif
 #undef RECUR_DECLARE_KERNEL_SET
 
 }  // namespace cpu
