@@ -76,6 +76,12 @@ Plan plan_for(const Cell& cell, const SequenceJob& job) {
   return {static_cast<int>(threads), split};
 }
 
+// dst = src as one block copy (Eigen's assignment here is the baseline build's SSE2 loop).
+void copy_matrix(const RowMatrix& src, RowMatrix& dst) {
+  dst.resize(src.rows(), src.cols());
+  if (src.size() > 0) std::memcpy(dst.data(), src.data(), static_cast<std::size_t>(src.size()) * sizeof(float));
+}
+
 Index row_index_of(const SequenceJob& job, Index B, Index T, Index b, Index t) {
   return job.time_major ? t * B + b : b * T + t;
 }
@@ -231,7 +237,7 @@ bool run_units(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws, 
   if (job.output_starts_at_state)
     ws.out_t = job.states[0];  // JAX carries h itself, which a masked step leaves unchanged
   else if (job.carried_output && job.carried_output->rows() == B && job.carried_output->cols() == u)
-    ws.out_t = *job.carried_output;
+    copy_matrix(*job.carried_output, ws.out_t);
   else
     ws.out_t.setZero(B, u);
 
@@ -255,7 +261,8 @@ bool run_units(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws, 
       if (T > 0 && !job.mask[row_index_of(job, B, T, b, t_last)]) ws.out_t.row(b).setZero();
   }
   if (job.last_output) std::memcpy(job.last_output, ws.out_t.data(), static_cast<std::size_t>(B * u) * sizeof(float));
-  if (job.carried_output) *job.carried_output = ws.out_t;
+  // The run is over: its last output becomes the carried one (ws.out_t is rebuilt by every run).
+  if (job.carried_output) job.carried_output->swap(ws.out_t);
   return true;
 }
 
