@@ -167,7 +167,8 @@ struct Run {
                       {descending(k), k == 0 && products_ready});
       const std::size_t bytes = static_cast<std::size_t>(nj) * sizeof(float);
       if (!job.mask && nj == u && (job.time_major || T == 1)) {
-        // The same, when a step's rows are consecutive in the output: one copy (a batch of streams).
+        // Every step is valid and the step's rows are consecutive in the output (one-step calls,
+        // time-major runs): the output is h itself, copied at once, and the last one kept too.
         const std::size_t all = static_cast<std::size_t>(B) * bytes;
         if (job.sequence_output) std::memcpy(job.sequence_output + row_index(0, k) * u, out[0], all);
         if (k == T - 1) std::memcpy(out_t, out[0], all);
