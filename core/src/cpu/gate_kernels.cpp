@@ -88,6 +88,21 @@ inline P apply(const ActSpec& a, P x) {
   }
 }
 
+// An activation as a packet function. The Keras defaults (tanh, sigmoid) are types of their own,
+// so the fused passes are compiled for them with the functions inlined and interleaved (measured:
+// the LSTM pass 1.09 -> 0.69 ns per unit on Zen 5, the same bits); any other goes through
+// apply()'s switch.
+struct Tanh {
+  P operator()(P x) const { return Eigen::internal::scalar_tanh_op<float>().packetOp(x); }
+};
+struct Sigmoid {
+  P operator()(P x) const { return Eigen::internal::scalar_logistic_op<float>().packetOp(x); }
+};
+struct AnyAct {
+  const ActSpec& a;
+  P operator()(P x) const { return apply(a, x); }
+};
+
 // Calls f(j, n) for units [j0, j1) of a row, a packet at a time: n == PS for whole packets, and
 // the last n < PS units once, for which f must read and write through zero-padded copies.
 template <typename F>
@@ -113,7 +128,8 @@ inline void store_n(float* p, P v, KIndex n) {
   for (KIndex i = 0; i < n; ++i) p[i] = t[i];
 }
 
-void gru_gates_fused(const GateArgs& g) {
+template <typename R>
+void gru_gates_fused(const GateArgs& g, R ract) {
   namespace ei = Eigen::internal;
   const KIndex gs = g.gate_stride;
   for (KIndex b = 0; b < g.batch; ++b) {
@@ -124,8 +140,8 @@ void gru_gates_fused(const GateArgs& g) {
     float* rh = g.rh ? g.rh + b * g.units : nullptr;
     packets(g.j0, g.j1, [&](KIndex j, KIndex n) {
       // z and r: act((x@K + b_in) + (h@U + b_rec)), left in pre for gru_update
-      const P z = apply(g.ract, ei::padd(load_n(x + j, n), load_n(p + j, n)));
-      const P r = apply(g.ract, ei::padd(load_n(x + gs + j, n), load_n(p + gs + j, n)));
+      const P z = ract(ei::padd(load_n(x + j, n), load_n(p + j, n)));
+      const P r = ract(ei::padd(load_n(x + gs + j, n), load_n(p + gs + j, n)));
       store_n(p + j, z, n);
       store_n(p + gs + j, r, n);
       if (rh) {
@@ -138,7 +154,8 @@ void gru_gates_fused(const GateArgs& g) {
 }
 
 void gru_gates(const GateArgs& g) {
-  if (packet_act(g.ract)) return gru_gates_fused(g);
+  if (packet_act(g.ract))
+    return g.ract.kind == ActSpec::sigmoid ? gru_gates_fused(g, Sigmoid{}) : gru_gates_fused(g, AnyAct{g.ract});
   const KIndex n = g.j1 - g.j0, gs = g.gate_stride;
   for (KIndex b = 0; b < g.batch; ++b) {
     const float* x = g.xp + b * g.xp_stride + g.j0;
@@ -162,7 +179,8 @@ void gru_gates(const GateArgs& g) {
   }
 }
 
-void gru_update_fused(const GateArgs& g) {
+template <typename A>
+void gru_update_fused(const GateArgs& g, A act) {
   namespace ei = Eigen::internal;
   const KIndex gs = g.gate_stride;
   const P one = ei::pset1<P>(1.0f);
@@ -176,7 +194,7 @@ void gru_update_fused(const GateArgs& g) {
       // reset_after: ĥ = act((x@K_h + b_in_h) + r ⊙ (h@U_h + b_rec_h)); else act((x@K_h + b_h) + (r ⊙ h)@U_h)
       const P pre_h = g.reset_after ? ei::padd(load_n(x + j, n), ei::pmul(load_n(p + gs + j, n), hp))
                                     : ei::padd(load_n(x + j, n), hp);
-      const P hh = apply(g.act, pre_h);
+      const P hh = act(pre_h);
       // h' = z ⊙ h + (1 - z) ⊙ ĥ, in this association (Keras never rewrites it as ĥ + z(h - ĥ)).
       store_n(out + j, ei::padd(ei::pmul(z, load_n(h + j, n)), ei::pmul(ei::psub(one, z), hh)), n);
     });
@@ -184,7 +202,8 @@ void gru_update_fused(const GateArgs& g) {
 }
 
 void gru_update(const GateArgs& g) {
-  if (packet_act(g.act)) return gru_update_fused(g);
+  if (packet_act(g.act))
+    return g.act.kind == ActSpec::tanh ? gru_update_fused(g, Tanh{}) : gru_update_fused(g, AnyAct{g.act});
   const KIndex n = g.j1 - g.j0, gs = g.gate_stride;
   for (KIndex b = 0; b < g.batch; ++b) {
     const float* x = g.xp + b * g.xp_stride + g.j0 + 2 * gs;
@@ -207,7 +226,8 @@ void gru_update(const GateArgs& g) {
   }
 }
 
-void lstm_update_fused(const GateArgs& g) {
+template <typename A, typename R>
+void lstm_update_fused(const GateArgs& g, A act, R ract) {
   namespace ei = Eigen::internal;
   const KIndex gs = g.gate_stride;
   for (KIndex b = 0; b < g.batch; ++b) {
@@ -218,21 +238,25 @@ void lstm_update_fused(const GateArgs& g) {
     float* h_out = g.h_out + b * g.units;
     packets(g.j0, g.j1, [&](KIndex j, KIndex n) {
       P gate[4];
+#pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
         // implementation 2: (x@K + h@U) + b; implementation 1: (x@K + b) + h@U (the bias is in x)
         P v = ei::padd(load_n(x + k * gs + j, n), load_n(p + k * gs + j, n));
         if (g.bias) v = ei::padd(v, load_n(g.bias + k * gs + j, n));
-        gate[k] = apply(k == 2 ? g.act : g.ract, v);
+        gate[k] = k == 2 ? act(v) : ract(v);
       }
       const P cn = ei::padd(ei::pmul(gate[1], load_n(c + j, n)), ei::pmul(gate[0], gate[2]));
       store_n(c_out + j, cn, n);
-      store_n(h_out + j, ei::pmul(gate[3], apply(g.act, cn)), n);
+      store_n(h_out + j, ei::pmul(gate[3], act(cn)), n);
     });
   }
 }
 
 void lstm_update(const GateArgs& g) {
-  if (packet_act(g.act) && packet_act(g.ract)) return lstm_update_fused(g);
+  if (packet_act(g.act) && packet_act(g.ract)) {
+    if (g.act.kind == ActSpec::tanh && g.ract.kind == ActSpec::sigmoid) return lstm_update_fused(g, Tanh{}, Sigmoid{});
+    return lstm_update_fused(g, AnyAct{g.act}, AnyAct{g.ract});
+  }
   const KIndex n = g.j1 - g.j0, gs = g.gate_stride;
   for (KIndex b = 0; b < g.batch; ++b) {
     const float* x = g.xp + b * g.xp_stride + g.j0;
@@ -267,7 +291,8 @@ void lstm_update(const GateArgs& g) {
   }
 }
 
-void simple_rnn_update_fused(const GateArgs& g) {
+template <typename A>
+void simple_rnn_update_fused(const GateArgs& g, A act) {
   namespace ei = Eigen::internal;
   for (KIndex b = 0; b < g.batch; ++b) {
     const float* x = g.xp + b * g.xp_stride;
@@ -275,13 +300,14 @@ void simple_rnn_update_fused(const GateArgs& g) {
     float* out = g.h_out + b * g.units;
     // Keras: output = (x@K + b) + h@U, then the activation.
     packets(g.j0, g.j1, [&](KIndex j, KIndex n) {
-      store_n(out + j, apply(g.act, ei::padd(load_n(x + j, n), load_n(p + j, n))), n);
+      store_n(out + j, act(ei::padd(load_n(x + j, n), load_n(p + j, n))), n);
     });
   }
 }
 
 void simple_rnn_update(const GateArgs& g) {
-  if (packet_act(g.act)) return simple_rnn_update_fused(g);
+  if (packet_act(g.act))
+    return g.act.kind == ActSpec::tanh ? simple_rnn_update_fused(g, Tanh{}) : simple_rnn_update_fused(g, AnyAct{g.act});
   const KIndex n = g.j1 - g.j0;
   for (KIndex b = 0; b < g.batch; ++b) {
     const float* x = g.xp + b * g.xp_stride + g.j0;
