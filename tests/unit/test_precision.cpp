@@ -53,7 +53,8 @@ float bf16_round(float x) {
   return x;
 }
 
-const cpu::KIndex kMs[] = {1, 2, 3, 7, 13, 50};
+// Rows: every remainder of the tiles (6 and 8 rows) and a second block of rows (96 for bf16).
+const cpu::KIndex kMs[] = {1, 2, 3, 4, 6, 7, 13, 50, 100};
 const cpu::KIndex kKs[] = {1, 3, 17, 64, 301};
 const cpu::KIndex kNs[] = {1, 5, 33, 70};
 
