@@ -3,6 +3,7 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -27,5 +28,18 @@ struct Tensor {
 };
 
 std::string shape_string(const std::vector<Index>& shape);  // "(2, 96)" / "(96,)"
+
+// Rows [r, r + src.rows()) of dst = src, and dst = rows [r, r + b) of src (resized to them):
+// row-major matrices of one width, so each is one block copy (Eigen's assignment in the baseline
+// build is an SSE2 loop).
+inline void put_rows(RowMatrix& dst, Index r, const RowMatrix& src) {
+  if (src.size() > 0)
+    std::memcpy(dst.data() + r * dst.cols(), src.data(), static_cast<std::size_t>(src.size()) * sizeof(float));
+}
+inline void take_rows(RowMatrix& dst, const RowMatrix& src, Index r, Index b) {
+  if (dst.rows() != b || dst.cols() != src.cols()) dst.resize(b, src.cols());
+  if (dst.size() > 0)
+    std::memcpy(dst.data(), src.data() + r * src.cols(), static_cast<std::size_t>(dst.size()) * sizeof(float));
+}
 
 }  // namespace recur

@@ -76,12 +76,6 @@ Plan plan_for(const Cell& cell, const SequenceJob& job) {
   return {static_cast<int>(threads), split};
 }
 
-// dst = src as one block copy (Eigen's assignment here is the baseline build's SSE2 loop).
-void copy_matrix(const RowMatrix& src, RowMatrix& dst) {
-  dst.resize(src.rows(), src.cols());
-  if (src.size() > 0) std::memcpy(dst.data(), src.data(), static_cast<std::size_t>(src.size()) * sizeof(float));
-}
-
 Index row_index_of(const SequenceJob& job, Index B, Index T, Index b, Index t) {
   return job.time_major ? t * B + b : b * T + t;
 }
@@ -238,7 +232,7 @@ bool run_units(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws, 
   if (job.output_starts_at_state)
     ws.out_t = job.states[0];  // JAX carries h itself, which a masked step leaves unchanged
   else if (job.carried_output && job.carried_output->rows() == B && job.carried_output->cols() == u)
-    copy_matrix(*job.carried_output, ws.out_t);
+    take_rows(ws.out_t, *job.carried_output, 0, B);
   else
     ws.out_t.setZero(B, u);
 

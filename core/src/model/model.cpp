@@ -1723,18 +1723,6 @@ Value rows_of(const Value& v, Index r, Index b, Index total) {
   return out;
 }
 
-// Rows [r, r + src.rows()) of dst = src, and dst = rows [r, r + b) of src: row-major matrices of
-// one width, so each is one contiguous block.
-void put_rows(RowMatrix& dst, Index r, const RowMatrix& src) {
-  if (src.size() > 0)
-    std::memcpy(dst.data() + r * dst.cols(), src.data(), static_cast<std::size_t>(src.size()) * sizeof(float));
-}
-void take_rows(RowMatrix& dst, const RowMatrix& src, Index r, Index b) {
-  if (dst.rows() != b || dst.cols() != src.cols()) dst.resize(b, src.cols());
-  if (dst.size() > 0)
-    std::memcpy(dst.data(), src.data() + r * src.cols(), static_cast<std::size_t>(dst.size()) * sizeof(float));
-}
-
 // Puts the states of `group` (streams of one layout) side by side in `into`, whose States are
 // reused when they already have this layout and batch.
 void gather_states(const std::vector<StreamStates*>& group, Index total, StreamStates& into) {
