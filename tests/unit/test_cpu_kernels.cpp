@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -75,6 +76,34 @@ TEST(CpuKernels, GemmMatchesPlainLoopsOnEveryShape) {
           }
         }
   }
+}
+
+// A row's numbers do not depend on the tile that computes it: whole tiles (which AVX2 reads
+// through a k-major copy of a past k = 256), the last rows read in place, or a row alone (the
+// one-row path), within one k block.
+TEST(CpuKernels, EveryRowGetsTheSameBitsWhicheverTileComputesIt) {
+  const cpu::KIndex m = 13, n = 40;
+  int compared = 0;
+  for (const cpu::KernelSet* set : sets()) {
+    for (cpu::KIndex k : {cpu::KIndex(64), cpu::KIndex(300), cpu::KIndex(512)}) {
+      const cpu::KIndex panels = (n + set->nr - 1) / set->nr, width = panels * set->nr, lda = k + 5;
+      const auto a = random(static_cast<std::size_t>(m * lda), 21);
+      const auto b = random(static_cast<std::size_t>(k * n), 22);
+      const auto bias = random(static_cast<std::size_t>(width), 23);
+      std::vector<float> packed(static_cast<std::size_t>(panels * k * set->nr));
+      set->pack(b.data(), n, k, n, packed.data());
+      std::vector<float> all(static_cast<std::size_t>(m * width));
+      set->gemm(m, k, a.data(), lda, packed.data(), panels, all.data(), width, bias.data());
+      for (cpu::KIndex i = 0; i < m; ++i) {
+        std::vector<float> one(static_cast<std::size_t>(width));
+        set->gemm(1, k, a.data() + i * lda, lda, packed.data(), panels, one.data(), width, bias.data());
+        ASSERT_EQ(std::memcmp(one.data(), all.data() + i * width, static_cast<std::size_t>(width) * sizeof(float)), 0)
+            << set->name << " k=" << k << " row " << i;
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, static_cast<int>(sets().size()) * 3 * 13);
 }
 
 TEST(CpuKernels, PackedWeightsUnpackExactly) {
