@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # Builds that are not the host's default, each with the tests it can run:
 #   scripts/cross.sh static   librecur.a with and without file support (host): a test subset, a C
-#                             program linked statically against each, their dynamic dependencies
+#                             program linked statically against each, their dynamic dependencies;
+#                             the one with files is the whole project (library, CLI, tests,
+#                             examples) built with clang in C++17 where clang is installed, its
+#                             unit tests run too: code only GCC accepts fails here
 #   scripts/cross.sh arm64    ARM64 Linux (cmake/toolchains/aarch64-linux-gnu.cmake), tests under
 #                             qemu-aarch64
 #   scripts/cross.sh windows  Windows x64 (cmake/toolchains/x86_64-w64-mingw32.cmake): recur.dll,
@@ -43,9 +46,25 @@ case "${1:-}" in
   static)
     for files in ON OFF; do
       dir=build-static-files-$files
-      cmake -S . -B "$dir" "${common[@]}" -DRECUR_BUILD_SHARED=OFF -DRECUR_WITH_FILES=$files >/dev/null
-      # The core's unit tests do not depend on how librecur is packaged: the C ABI and parity only.
-      cmake --build "$dir" -j"$jobs" --target recur recur_c_api_tests recur_keras_parity
+      options=(-DRECUR_BUILD_SHARED=OFF -DRECUR_WITH_FILES=$files)
+      targets=(recur recur_c_api_tests recur_keras_parity)
+      clang=0
+      # One build with clang in C++17 checks both compilers' dialects at the cost of one build: the
+      # whole project, as the Release pass builds it with GCC.
+      if [[ $files == ON ]] && command -v clang++ >/dev/null; then
+        clang=1 dir=build-static-clang
+        options+=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_STANDARD=17
+                  -DRECUR_BUILD_CLI=ON -DRECUR_BUILD_EXAMPLES=ON)
+        targets=(all)
+      elif [[ $files == ON ]]; then
+        echo "static: no clang++ (scripts/install-deps.sh --fuzz): built with the default compiler only"
+      fi
+      echo "static: $dir ($(((clang)) && echo "clang, C++17, the whole project" || echo "default compiler"))"
+      cmake -S . -B "$dir" "${common[@]}" "${options[@]}" >/dev/null
+      cmake --build "$dir" -j"$jobs" --target "${targets[@]}"
+      # The core's unit tests do not depend on how librecur is packaged: the C ABI and parity only
+      # (and the unit tests once with clang, whose code generation they check).
+      if ((clang)); then "$dir/tests/recur_unit_tests" --gtest_brief=1; fi
       # recur.hpp's tests too: a static archive carries the core's C++ symbols beside the wrapper's.
       (cd "$dir" && ctest --output-on-failure -j"$jobs" -R '^(CApi|CppWrapper|NumThreadsApi|Shapes/|keras_parity$)')
       # A C program against librecur.a alone: the C++ runtime and, with files, libzip and zlib.
