@@ -130,8 +130,9 @@ struct Run {
         cell.recurrent_products(buf[0][0], B, job.recurrent_masks, ws.step, q0, q1, true);
         products_ready = true;
       }
+      // No meeting here: a thread's steps read only its own units' projections, and the first step's
+      // h is the initial state, which nobody writes.
       cell.project(job.inputs, job.num_inputs, B * T, ws.projected.data(), PW, q0, q1, backwards);
-      if (sync) sync(pool);
     }
     const bool zero_masked = job.zero_output_for_mask && !job.unrolled_mask_quirk;
     float* out_t = ws.out_t.data();
@@ -187,6 +188,11 @@ struct Run {
         }
       }
       if (tid == 0 && (job.cancel || job.deadline_ns)) stop[k & 1] = cancelled(job.cancel) || past_deadline(job.deadline_ns);
+      if (k + 1 == T) {
+        // After the last step the pool's join is the only meeting needed (a stream step's only one).
+        if (tid == 0 && stop[k & 1]) stopped = true;
+        break;
+      }
       if (sync) sync(pool);
       if (stop[k & 1]) {
         if (tid == 0) stopped = true;
