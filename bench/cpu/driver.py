@@ -217,6 +217,55 @@ def measure_sgemm(bindir, seconds):
     return table
 
 
+def measure_read(bindir, seconds, sizes):
+    """The read rate over a buffer of each size (a streaming step's weights), split across the
+    threads as a step's units are; one process per thread count, as for the contenders."""
+    table = {}
+    if not sizes:
+        return table
+    print("Read rate over buffers the size of the streaming steps' weights:", flush=True)
+    for t in THREADS:
+        out = subprocess.run([os.path.join(bindir, "read_peak"), str(seconds), str(t)] + [str(b) for b in sizes],
+                             capture_output=True, text=True, env=worker_env(t), check=True).stdout
+        for line in out.splitlines():
+            _, thr, b, gbps = line.split()
+            table.setdefault(int(thr), {})[int(b)] = float(gbps)
+    for t, v in sorted(table.items()):
+        print(f"  {t} thread(s): " + "  ".join(f"{b / 2**20:.2f} MiB {g:6.1f} GB/s" for b, g in sorted(v.items())),
+              flush=True)
+    return table
+
+
+def read_peak(readings):
+    """The best reading per thread count and size."""
+    best = {}
+    for table in readings.values():
+        for t, v in table.items():
+            for b, g in v.items():
+                best.setdefault(t, {})[b] = max(g, best.get(t, {}).get(b, 0.0))
+    return best
+
+
+def stream_weight_sizes(shapes):
+    return sorted({reference.weight_bytes(cell, F, H) for _, _, _, F, H, stream in shapes if stream
+                   for cell in reference.CELLS})
+
+
+def set_read_fractions(rows, peak):
+    """For streaming rows: the rate each contender read the weights at, and its fraction of the
+    read rate measured over a buffer of that size at the same thread count."""
+    for row in rows:
+        if not row["stream"]:
+            continue
+        b = reference.weight_bytes(row["cell"], row["F"], row["H"])
+        row["weight_bytes"] = b
+        top = peak.get(row["threads"], {}).get(b)
+        for r in row["results"].values():
+            if r["status"] == "ok":
+                r["weight_gbps"] = b / r["median_s"] / 1e9
+                r["frac_read_peak"] = r["weight_gbps"] / top if top else None
+
+
 def sgemm_peak(readings):
     """The best rate of any library at any reading, per thread count."""
     return {t: max(v.get(t, 0.0) for table in readings.values() for v in table.values()) for t in THREADS}
@@ -332,6 +381,8 @@ def main():
     sgemm_seconds = 0.6 if args.quick else 1.5
     sgemm = {"start": measure_sgemm(args.bin, sgemm_seconds)}
     peak = sgemm_peak(sgemm)
+    read_sizes = stream_weight_sizes(shapes)
+    reads = {"start": measure_read(args.bin, sgemm_seconds, read_sizes)}
 
     # One process per (contender, threads): nothing of one library runs beside another's threads,
     # and each creates its primitives, sessions and pools at the count it is measured at.
@@ -500,12 +551,16 @@ def main():
     if rows:
         sgemm["end"] = measure_sgemm(args.bin, sgemm_seconds)
         peak = sgemm_peak(sgemm)
+        reads["end"] = measure_read(args.bin, sgemm_seconds, read_sizes)
         for row in rows:
             for r in row["results"].values():
                 if r["status"] == "ok":
                     r["frac_sgemm_peak"] = r["gflops"] / peak[row["threads"]] if peak[row["threads"]] else None
+        set_read_fractions(rows, read_peak(reads))
     meta["sgemm_gflops"] = sgemm
     meta["sgemm_peak_gflops"] = peak
+    meta["read_gbps"] = reads
+    meta["read_peak_gbps"] = read_peak(reads)
     meta["uptime_end"] = uptime()
     meta["duration_s"] = round(time.time() - started, 1)
     meta["failures"] = failures

@@ -65,3 +65,8 @@ def keras_forward(cell, kernel, recurrent, bias, x):
 
 def flops_per_call(cell, B, T, F, H):
     return 2.0 * B * T * (F + H) * gates(cell) * H
+
+
+def weight_bytes(cell, F, H):
+    """The float32 kernels a timestep reads once each (the biases are under 1% of them)."""
+    return 4 * (F + H) * gates(cell) * H

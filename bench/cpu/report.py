@@ -151,6 +151,30 @@ def write_markdown(res, path):
         w(table_row(r, throughput_cells))
     w("")
 
+    rp = m.get("read_peak_gbps", {})
+    streams = [r for r in rows if r["stream"] and "weight_bytes" in r]
+    if rp and streams:
+        w("## Streaming steps against the read rate\n")
+        w("A streaming step reads each of the layer's weights once and does little else, so it can go no faster "
+          "than the cores read that many bytes. GB/s = float32 kernel bytes (4·(F+H)·gates·H) per step / time per "
+          "step; in brackets, the fraction of the read rate `read_peak` measured over a buffer of the same size, "
+          "split across the same number of threads (the best of the readings at the start and the end).\n")
+        w("| shape (B,T,F,H) | cell | threads | weights | read rate | recur | oneDNN | PyTorch | ORT |")
+        w("|---|---|---|---|---|---|---|---|---|")
+        for r in streams:
+            top = rp.get(str(r["threads"]), {}).get(str(r["weight_bytes"]))
+            cells = [shape_label(r), SHORT_CELL[r["cell"]], str(r["threads"]),
+                     f"{r['weight_bytes'] / 2**20:.2f} MiB", f"{top:.1f} GB/s" if top else "n/a"]
+            for c in ["recur"] + PEERS:
+                x = r["results"][c]
+                if x["status"] != "ok" or "weight_gbps" not in x:
+                    cells.append("n/a")
+                    continue
+                frac = x.get("frac_read_peak")
+                cells.append(f"{x['weight_gbps']:.1f}" + (f" ({frac * 100:.0f}%)" if frac is not None else ""))
+            w("| " + " | ".join(cells) + " |")
+        w("")
+
     mem = res.get("memory", [])
     if mem:
         w("## Peak memory\n")

@@ -104,7 +104,7 @@ fi
 say "building the contenders in $HERE/build"
 cmake -S "$HERE" -B "$HERE/build" -DCMAKE_BUILD_TYPE=Release -DRECUR_BUILD_DIR="$RECUR_BUILD_DIR" \
   -DTORCH_DIR="$TORCH_DIR" >/dev/null
-cmake --build "$HERE/build" -j"$JOBS" --target native_worker sgemm_peak
+cmake --build "$HERE/build" -j"$JOBS" --target native_worker sgemm_peak read_peak
 if [ -n "$TORCH_DIR" ]; then
   cmake --build "$HERE/build" -j"$JOBS" --target torch_worker ||
     { echo "warning: torch_worker did not build; no PyTorch contender"; rm -f "$HERE/build/torch_worker"; }
