@@ -1905,9 +1905,6 @@ void ModelStream::step_named_many(const std::vector<ModelStream*>& streams, cons
       [](ModelStream* m) { return m->impl_->states.batch; });
   const ModelShared& s = *shared;
   check_batch_rows(inputs, total, streams.size());
-  // One stream is one stream's step: gathering and scattering its states would only add copies
-  // (about a third more time per step for a small model), and on a GPU its states stay there.
-  if (streams.size() == 1) return streams[0]->step_named(inputs, outputs);
   bool free_time = false;
   const std::vector<Value> in = s.named_values(inputs, total, free_time);
   const std::vector<std::size_t> idx = s.named_output_indices(outputs);
