@@ -141,6 +141,39 @@ TEST(CApiConvStream, FailedStepsLeaveTheHistory) {
   expect_piece(whole, piece, 5, 2);
 }
 
+// The same through the positional step: its inputs are x's floats, then the ids as floats.
+TEST(CApiConvStream, FailedPositionalStepsLeaveTheStream) {
+  RECUR_SKIP_WITHOUT_FILES();
+  ConvIds c;
+  std::vector<float> whole, piece;
+  ASSERT_EQ(c.step(nullptr, 0, ConvIds::T, whole), RECUR_OK) << recur_last_error();
+  recur_model_state* raw = nullptr;
+  ASSERT_RECUR_OK(recur_model_state_create(&raw, c.model.get(), kB));
+  rt::Stream st(raw);
+  auto positional = [&](int64_t t0, int64_t n, int32_t bad_id) {
+    std::vector<float> in = steps(c.x, ConvIds::T, 2, t0, n);
+    const std::vector<int32_t> is = steps(c.ids, ConvIds::T, 1, t0, n);
+    const std::size_t first_id = in.size();
+    in.insert(in.end(), is.begin(), is.end());
+    if (bad_id >= 0) in[first_id] = static_cast<float>(bad_id);
+    size_t in_len = 0, out_len = 0;
+    EXPECT_RECUR_OK(recur_model_state_lengths(st.get(), static_cast<int32_t>(n), &in_len, &out_len));
+    EXPECT_EQ(in_len, in.size());
+    piece.assign(out_len, 0.0f);
+    return recur_model_state_step(st.get(), static_cast<int32_t>(n), in.data(), in.size(), nullptr, 0, piece.data(),
+                                  piece.size());
+  };
+  ASSERT_EQ(positional(0, 3, -1), RECUR_OK) << recur_last_error();
+  expect_piece(whole, piece, 0, 3);
+  // The Embedding fails after the convolution has taken these steps into its history.
+  EXPECT_EQ(positional(3, 2, 9), RECUR_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(recur_last_error()).find("Embedding"), std::string::npos) << recur_last_error();
+  ASSERT_EQ(positional(3, 2, -1), RECUR_OK) << recur_last_error();
+  expect_piece(whole, piece, 3, 2);
+  ASSERT_EQ(positional(5, 2, -1), RECUR_OK) << recur_last_error();
+  expect_piece(whole, piece, 5, 2);
+}
+
 TEST(CApiConvStream, NonCausalConvIsRefusedByName) {
   RECUR_SKIP_WITHOUT_FILES();
   recur_model* m = nullptr;

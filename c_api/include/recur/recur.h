@@ -701,7 +701,8 @@ RECUR_API recur_status recur_model_state_output_dims(const recur_model_state *st
                                                      int64_t *dims, int32_t *rank);
 /* Steps the stream `timesteps` (>= 1) steps: inputs and masks as in recur_model_run_inputs with
  * every sequence input holding `timesteps` steps (inputs without a timesteps axis are given on
- * every call). Errors: SHAPE, INVALID_ARGUMENT, STATE (destroyed handle). */
+ * every call). Errors: SHAPE, INVALID_ARGUMENT, STATE (destroyed handle). A step that fails, even
+ * in a later layer (an Embedding id out of range), leaves the stream as it was. */
 RECUR_API recur_status recur_model_state_step(recur_model_state *state, int32_t timesteps, const float *inputs,
                                               size_t inputs_len, const uint8_t *masks, size_t masks_len,
                                               float *outputs, size_t outputs_len);

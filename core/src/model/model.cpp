@@ -1218,6 +1218,54 @@ Placement Model::layer_placement(int index) const {
 
 // ---- streams ---------------------------------------------------------------------------------
 
+// A stream's recurrent states and causal layers' histories, kept so that a failed or cancelled
+// step leaves the stream as it was. A stream keeps one from step to step: the states' copies go
+// into the same matrices each time, so a steady stream's steps allocate nothing for them.
+class StreamSnapshot {
+ public:
+  void capture(graph::StreamStates& states) {
+    for (auto it = kept_.begin(); it != kept_.end();)  // layers the stream no longer has
+      it = states.states.count(it->first) ? std::next(it) : kept_.erase(it);
+    for (auto& [key, list] : states.states) {
+      std::vector<Kept>& k = kept_[key];
+      k.resize(list.size());
+      for (std::size_t j = 0; j < list.size(); ++j) {
+        State& st = list[j];
+        st.sync_to_host();
+        k[j].tensors.resize(static_cast<std::size_t>(st.num_states()));
+        for (int i = 0; i < st.num_states(); ++i) k[j].tensors[static_cast<std::size_t>(i)] = st.tensor(i);
+        k[j].carried = st.carried_output();
+      }
+    }
+    history_ = states.history;
+  }
+  void restore(graph::StreamStates& states) {
+    for (auto it = states.states.begin(); it != states.states.end();) {
+      auto k = kept_.find(it->first);
+      if (k == kept_.end()) {  // created by the failed step: the stream had not reached it
+        it = states.states.erase(it);
+        continue;
+      }
+      for (std::size_t j = 0; j < it->second.size() && j < k->second.size(); ++j) {
+        State& st = it->second[j];
+        st.detach_device();  // the host copy becomes current; the next step uploads it again
+        for (int i = 0; i < st.num_states(); ++i) st.tensor(i) = k->second[j].tensors[static_cast<std::size_t>(i)];
+        st.carried_output() = k->second[j].carried;
+      }
+      ++it;
+    }
+    states.history = history_;
+  }
+
+ private:
+  struct Kept {
+    std::vector<RowMatrix> tensors;
+    RowMatrix carried;
+  };
+  std::map<std::pair<const graph::Op*, int>, std::vector<Kept>> kept_;
+  std::map<std::pair<const graph::Op*, int>, graph::Value> history_;
+};
+
 struct ModelStream::Impl {
   std::shared_ptr<const ModelShared> shared;
   graph::StreamStates states;
@@ -1225,6 +1273,7 @@ struct ModelStream::Impl {
   // The batched states of step_named_many's group that starts with this stream, kept between
   // calls so that a repeated call reuses its buffers.
   std::unique_ptr<graph::StreamStates> batch_cache;
+  StreamSnapshot before;  // what the current step puts back if it fails
 };
 
 std::unique_ptr<ModelStream> Model::make_stream(Index batch) const {
@@ -1296,59 +1345,20 @@ void ModelStream::step(Index timesteps, const float* inputs, std::size_t inputs_
   const std::size_t want = outputs_length(timesteps);
   if (outputs_len != want) fail(Code::shape, "outputs: expected ", want, " floats, got ", outputs_len);
   ctx.stream = &impl_->states;
+  // A layer can fail after earlier ones took the steps in (an Embedding id out of range after a
+  // causal Conv1D): the stream goes back to where it was, as a named step's does.
+  impl_->before.capture(impl_->states);
   GpuRun gpu(s.device_pool(), ctx);
-  s.write_outputs(s.graph->run(in, ctx), outputs, outputs_len);
+  std::vector<Value> vals;
+  try {
+    vals = s.graph->run(in, ctx);
+  } catch (...) {
+    impl_->before.restore(impl_->states);
+    throw;
+  }
+  s.write_outputs(vals, outputs, outputs_len);
   gpu.done(s.path);
 }
-
-namespace {
-
-// A stream's recurrent states and causal layers' histories, kept so that a failed or cancelled
-// step leaves the stream as it was.
-class StreamSnapshot {
- public:
-  explicit StreamSnapshot(graph::StreamStates& states) : states_(states), history_(states.history) {
-    for (auto& [key, list] : states.states) {
-      std::vector<Kept> k;
-      for (State& st : list) {
-        st.sync_to_host();
-        Kept one;
-        for (int i = 0; i < st.num_states(); ++i) one.tensors.push_back(st.tensor(i));
-        one.carried = st.carried_output();
-        k.push_back(std::move(one));
-      }
-      kept_.emplace(key, std::move(k));
-    }
-  }
-  void restore() {
-    for (auto it = states_.states.begin(); it != states_.states.end();) {
-      auto k = kept_.find(it->first);
-      if (k == kept_.end()) {  // created by the failed step: the stream had not reached it
-        it = states_.states.erase(it);
-        continue;
-      }
-      for (std::size_t j = 0; j < it->second.size() && j < k->second.size(); ++j) {
-        State& st = it->second[j];
-        st.detach_device();  // the host copy becomes current; the next step uploads it again
-        for (int i = 0; i < st.num_states(); ++i) st.tensor(i) = k->second[j].tensors[static_cast<std::size_t>(i)];
-        st.carried_output() = k->second[j].carried;
-      }
-      ++it;
-    }
-    states_.history = std::move(history_);
-  }
-
- private:
-  struct Kept {
-    std::vector<RowMatrix> tensors;
-    RowMatrix carried;
-  };
-  graph::StreamStates& states_;
-  std::map<std::pair<const graph::Op*, int>, std::vector<Kept>> kept_;
-  std::map<std::pair<const graph::Op*, int>, graph::Value> history_;
-};
-
-}  // namespace
 
 void ModelStream::named_output_shapes(const std::vector<NamedInput>& inputs, std::vector<NamedOutput>& outputs) const {
   const ModelShared& s = *impl_->shared;
@@ -1367,13 +1377,13 @@ void ModelStream::step_named(const std::vector<NamedInput>& inputs, std::vector<
   const std::vector<std::size_t> idx = s.named_output_indices(outputs);
   s.shape_outputs(idx, s.dims_for(in), outputs, true);
   ctx.stream = &impl_->states;
-  StreamSnapshot before(impl_->states);
+  impl_->before.capture(impl_->states);
   GpuRun gpu(s.device_pool(), ctx);
   std::vector<Value> vals;
   try {
     vals = s.graph->run(in, ctx);
   } catch (...) {
-    before.restore();
+    impl_->before.restore(impl_->states);
     throw;
   }
   ModelShared::copy_outputs(idx, vals, outputs);
