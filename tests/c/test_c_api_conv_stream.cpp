@@ -172,6 +172,11 @@ TEST(CApiConvStream, FailedPositionalStepsLeaveTheStream) {
   expect_piece(whole, piece, 3, 2);
   ASSERT_EQ(positional(5, 2, -1), RECUR_OK) << recur_last_error();
   expect_piece(whole, piece, 5, 2);
+  // From a reset, a failed first step: the stream starts over as if it had not been tried.
+  ASSERT_RECUR_OK(recur_model_state_reset(st.get()));
+  EXPECT_EQ(positional(0, 2, 9), RECUR_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(positional(0, 4, -1), RECUR_OK) << recur_last_error();
+  expect_piece(whole, piece, 0, 4);
 }
 
 TEST(CApiConvStream, NonCausalConvIsRefusedByName) {
