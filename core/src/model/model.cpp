@@ -1223,6 +1223,19 @@ Placement Model::layer_placement(int index) const {
 // into the same matrices each time, so a steady stream's steps allocate nothing for them.
 class StreamSnapshot {
  public:
+  // Runs a step of `states` (`run`); when it throws, the states go back to where they were.
+  template <typename Run>
+  std::vector<graph::Value> step(graph::StreamStates& states, Run&& run) {
+    capture(states);
+    try {
+      return run();
+    } catch (...) {
+      restore(states);
+      throw;
+    }
+  }
+
+ private:
   void capture(graph::StreamStates& states) {
     for (auto it = kept_.begin(); it != kept_.end();)  // layers the stream no longer has
       it = states.states.count(it->first) ? std::next(it) : kept_.erase(it);
@@ -1257,7 +1270,6 @@ class StreamSnapshot {
     states.history = history_;
   }
 
- private:
   struct Kept {
     std::vector<RowMatrix> tensors;
     RowMatrix carried;
@@ -1345,17 +1357,10 @@ void ModelStream::step(Index timesteps, const float* inputs, std::size_t inputs_
   const std::size_t want = outputs_length(timesteps);
   if (outputs_len != want) fail(Code::shape, "outputs: expected ", want, " floats, got ", outputs_len);
   ctx.stream = &impl_->states;
-  // A layer can fail after earlier ones took the steps in (an Embedding id out of range after a
-  // causal Conv1D): the stream goes back to where it was, as a named step's does.
-  impl_->before.capture(impl_->states);
   GpuRun gpu(s.device_pool(), ctx);
-  std::vector<Value> vals;
-  try {
-    vals = s.graph->run(in, ctx);
-  } catch (...) {
-    impl_->before.restore(impl_->states);
-    throw;
-  }
+  // A layer can fail after earlier ones took the steps in (an Embedding id out of range after a
+  // causal Conv1D): the stream goes back to where it was.
+  const std::vector<Value> vals = impl_->before.step(impl_->states, [&] { return s.graph->run(in, ctx); });
   s.write_outputs(vals, outputs, outputs_len);
   gpu.done(s.path);
 }
@@ -1377,15 +1382,8 @@ void ModelStream::step_named(const std::vector<NamedInput>& inputs, std::vector<
   const std::vector<std::size_t> idx = s.named_output_indices(outputs);
   s.shape_outputs(idx, s.dims_for(in), outputs, true);
   ctx.stream = &impl_->states;
-  impl_->before.capture(impl_->states);
   GpuRun gpu(s.device_pool(), ctx);
-  std::vector<Value> vals;
-  try {
-    vals = s.graph->run(in, ctx);
-  } catch (...) {
-    impl_->before.restore(impl_->states);
-    throw;
-  }
+  const std::vector<Value> vals = impl_->before.step(impl_->states, [&] { return s.graph->run(in, ctx); });
   ModelShared::copy_outputs(idx, vals, outputs);
   gpu.done(s.path);
 }
