@@ -41,6 +41,7 @@ struct ConvIds {
   std::vector<float> x;
   std::vector<int32_t> ids;
   static constexpr int64_t T = 7;
+  std::vector<float> whole;  // the outputs of one run over all T steps, which a stream's pieces give
 
   ConvIds() {
     recur_model* m = nullptr;
@@ -48,6 +49,13 @@ struct ConvIds {
     model.reset(m);
     x = rt::data(kB * T * 2, 0.3f);
     for (int64_t k = 0; k < kB * T; ++k) ids.push_back(static_cast<int32_t>((k * 3 + 1) % 5));
+    EXPECT_EQ(step(nullptr, 0, T, whole), RECUR_OK) << recur_last_error();
+  }
+  // A fresh stream of the model, kB rows (null when it cannot be made).
+  rt::Stream stream() const {
+    recur_model_state* raw = nullptr;
+    EXPECT_RECUR_OK(recur_model_state_create(&raw, model.get(), kB));
+    return rt::Stream(raw);
   }
   // The outputs for steps [t0, t0 + n) of the stream (or of one run when st is null); `bad_id`
   // replaces the first id to make the Embedding after the convolution fail.
@@ -78,78 +86,77 @@ void expect_piece(const std::vector<float>& whole, const std::vector<float>& pie
 TEST(CApiConvStream, PiecesGiveTheWholeRun) {
   RECUR_SKIP_WITHOUT_FILES();
   ConvIds c;
-  std::vector<float> whole, piece;
-  ASSERT_EQ(c.step(nullptr, 0, ConvIds::T, whole), RECUR_OK) << recur_last_error();
-  recur_model_state* raw = nullptr;
-  ASSERT_RECUR_OK(recur_model_state_create(&raw, c.model.get(), kB));
-  rt::Stream st(raw);
+  std::vector<float> piece;
+  rt::Stream st = c.stream();
+  ASSERT_TRUE(st) << recur_last_error();
   for (int64_t t0 : {0, 1, 3, 6}) {
     const int64_t n = t0 == 0 ? 1 : t0 == 1 ? 2 : t0 == 3 ? 3 : 1;
     ASSERT_EQ(c.step(st.get(), t0, n, piece), RECUR_OK) << recur_last_error();
-    expect_piece(whole, piece, t0, n);
+    expect_piece(c.whole, piece, t0, n);
   }
 }
 
 TEST(CApiConvStream, ResetRestartsTheHistory) {
   RECUR_SKIP_WITHOUT_FILES();
   ConvIds c;
-  std::vector<float> whole, piece;
-  ASSERT_EQ(c.step(nullptr, 0, ConvIds::T, whole), RECUR_OK) << recur_last_error();
-  recur_model_state* raw = nullptr;
-  ASSERT_RECUR_OK(recur_model_state_create(&raw, c.model.get(), kB));
-  rt::Stream st(raw);
+  std::vector<float> piece;
+  rt::Stream st = c.stream();
+  ASSERT_TRUE(st) << recur_last_error();
   ASSERT_EQ(c.step(st.get(), 0, 4, piece), RECUR_OK) << recur_last_error();
   ASSERT_RECUR_OK(recur_model_state_reset(st.get()));
   // After a reset the first steps see zeros before them again, as at the sequence's start.
   ASSERT_EQ(c.step(st.get(), 0, 2, piece), RECUR_OK) << recur_last_error();
-  expect_piece(whole, piece, 0, 2);
+  expect_piece(c.whole, piece, 0, 2);
   ASSERT_EQ(c.step(st.get(), 2, 5, piece), RECUR_OK) << recur_last_error();
-  expect_piece(whole, piece, 2, 5);
+  expect_piece(c.whole, piece, 2, 5);
+}
+
+// Steps [0, 3), then [3, 5) with an id out of range (the Embedding fails after the convolution
+// has taken these steps into its history), `between`, then [3, 5) and [5, 7): the failure must
+// have left nothing behind. `step(t0, n, bad_id)` writes its outputs to `piece`.
+template <typename Step, typename Between>
+void step_past_a_failure(const ConvIds& c, const std::vector<float>& piece, Step&& step, Between&& between) {
+  ASSERT_EQ(step(0, 3, -1), RECUR_OK) << recur_last_error();
+  expect_piece(c.whole, piece, 0, 3);
+  EXPECT_EQ(step(3, 2, 9), RECUR_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(recur_last_error()).find("Embedding"), std::string::npos) << recur_last_error();
+  between();
+  ASSERT_EQ(step(3, 2, -1), RECUR_OK) << recur_last_error();
+  expect_piece(c.whole, piece, 3, 2);
+  ASSERT_EQ(step(5, 2, -1), RECUR_OK) << recur_last_error();
+  expect_piece(c.whole, piece, 5, 2);
 }
 
 TEST(CApiConvStream, FailedStepsLeaveTheHistory) {
   RECUR_SKIP_WITHOUT_FILES();
   ConvIds c;
-  std::vector<float> whole, piece;
-  ASSERT_EQ(c.step(nullptr, 0, ConvIds::T, whole), RECUR_OK) << recur_last_error();
-  recur_model_state* raw = nullptr;
-  ASSERT_RECUR_OK(recur_model_state_create(&raw, c.model.get(), kB));
-  rt::Stream st(raw);
-  ASSERT_EQ(c.step(st.get(), 0, 3, piece), RECUR_OK) << recur_last_error();
-  expect_piece(whole, piece, 0, 3);
-
-  // An id out of range: the Embedding fails after the convolution has taken these steps in.
-  EXPECT_EQ(c.step(st.get(), 3, 2, piece, 9), RECUR_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(recur_last_error()).find("Embedding"), std::string::npos) << recur_last_error();
-
-  // Inputs of the wrong length: refused before any layer runs.
-  std::vector<float> xs(5);
-  std::vector<int32_t> is(6);
-  const recur_tensor bad[2] = {named("x", RECUR_DTYPE_FLOAT32, xs.data(), xs.size(), {kB, 2, 2}),
-                               named("ids", RECUR_DTYPE_INT32, is.data(), is.size(), {kB, 2})};
-  std::vector<float> y(12);
-  recur_output out;
-  recur_output_init(&out, RECUR_OUTPUT_VERSION);
-  out.name = "dense";
-  out.data = y.data();
-  out.capacity = y.size();
-  EXPECT_EQ(recur_model_state_step_named(st.get(), bad, 2, &out, 1, nullptr), RECUR_ERR_SHAPE);
-
-  ASSERT_EQ(c.step(st.get(), 3, 2, piece), RECUR_OK) << recur_last_error();
-  expect_piece(whole, piece, 3, 2);
-  ASSERT_EQ(c.step(st.get(), 5, 2, piece), RECUR_OK) << recur_last_error();
-  expect_piece(whole, piece, 5, 2);
+  std::vector<float> piece;
+  rt::Stream st = c.stream();
+  ASSERT_TRUE(st) << recur_last_error();
+  auto named_step = [&](int64_t t0, int64_t n, int32_t bad_id) { return c.step(st.get(), t0, n, piece, bad_id); };
+  step_past_a_failure(c, piece, named_step, [&] {
+    // Inputs of the wrong length: refused before any layer runs.
+    std::vector<float> xs(5);
+    std::vector<int32_t> is(6);
+    const recur_tensor bad[2] = {named("x", RECUR_DTYPE_FLOAT32, xs.data(), xs.size(), {kB, 2, 2}),
+                                 named("ids", RECUR_DTYPE_INT32, is.data(), is.size(), {kB, 2})};
+    std::vector<float> y(12);
+    recur_output out;
+    recur_output_init(&out, RECUR_OUTPUT_VERSION);
+    out.name = "dense";
+    out.data = y.data();
+    out.capacity = y.size();
+    EXPECT_EQ(recur_model_state_step_named(st.get(), bad, 2, &out, 1, nullptr), RECUR_ERR_SHAPE);
+  });
 }
 
 // The same through the positional step: its inputs are x's floats, then the ids as floats.
 TEST(CApiConvStream, FailedPositionalStepsLeaveTheStream) {
   RECUR_SKIP_WITHOUT_FILES();
   ConvIds c;
-  std::vector<float> whole, piece;
-  ASSERT_EQ(c.step(nullptr, 0, ConvIds::T, whole), RECUR_OK) << recur_last_error();
-  recur_model_state* raw = nullptr;
-  ASSERT_RECUR_OK(recur_model_state_create(&raw, c.model.get(), kB));
-  rt::Stream st(raw);
+  std::vector<float> piece;
+  rt::Stream st = c.stream();
+  ASSERT_TRUE(st) << recur_last_error();
   auto positional = [&](int64_t t0, int64_t n, int32_t bad_id) {
     std::vector<float> in = steps(c.x, ConvIds::T, 2, t0, n);
     const std::vector<int32_t> is = steps(c.ids, ConvIds::T, 1, t0, n);
@@ -163,20 +170,12 @@ TEST(CApiConvStream, FailedPositionalStepsLeaveTheStream) {
     return recur_model_state_step(st.get(), static_cast<int32_t>(n), in.data(), in.size(), nullptr, 0, piece.data(),
                                   piece.size());
   };
-  ASSERT_EQ(positional(0, 3, -1), RECUR_OK) << recur_last_error();
-  expect_piece(whole, piece, 0, 3);
-  // The Embedding fails after the convolution has taken these steps into its history.
-  EXPECT_EQ(positional(3, 2, 9), RECUR_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(recur_last_error()).find("Embedding"), std::string::npos) << recur_last_error();
-  ASSERT_EQ(positional(3, 2, -1), RECUR_OK) << recur_last_error();
-  expect_piece(whole, piece, 3, 2);
-  ASSERT_EQ(positional(5, 2, -1), RECUR_OK) << recur_last_error();
-  expect_piece(whole, piece, 5, 2);
+  step_past_a_failure(c, piece, positional, [] {});
   // From a reset, a failed first step: the stream starts over as if it had not been tried.
   ASSERT_RECUR_OK(recur_model_state_reset(st.get()));
   EXPECT_EQ(positional(0, 2, 9), RECUR_ERR_INVALID_ARGUMENT);
   ASSERT_EQ(positional(0, 4, -1), RECUR_OK) << recur_last_error();
-  expect_piece(whole, piece, 0, 4);
+  expect_piece(c.whole, piece, 0, 4);
 }
 
 TEST(CApiConvStream, NonCausalConvIsRefusedByName) {
