@@ -35,8 +35,9 @@ void expect_budget(recur_status st, const std::string& message, const char* limi
   EXPECT_EQ(st, RECUR_ERR_LIMIT) << message;
   EXPECT_NE(message.find(std::string(" ") + limit + " limit of "), std::string::npos) << message;
   EXPECT_NE(message.find(std::string("recur_set_limit(") + enum_name), std::string::npos) << message;
-  if (std::string(limit).find("bytes") != std::string::npos)
+  if (std::string(limit).find("bytes") != std::string::npos) {
     EXPECT_NE(message.find("needs "), std::string::npos) << message;  // the amount asked for
+  }
 }
 
 // Row 1: 16 stateful GRUs of 31 units at batch 2^20: each one's states (248 MiB) are under
