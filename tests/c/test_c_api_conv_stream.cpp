@@ -4,6 +4,7 @@
 // ran) leaves it as it was, so the next steps give the numbers of one whole-sequence run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -29,9 +30,9 @@ recur_tensor named(const char* name, int32_t dtype, const void* data, size_t len
 // Steps [t0, t0 + n) of a (B, T, F) row-major tensor.
 template <typename T>
 std::vector<T> steps(const std::vector<T>& x, int64_t T_all, int64_t F, int64_t t0, int64_t n) {
-  std::vector<T> out;
+  std::vector<T> out(static_cast<std::size_t>(kB * n * F));
   for (int64_t b = 0; b < kB; ++b)
-    out.insert(out.end(), x.begin() + (b * T_all + t0) * F, x.begin() + (b * T_all + t0 + n) * F);
+    std::copy(x.begin() + (b * T_all + t0) * F, x.begin() + (b * T_all + t0 + n) * F, out.begin() + b * n * F);
   return out;
 }
 
