@@ -72,10 +72,9 @@ end_pass() {
 count_pass() {
   local name=$1 rc=$2 secs=$3 log=$logs/$1.log p=0 f=0 gp gf
   if grep -Eq 'tests passed, [0-9]+ tests? failed out of [0-9]+|^\[  PASSED  \] [0-9]+ tests?\.' "$log"; then
-    if grep -Eq 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$log"; then
-      read -r p f < <(sed -nE 's/.*tests passed, ([0-9]+) tests? failed out of ([0-9]+).*/\1 \2/p' "$log" |
-                      awk '{f += $1; t += $2} END {print t - f, f}')
-    fi
+    # (No ctest line: "0 0".)
+    read -r p f < <(sed -nE 's/.*tests passed, ([0-9]+) tests? failed out of ([0-9]+).*/\1 \2/p' "$log" |
+                    awk '{f += $1; t += $2} END {print t - f, f + 0}')
     gp=$(sed -nE 's/^\[  PASSED  \] ([0-9]+) tests?\..*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
     gf=$(sed -nE 's/^\[  FAILED  \] ([0-9]+) tests?, listed below.*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
     # Where ctest counted a failure, GoogleTest's lines may be that test's output it printed: not

@@ -556,11 +556,12 @@ def main():
             for r in row["results"].values():
                 if r["status"] == "ok":
                     r["frac_sgemm_peak"] = r["gflops"] / peak[row["threads"]] if peak[row["threads"]] else None
-        set_read_fractions(rows, read_peak(reads))
+    read_best = read_peak(reads)
+    set_read_fractions(rows, read_best)
     meta["sgemm_gflops"] = sgemm
     meta["sgemm_peak_gflops"] = peak
     meta["read_gbps"] = reads
-    meta["read_peak_gbps"] = read_peak(reads)
+    meta["read_peak_gbps"] = read_best
     meta["uptime_end"] = uptime()
     meta["duration_s"] = round(time.time() - started, 1)
     meta["failures"] = failures
