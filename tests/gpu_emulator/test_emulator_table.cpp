@@ -515,6 +515,138 @@ TEST(GpuEmulatorTable, ModelOpsRefuseBadArguments) {
           "conv1d_transpose");
   refused(p->fill(0, nullptr, 4, 0.0f, err, sizeof err), "fill");
   refused(p->binary(0, RECUR_GPU_OP_MIN + 1, d, d, 1, d, err, sizeof err), "binary");
+  refused(p->project(0, d, 2, 2, d, nullptr, 3, d, 2, err, sizeof err), "project");  // a row stride under n
+  refused(p->project(0, nullptr, 2, 2, d, nullptr, 2, d, 2, err, sizeof err), "project");
+  recur_gpu_attention a{};
+  a.batch = a.heads = a.q_steps = a.v_steps = a.key_dim = a.value_dim = 1;
+  a.query_stride = a.key_stride = a.value_stride = a.output_stride = 1;
+  a.query = a.key = a.value = d, a.scores = d + 4, a.output = d + 8;
+  a.score = 9;
+  refused(p->attention(0, &a, err, sizeof err), "attention");
+  a.score = RECUR_GPU_ATTN_DOT, a.flags = 64;
+  refused(p->attention(0, &a, err, sizeof err), "attention");
+  a.flags = 0, a.heads = 0;
+  refused(p->attention(0, &a, err, sizeof err), "attention");
+  a.heads = 2;  // rows of 1 float for 2 heads
+  refused(p->attention(0, &a, err, sizeof err), "attention");
+  a.heads = 1, a.score = RECUR_GPU_ATTN_ADDITIVE;  // without feature_scale
+  refused(p->attention(0, &a, err, sizeof err), "attention");
+  refused(p->attention(0, nullptr, err, sizeof err), "attention");
+  p->buffer_free(buf);
+}
+
+// The attention ops against their definition in recur_gpu_plugin_abi.h, written out here: two heads
+// of dot-product attention over strided rows with every mask and the causal rule, and the additive
+// and concat scores.
+TEST(GpuEmulatorTable, AttentionOps) {
+  REQUIRE_DEVICE();
+  const recur_gpu_plugin* p = plugin();
+  char err[256] = "";
+  std::mt19937 gen(11);
+  const Index B = 2, Tq = 3, Tv = 4, H = 2, dk = 3, dv = 2, W = H * (dk + dv), C = 5;
+  const Vec x = random_vec(B * Tq * C, gen), wq = random_vec(C * H * dk, gen), bq = random_vec(H * dk, gen);
+  const Vec kv = random_vec(B * Tv * W, gen), fs = random_vec(dk, gen), am = {1, 0, 1, 1, 1, 1, 0, 1, 0, 1, 1, 1,
+                                                                               1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1};
+  const uint8_t qmask[B * Tq] = {1, 1, 0, 1, 0, 1}, vmask[B * Tv] = {1, 1, 1, 0, 0, 1, 1, 1};
+  void* buf = nullptr;
+  const Index n = 512;
+  ASSERT_EQ(p->buffer_alloc(0, n, &buf, err, sizeof err), RECUR_GPU_OK) << err;
+  float* d = p->buffer_device_pointer(buf);
+  Index at = 0;
+  auto put = [&](const Vec& v) {
+    const Index o = at;
+    EXPECT_EQ(p->buffer_upload(buf, o, v.data(), static_cast<int64_t>(v.size()), err, sizeof err), RECUR_GPU_OK) << err;
+    at += static_cast<Index>(v.size());
+    return o;
+  };
+  const Index ox = put(x), owq = put(wq), obq = put(bq), okv = put(kv), ofs = put(fs), oam = put(am);
+  const Index oq = at, os = oq + B * Tq * H * dk, oy = os + B * H * Tq * Tv;
+  ASSERT_LE(oy + B * Tq * H * dv, n);
+  auto get = [&](Index o, Index count) {
+    Vec v(static_cast<std::size_t>(count));
+    EXPECT_EQ(p->buffer_download(buf, o, v.data(), count, err, sizeof err), RECUR_GPU_OK) << err;
+    return v;
+  };
+
+  // The query projected into rows of H * dk, with a bias.
+  ASSERT_EQ(p->project(0, d + ox, B * Tq, C, d + owq, d + obq, H * dk, d + oq, H * dk, err, sizeof err), RECUR_GPU_OK)
+      << err;
+  Vec q_ref(static_cast<std::size_t>(B * Tq * H * dk));
+  for (Index r = 0; r < B * Tq; ++r)
+    for (Index o = 0; o < H * dk; ++o) {
+      double acc = 0;
+      for (Index i = 0; i < C; ++i) acc += double(x[r * C + i]) * wq[i * H * dk + o];
+      q_ref[r * H * dk + o] = static_cast<float>(acc) + bq[o];
+    }
+  expect_near(get(oq, B * Tq * H * dk), q_ref, "project");
+
+  for (int score : {RECUR_GPU_ATTN_DOT, RECUR_GPU_ATTN_ADDITIVE, RECUR_GPU_ATTN_CONCAT}) {
+    SCOPED_TRACE(score);
+    const Index heads = score == RECUR_GPU_ATTN_DOT ? H : 1;
+    recur_gpu_attention a{};
+    a.score = score;
+    a.flags = score == RECUR_GPU_ATTN_DOT ? RECUR_GPU_ATTN_PRESCALE_QUERY | RECUR_GPU_ATTN_CAUSAL |
+                                                RECUR_GPU_ATTN_QUERY_MASKS_SCORES | RECUR_GPU_ATTN_ZERO_MASKED
+                                          : RECUR_GPU_ATTN_SCALE_LOGITS | RECUR_GPU_ATTN_REPLACE_MASKED;
+    a.batch = B, a.heads = heads, a.q_steps = Tq, a.v_steps = Tv, a.key_dim = dk, a.value_dim = dv;
+    a.query = d + oq, a.query_stride = H * dk;
+    a.key = d + okv, a.key_stride = W;
+    a.value = d + okv + H * dk, a.value_stride = W;
+    a.scale = 0.7f, a.concat_weight = -1.3f, a.feature_scale = d + ofs;
+    a.host_query_mask = qmask, a.host_value_mask = vmask;
+    a.attention_mask = score == RECUR_GPU_ATTN_DOT ? d + oam : nullptr;
+    a.scores = d + os, a.output = d + oy, a.output_stride = H * dv;
+    ASSERT_EQ(p->attention(0, &a, err, sizeof err), RECUR_GPU_OK) << err;
+
+    Vec s_ref(static_cast<std::size_t>(B * heads * Tq * Tv)), y_ref(static_cast<std::size_t>(B * Tq * H * dv));
+    // One head (additive, concat) writes the first dv floats of each output row: the rest are
+    // compared with what the buffer holds.
+    y_ref = get(oy, B * Tq * H * dv);
+    for (Index b = 0; b < B; ++b)
+      for (Index h = 0; h < heads; ++h)
+        for (Index i = 0; i < Tq; ++i) {
+          const float* qi = q_ref.data() + (b * Tq + i) * H * dk + h * dk;
+          const bool q_kept = qmask[b * Tq + i] != 0;
+          float* row = s_ref.data() + ((b * heads + h) * Tq + i) * Tv;
+          auto kept = [&](Index j) {
+            bool k = vmask[b * Tv + j] != 0;
+            if (score == RECUR_GPU_ATTN_DOT) k = k && j <= i && am[(b * Tq + i) * Tv + j] != 0.0f && q_kept;
+            return k;
+          };
+          for (Index j = 0; j < Tv; ++j) {
+            const float* kj = kv.data() + (b * Tv + j) * W + h * dk;
+            double acc = 0;
+            float l;
+            if (score == RECUR_GPU_ATTN_DOT) {
+              for (Index c = 0; c < dk; ++c) acc += double(qi[c] * 0.7f) * kj[c];
+              l = static_cast<float>(acc);
+            } else if (score == RECUR_GPU_ATTN_ADDITIVE) {
+              for (Index c = 0; c < dk; ++c) acc += double(fs[c] * std::tanh(qi[c] + kj[c]));
+              l = static_cast<float>(acc);
+            } else {
+              for (Index c = 0; c < dk; ++c) acc += std::tanh(0.7f * (qi[c] + kj[c]));
+              l = -1.3f * static_cast<float>(acc);
+            }
+            if (!kept(j)) l = score == RECUR_GPU_ATTN_DOT ? l - 1e9f : -1e9f;
+            row[j] = l;
+          }
+          double m = row[0], sum = 0;
+          for (Index j = 1; j < Tv; ++j) m = std::max(m, double(row[j]));
+          for (Index j = 0; j < Tv; ++j) sum += std::exp(double(row[j]) - m);
+          for (Index j = 0; j < Tv; ++j) row[j] = static_cast<float>(std::exp(double(row[j]) - m) / sum);
+          if (score == RECUR_GPU_ATTN_DOT)
+            for (Index j = 0; j < Tv; ++j)
+              if (!kept(j)) row[j] = 0.0f;
+          for (Index c = 0; c < dv; ++c) {
+            double acc = 0;
+            for (Index j = 0; j < Tv; ++j) acc += double(row[j]) * kv[(b * Tv + j) * W + H * dk + h * dv + c];
+            // A masked query's output is 0 unless the query mask masks its scores instead.
+            y_ref[(b * Tq + i) * H * dv + h * dv + c] = score != RECUR_GPU_ATTN_DOT && !q_kept ? 0.0f : static_cast<float>(acc);
+          }
+        }
+    expect_near(get(os, B * heads * Tq * Tv), s_ref, "attention scores");
+    expect_near(get(oy, B * Tq * H * dv), y_ref, "attention output");
+  }
   p->buffer_free(buf);
 }
 

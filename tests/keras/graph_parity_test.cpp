@@ -248,6 +248,20 @@ TEST_P(GraphParity, MatchesKeras) {
   info.version = RECUR_MODEL_INFO_VERSION;
   ASSERT_EQ(recur_model_get_info(model.m, &info), RECUR_OK);
   ASSERT_EQ(info.runnable, 1) << c.file << ": " << info.unsupported;
+  if (test_device()) {
+    // The layers given GPU kernels after the first device graph say so (their runs' copies are
+    // counted in the summary).
+    for (int32_t i = 0; i < info.num_layers; ++i) {
+      const char* cls = nullptr;
+      ASSERT_EQ(recur_model_layer(model.m, i, nullptr, &cls, nullptr, nullptr, nullptr, nullptr), RECUR_OK);
+      const std::string k = cls;
+      if (k != "Attention" && k != "AdditiveAttention" && k != "MultiHeadAttention" && k != "Rescaling") continue;
+      recur_device_info d;
+      d.version = RECUR_DEVICE_INFO_VERSION;
+      ASSERT_EQ(recur_model_get_device(model.m, i, &d), RECUR_OK) << last_error();
+      EXPECT_EQ(std::string(d.backend).rfind("cuda", 0), 0u) << c.file << ": " << k << " runs on " << d.backend << ": " << d.reason;
+    }
+  }
 
   // Names, in Keras's order.
   int32_t ni = 0, no = 0;

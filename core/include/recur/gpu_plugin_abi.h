@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 /* Bump on any change to a struct or function below. */
-#define RECUR_GPU_PLUGIN_ABI_VERSION 4
+#define RECUR_GPU_PLUGIN_ABI_VERSION 5
 #define RECUR_GPU_PLUGIN_ENTRY "recur_gpu_plugin_entry"
 
 /* Return codes. */
@@ -142,6 +142,50 @@ typedef struct recur_gpu_step_rows {
   void *stream;                     /* since ABI 4: with memory DEVICE, the caller's cudaStream_t
                                        (NULL: the plugin's own stream) */
 } recur_gpu_step_rows;
+
+/* Since ABI 5: one call of an attention layer (Attention, AdditiveAttention, MultiHeadAttention),
+ * recur_gpu_plugin.attention. Rows of query, key and value are (b, step) at (b * steps + step) *
+ * stride; head h reads key_dim floats at h * key_dim of a query and key row and value_dim at
+ * h * value_dim of a value row. For each (b, h, i), as the CPU layers compute it:
+ *   logit j: DOT sum over c of double(q[c]) * k[c] (q[c] first times `scale` with PRESCALE_QUERY),
+ *            rounded to float, then times `scale` with SCALE_LOGITS;
+ *            CONCAT concat_weight * float(sum of double(tanhf(x))), x = q[c] + k[c] (times `scale`
+ *            first with SCALE_LOGITS);
+ *            ADDITIVE float(sum of double(feature_scale[c] * tanhf(q[c] + k[c])));
+ *   a masked j (a value or key step masked off, j > i with CAUSAL, attention_mask 0, and with
+ *            QUERY_MASKS_SCORES a masked query) gets -1e9 added, or is -1e9 with REPLACE_MASKED;
+ *   the weights: the softmax of the logits in double (max, the sum of exp(x - max), exp(x - max) /
+ *            sum), rounded to float, written to scores; with ZERO_MASKED the masked ones then 0;
+ *   output c: float(sum over j of double(weight j) * v[c]); 0 for a masked query unless
+ *            QUERY_MASKS_SCORES. */
+#define RECUR_GPU_ATTN_DOT 0
+#define RECUR_GPU_ATTN_CONCAT 1
+#define RECUR_GPU_ATTN_ADDITIVE 2
+#define RECUR_GPU_ATTN_PRESCALE_QUERY 1    /* flags */
+#define RECUR_GPU_ATTN_SCALE_LOGITS 2
+#define RECUR_GPU_ATTN_CAUSAL 4
+#define RECUR_GPU_ATTN_REPLACE_MASKED 8
+#define RECUR_GPU_ATTN_ZERO_MASKED 16
+#define RECUR_GPU_ATTN_QUERY_MASKS_SCORES 32
+typedef struct recur_gpu_attention {
+  int32_t score; /* RECUR_GPU_ATTN_DOT, _CONCAT or _ADDITIVE */
+  int32_t flags; /* RECUR_GPU_ATTN_* flags */
+  int64_t batch, heads, q_steps, v_steps, key_dim, value_dim;
+  const float *query; /* device */
+  int64_t query_stride;
+  const float *key; /* device */
+  int64_t key_stride;
+  const float *value; /* device */
+  int64_t value_stride;
+  float scale, concat_weight;
+  const float *feature_scale;      /* ADDITIVE: key_dim floats, device */
+  const uint8_t *host_query_mask;  /* (batch, q_steps) bytes, nonzero: kept; or NULL */
+  const uint8_t *host_value_mask;  /* (batch, v_steps) bytes; or NULL */
+  const float *attention_mask;     /* (batch, q_steps, v_steps) floats, nonzero: kept; device; or NULL */
+  float *scores;                   /* (batch, heads, q_steps, v_steps): the weights; device */
+  float *output;                   /* rows (b, i) of heads * value_dim floats at (b * q_steps + i) * output_stride; device */
+  int64_t output_stride;
+} recur_gpu_attention;
 
 typedef struct recur_gpu_plugin {
   uint32_t abi_version;  /* RECUR_GPU_PLUGIN_ABI_VERSION of the plugin's build */
@@ -284,6 +328,15 @@ typedef struct recur_gpu_plugin {
   /* y[0, n) = value (a zero padding's background); y is a device pointer. */
   int (*fill)(int32_t device, float *y, int64_t n, float value, char *err, size_t err_len);
   /* ---- end of pooling, convolution, padding */
+
+  /* Since ABI 5: the attention layers. */
+  /* y (rows, n), row r at r * y_stride, = x (rows, c) @ w (c, n) + b (n floats, or NULL): each
+   * element one serial sum over c of double(x) * w, rounded to float, then + b in float
+   * (MultiHeadAttention's projections). x, w, b and y are device pointers. */
+  int (*project)(int32_t device, const float *x, int64_t rows, int64_t c, const float *w, const float *b, int64_t n,
+                 float *y, int64_t y_stride, char *err, size_t err_len);
+  /* One attention call (recur_gpu_attention above). */
+  int (*attention)(int32_t device, const recur_gpu_attention *a, char *err, size_t err_len);
 } recur_gpu_plugin;
 
 #define RECUR_GPU_OP_ADD 0

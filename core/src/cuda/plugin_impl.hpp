@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_ops.hpp"
 #include "cudnn_route.hpp"
 #include "host_copy.hpp"
 #include "norm_ops.hpp"
@@ -754,6 +755,55 @@ class Plugin {
   }
   // ---- end of pooling, convolution, padding (implementations)
 
+  // ---- attention layers (implementations)
+  static int project(int32_t device, const float* x, int64_t rows, int64_t c, const float* w, const float* b, int64_t n,
+                     float* y, int64_t y_stride, char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(rows >= 0 && c >= 0 && n >= 0 && y_stride >= n, "project: bad sizes");
+      if (rows * n == 0) return;
+      check(y && (c == 0 || (x && w)), "project: null argument");
+      Exec ex(device, nullptr);
+      ex.for_each(rows * n, ProjectRows{x, w, b, y, c, n, y_stride});
+    });
+  }
+
+  static int attention(int32_t device, const recur_gpu_attention* a, char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(a != nullptr, "attention: null argument");
+      check(a->score >= RECUR_GPU_ATTN_DOT && a->score <= RECUR_GPU_ATTN_ADDITIVE, "attention: unknown score");
+      check((a->flags & ~63) == 0, "attention: unknown flags");
+      check(a->batch >= 0 && a->heads > 0 && a->q_steps >= 0 && a->v_steps >= 0 && a->key_dim >= 0 && a->value_dim >= 0,
+            "attention: bad sizes");
+      check(a->query_stride >= a->heads * a->key_dim && a->key_stride >= a->heads * a->key_dim &&
+                a->value_stride >= a->heads * a->value_dim && a->output_stride >= a->heads * a->value_dim,
+            "attention: a stride shorter than its rows");
+      const int64_t rows = a->batch * a->heads * a->q_steps, logits = rows * a->v_steps;
+      if (rows == 0) return;
+      check(a->scores && a->output && (logits == 0 || (a->query && a->key && a->value)),
+            "attention: null argument");
+      check(a->score != RECUR_GPU_ATTN_ADDITIVE || a->feature_scale || a->key_dim == 0,
+            "attention: ADDITIVE needs feature_scale");
+      Exec ex(device, nullptr);
+      // Both host masks go up in the call's one scratch block.
+      const auto q_bytes = a->host_query_mask ? static_cast<std::size_t>(a->batch * a->q_steps) : 0;
+      const auto v_bytes = a->host_value_mask ? static_cast<std::size_t>(a->batch * a->v_steps) : 0;
+      AttentionCall call{*a, nullptr, nullptr};
+      if (q_bytes + v_bytes) {
+        auto* m = static_cast<uint8_t*>(ex.scratch(q_bytes + v_bytes));
+        if (q_bytes) ex.copy(m, a->host_query_mask, q_bytes, Copy::h2d);
+        if (v_bytes) ex.copy(m + q_bytes, a->host_value_mask, v_bytes, Copy::h2d);
+        call.q_mask = q_bytes ? m : nullptr;
+        call.v_mask = v_bytes ? m + q_bytes : nullptr;
+      }
+      if (logits) {
+        ex.for_each(logits, AttentionLogits{call});
+        ex.for_each(rows, AttentionSoftmax{call});
+      }
+      ex.for_each(a->batch * a->q_steps * a->heads * a->value_dim, AttentionOutput{call});
+    });
+  }
+  // ---- end of attention layers (implementations)
+
   static int probe(int32_t* count, char* err, std::size_t err_len) {
     return guarded(err, err_len, [&] {
       check(count != nullptr, "probe: null argument");
@@ -808,6 +858,8 @@ class Plugin {
         &conv1d_transpose,
         &fill,
         // ---- end of pooling, convolution, padding
+        &project,
+        &attention,
     };
     return &t;
   }

@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include "io/printable.hpp"
+#include "model/device_run.hpp"
 #include "model/layers/layer_util.hpp"
 #include "model/layers/registry.hpp"
 #include "recur/error.hpp"
@@ -40,6 +41,13 @@ void softmax_row(float* x, Index n) {
   for (Index j = 0; j < n; ++j) sum += std::exp(double(x[j]) - m);
   for (Index j = 0; j < n; ++j) x[j] = static_cast<float>(std::exp(double(x[j]) - m) / sum);
 }
+
+// One attention call on the run's GPU (recur_gpu_attention: the same sums as the CPU loops here).
+void attention_on_device(DeviceRun& dev, recur_gpu_attention& a, const std::string& what) {
+  dev.call(what, [&](char* err, std::size_t len) { return dev.table().attention(dev.ordinal(), &a, err, len); });
+}
+
+const std::uint8_t* mask_data(const std::vector<std::uint8_t>* m) { return m ? m->data() : nullptr; }
 
 // Causal streaming: the call site's history (every past step's keys/values rows, with the value
 // mask when there is one) with this step's rows (B, n, w) appended. The caller stores it back once
@@ -241,6 +249,45 @@ class DenseAttentionOp : public Op {
     return outs;
   }
 
+  std::string device_rule() const override { return ""; }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const bool causal = causal_ || call_flag(ctx.call, "use_causal_mask");
+    if (ctx.stream && ctx.stepped && causal) {
+      ctx.device->declined = "a stream's causal attention joins the step with its past keys and values on the host";
+      return false;
+    }
+    const Value& q = *in.main[0];
+    const Value& v = *in.main[1];
+    const Value& k = in.main.size() > 2 ? *in.main[2] : v;
+    const Index B = q.shape[0], Tq = q.shape[1], d = q.shape[2], Tv = v.shape[1], dv = v.shape[2];
+    if (k.shape[1] != Tv || v.shape[0] != B || k.shape[0] != B)
+      fail(Code::shape, "layer '", name, "' (", who_, "): query ", shape_string(q.shape), ", value ", shape_string(v.shape),
+           " and key ", shape_string(k.shape), " do not fit");
+    DeviceRun& dev = *ctx.device;
+    Value y = dev.make({B, Tq, dv}, who_.c_str());
+    Value s = dev.make({B, Tq, Tv}, who_.c_str());
+    recur_gpu_attention a{};
+    a.score = additive_ ? RECUR_GPU_ATTN_ADDITIVE : score_mode_ == "concat" ? RECUR_GPU_ATTN_CONCAT : RECUR_GPU_ATTN_DOT;
+    a.flags = (use_scale_ && !additive_ ? RECUR_GPU_ATTN_SCALE_LOGITS : 0) | (causal ? RECUR_GPU_ATTN_CAUSAL : 0);
+    a.batch = B, a.heads = 1, a.q_steps = Tq, a.v_steps = Tv, a.key_dim = d, a.value_dim = dv;
+    a.query = q.device->data(), a.query_stride = d;
+    a.key = k.device->data(), a.key_stride = d;
+    a.value = v.device->data(), a.value_stride = dv;
+    a.scale = scale_[0], a.concat_weight = concat_weight_;
+    // AdditiveAttention's scale per feature (all 1 without use_scale).
+    if (additive_) a.feature_scale = weights_.on(dev, {{scale_.data(), scale_.size()}})[0];
+    a.host_query_mask = mask_data(in.drop_mask ? nullptr : q.mask.get());
+    a.host_value_mask = mask_data(in.drop_mask ? nullptr : v.mask.get());
+    a.scores = s.device->data();
+    a.output = y.device->data(), a.output_stride = dv;
+    attention_on_device(dev, a, who_ + " '" + name + "'");
+    if (q.mask && !in.drop_mask) y.mask = q.mask;
+    out.clear();
+    out.push_back(std::move(y));
+    if (call_flag(ctx.call, "return_attention_scores")) out.push_back(std::move(s));
+    return true;
+  }
+
   // None before a build (one that failed leaves the layer's own error to report, not the weights').
   double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
     if (main.size() < 2 || main[0].dims.size() != 3 || main[1].dims.size() != 3) return Op::work(main, out);
@@ -255,6 +302,7 @@ class DenseAttentionOp : public Op {
   std::size_t num_weights() const override { return built_ ? (use_scale_ ? 1 : 0) + (score_mode_ == "concat" ? 1 : 0) : 0; }
   std::uint64_t weight_floats() const override { return static_cast<std::uint64_t>(dim_) + 1; }
   void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
+    weights_.reset();
     if (use_scale_) {
       if (additive_) scale_ = take_weight(w, {dim_}, where);
       else scale_ = take_weight(w, {}, where);
@@ -275,6 +323,7 @@ class DenseAttentionOp : public Op {
   Index dim_ = 0, features_ = 0;
   std::vector<float> scale_;
   float concat_weight_ = 1.0f;
+  DeviceWeights weights_;
 };
 
 // ---- MultiHeadAttention -----------------------------------------------------------------------
@@ -539,6 +588,78 @@ class MultiHeadAttentionOp : public Op {
     return outs;
   }
 
+  std::string device_rule() const override { return ""; }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const bool causal = call_flag(ctx.call, "use_causal_mask");
+    if (ctx.stream && ctx.stepped && causal) {
+      ctx.device->declined = "a stream's causal attention joins the step with its past keys and values on the host";
+      return false;
+    }
+    const MhaSlots sl = mha_slots(ctx.call, in.main.size());
+    const Value& q = *in.main[static_cast<std::size_t>(sl.query)];
+    const Value& v = *in.main[static_cast<std::size_t>(sl.value)];
+    const Value& k = *in.main[static_cast<std::size_t>(sl.key)];
+    const Value* am = sl.attention_mask >= 0 ? in.main[static_cast<std::size_t>(sl.attention_mask)] : nullptr;
+    const bool scores_out = call_flag(ctx.call, "return_attention_scores");
+    const Index B = q.shape[0], Tq = q.shape[1], Tv = v.shape[1];
+    if (k.shape[1] != Tv || v.shape[0] != B || k.shape[0] != B)
+      fail(Code::shape, "layer '", name, "' (MultiHeadAttention): query ", shape_string(q.shape), ", value ", shape_string(v.shape),
+           " and key ", shape_string(k.shape), " do not fit");
+    if (am && (am->shape.size() != 3 || am->shape[0] != B || am->shape[1] != Tq || am->shape[2] != Tv))
+      fail(Code::shape, "layer '", name, "' (MultiHeadAttention): attention_mask has shape ", shape_string(am->shape), ", expected ",
+           shape_string({B, Tq, Tv}));
+    const Index H = heads_, HK = H * key_dim_, HV = H * value_dim_, W = HK + HV;
+    DeviceRun& dev = *ctx.device;
+    const auto w = weights_.on(dev, {{wq_.data(), wq_.size()}, {wk_.data(), wk_.size()}, {wv_.data(), wv_.size()},
+                                     {wo_.data(), wo_.size()}, {bq_.data(), bq_.size()}, {bk_.data(), bk_.size()},
+                                     {bv_.data(), bv_.size()}, {bo_.data(), bo_.size()}});
+    const std::string what = "MultiHeadAttention '" + name + "'";
+    auto project = [&](const Value& x, Index rows, Index c, int part, Index n, float* y, Index y_stride) {
+      dev.call(what, [&](char* err, std::size_t len) {
+        return dev.table().project(dev.ordinal(), x.device->data(), rows, c, w[static_cast<std::size_t>(part)],
+                                   use_bias_ ? w[static_cast<std::size_t>(part + 4)] : nullptr, n, y, y_stride, err, len);
+      });
+    };
+    // As forward: the projected query, and the keys and values side by side (B, Tv, HK + HV).
+    Value Q = dev.make({B, Tq, HK}, "MultiHeadAttention");
+    Value kv = dev.make({B, Tv, W}, "MultiHeadAttention");
+    project(q, B * Tq, dq_, 0, HK, Q.device->data(), HK);
+    project(k, B * Tv, dk_, 1, HK, kv.device->data(), W);
+    project(v, B * Tv, dv_, 2, HV, kv.device->data() + HK, W);
+    std::vector<std::uint8_t> kv_mask;
+    if (v.mask || k.mask) {
+      kv_mask.assign(static_cast<std::size_t>(B * Tv), 1);
+      for (std::size_t r = 0; r < kv_mask.size(); ++r) kv_mask[r] = (!v.mask || (*v.mask)[r]) && (!k.mask || (*k.mask)[r]);
+    }
+    const bool any_mask = !kv_mask.empty() || q.mask || causal || am;
+    const bool scale_after = keras3_ && !scores_out && dropout_ == 0.0;
+    Value s = dev.make({B, H, Tq, Tv}, "MultiHeadAttention");
+    Value o = dev.make({B, Tq, HV}, "MultiHeadAttention");
+    recur_gpu_attention a{};
+    a.score = RECUR_GPU_ATTN_DOT;
+    a.flags = (scale_after ? RECUR_GPU_ATTN_SCALE_LOGITS : RECUR_GPU_ATTN_PRESCALE_QUERY) | RECUR_GPU_ATTN_QUERY_MASKS_SCORES |
+              (causal ? RECUR_GPU_ATTN_CAUSAL : 0) | (keras3_ || robust_ ? RECUR_GPU_ATTN_REPLACE_MASKED : 0) |
+              (keras3_ && !scale_after && any_mask ? RECUR_GPU_ATTN_ZERO_MASKED : 0);
+    a.batch = B, a.heads = H, a.q_steps = Tq, a.v_steps = Tv, a.key_dim = key_dim_, a.value_dim = value_dim_;
+    a.query = Q.device->data(), a.query_stride = HK;
+    a.key = kv.device->data(), a.key_stride = W;
+    a.value = kv.device->data() + HK, a.value_stride = W;
+    a.scale = static_cast<float>(1.0 / std::sqrt(double(key_dim_)));
+    a.host_query_mask = mask_data(q.mask.get());
+    a.host_value_mask = kv_mask.empty() ? nullptr : kv_mask.data();
+    a.attention_mask = am ? am->device->data() : nullptr;
+    a.scores = s.device->data();
+    a.output = o.device->data(), a.output_stride = HV;
+    attention_on_device(dev, a, what);
+    Value y = dev.make({B, Tq, out_}, "MultiHeadAttention");
+    project(o, B * Tq, HV, 3, out_, y.device->data(), out_);
+    y.mask = q.mask;  // the output mask is the query's
+    out.clear();
+    out.push_back(std::move(y));
+    if (scores_out) out.push_back(std::move(s));
+    return true;
+  }
+
   double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
     if (main.empty() || main[0].dims.size() != 3) return Op::work(main, out);
     auto d = [](Index v) { return double(std::max<Index>(v, 1)); };
@@ -576,6 +697,7 @@ class MultiHeadAttentionOp : public Op {
 
  private:
   void take_part(int part, std::vector<StoredWeight>& w, const std::string& where) {
+    weights_.reset();
     const std::int64_t H = heads_, dk = key_dim_, dv = value_dim_;
     switch (part) {
       case 0:
@@ -602,6 +724,7 @@ class MultiHeadAttentionOp : public Op {
   double dropout_ = 0.0;
   Index dq_ = 0, dk_ = 0, dv_ = 0, out_ = 0;
   std::vector<float> wq_, wk_, wv_, wo_, bq_, bk_, bv_, bo_;
+  DeviceWeights weights_;
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "io/json_int.hpp"
 #include "io/printable.hpp"
+#include "model/device_run.hpp"
 #include "model/layers/layer_util.hpp"
 #include "model/layers/registry.hpp"
 #include "recur/error.hpp"
@@ -319,16 +320,43 @@ class RescalingOp : public Op {
       if (!n->dims.empty() && n->dims[0] != 1 && n->dims[0] != in[0].dims.back())
         fail(Code::shape, "Rescaling: ", n->dims[0], " values for ", spec_string(in[0]), " (expected one per channel)");
     }
+    // The scale and offset of each channel, as floats, for the GPU's x * p + q.
+    const Index c = in[0].dims.empty() ? 0 : in[0].dims.back();
+    p_.clear(), q_.clear();
+    for (Index j = 0; j < c; ++j) {
+      p_.push_back(at(scale_, j));
+      q_.push_back(at(offset_, j));
+    }
+    weights_.reset();
     return in;
+  }
+  std::string device_rule() const override { return ""; }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    const Index c = x.shape.empty() ? 0 : x.shape.back();
+    if (x.shape.empty() || c != static_cast<Index>(p_.size())) {
+      ctx.device->declined = "its channels were not known when the model was built";
+      return false;
+    }
+    DeviceRun& dev = *ctx.device;
+    Value y = dev.make(x.shape, "Rescaling");
+    if (c > 0) {
+      const auto w = weights_.on(dev, {{p_.data(), p_.size()}, {q_.data(), q_.size()}});
+      const std::int64_t dims[2] = {product(x.shape) / c, c}, strides[2] = {0, 1};
+      dev.call("Rescaling '" + name + "'", [&](char* err, std::size_t len) {
+        return dev.table().broadcast_op(dev.ordinal(), RECUR_GPU_BCAST_AFFINE, x.device->data(), 2, dims, strides, w[0],
+                                        w[1], y.device->data(), err, len);
+      });
+    }
+    y.mask = x.mask;
+    out = {std::move(y)};
+    return true;
   }
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
     const Value& x = *in.main[0];
     Value y = make_value(x.shape, "Rescaling");
     y.mask = x.mask;
     const Index c = x.shape.back();
-    auto at = [](const Numbers& n, Index j) {
-      return static_cast<float>(n.values[n.values.size() == 1 ? 0 : static_cast<std::size_t>(j)]);
-    };
     for (std::size_t k = 0; k < x.data.size(); ++k) {
       const Index j = static_cast<Index>(k) % c;
       const float scaled = x.data[k] * at(scale_, j);  // two roundings, as Keras: x * scale + offset
@@ -338,7 +366,12 @@ class RescalingOp : public Op {
   }
 
  private:
+  static float at(const Numbers& n, Index j) {
+    return static_cast<float>(n.values[n.values.size() == 1 ? 0 : static_cast<std::size_t>(j)]);
+  }
   Numbers scale_, offset_;
+  std::vector<float> p_, q_;
+  DeviceWeights weights_;
 };
 
 // numpy's interp(x, xp, fp) at one x (xp sorted): fp's ends outside xp, else the line through
