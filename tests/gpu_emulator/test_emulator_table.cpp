@@ -532,6 +532,33 @@ TEST(GpuEmulatorTable, ModelOpsRefuseBadArguments) {
   a.heads = 1, a.score = RECUR_GPU_ATTN_ADDITIVE;  // without feature_scale
   refused(p->attention(0, &a, err, sizeof err), "attention");
   refused(p->attention(0, nullptr, err, sizeof err), "attention");
+  const int64_t gdims[2] = {2, 3}, gstrides[2] = {1, 2}, backwards[1] = {-1};
+  refused(p->gather_strided(0, d, 5, 0, 2, gdims, gstrides, d, err, sizeof err), "gather_strided");  // reads float 5
+  refused(p->gather_strided(0, d, 16, 0, 1, gdims, backwards, d, err, sizeof err), "gather_strided");  // reads float -1
+  refused(p->gather_strided(0, d, 16, 0, 9, gdims, gstrides, d, err, sizeof err), "gather_strided");
+  p->buffer_free(buf);
+}
+
+// Strided reads: a transpose, and a slice that runs backwards with a step.
+TEST(GpuEmulatorTable, GatherStrided) {
+  REQUIRE_DEVICE();
+  const recur_gpu_plugin* p = plugin();
+  char err[256] = "";
+  void* buf = nullptr;
+  ASSERT_EQ(p->buffer_alloc(0, 32, &buf, err, sizeof err), RECUR_GPU_OK) << err;
+  float* d = p->buffer_device_pointer(buf);
+  Vec x(12);
+  for (int i = 0; i < 12; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(i);
+  ASSERT_EQ(p->buffer_upload(buf, 0, x.data(), 12, err, sizeof err), RECUR_GPU_OK) << err;
+  // x as (3, 4) transposed to (4, 3).
+  const int64_t tdims[2] = {4, 3}, tstrides[2] = {1, 4};
+  ASSERT_EQ(p->gather_strided(0, d, 12, 0, 2, tdims, tstrides, d + 12, err, sizeof err), RECUR_GPU_OK) << err;
+  // x[:, ::-2] of (3, 4): columns 3 and 1.
+  const int64_t sdims[2] = {3, 2}, sstrides[2] = {4, -2};
+  ASSERT_EQ(p->gather_strided(0, d, 12, 3, 2, sdims, sstrides, d + 24, err, sizeof err), RECUR_GPU_OK) << err;
+  Vec y(18);
+  ASSERT_EQ(p->buffer_download(buf, 12, y.data(), 18, err, sizeof err), RECUR_GPU_OK);
+  EXPECT_EQ(y, (Vec{0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, 3, 1, 7, 5, 11, 9}));
   p->buffer_free(buf);
 }
 

@@ -18,6 +18,7 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -255,7 +256,9 @@ TEST_P(GraphParity, MatchesKeras) {
       const char* cls = nullptr;
       ASSERT_EQ(recur_model_layer(model.m, i, nullptr, &cls, nullptr, nullptr, nullptr, nullptr), RECUR_OK);
       const std::string k = cls;
-      if (k != "Attention" && k != "AdditiveAttention" && k != "MultiHeadAttention" && k != "Rescaling") continue;
+      static const std::set<std::string> kNewKernels = {"Attention", "AdditiveAttention", "MultiHeadAttention",
+                                                        "Rescaling", "Permute", "Transpose", "GetItem"};
+      if (!kNewKernels.count(k)) continue;
       recur_device_info d;
       d.version = RECUR_DEVICE_INFO_VERSION;
       ASSERT_EQ(recur_model_get_device(model.m, i, &d), RECUR_OK) << last_error();

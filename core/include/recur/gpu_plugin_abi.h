@@ -337,6 +337,12 @@ typedef struct recur_gpu_plugin {
                  float *y, int64_t y_stride, char *err, size_t err_len);
   /* One attention call (recur_gpu_attention above). */
   int (*attention)(int32_t device, const recur_gpu_attention *a, char *err, size_t err_len);
+  /* y[k] = x[offset + sum over axes d of i_d * strides[d]], k running over a row-major tensor of
+   * `rank` (1..8) sizes `dims` and i_d its index along d (Permute, Transpose, strided slices).
+   * Strides may be 0 or negative; every offset read must lie in [0, x_floats). dims and strides
+   * are host arrays; x and y device pointers. */
+  int (*gather_strided)(int32_t device, const float *x, int64_t x_floats, int64_t offset, int32_t rank,
+                        const int64_t *dims, const int64_t *strides, float *y, char *err, size_t err_len);
 } recur_gpu_plugin;
 
 #define RECUR_GPU_OP_ADD 0

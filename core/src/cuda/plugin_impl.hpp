@@ -802,6 +802,27 @@ class Plugin {
       ex.for_each(a->batch * a->q_steps * a->heads * a->value_dim, AttentionOutput{call});
     });
   }
+
+  static int gather_strided(int32_t device, const float* x, int64_t x_floats, int64_t offset, int32_t rank,
+                            const int64_t* dims, const int64_t* strides, float* y, char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(rank >= 1 && rank <= GatherStrided::kMaxRank && dims && strides, "gather_strided: bad rank");
+      GatherStrided f{x + offset, y, {}, {}, rank};
+      int64_t n = 1, lo = offset, hi = offset;  // the lowest and highest offsets read
+      for (int32_t d = 0; d < rank; ++d) {
+        check(dims[d] >= 0, "gather_strided: a negative size");
+        f.dims[d] = dims[d];
+        f.strides[d] = strides[d];
+        n *= dims[d];
+        if (dims[d] > 0) (strides[d] < 0 ? lo : hi) += (dims[d] - 1) * strides[d];
+      }
+      if (n == 0) return;
+      check(x && y, "gather_strided: null argument");
+      check(lo >= 0 && hi < x_floats, "gather_strided: offsets outside the input");
+      Exec ex(device, nullptr);
+      ex.for_each(n, f);
+    });
+  }
   // ---- end of attention layers (implementations)
 
   static int probe(int32_t* count, char* err, std::size_t err_len) {
@@ -860,6 +881,7 @@ class Plugin {
         // ---- end of pooling, convolution, padding
         &project,
         &attention,
+        &gather_strided,
     };
     return &t;
   }

@@ -94,6 +94,18 @@ Value DeviceRun::clone(const Value& v, const char* what) {
   return out;
 }
 
+std::optional<Value> DeviceRun::gather(const Value& x, const std::vector<Index>& dims, const std::vector<Index>& strides,
+                                       Index base, std::vector<Index> shape, const std::string& what) {
+  if (dims.empty() || dims.size() > 8 || dims.size() != strides.size()) return std::nullopt;
+  Value y = make(std::move(shape), what.c_str());
+  const std::vector<std::int64_t> d(dims.begin(), dims.end()), s(strides.begin(), strides.end());
+  call(what, [&](char* err, std::size_t len) {
+    return table_.gather_strided(ordinal(), x.device->data(), x.device->floats, base, static_cast<std::int32_t>(d.size()),
+                                 d.data(), s.data(), y.device->data(), err, len);
+  });
+  return y;
+}
+
 Value DeviceRun::view(const Value& v, std::int64_t offset, std::vector<Index> shape) {
   Value out;
   out.shape = std::move(shape);

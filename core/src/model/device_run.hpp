@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,11 @@ class DeviceRun {
   Value make(std::vector<Index> shape, const char* what);
   // A device copy of device Value v (its mask and ids kept).
   Value clone(const Value& v, const char* what);
+  // A device Value of `shape` gathered from device Value x: element k of the row-major `dims` reads
+  // x at base + its index along each axis times that axis's stride; null (nothing made) when
+  // `dims` has more axes than the GPU op takes (8).
+  std::optional<Value> gather(const Value& x, const std::vector<Index>& dims, const std::vector<Index>& strides,
+                              Index base, std::vector<Index> shape, const std::string& what);
   // A view of `floats` floats at `offset` of v's device array, with this shape.
   static Value view(const Value& v, std::int64_t offset, std::vector<Index> shape);
   // Puts v's floats on the device (an upload when it has none there yet).

@@ -207,6 +207,20 @@ class KerasOp : public Op {
     return {s};
   }
 
+  // Transposes and slices read their input with strides on the GPU; the other ops have no kernel.
+  std::string device_rule() const override {
+    return kind_ == "Transpose" || kind_ == "GetItem" ? "" : Op::device_rule();
+  }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main.at(0);
+    const std::string what = kind_ + " '" + name + "'";
+    if (kind_ == "Transpose") {
+      const std::vector<int> p = perm(x.shape.size());
+      return gather_on_device(ctx, x, transpose_read(x.shape, p), transposed_shape(x.shape, p), what, out);
+    }
+    return gather_on_device(ctx, x, slice_read(x.shape, key_, kind_), sliced_shape(x.shape, key_, kind_), what, out);
+  }
+
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
     std::vector<const Value*> tensors = in.main;
     std::vector<Value> consts;

@@ -7,10 +7,12 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "io/json_int.hpp"
 #include "io/keras_entry.hpp"
 #include "io/printable.hpp"
+#include "model/device_run.hpp"
 #include "recur/error.hpp"
 #include "recur/keras_json.hpp"
 #include "recur/limits.hpp"
@@ -424,12 +426,37 @@ std::vector<Index> transposed_shape(const std::vector<Index>& x, const std::vect
   return out;
 }
 
+StridedRead transpose_read(const std::vector<Index>& x, const std::vector<int>& perm) {
+  const std::size_t r = x.size();
+  std::vector<Index> in_stride(r, 1);
+  for (std::size_t i = r; i-- > 1;) in_stride[i - 1] = in_stride[i] * x[i];
+  StridedRead s;
+  for (std::size_t i = 0; i < r; ++i) {
+    s.dims.push_back(x[static_cast<std::size_t>(perm[i])]);
+    s.strides.push_back(in_stride[static_cast<std::size_t>(perm[i])]);
+  }
+  return s;
+}
+
+bool gather_on_device(RunContext& ctx, const Value& x, const StridedRead& r, std::vector<Index> shape,
+                      const std::string& what, std::vector<Value>& out) {
+  DeviceRun& dev = *ctx.device;
+  if (r.dims.empty()) {  // an empty result: nothing to read
+    out = {dev.make(std::move(shape), what.c_str())};
+    return true;
+  }
+  std::optional<Value> y = dev.gather(x, r.dims, r.strides, r.base, std::move(shape), what);
+  if (!y) {
+    dev.declined = "it has " + std::to_string(r.dims.size()) + " axes; the GPU's strided read takes 8";
+    return false;
+  }
+  out = {std::move(*y)};
+  return true;
+}
+
 void transpose_values(const Value& x, const std::vector<int>& perm, Value& y) {
   const std::size_t r = x.shape.size();
-  std::vector<Index> in_stride(r, 1);
-  for (std::size_t i = r; i-- > 1;) in_stride[i - 1] = in_stride[i] * x.shape[i];
-  std::vector<Index> step(r);  // the input offset one output step along each axis moves
-  for (std::size_t i = 0; i < r; ++i) step[i] = in_stride[static_cast<std::size_t>(perm[i])];
+  const std::vector<Index> step = transpose_read(x.shape, perm).strides;  // the input offset one output step moves
   std::vector<Index> idx(r, 0);
   Index off = 0;
   for (std::size_t flat = 0; flat < y.data.size(); ++flat) {
@@ -526,6 +553,25 @@ std::vector<Index> sliced_shape(const std::vector<Index>& x, const std::vector<S
     }
   }
   return out;
+}
+
+StridedRead slice_read(const std::vector<Index>& x, const std::vector<SliceItem>& key, const std::string& who) {
+  const std::size_t r = x.size();
+  std::vector<SliceItem> taken;  // new axes do not move the values
+  for (const SliceItem& s : full_key(key, r, who))
+    if (!s.newaxis) taken.push_back(s);
+  std::vector<Index> stride(r, 1);
+  for (std::size_t i = r; i-- > 1;) stride[i - 1] = stride[i] * x[i];
+  StridedRead s;
+  for (std::size_t i = 0; i < r; ++i) {
+    // Python's slice positions are evenly spaced: the first and the step between them.
+    const std::vector<Index> pos = positions(taken[i], x[i], who);
+    if (pos.empty()) return {};
+    s.dims.push_back(static_cast<Index>(pos.size()));
+    s.strides.push_back(pos.size() > 1 ? (pos[1] - pos[0]) * stride[i] : 0);
+    s.base += pos[0] * stride[i];
+  }
+  return s;
 }
 
 void slice_values(const Value& x, const std::vector<SliceItem>& key, Value& y, const std::string& who) {

@@ -100,6 +100,13 @@ void stack_values(const std::vector<const Value*>& parts, int axis, Value& y);
 std::vector<int> permutation_of(const json& perm, std::size_t rank, const std::string& who);
 std::vector<Index> transposed_shape(const std::vector<Index>& x, const std::vector<int>& perm);
 void transpose_values(const Value& x, const std::vector<int>& perm, Value& y);
+// A transpose or a slice as a strided read: output element k (row-major over `dims`) is input
+// element base + sum of k's index along each axis times `strides` (DeviceRun::gather).
+struct StridedRead {
+  std::vector<Index> dims, strides;
+  Index base = 0;
+};
+StridedRead transpose_read(const std::vector<Index>& x, const std::vector<int>& perm);
 
 // x[key]: per axis an index (the axis goes) or a slice with optional start, stop, step (Python's
 // rules); an ellipsis stands for the axes the other items leave, a new axis (None) inserts one of
@@ -119,6 +126,12 @@ std::vector<SliceItem> full_key(const std::vector<SliceItem>& key, std::size_t r
 bool key_keeps_time(const std::vector<SliceItem>& key, std::size_t rank, const std::string& who);
 std::vector<Index> sliced_shape(const std::vector<Index>& x, const std::vector<SliceItem>& key, const std::string& who);
 void slice_values(const Value& x, const std::vector<SliceItem>& key, Value& y, const std::string& who);
+// out = {x read as `r` into a device Value of `shape`} on the run's GPU; false (declined, with the
+// reason) when it has more axes than the GPU's strided read takes.
+bool gather_on_device(RunContext& ctx, const Value& x, const StridedRead& r, std::vector<Index> shape,
+                      const std::string& what, std::vector<Value>& out);
+// Empty dims when the result is empty.
+StridedRead slice_read(const std::vector<Index>& x, const std::vector<SliceItem>& key, const std::string& who);
 
 // Keras 2's inbound node of a call: the entries of its first argument ([name, node, tensor(,
 // kwargs)] or ["_CONSTANT_VALUE", -1, value(, kwargs)]), flattened in order. A layer that keeps its

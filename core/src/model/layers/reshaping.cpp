@@ -63,28 +63,8 @@ class RepeatVectorOp : public Op {
 };
 
 Value permute(const Value& x, const std::vector<int>& perm) {  // perm over all axes, batch included
-  std::vector<Index> shape(perm.size());
-  for (std::size_t i = 0; i < perm.size(); ++i) shape[i] = x.shape[static_cast<std::size_t>(perm[i])];
-  Value y = make_value(shape, "Permute");
-  const std::size_t rank = shape.size();
-  if (rank == 0) return y;  // (also keeps GCC 12 from a false -Wfree-nonheap-object below)
-  std::vector<Index> in_strides(rank);
-  Index s = 1;
-  for (std::size_t i = rank; i-- > 0;) {
-    in_strides[i] = s;
-    s *= x.shape[i];
-  }
-  std::vector<Index> idx(rank, 0);
-  const Index n = product(shape);
-  for (Index flat = 0; flat < n; ++flat) {
-    Index off = 0;
-    for (std::size_t i = 0; i < rank; ++i) off += idx[i] * in_strides[static_cast<std::size_t>(perm[i])];
-    y.data[static_cast<std::size_t>(flat)] = x.data[static_cast<std::size_t>(off)];
-    for (std::size_t i = rank; i-- > 0;) {
-      if (++idx[i] < shape[i]) break;
-      idx[i] = 0;
-    }
-  }
+  Value y = make_value(transposed_shape(x.shape, perm), "Permute");
+  transpose_values(x, perm, y);
   return y;
 }
 
@@ -208,6 +188,11 @@ class PermuteOp : public Op {
     return {s};
   }
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override { return {permute(*in.main[0], perm_)}; }
+  std::string device_rule() const override { return ""; }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    return gather_on_device(ctx, *in.main[0], transpose_read(in.main[0]->shape, perm_),
+                            transposed_shape(in.main[0]->shape, perm_), "Permute '" + name + "'", out);
+  }
 
  private:
   std::vector<int> perm_;
