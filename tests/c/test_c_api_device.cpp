@@ -13,6 +13,8 @@
 namespace {
 
 const std::string kModels = RECUR_TEST_MODELS_DIR;
+// Input (B, 6, 2) -> Masking -> LSTM -> EinsumDense, which has no GPU kernel.
+const std::string kNoKernelModel = std::string(RECUR_TEST_KERAS_DIR) + "/graphs/sequence_conv/keras3/einsum_dense_over_time.keras";
 // GPU results differ from the CPU's in the last bits only (other summation orders in cuBLAS/cuDNN).
 constexpr float kGpuTolerance = 1e-5f;
 // The CPU backend's matrix products round a batch of N rows differently from a batch of M (plain
@@ -828,7 +830,7 @@ TEST(CApiDeviceGpu, ForwardStatesDeviceMatchesForwardStates) {
 }
 
 // Every layer of a model on a GPU reports where it runs: the recurrent ones and every layer with a
-// GPU kernel on the GPU, any other on the CPU with the copies that costs.
+// GPU kernel (Masking among them) on the GPU.
 TEST(CApiDeviceGpu, ModelMatchesTheCpu) {
   RECUR_SKIP_WITHOUT_FILES();
   SKIP_WITHOUT_GPU();
@@ -848,27 +850,17 @@ TEST(CApiDeviceGpu, ModelMatchesTheCpu) {
     recur_model_info mi;
     mi.version = RECUR_MODEL_INFO_VERSION;
     ASSERT_RECUR_OK(recur_model_get_info(m.get(), &mi));
-    int32_t on_cpu = 0;
     for (int32_t i = 0; i < mi.num_layers; ++i) {
       const char* cls = nullptr;
       int32_t recurrent = 0;
       ASSERT_RECUR_OK(recur_model_layer(m.get(), i, nullptr, &cls, nullptr, nullptr, nullptr, &recurrent));
       SCOPED_TRACE(cls);
       const recur_device_info layer = model_device(m.get(), i);
-      if (recurrent || std::string(cls) != "Masking") {
-        expect_on_gpu(layer);
-        if (!recurrent) {
-          EXPECT_STREQ(layer.path, "kernel");
-        }
-      } else {
-        // recur has no GPU kernel for Masking: it says so, and what that costs.
-        EXPECT_STREQ(layer.backend, "cpu");
-        EXPECT_NE(std::string(layer.reason).find("no GPU kernel for Masking"), std::string::npos) << layer.reason;
-        EXPECT_NE(std::string(layer.reason).find("copied"), std::string::npos) << layer.reason;
-        ++on_cpu;
+      expect_on_gpu(layer);
+      if (!recurrent) {
+        EXPECT_STREQ(layer.path, "kernel");
       }
     }
-    EXPECT_EQ(on_cpu, std::string(file) == "keras3/bigru.keras" ? 1 : 0);
     EXPECT_LE(max_diff(run_model(m.get(), x, 3, 6), cpu), kGpuTolerance);
     ASSERT_RECUR_OK(recur_model_set_device(m.get(), "cpu"));
     EXPECT_EQ(run_model(m.get(), x, 3, 6), cpu);
@@ -898,7 +890,8 @@ std::vector<std::string> runs_heard(const recur_model* m, const std::vector<floa
 }  // namespace
 
 // A model on a GPU copies its inputs up once and its outputs down once; a layer without a GPU
-// kernel (Masking here) is the only other place a tensor crosses, and the run says so.
+// kernel (EinsumDense here) is the only other place a tensor crosses, and the layer and the run say
+// so.
 TEST(CApiDeviceGpu, ModelTensorsStayOnTheDevice) {
   RECUR_SKIP_WITHOUT_FILES();
   SKIP_WITHOUT_GPU();
@@ -913,14 +906,50 @@ TEST(CApiDeviceGpu, ModelTensorsStayOnTheDevice) {
     EXPECT_NE(runs[0].find(": 0 upload(s) [], 1 download(s) [model output"), std::string::npos) << runs[0];
   }
   {
-    // Input -> Masking (CPU) -> Bidirectional(GRU) -> TimeDistributed(Dense): Masking's output goes up.
+    // Input -> Masking -> Bidirectional(GRU) -> TimeDistributed(Dense): the input goes up, the output
+    // comes down (Masking's flags, one byte per step, come down inside its call).
     Model m = open_model("keras3/bigru.keras");
     ASSERT_RECUR_OK(recur_model_set_device(m.get(), "cuda"));
     const std::vector<std::string> runs = runs_heard(m.get(), rt::data(3 * 6 * 3));
     ASSERT_EQ(runs.size(), 1u);
-    EXPECT_NE(runs[0].find(": 1 upload(s) [layer '"), std::string::npos) << runs[0];
-    EXPECT_NE(runs[0].find("(Bidirectional) reads the output of '"), std::string::npos) << runs[0];
-    EXPECT_NE(runs[0].find("which ran on the CPU], 1 download(s) [model output"), std::string::npos) << runs[0];
+    EXPECT_NE(runs[0].find(": 1 upload(s) [model input '"), std::string::npos) << runs[0];
+    EXPECT_NE(runs[0].find("], 1 download(s) [model output"), std::string::npos) << runs[0];
+  }
+  {
+    // Input -> Masking -> LSTM -> EinsumDense (CPU): the LSTM's output comes down to EinsumDense,
+    // whose output is the model's.
+    recur_model* raw = nullptr;
+    ASSERT_RECUR_OK(recur_model_open(&raw, kNoKernelModel.c_str()));
+    Model m(raw);
+    const std::vector<float> x = rt::data(3 * 6 * 2);
+    const std::vector<float> cpu = run_model(m.get(), x, 3, 6);
+    ASSERT_RECUR_OK(recur_model_set_device(m.get(), "cuda"));
+    recur_model_info mi;
+    mi.version = RECUR_MODEL_INFO_VERSION;
+    ASSERT_RECUR_OK(recur_model_get_info(m.get(), &mi));
+    int32_t on_cpu = 0;
+    for (int32_t i = 0; i < mi.num_layers; ++i) {
+      const char* cls = nullptr;
+      ASSERT_RECUR_OK(recur_model_layer(m.get(), i, nullptr, &cls, nullptr, nullptr, nullptr, nullptr));
+      const recur_device_info layer = model_device(m.get(), i);
+      if (std::string(cls) != "EinsumDense") {
+        expect_on_gpu(layer);
+        continue;
+      }
+      // recur has no GPU kernel for EinsumDense: it says so, and what that costs.
+      EXPECT_STREQ(layer.backend, "cpu");
+      EXPECT_NE(std::string(layer.reason).find("no GPU kernel for EinsumDense"), std::string::npos) << layer.reason;
+      EXPECT_NE(std::string(layer.reason).find("copied"), std::string::npos) << layer.reason;
+      ++on_cpu;
+    }
+    EXPECT_EQ(on_cpu, 1);
+    const std::vector<std::string> runs = runs_heard(m.get(), x);
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_NE(runs[0].find(": 1 upload(s) [model input '"), std::string::npos) << runs[0];
+    EXPECT_NE(runs[0].find("1 download(s) [layer 'einsum_dense' (EinsumDense): recur has no GPU kernel for EinsumDense]"),
+              std::string::npos)
+        << runs[0];
+    EXPECT_LE(max_diff(run_model(m.get(), x, 3, 6), cpu), kGpuTolerance);
   }
   {
     // Bidirectional(LSTM) alone: the input goes up, the outputs come down.

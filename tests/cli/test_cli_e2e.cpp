@@ -36,6 +36,7 @@ namespace {
 
 const std::string kBin = RECUR_CLI_BINARY;
 const std::string kModels = RECUR_CLI_MODEL_DIR;
+const std::string kGraphs = RECUR_GRAPH_DIR;  // tests/keras/graphs
 
 struct Result {
   int rc = -1;
@@ -430,29 +431,30 @@ TEST_F(Cli, InfoDevice) {
   const Result r = run("info " + m("keras2", "tokens.h5"));
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("\ndevice:        cpu ("), std::string::npos) << r.out;
-  const Result j = run("info --json --device auto " + m("keras3", "bigru.keras"));
+  // Input -> Masking -> LSTM -> EinsumDense: every layer goes where the model goes but EinsumDense,
+  // which has no GPU kernel: on a GPU it runs on the CPU and says what that costs.
+  const std::string model = kGraphs + "/sequence_conv/keras3/einsum_dense_over_time.keras";
+  const Result j = run("info --json --device auto " + model);
   ASSERT_EQ(j.rc, 0) << j.err;
   const auto doc = nlohmann::json::parse(j.out);
   EXPECT_EQ(doc["device"]["requested"], "auto");
   const std::string backend = doc["device"]["backend"];
   EXPECT_EQ(backend == "cpu", cuda_devices(run("devices")) == 0) << j.out;
   EXPECT_NE(doc["device"]["reason"], "");
-  // Every layer goes where the model goes but Masking, which has no GPU kernel: on a GPU it runs on
-  // the CPU and says what that costs.
   for (const auto& l : doc["layers"]) {
-    const bool masking = l["class"] == "Masking";
-    EXPECT_EQ(l["device"]["backend"], masking ? std::string("cpu") : backend) << l;
-    if (masking && backend != "cpu") {
-      EXPECT_NE(l["device"]["reason"].get<std::string>().find("no GPU kernel for Masking"), std::string::npos) << l;
+    const bool no_kernel = l["class"] == "EinsumDense";
+    EXPECT_EQ(l["device"]["backend"], no_kernel ? std::string("cpu") : backend) << l;
+    if (no_kernel && backend != "cpu") {
+      EXPECT_NE(l["device"]["reason"].get<std::string>().find("no GPU kernel for EinsumDense"), std::string::npos) << l;
     }
     for (const char* key : {"requested", "path", "reason", "device_name"}) EXPECT_TRUE(l["device"].contains(key)) << l;
   }
   // The text form adds a device column and the reason for each layer on the CPU.
   if (backend != "cpu") {
-    const Result t = run("info --device auto " + m("keras3", "bigru.keras"));
+    const Result t = run("info --device auto " + model);
     ASSERT_EQ(t.rc, 0) << t.err;
     EXPECT_NE(t.out.find("recurrent  device"), std::string::npos) << t.out;
-    EXPECT_NE(t.out.find("  masking: recur has no GPU kernel for Masking"), std::string::npos) << t.out;
+    EXPECT_NE(t.out.find("  einsum_dense: recur has no GPU kernel for EinsumDense"), std::string::npos) << t.out;
   }
 }
 
@@ -837,8 +839,6 @@ TEST_F(Cli, UnwritableOutput) {
 }
 
 // ----------------------------------------------------------------------- models as graphs (0.4)
-
-const std::string kGraphs = RECUR_GRAPH_DIR;
 
 // A case of tests/keras/graphs/<dialect>.json: inputs and Keras's outputs per call.
 struct GraphCall {

@@ -536,6 +536,52 @@ TEST(GpuEmulatorTable, ModelOpsRefuseBadArguments) {
   refused(p->gather_strided(0, d, 5, 0, 2, gdims, gstrides, d, err, sizeof err), "gather_strided");  // reads float 5
   refused(p->gather_strided(0, d, 16, 0, 1, gdims, backwards, d, err, sizeof err), "gather_strided");  // reads float -1
   refused(p->gather_strided(0, d, 16, 0, 9, gdims, gstrides, d, err, sizeof err), "gather_strided");
+  refused(p->mask_rows(0, d, 2, 2, 0.0f, d, nullptr, err, sizeof err), "mask_rows");  // no host flags
+  refused(p->mask_rows(0, d, -1, 2, 0.0f, d, nullptr, err, sizeof err), "mask_rows");
+  refused(p->dot(0, d, d, 1, 1, -2, 1, 1, 1, d, err, sizeof err), "dot");
+  refused(p->dot(0, nullptr, d, 1, 1, 2, 1, 1, 1, d, err, sizeof err), "dot");
+  p->buffer_free(buf);
+}
+
+// Masking: the flags come back to the host, the rows equal to the mask value become zeros (NaN
+// differs from every value); Dot: float sums over the shared axis, in order.
+TEST(GpuEmulatorTable, MaskRowsAndDot) {
+  REQUIRE_DEVICE();
+  const recur_gpu_plugin* p = plugin();
+  char err[256] = "";
+  void* buf = nullptr;
+  ASSERT_EQ(p->buffer_alloc(0, 64, &buf, err, sizeof err), RECUR_GPU_OK) << err;
+  float* d = p->buffer_device_pointer(buf);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Vec x = {1, 2, -1, -1, nan, -1, 0, -1};  // 4 rows of 2; mask value -1
+  ASSERT_EQ(p->buffer_upload(buf, 0, x.data(), 8, err, sizeof err), RECUR_GPU_OK) << err;
+  uint8_t keep[4] = {9, 9, 9, 9};
+  ASSERT_EQ(p->mask_rows(0, d, 4, 2, -1.0f, d + 8, keep, err, sizeof err), RECUR_GPU_OK) << err;
+  EXPECT_EQ(std::vector<int>(keep, keep + 4), (std::vector<int>{1, 0, 1, 1}));
+  Vec y(8);
+  ASSERT_EQ(p->buffer_download(buf, 8, y.data(), 8, err, sizeof err), RECUR_GPU_OK);
+  EXPECT_EQ(y[0], 1.0f);
+  EXPECT_EQ(y[2], 0.0f);
+  EXPECT_EQ(y[3], 0.0f);
+  EXPECT_TRUE(std::isnan(y[4]));
+  EXPECT_EQ(y[6], 0.0f);
+
+  // x (1, 2, 3, 1) against y (1, 2, 3, 2) over the axis of 3: out (1, 2, 1, 2, 2).
+  std::mt19937 gen(5);
+  const Vec a = random_vec(6, gen), b = random_vec(12, gen);
+  ASSERT_EQ(p->buffer_upload(buf, 16, a.data(), 6, err, sizeof err), RECUR_GPU_OK) << err;
+  ASSERT_EQ(p->buffer_upload(buf, 24, b.data(), 12, err, sizeof err), RECUR_GPU_OK) << err;
+  ASSERT_EQ(p->dot(0, d + 16, d + 24, 1, 2, 3, 1, 2, 2, d + 40, err, sizeof err), RECUR_GPU_OK) << err;
+  Vec out(8), ref(8);
+  ASSERT_EQ(p->buffer_download(buf, 40, out.data(), 8, err, sizeof err), RECUR_GPU_OK);
+  for (int i = 0; i < 2; ++i)
+    for (int pp = 0; pp < 2; ++pp)
+      for (int q = 0; q < 2; ++q) {
+        float acc = 0.0f;
+        for (int c = 0; c < 3; ++c) acc += a[static_cast<std::size_t>(i * 3 + c)] * b[static_cast<std::size_t>((pp * 3 + c) * 2 + q)];
+        ref[static_cast<std::size_t>((i * 2 + pp) * 2 + q)] = acc;
+      }
+  expect_near(out, ref, "dot");
   p->buffer_free(buf);
 }
 

@@ -329,7 +329,7 @@ typedef struct recur_gpu_plugin {
   int (*fill)(int32_t device, float *y, int64_t n, float value, char *err, size_t err_len);
   /* ---- end of pooling, convolution, padding */
 
-  /* Since ABI 5: the attention layers. */
+  /* Since ABI 5: the attention layers, strided reads, Masking and Dot. */
   /* y (rows, n), row r at r * y_stride, = x (rows, c) @ w (c, n) + b (n floats, or NULL): each
    * element one serial sum over c of double(x) * w, rounded to float, then + b in float
    * (MultiHeadAttention's projections). x, w, b and y are device pointers. */
@@ -343,6 +343,15 @@ typedef struct recur_gpu_plugin {
    * are host arrays; x and y device pointers. */
   int (*gather_strided)(int32_t device, const float *x, int64_t x_floats, int64_t offset, int32_t rank,
                         const int64_t *dims, const int64_t *strides, float *y, char *err, size_t err_len);
+  /* Keras's Masking over x (rows, width): host_keep[r] = 1 when any float of row r differs from
+   * value (float !=, so NaN differs), else 0; y = x with the rows not kept zeroed. Returns once
+   * host_keep (a host array of `rows` bytes) is written. x and y are device pointers. */
+  int (*mask_rows)(int32_t device, const float *x, int64_t rows, int64_t width, float value, float *y,
+                   uint8_t *host_keep, char *err, size_t err_len);
+  /* Keras's Dot: out[b, i, j, p, q] = the float sum over c in order of x[b, i, c, j] * y[b, p, c, q]
+   * for x (batch, xo, k, xi), y (batch, yo, k, yi), out (batch, xo, xi, yo, yi); device pointers. */
+  int (*dot)(int32_t device, const float *x, const float *y, int64_t batch, int64_t xo, int64_t k, int64_t xi,
+             int64_t yo, int64_t yi, float *out, char *err, size_t err_len);
 } recur_gpu_plugin;
 
 #define RECUR_GPU_OP_ADD 0

@@ -31,24 +31,6 @@ struct ProjectRows {
   }
 };
 
-// y[k] = x[the offset of k's index along each axis times that axis's stride].
-struct GatherStrided {
-  static constexpr int kMaxRank = 8;
-  const float* x;
-  float* y;
-  int64_t dims[kMaxRank];
-  int64_t strides[kMaxRank];
-  int32_t rank;
-  RECUR_HD void operator()(int64_t k) const {
-    int64_t off = 0, rest = k;
-    for (int32_t d = rank; d-- > 0;) {
-      off += (rest % dims[d]) * strides[d];
-      rest /= dims[d];
-    }
-    y[k] = x[off];
-  }
-};
-
 // What the three passes of one call share: the call's arguments, with the host masks replaced by
 // their device copies.
 struct AttentionCall {

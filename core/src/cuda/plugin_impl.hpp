@@ -26,6 +26,7 @@
 #include "pool_ops.hpp"
 #include "gpu_common.hpp"
 #include "runner.hpp"
+#include "tensor_ops.hpp"
 
 namespace recur::gpu {
 
@@ -823,6 +824,33 @@ class Plugin {
       ex.for_each(n, f);
     });
   }
+
+  static int mask_rows(int32_t device, const float* x, int64_t rows, int64_t width, float value, float* y,
+                       uint8_t* host_keep, char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(rows >= 0 && width >= 0, "mask_rows: bad sizes");
+      if (rows == 0) return;
+      check(host_keep && ((x && y) || width == 0), "mask_rows: null argument");
+      Exec ex(device, nullptr);
+      auto* keep = static_cast<uint8_t*>(ex.scratch(static_cast<std::size_t>(rows)));
+      ex.for_each(rows, MaskRowFlags{x, keep, width, value});
+      ex.for_each(rows * width, MaskRowValues{x, y, keep, width});
+      ex.copy(host_keep, keep, static_cast<std::size_t>(rows), Copy::d2h);
+      ex.sync();
+    });
+  }
+
+  static int dot(int32_t device, const float* x, const float* y, int64_t batch, int64_t xo, int64_t k, int64_t xi,
+                 int64_t yo, int64_t yi, float* out, char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(batch >= 0 && xo >= 0 && k >= 0 && xi >= 0 && yo >= 0 && yi >= 0, "dot: bad sizes");
+      const int64_t n = batch * xo * xi * yo * yi;
+      if (n == 0) return;
+      check(out && (k == 0 || (x && y)), "dot: null argument");
+      Exec ex(device, nullptr);
+      ex.for_each(n, DotBatched{x, y, out, xo, k, xi, yo, yi});
+    });
+  }
   // ---- end of attention layers (implementations)
 
   static int probe(int32_t* count, char* err, std::size_t err_len) {
@@ -882,6 +910,8 @@ class Plugin {
         &project,
         &attention,
         &gather_strided,
+        &mask_rows,
+        &dot,
     };
     return &t;
   }

@@ -61,6 +61,22 @@ class MaskingOp : public Op {
     v.mask = std::move(m);
     return {std::move(v)};
   }
+  // The rows' flags are computed on the GPU and come down (one byte per step), as masks live on
+  // the host; the tensor stays.
+  std::string device_rule() const override { return ""; }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    DeviceRun& dev = *ctx.device;
+    Value y = dev.make(x.shape, "Masking");
+    const Index rows = x.shape[0] * x.shape[1], w = x.shape[2];
+    auto m = std::make_shared<std::vector<std::uint8_t>>(static_cast<std::size_t>(rows));
+    dev.call("Masking '" + name + "'", [&](char* err, std::size_t len) {
+      return dev.table().mask_rows(dev.ordinal(), x.device->data(), rows, w, value_, y.device->data(), m->data(), err, len);
+    });
+    y.mask = std::move(m);
+    out = {std::move(y)};
+    return true;
+  }
 
  private:
   float value_;

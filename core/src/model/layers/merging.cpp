@@ -313,10 +313,7 @@ class DotOp : public Op {
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
     const Value& x0 = *in.main[0];
     const Value& y0 = *in.main[1];
-    const auto ax = axes_for(x0.shape, y0.shape);
-    if (x0.shape[0] != y0.shape[0] || x0.shape[ax[0]] != y0.shape[ax[1]])
-      fail(Code::shape, "Dot '", io::printable(name), "': shapes ", shape_string(x0.shape), " and ", shape_string(y0.shape),
-           " do not fit axes (", ax[0], ", ", ax[1], ")");
+    const auto ax = call_axes(x0.shape, y0.shape);
     const Value x = normalize_ ? l2_normalized(x0, ax[0]) : x0;
     const Value y = normalize_ ? l2_normalized(y0, ax[1]) : y0;
     Value out = make_value(out_dims(x.shape, y.shape, ax), "Dot");
@@ -338,8 +335,35 @@ class DotOp : public Op {
             }
     return {std::move(out)};
   }
+  std::string device_rule() const override {
+    return normalize_ ? "normalize=True: recur has no GPU kernel for Dot's L2 normalization" : "";
+  }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    const Value& y = *in.main[1];
+    const auto ax = call_axes(x.shape, y.shape);
+    DeviceRun& dev = *ctx.device;
+    Value o = dev.make(out_dims(x.shape, y.shape, ax), "Dot");
+    const Index B = x.shape[0], K = x.shape[ax[0]];
+    const Index xo = product(x.shape, 1, ax[0]), xi = product(x.shape, ax[0] + 1);
+    const Index yo = product(y.shape, 1, ax[1]), yi = product(y.shape, ax[1] + 1);
+    dev.call("Dot '" + name + "'", [&](char* err, std::size_t len) {
+      return dev.table().dot(dev.ordinal(), x.device->data(), y.device->data(), B, xo, K, xi, yo, yi, o.device->data(), err,
+                             len);
+    });
+    out = {std::move(o)};
+    return true;
+  }
 
  private:
+  // The axes of a call's inputs, checked against each other.
+  std::array<std::size_t, 2> call_axes(const std::vector<Index>& x, const std::vector<Index>& y) const {
+    const auto ax = axes_for(x, y);
+    if (x[0] != y[0] || x[ax[0]] != y[ax[1]])
+      fail(Code::shape, "Dot '", io::printable(name), "': shapes ", shape_string(x), " and ", shape_string(y),
+           " do not fit axes (", ax[0], ", ", ax[1], ")");
+    return ax;
+  }
   std::array<std::size_t, 2> axes_for(const std::vector<Index>& a, const std::vector<Index>& b) const {
     if (a.size() < 2 || b.size() < 2)
       fail(Code::shape, "Dot: inputs must have rank >= 2, got ", shape_string(a), " and ", shape_string(b));

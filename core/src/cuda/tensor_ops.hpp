@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+// Device functors of the tensor layers that move, mask or multiply whole tensors (Permute and
+// slices, Masking, Dot), written once for nvcc and the host emulator with the CPU layers'
+// arithmetic (core/src/model/layers/): the same float operations in the same order.
+#pragma once
+
+#include <cstdint>
+
+#include "hd.hpp"
+
+namespace recur::gpu {
+
+// y[k] = x[the offset of k's index along each axis times that axis's stride].
+struct GatherStrided {
+  static constexpr int kMaxRank = 8;
+  const float* x;
+  float* y;
+  int64_t dims[kMaxRank];
+  int64_t strides[kMaxRank];
+  int32_t rank;
+  RECUR_HD void operator()(int64_t k) const {
+    int64_t off = 0, rest = k;
+    for (int32_t d = rank; d-- > 0;) {
+      off += (rest % dims[d]) * strides[d];
+      rest /= dims[d];
+    }
+    y[k] = x[off];
+  }
+};
+
+// Masking: one thread per row, keep[r] = whether any float differs from the mask value.
+struct MaskRowFlags {
+  const float* x;
+  uint8_t* keep;
+  int64_t width;
+  float value;
+  RECUR_HD void operator()(int64_t r) const {
+    bool any = false;
+    for (int64_t j = 0; j < width; ++j) any = any || x[r * width + j] != value;
+    keep[r] = any ? 1 : 0;
+  }
+};
+
+// Masking: the rows not kept become zeros (Keras multiplies by the mask).
+struct MaskRowValues {
+  const float* x;
+  float* y;
+  const uint8_t* keep;
+  int64_t width;
+  RECUR_HD void operator()(int64_t k) const { y[k] = keep[k / width] ? x[k] : 0.0f; }
+};
+
+// Dot: out[b, i, j, p, q] = the float sum over k, in order, of x[b, i, k, j] * y[b, p, k, q].
+struct DotBatched {
+  const float* x;
+  const float* y;
+  float* out;
+  int64_t xo, k, xi, yo, yi;
+  RECUR_HD void operator()(int64_t n) const {
+    const int64_t q = n % yi, p = (n / yi) % yo, j = (n / (yi * yo)) % xi, i = (n / (yi * yo * xi)) % xo,
+                  b = n / (yi * yo * xi * xo);
+    const float* xr = x + ((b * xo + i) * k) * xi + j;
+    const float* yr = y + ((b * yo + p) * k) * yi + q;
+    float acc = 0.0f;
+    for (int64_t c = 0; c < k; ++c) acc += xr[c * xi] * yr[c * yi];
+    out[n] = acc;
+  }
+};
+
+}  // namespace recur::gpu
