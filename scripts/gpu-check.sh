@@ -452,6 +452,10 @@ run() {
     step sanitizer_memcheck_graphs 90 2 env RECUR_TEST_DEVICE=cuda "$sanitizer" --tool memcheck --error-exitcode 9 --print-limit 20 \
       "$b/tests/recur_graph_parity" --gtest_brief=1 \
       --gtest_filter='*keras3_sequence_conv*:*keras3_norms*:*keras3_pooling*:*keras3_merging*:*keras3_embedding*:*keras3_activations*'
+    # The attention layers, strided reads (Permute, slices) and Masking on the device (ABI 5).
+    step sanitizer_memcheck_attention 60 2 env RECUR_TEST_DEVICE=cuda "$sanitizer" --tool memcheck --error-exitcode 9 --print-limit 20 \
+      "$b/tests/recur_graph_parity" --gtest_brief=1 \
+      --gtest_filter='Graphs/GraphParity.MatchesKeras/keras3_attention*:Graphs/GraphParity.MatchesKeras/keras3_reshaping*:Graphs/GraphParity.MatchesKeras/keras3_tensor_ops*'
   fi
   # ---- last, as time allows, measurements (recorded, not pass or fail): where a streaming step's
   # time goes (RECUR_CUDA_PROFILE=1 over the benchmark's one-stream steps), with CUDA graphs and
