@@ -13,8 +13,9 @@
 namespace {
 
 const std::string kModels = RECUR_TEST_MODELS_DIR;
-// Input (B, 6, 2) -> Masking -> LSTM -> EinsumDense, which has no GPU kernel.
-const std::string kNoKernelModel = std::string(RECUR_TEST_KERAS_DIR) + "/graphs/sequence_conv/keras3/einsum_dense_over_time.keras";
+// Input (B, T, 3) -> LSTM -> AdaptiveAveragePooling1D -> AdaptiveMaxPooling1D -> GRU: the adaptive
+// poolings have no GPU kernel.
+const std::string kNoKernelModel = std::string(RECUR_TEST_KERAS_DIR) + "/graphs/sequence_conv/keras3/adaptive_pooling_lstm.keras";
 // GPU results differ from the CPU's in the last bits only (other summation orders in cuBLAS/cuDNN).
 constexpr float kGpuTolerance = 1e-5f;
 // The CPU backend's matrix products round a batch of N rows differently from a batch of M (plain
@@ -890,8 +891,8 @@ std::vector<std::string> runs_heard(const recur_model* m, const std::vector<floa
 }  // namespace
 
 // A model on a GPU copies its inputs up once and its outputs down once; a layer without a GPU
-// kernel (EinsumDense here) is the only other place a tensor crosses, and the layer and the run say
-// so.
+// kernel (the adaptive poolings here) is the only other place a tensor crosses, and the layer and
+// the run say so.
 TEST(CApiDeviceGpu, ModelTensorsStayOnTheDevice) {
   RECUR_SKIP_WITHOUT_FILES();
   SKIP_WITHOUT_GPU();
@@ -916,12 +917,11 @@ TEST(CApiDeviceGpu, ModelTensorsStayOnTheDevice) {
     EXPECT_NE(runs[0].find("], 1 download(s) [model output"), std::string::npos) << runs[0];
   }
   {
-    // Input -> Masking -> LSTM -> EinsumDense (CPU): the LSTM's output comes down to EinsumDense,
-    // whose output is the model's.
+    // LSTM -> the adaptive poolings (CPU) -> GRU: the LSTM's output comes down, the poolings' goes up.
     recur_model* raw = nullptr;
     ASSERT_RECUR_OK(recur_model_open(&raw, kNoKernelModel.c_str()));
     Model m(raw);
-    const std::vector<float> x = rt::data(3 * 6 * 2);
+    const std::vector<float> x = rt::data(3 * 6 * 3);
     const std::vector<float> cpu = run_model(m.get(), x, 3, 6);
     ASSERT_RECUR_OK(recur_model_set_device(m.get(), "cuda"));
     recur_model_info mi;
@@ -932,21 +932,24 @@ TEST(CApiDeviceGpu, ModelTensorsStayOnTheDevice) {
       const char* cls = nullptr;
       ASSERT_RECUR_OK(recur_model_layer(m.get(), i, nullptr, &cls, nullptr, nullptr, nullptr, nullptr));
       const recur_device_info layer = model_device(m.get(), i);
-      if (std::string(cls) != "EinsumDense") {
+      if (std::string(cls).rfind("Adaptive", 0) != 0) {
         expect_on_gpu(layer);
         continue;
       }
-      // recur has no GPU kernel for EinsumDense: it says so, and what that costs.
+      // recur has no GPU kernel for them: each says so, and what that costs.
       EXPECT_STREQ(layer.backend, "cpu");
-      EXPECT_NE(std::string(layer.reason).find("no GPU kernel for EinsumDense"), std::string::npos) << layer.reason;
+      EXPECT_NE(std::string(layer.reason).find(std::string("no GPU kernel for ") + cls), std::string::npos) << layer.reason;
       EXPECT_NE(std::string(layer.reason).find("copied"), std::string::npos) << layer.reason;
       ++on_cpu;
     }
-    EXPECT_EQ(on_cpu, 1);
+    EXPECT_EQ(on_cpu, 2);
     const std::vector<std::string> runs = runs_heard(m.get(), x);
     ASSERT_EQ(runs.size(), 1u);
-    EXPECT_NE(runs[0].find(": 1 upload(s) [model input '"), std::string::npos) << runs[0];
-    EXPECT_NE(runs[0].find("1 download(s) [layer 'einsum_dense' (EinsumDense): recur has no GPU kernel for EinsumDense]"),
+    EXPECT_NE(runs[0].find(": 2 upload(s) [model input '"), std::string::npos) << runs[0];
+    EXPECT_NE(runs[0].find("(GRU) reads the output of 'adaptive_max_pooling1d', which ran on the CPU"), std::string::npos)
+        << runs[0];
+    EXPECT_NE(runs[0].find("2 download(s) [layer 'adaptive_average_pooling1d' (AdaptiveAveragePooling1D): recur has no "
+                           "GPU kernel for AdaptiveAveragePooling1D"),
               std::string::npos)
         << runs[0];
     EXPECT_LE(max_diff(run_model(m.get(), x, 3, 6), cpu), kGpuTolerance);

@@ -540,12 +540,16 @@ TEST(GpuEmulatorTable, ModelOpsRefuseBadArguments) {
   refused(p->mask_rows(0, d, -1, 2, 0.0f, d, nullptr, err, sizeof err), "mask_rows");
   refused(p->dot(0, d, d, 1, 1, -2, 1, 1, 1, d, err, sizeof err), "dot");
   refused(p->dot(0, nullptr, d, 1, 1, 2, 1, 1, 1, d, err, sizeof err), "dot");
+  const int64_t esz[2] = {2, 2}, est[2] = {1, 2}, eneg[2] = {1, -2};
+  refused(p->einsum(0, d, d, 13, 1, esz, est, est, nullptr, nullptr, d, err, sizeof err), "einsum");
+  refused(p->einsum(0, d, d, 2, 3, esz, est, est, nullptr, nullptr, d, err, sizeof err), "einsum");
+  refused(p->einsum(0, d, d, 2, 1, esz, eneg, est, nullptr, nullptr, d, err, sizeof err), "einsum");
   p->buffer_free(buf);
 }
 
 // Masking: the flags come back to the host, the rows equal to the mask value become zeros (NaN
-// differs from every value); Dot: float sums over the shared axis, in order.
-TEST(GpuEmulatorTable, MaskRowsAndDot) {
+// differs from every value); Dot and EinsumDense: float sums over the shared axis, in order.
+TEST(GpuEmulatorTable, MaskRowsDotAndEinsum) {
   REQUIRE_DEVICE();
   const recur_gpu_plugin* p = plugin();
   char err[256] = "";
@@ -582,6 +586,19 @@ TEST(GpuEmulatorTable, MaskRowsAndDot) {
         ref[static_cast<std::size_t>((i * 2 + pp) * 2 + q)] = acc;
       }
   expect_near(out, ref, "dot");
+
+  // EinsumDense 'bc,cd->bd' + a bias per d: letters b, d (the output's), then c (summed).
+  const int64_t sizes[3] = {2, 2, 3}, sx[3] = {3, 0, 1}, sk[3] = {0, 1, 2}, sb[2] = {0, 1};
+  ASSERT_EQ(p->einsum(0, d + 16, d + 24, 3, 2, sizes, sx, sk, d + 30, sb, d + 48, err, sizeof err), RECUR_GPU_OK) << err;
+  Vec e(4), eref(4);
+  ASSERT_EQ(p->buffer_download(buf, 48, e.data(), 4, err, sizeof err), RECUR_GPU_OK);
+  for (int bb = 0; bb < 2; ++bb)
+    for (int dd = 0; dd < 2; ++dd) {
+      float acc = 0.0f;
+      for (int c = 0; c < 3; ++c) acc += a[static_cast<std::size_t>(bb * 3 + c)] * b[static_cast<std::size_t>(c * 2 + dd)];
+      eref[static_cast<std::size_t>(bb * 2 + dd)] = acc + b[static_cast<std::size_t>(6 + dd)];
+    }
+  expect_near(e, eref, "einsum");
   p->buffer_free(buf);
 }
 

@@ -258,7 +258,7 @@ TEST_P(GraphParity, MatchesKeras) {
       const std::string k = cls;
       static const std::set<std::string> kNewKernels = {"Attention", "AdditiveAttention", "MultiHeadAttention",
                                                         "Rescaling", "Permute", "Transpose", "GetItem",
-                                                        "Masking", "Dot"};
+                                                        "Masking", "Dot", "EinsumDense"};
       if (!kNewKernels.count(k)) continue;
       recur_device_info d;
       d.version = RECUR_DEVICE_INFO_VERSION;

@@ -329,7 +329,7 @@ typedef struct recur_gpu_plugin {
   int (*fill)(int32_t device, float *y, int64_t n, float value, char *err, size_t err_len);
   /* ---- end of pooling, convolution, padding */
 
-  /* Since ABI 5: the attention layers, strided reads, Masking and Dot. */
+  /* Since ABI 5: the attention layers, strided reads, Masking, Dot and EinsumDense. */
   /* y (rows, n), row r at r * y_stride, = x (rows, c) @ w (c, n) + b (n floats, or NULL): each
    * element one serial sum over c of double(x) * w, rounded to float, then + b in float
    * (MultiHeadAttention's projections). x, w, b and y are device pointers. */
@@ -352,6 +352,14 @@ typedef struct recur_gpu_plugin {
    * for x (batch, xo, k, xi), y (batch, yo, k, yi), out (batch, xo, xi, yo, yi); device pointers. */
   int (*dot)(int32_t device, const float *x, const float *y, int64_t batch, int64_t xo, int64_t k, int64_t xi,
              int64_t yo, int64_t yi, float *out, char *err, size_t err_len);
+  /* EinsumDense's product over `letters` (1..12) index letters, the first `out_letters` of them y's
+   * axes in order: y (row-major) = the float sum, over the other letters in row-major order, of
+   * x * kernel, each read at the sum of its letters' indices times x_strides / k_strides (0 for a
+   * letter it lacks), then + bias at the sum of y's indices times bias_strides (bias NULL: none).
+   * sizes and the strides are host arrays; x, kernel, bias and y device pointers. */
+  int (*einsum)(int32_t device, const float *x, const float *kernel, int32_t letters, int32_t out_letters,
+                const int64_t *sizes, const int64_t *x_strides, const int64_t *k_strides, const float *bias,
+                const int64_t *bias_strides, float *y, char *err, size_t err_len);
 } recur_gpu_plugin;
 
 #define RECUR_GPU_OP_ADD 0

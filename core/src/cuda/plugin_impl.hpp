@@ -851,6 +851,29 @@ class Plugin {
       ex.for_each(n, DotBatched{x, y, out, xo, k, xi, yo, yi});
     });
   }
+
+  static int einsum(int32_t device, const float* x, const float* kernel, int32_t letters, int32_t out_letters,
+                    const int64_t* sizes, const int64_t* x_strides, const int64_t* k_strides, const float* bias,
+                    const int64_t* bias_strides, float* y, char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(letters >= 1 && letters <= Einsum::kMaxLetters && out_letters >= 0 && out_letters <= letters && sizes &&
+                x_strides && k_strides && (!bias || bias_strides),
+            "einsum: bad letters");
+      Einsum f{x, kernel, bias, y, {}, {}, {}, {}, letters, out_letters, 1};
+      int64_t n = 1;
+      for (int32_t j = 0; j < letters; ++j) {
+        check(sizes[j] >= 0 && x_strides[j] >= 0 && k_strides[j] >= 0, "einsum: a negative size or stride");
+        f.size[j] = sizes[j], f.sx[j] = x_strides[j], f.sk[j] = k_strides[j];
+        f.sb[j] = bias && j < out_letters ? bias_strides[j] : 0;
+        if (j < out_letters) n *= sizes[j];
+        else f.summed *= sizes[j];
+      }
+      if (n == 0) return;
+      check(y && (f.summed == 0 || (x && kernel)), "einsum: null argument");
+      Exec ex(device, nullptr);
+      ex.for_each(n, f);
+    });
+  }
   // ---- end of attention layers (implementations)
 
   static int probe(int32_t* count, char* err, std::size_t err_len) {
@@ -912,6 +935,7 @@ class Plugin {
         &gather_strided,
         &mask_rows,
         &dot,
+        &einsum,
     };
     return &t;
   }

@@ -67,4 +67,35 @@ struct DotBatched {
   }
 };
 
+// EinsumDense: one thread per output element, summing over the other letters in row-major order.
+struct Einsum {
+  static constexpr int kMaxLetters = 12;
+  const float* x;
+  const float* kernel;
+  const float* bias;
+  float* y;
+  int64_t size[kMaxLetters], sx[kMaxLetters], sk[kMaxLetters], sb[kMaxLetters];
+  int32_t letters, out_letters;
+  int64_t summed;  // the product of the summed letters' sizes
+  RECUR_HD void operator()(int64_t e) const {
+    int64_t ox = 0, ok = 0, ob = 0, rest = e;
+    for (int32_t j = out_letters; j-- > 0;) {
+      const int64_t i = rest % size[j];
+      rest /= size[j];
+      ox += i * sx[j], ok += i * sk[j], ob += i * sb[j];
+    }
+    float acc = 0.0f;
+    for (int64_t s = 0; s < summed; ++s) {
+      int64_t px = ox, pk = ok, r = s;
+      for (int32_t j = letters; j-- > out_letters;) {
+        const int64_t i = r % size[j];
+        r /= size[j];
+        px += i * sx[j], pk += i * sk[j];
+      }
+      acc += x[px] * kernel[pk];
+    }
+    y[e] = bias ? acc + bias[ob] : acc;
+  }
+};
+
 }  // namespace recur::gpu

@@ -439,21 +439,25 @@ class EinsumDenseOp : public Op {
     if (stepped_in.empty() || !stepped_in[0] || per_step) return "";
     return "equation '" + equation_ + "' does not keep the steps axis (axis 1) apart (it sums, moves or weighs it)";
   }
-  std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
-    const Value& x = *in.main[0];
+  // The letters of a call on input shape x: the output's, then those summed over, with each one's
+  // size and stride in x, the kernel and y, and the bias's stride along each output axis.
+  struct Letters {
+    std::vector<Index> size, sx, sk, sy, yshape, bias_strides;
+  };
+  Letters letters(const std::vector<Index>& x) const {
     const std::string& fi = full_in_;
     const std::string& fo = full_out_;
-    // Letters: the output's, then those summed over. Strides of each in x, kernel and y.
     std::string all = fo;
     for (char c : fi + kernel_spec_)
       if (all.find(c) == std::string::npos) all += c;
     const std::size_t n = all.size();
-    std::vector<Index> size(n), sx(n, 0), sk(n, 0), sy(n, 0), yshape;
+    Letters l;
+    l.size.resize(n), l.sx.assign(n, 0), l.sk.assign(n, 0), l.sy.assign(n, 0);
     for (std::size_t j = 0; j < n; ++j) {
       const auto a = fi.find(all[j]);
-      size[j] = a != std::string::npos ? x.shape[a] : kernel_dims_[kernel_spec_.find(all[j])];
+      l.size[j] = a != std::string::npos ? x[a] : kernel_dims_[kernel_spec_.find(all[j])];
     }
-    for (std::size_t j = 0; j < fo.size(); ++j) yshape.push_back(size[j]);
+    for (std::size_t j = 0; j < fo.size(); ++j) l.yshape.push_back(l.size[j]);
     auto strides = [&](const std::string& spec, const std::vector<Index>& dims, std::vector<Index>& out) {
       Index st = 1;
       for (std::size_t a = spec.size(); a-- > 0;) {
@@ -461,48 +465,82 @@ class EinsumDenseOp : public Op {
         st *= dims[a];
       }
     };
-    strides(fi, x.shape, sx);
-    strides(kernel_spec_, kernel_dims_, sk);
-    strides(fo, yshape, sy);
-    Value y = make_value(yshape, "EinsumDense");
+    strides(fi, x, l.sx);
+    strides(kernel_spec_, kernel_dims_, l.sk);
+    strides(fo, l.yshape, l.sy);
+    // The bias covers the output's last bias_dims_.size() axes (1: broadcast).
+    const std::size_t r = l.yshape.size(), nb = bias_.empty() ? 0 : bias_dims_.size();
+    l.bias_strides.assign(r, 0);
+    Index st = 1;
+    for (std::size_t a = nb; a-- > 0;) {
+      l.bias_strides[r - nb + a] = bias_dims_[a] == 1 ? 0 : st;
+      st *= bias_dims_[a];
+    }
+    return l;
+  }
+
+  std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
+    const Value& x = *in.main[0];
+    const Letters l = letters(x.shape);
+    const std::size_t n = l.size.size();
+    Value y = make_value(l.yshape, "EinsumDense");
     Index total = 1;
-    for (Index v : size) total *= v;
+    for (Index v : l.size) total *= v;
     if (total > 0) {
       std::vector<Index> idx(n, 0);
       Index ox = 0, ok = 0, oy = 0;
       for (Index i = 0; i < total; ++i) {
         y.data[static_cast<std::size_t>(oy)] += x.data[static_cast<std::size_t>(ox)] * kernel_[static_cast<std::size_t>(ok)];
         for (std::size_t j = n; j-- > 0;) {
-          ox += sx[j], ok += sk[j], oy += sy[j];
-          if (++idx[j] < size[j]) break;
-          ox -= sx[j] * size[j], ok -= sk[j] * size[j], oy -= sy[j] * size[j];
+          ox += l.sx[j], ok += l.sk[j], oy += l.sy[j];
+          if (++idx[j] < l.size[j]) break;
+          ox -= l.sx[j] * l.size[j], ok -= l.sk[j] * l.size[j], oy -= l.sy[j] * l.size[j];
           idx[j] = 0;
         }
       }
     }
     if (!bias_.empty()) {
-      // The bias covers the output's last bias_dims_.size() axes (1: broadcast).
-      const std::size_t r = yshape.size(), nb = bias_dims_.size();
-      const Index inner = product(yshape, r - nb);
-      std::vector<Index> bstride(nb, 0);
-      Index st = 1;
-      for (std::size_t a = nb; a-- > 0;) {
-        bstride[a] = bias_dims_[a] == 1 ? 0 : st;
-        st *= bias_dims_[a];
-      }
-      for (Index e = 0; e < product(yshape); ++e) {
-        Index rem = e % inner, bi = 0;
-        for (std::size_t a = nb; a-- > 0;) {
-          const Index dim = yshape[r - nb + a];
-          bi += (rem % dim) * bstride[a];
-          rem /= dim;
+      const std::size_t r = l.yshape.size();
+      for (Index e = 0; e < product(l.yshape); ++e) {
+        Index rem = e, bi = 0;
+        for (std::size_t a = r; a-- > 0;) {
+          bi += (rem % l.yshape[a]) * l.bias_strides[a];
+          rem /= l.yshape[a];
         }
         y.data[static_cast<std::size_t>(e)] += bias_[static_cast<std::size_t>(bi)];
       }
     }
-    const Index last = yshape.empty() ? 1 : yshape.back();
-    if (last > 0) apply_activation(act_, y.data.data(), product(yshape) / last, last);
+    const Index last = l.yshape.empty() ? 1 : l.yshape.back();
+    if (last > 0) apply_activation(act_, y.data.data(), product(l.yshape) / last, last);
     return {std::move(y)};
+  }
+  std::string device_rule() const override { return ""; }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    const Letters l = letters(x.shape);
+    if (l.size.size() > 12 || l.yshape.empty()) {
+      ctx.device->declined = "its equation has more letters than the GPU's einsum takes (12)";
+      return false;
+    }
+    DeviceRun& dev = *ctx.device;
+    Value y = dev.make(l.yshape, "EinsumDense");
+    const auto w = weights_.on(dev, {{kernel_.data(), kernel_.size()}, {bias_.data(), bias_.size()}});
+    const std::vector<std::int64_t> size(l.size.begin(), l.size.end()), sx(l.sx.begin(), l.sx.end()),
+        sk(l.sk.begin(), l.sk.end()), sb(l.bias_strides.begin(), l.bias_strides.end());
+    const std::string what = "EinsumDense '" + name + "'";
+    dev.call(what, [&](char* err, std::size_t len) {
+      return dev.table().einsum(dev.ordinal(), x.device->data(), w[0], static_cast<std::int32_t>(size.size()),
+                                static_cast<std::int32_t>(l.yshape.size()), size.data(), sx.data(), sk.data(),
+                                bias_.empty() ? nullptr : w[1], sb.data(), y.device->data(), err, len);
+    });
+    const Index last = l.yshape.back(), rows = last ? product(l.yshape) / last : 0;
+    if (act_.kind != Activation::linear && rows > 0)
+      dev.call(what, [&](char* err, std::size_t len) {
+        return dev.table().activate(dev.ordinal(), y.device->data(), rows, last, static_cast<std::int32_t>(act_.kind),
+                                    static_cast<std::int32_t>(act_.hard_sigmoid), err, len);
+      });
+    out = {std::move(y)};
+    return true;
   }
   std::size_t num_weights() const override { return bias_axes_.empty() ? 1 : 2; }
   double work(const std::vector<Spec>& main, const std::vector<Spec>& out) const override {
@@ -515,6 +553,7 @@ class EinsumDenseOp : public Op {
   std::uint64_t weight_floats() const override { return kernel_.size() + bias_.size(); }
   void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
     auto dims = [](const std::vector<Index>& d) { return std::vector<std::int64_t>(d.begin(), d.end()); };
+    weights_.reset();
     kernel_ = take_weight(w, dims(kernel_dims_), where);
     if (!bias_axes_.empty()) bias_ = take_weight(w, dims(bias_dims_), where);
   }
@@ -530,6 +569,7 @@ class EinsumDenseOp : public Op {
   std::vector<Index> user_shape_, kernel_dims_, bias_dims_;
   ActivationFn act_;
   std::vector<float> kernel_, bias_;
+  DeviceWeights weights_;
 };
 
 }  // namespace
