@@ -49,6 +49,14 @@ void attention_on_device(DeviceRun& dev, recur_gpu_attention& a, const std::stri
 
 const std::uint8_t* mask_data(const std::vector<std::uint8_t>* m) { return m ? m->data() : nullptr; }
 
+// A causal stream step joins the step with the past keys and values the stream keeps on the host:
+// such a call declines the GPU, saying so.
+bool declines_causal_step(RunContext& ctx, bool causal) {
+  if (!(ctx.stream && ctx.stepped && causal)) return false;
+  ctx.device->declined = "a stream's causal attention joins the step with its past keys and values on the host";
+  return true;
+}
+
 // Causal streaming: the call site's history (every past step's keys/values rows, with the value
 // mask when there is one) with this step's rows (B, n, w) appended. The caller stores it back once
 // the step has run, so that a step it refuses leaves the stream as it was.
@@ -174,10 +182,8 @@ class DenseAttentionOp : public Op {
     const Value& k0 = in.main.size() > 2 ? *in.main[2] : v0;
     const bool causal = causal_ || call_flag(ctx.call, "use_causal_mask");
     const bool scores_out = call_flag(ctx.call, "return_attention_scores");
+    check_fit(q, v0, k0);
     const Index B = q.shape[0], Tq = q.shape[1], d = q.shape[2], dv = v0.shape[2];
-    if (k0.shape[1] != v0.shape[1] || v0.shape[0] != B || k0.shape[0] != B)
-      fail(Code::shape, "layer '", name, "' (", who_, "): query ", shape_string(q.shape), ", value ", shape_string(v0.shape),
-           " and key ", shape_string(k0.shape), " do not fit");
     // The keys and values attended over: this call's, or (a causal stream) every step so far.
     const Value* kv = nullptr;
     Value joined;  // a causal stream's keys and values so far
@@ -252,17 +258,12 @@ class DenseAttentionOp : public Op {
   std::string device_rule() const override { return ""; }
   bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
     const bool causal = causal_ || call_flag(ctx.call, "use_causal_mask");
-    if (ctx.stream && ctx.stepped && causal) {
-      ctx.device->declined = "a stream's causal attention joins the step with its past keys and values on the host";
-      return false;
-    }
+    if (declines_causal_step(ctx, causal)) return false;
     const Value& q = *in.main[0];
     const Value& v = *in.main[1];
     const Value& k = in.main.size() > 2 ? *in.main[2] : v;
+    check_fit(q, v, k);
     const Index B = q.shape[0], Tq = q.shape[1], d = q.shape[2], Tv = v.shape[1], dv = v.shape[2];
-    if (k.shape[1] != Tv || v.shape[0] != B || k.shape[0] != B)
-      fail(Code::shape, "layer '", name, "' (", who_, "): query ", shape_string(q.shape), ", value ", shape_string(v.shape),
-           " and key ", shape_string(k.shape), " do not fit");
     DeviceRun& dev = *ctx.device;
     Value y = dev.make({B, Tq, dv}, who_.c_str());
     Value s = dev.make({B, Tq, Tv}, who_.c_str());
@@ -316,6 +317,12 @@ class DenseAttentionOp : public Op {
   }
 
  private:
+  void check_fit(const Value& q, const Value& v, const Value& k) const {
+    if (k.shape[1] != v.shape[1] || v.shape[0] != q.shape[0] || k.shape[0] != q.shape[0])
+      fail(Code::shape, "layer '", name, "' (", who_, "): query ", shape_string(q.shape), ", value ", shape_string(v.shape),
+           " and key ", shape_string(k.shape), " do not fit");
+  }
+
   bool additive_, keras3_;
   std::string who_;
   bool use_scale_ = false, causal_ = false, built_ = false;
@@ -496,21 +503,41 @@ class MultiHeadAttentionOp : public Op {
     }
   }
 
-  std::vector<Value> forward(const CallInputs& in, RunContext& ctx, int site) const override {
+  // A call's tensors by role, their shapes checked against each other.
+  struct CallTensors {
+    const Value *q, *v, *k, *am;
+    bool causal, scores_out;
+    Index B, Tq, Tv;
+  };
+  CallTensors call_tensors(const CallInputs& in, const RunContext& ctx) const {
     const MhaSlots sl = mha_slots(ctx.call, in.main.size());
-    const Value& q = *in.main[static_cast<std::size_t>(sl.query)];
-    const Value& v = *in.main[static_cast<std::size_t>(sl.value)];
-    const Value& k = *in.main[static_cast<std::size_t>(sl.key)];
+    const Value* q = in.main[static_cast<std::size_t>(sl.query)];
+    const Value* v = in.main[static_cast<std::size_t>(sl.value)];
+    const Value* k = in.main[static_cast<std::size_t>(sl.key)];
     const Value* am = sl.attention_mask >= 0 ? in.main[static_cast<std::size_t>(sl.attention_mask)] : nullptr;
-    const bool causal = call_flag(ctx.call, "use_causal_mask");
-    const bool scores_out = call_flag(ctx.call, "return_attention_scores");
-    const Index B = q.shape[0], Tq = q.shape[1], Tn = v.shape[1];
-    if (k.shape[1] != Tn || v.shape[0] != B || k.shape[0] != B)
-      fail(Code::shape, "layer '", name, "' (MultiHeadAttention): query ", shape_string(q.shape), ", value ", shape_string(v.shape),
-           " and key ", shape_string(k.shape), " do not fit");
-    if (am && (am->shape.size() != 3 || am->shape[0] != B || am->shape[1] != Tq || am->shape[2] != Tn))
-      fail(Code::shape, "layer '", name, "' (MultiHeadAttention): attention_mask has shape ", shape_string(am->shape), ", expected ",
-           shape_string({B, Tq, Tn}));
+    const Index B = q->shape[0], Tq = q->shape[1], Tv = v->shape[1];
+    if (k->shape[1] != Tv || v->shape[0] != B || k->shape[0] != B)
+      fail(Code::shape, "layer '", name, "' (MultiHeadAttention): query ", shape_string(q->shape), ", value ",
+           shape_string(v->shape), " and key ", shape_string(k->shape), " do not fit");
+    if (am && (am->shape.size() != 3 || am->shape[0] != B || am->shape[1] != Tq || am->shape[2] != Tv))
+      fail(Code::shape, "layer '", name, "' (MultiHeadAttention): attention_mask has shape ", shape_string(am->shape),
+           ", expected ", shape_string({B, Tq, Tv}));
+    return {q, v, k, am, call_flag(ctx.call, "use_causal_mask"), call_flag(ctx.call, "return_attention_scores"), B, Tq, Tv};
+  }
+  // The value and key masks ANDed (null when neither has one).
+  static std::shared_ptr<std::vector<std::uint8_t>> kv_mask(const Value& v, const Value& k, Index rows) {
+    if (!v.mask && !k.mask) return nullptr;
+    auto m = std::make_shared<std::vector<std::uint8_t>>(static_cast<std::size_t>(rows), 1);
+    for (std::size_t r = 0; r < m->size(); ++r) (*m)[r] = (!v.mask || (*v.mask)[r]) && (!k.mask || (*k.mask)[r]);
+    return m;
+  }
+
+  std::vector<Value> forward(const CallInputs& in, RunContext& ctx, int site) const override {
+    const CallTensors t = call_tensors(in, ctx);
+    const Value &q = *t.q, &v = *t.v, &k = *t.k;
+    const Value* am = t.am;
+    const bool causal = t.causal, scores_out = t.scores_out;
+    const Index B = t.B, Tq = t.Tq, Tn = t.Tv;
     const Index H = heads_, dk = key_dim_, dv = value_dim_, HK = H * dk, HV = H * dv;
     Value Q = make_value({B, Tq, HK}, "MultiHeadAttention");
     project(q.data.data(), B * Tq, dq_, wq_, bq_, HK, Q.data.data(), HK);
@@ -518,11 +545,7 @@ class MultiHeadAttentionOp : public Op {
     Value now = make_value({B, Tn, HK + HV}, "MultiHeadAttention");
     project(k.data.data(), B * Tn, dk_, wk_, bk_, HK, now.data.data(), HK + HV);
     project(v.data.data(), B * Tn, dv_, wv_, bv_, HV, now.data.data() + HK, HK + HV);
-    if (v.mask || k.mask) {
-      auto m = std::make_shared<std::vector<std::uint8_t>>(static_cast<std::size_t>(B * Tn), 1);
-      for (std::size_t r = 0; r < m->size(); ++r) (*m)[r] = (!v.mask || (*v.mask)[r]) && (!k.mask || (*k.mask)[r]);
-      now.mask = std::move(m);
-    }
+    now.mask = kv_mask(v, k, B * Tn);
     const bool streaming = ctx.stream && ctx.stepped && causal;
     if (streaming) now = with_history(ctx, this, site, std::move(now));
     const Value* kv = &now;
@@ -590,24 +613,12 @@ class MultiHeadAttentionOp : public Op {
 
   std::string device_rule() const override { return ""; }
   bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
-    const bool causal = call_flag(ctx.call, "use_causal_mask");
-    if (ctx.stream && ctx.stepped && causal) {
-      ctx.device->declined = "a stream's causal attention joins the step with its past keys and values on the host";
-      return false;
-    }
-    const MhaSlots sl = mha_slots(ctx.call, in.main.size());
-    const Value& q = *in.main[static_cast<std::size_t>(sl.query)];
-    const Value& v = *in.main[static_cast<std::size_t>(sl.value)];
-    const Value& k = *in.main[static_cast<std::size_t>(sl.key)];
-    const Value* am = sl.attention_mask >= 0 ? in.main[static_cast<std::size_t>(sl.attention_mask)] : nullptr;
-    const bool scores_out = call_flag(ctx.call, "return_attention_scores");
-    const Index B = q.shape[0], Tq = q.shape[1], Tv = v.shape[1];
-    if (k.shape[1] != Tv || v.shape[0] != B || k.shape[0] != B)
-      fail(Code::shape, "layer '", name, "' (MultiHeadAttention): query ", shape_string(q.shape), ", value ", shape_string(v.shape),
-           " and key ", shape_string(k.shape), " do not fit");
-    if (am && (am->shape.size() != 3 || am->shape[0] != B || am->shape[1] != Tq || am->shape[2] != Tv))
-      fail(Code::shape, "layer '", name, "' (MultiHeadAttention): attention_mask has shape ", shape_string(am->shape), ", expected ",
-           shape_string({B, Tq, Tv}));
+    if (declines_causal_step(ctx, call_flag(ctx.call, "use_causal_mask"))) return false;
+    const CallTensors t = call_tensors(in, ctx);
+    const Value &q = *t.q, &v = *t.v, &k = *t.k;
+    const Value* am = t.am;
+    const bool causal = t.causal, scores_out = t.scores_out;
+    const Index B = t.B, Tq = t.Tq, Tv = t.Tv;
     const Index H = heads_, HK = H * key_dim_, HV = H * value_dim_, W = HK + HV;
     DeviceRun& dev = *ctx.device;
     const auto w = weights_.on(dev, {{wq_.data(), wq_.size()}, {wk_.data(), wk_.size()}, {wv_.data(), wv_.size()},
@@ -626,12 +637,8 @@ class MultiHeadAttentionOp : public Op {
     project(q, B * Tq, dq_, 0, HK, Q.device->data(), HK);
     project(k, B * Tv, dk_, 1, HK, kv.device->data(), W);
     project(v, B * Tv, dv_, 2, HV, kv.device->data() + HK, W);
-    std::vector<std::uint8_t> kv_mask;
-    if (v.mask || k.mask) {
-      kv_mask.assign(static_cast<std::size_t>(B * Tv), 1);
-      for (std::size_t r = 0; r < kv_mask.size(); ++r) kv_mask[r] = (!v.mask || (*v.mask)[r]) && (!k.mask || (*k.mask)[r]);
-    }
-    const bool any_mask = !kv_mask.empty() || q.mask || causal || am;
+    const auto kvm = kv_mask(v, k, B * Tv);
+    const bool any_mask = kvm || q.mask || causal || am;
     const bool scale_after = keras3_ && !scores_out && dropout_ == 0.0;
     Value s = dev.make({B, H, Tq, Tv}, "MultiHeadAttention");
     Value o = dev.make({B, Tq, HV}, "MultiHeadAttention");
@@ -646,7 +653,7 @@ class MultiHeadAttentionOp : public Op {
     a.value = kv.device->data() + HK, a.value_stride = W;
     a.scale = static_cast<float>(1.0 / std::sqrt(double(key_dim_)));
     a.host_query_mask = mask_data(q.mask.get());
-    a.host_value_mask = kv_mask.empty() ? nullptr : kv_mask.data();
+    a.host_value_mask = mask_data(kvm.get());
     a.attention_mask = am ? am->device->data() : nullptr;
     a.scores = s.device->data();
     a.output = o.device->data(), a.output_stride = HV;
