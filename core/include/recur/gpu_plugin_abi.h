@@ -28,6 +28,8 @@ extern "C" {
 /* Bump on any change to a struct or function below. */
 #define RECUR_GPU_PLUGIN_ABI_VERSION 5
 #define RECUR_GPU_PLUGIN_ENTRY "recur_gpu_plugin_entry"
+/* The most axes broadcast_op and gather_strided take. */
+#define RECUR_GPU_MAX_RANK 8
 
 /* Return codes. */
 #define RECUR_GPU_OK 0

@@ -282,4 +282,16 @@ RECUR_HD inline void ordered_dots1(const float* a, int64_t n, const float* m, in
   ordered_dots<G>(a, n, m, ld, col, acc, k);
 }
 
+// The offset of flat element k of a row-major tensor of `rank` sizes `dims`: the sum over axes of
+// k's index along the axis times `strides` (broadcast parameters, strided reads).
+constexpr int kMaxStridedRank = RECUR_GPU_MAX_RANK;
+RECUR_HD inline int64_t strided_offset(int64_t k, int32_t rank, const int64_t* dims, const int64_t* strides) {
+  int64_t off = 0;
+  for (int32_t d = rank; d-- > 0;) {
+    off += (k % dims[d]) * strides[d];
+    k /= dims[d];
+  }
+  return off;
+}
+
 }  // namespace recur::gpu

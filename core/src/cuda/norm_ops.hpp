@@ -108,7 +108,7 @@ struct NormApply {
 
 // ---- per-element ops with a parameter broadcast over the tensor -------------------------------
 
-constexpr int kMaxBroadcastRank = 8;
+constexpr int kMaxBroadcastRank = kMaxStridedRank;
 
 // y[k] from x[k] and the parameters at k's broadcast index: sum over axes of index * stride, the
 // strides 0 along the axes the parameters do not vary over.
@@ -121,11 +121,7 @@ struct BroadcastOp {
   int64_t strides[kMaxBroadcastRank];
   int32_t rank, kind;
   RECUR_HD void operator()(int64_t k) const {
-    int64_t a = 0, rest = k;
-    for (int32_t d = rank; d-- > 0;) {
-      a += (rest % dims[d]) * strides[d];
-      rest /= dims[d];
-    }
+    const int64_t a = strided_offset(k, rank, dims, strides);
     const float v = x[k];
     if (kind == RECUR_GPU_BCAST_AFFINE) y[k] = v * p[a] + q[a];
     else y[k] = fmax_(v, 0.0f) + -p[a] * fmax_(-v, 0.0f);  // PReLU

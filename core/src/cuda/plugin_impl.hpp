@@ -756,7 +756,7 @@ class Plugin {
   }
   // ---- end of pooling, convolution, padding (implementations)
 
-  // ---- attention layers (implementations)
+  // ---- attention and tensor layers (implementations)
   static int project(int32_t device, const float* x, int64_t rows, int64_t c, const float* w, const float* b, int64_t n,
                      float* y, int64_t y_stride, char* err, std::size_t err_len) {
     return guarded(err, err_len, [&] {
@@ -807,7 +807,7 @@ class Plugin {
   static int gather_strided(int32_t device, const float* x, int64_t x_floats, int64_t offset, int32_t rank,
                             const int64_t* dims, const int64_t* strides, float* y, char* err, std::size_t err_len) {
     return guarded(err, err_len, [&] {
-      check(rank >= 1 && rank <= GatherStrided::kMaxRank && dims && strides, "gather_strided: bad rank");
+      check(rank >= 1 && rank <= kMaxStridedRank && dims && strides, "gather_strided: bad rank");
       GatherStrided f{x + offset, y, {}, {}, rank};
       int64_t n = 1, lo = offset, hi = offset;  // the lowest and highest offsets read
       for (int32_t d = 0; d < rank; ++d) {
@@ -874,7 +874,7 @@ class Plugin {
       ex.for_each(n, f);
     });
   }
-  // ---- end of attention layers (implementations)
+  // ---- end of attention and tensor layers (implementations)
 
   static int probe(int32_t* count, char* err, std::size_t err_len) {
     return guarded(err, err_len, [&] {

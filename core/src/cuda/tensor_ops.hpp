@@ -6,26 +6,19 @@
 
 #include <cstdint>
 
+#include "gpu_math.hpp"
 #include "hd.hpp"
 
 namespace recur::gpu {
 
 // y[k] = x[the offset of k's index along each axis times that axis's stride].
 struct GatherStrided {
-  static constexpr int kMaxRank = 8;
   const float* x;
   float* y;
-  int64_t dims[kMaxRank];
-  int64_t strides[kMaxRank];
+  int64_t dims[kMaxStridedRank];
+  int64_t strides[kMaxStridedRank];
   int32_t rank;
-  RECUR_HD void operator()(int64_t k) const {
-    int64_t off = 0, rest = k;
-    for (int32_t d = rank; d-- > 0;) {
-      off += (rest % dims[d]) * strides[d];
-      rest /= dims[d];
-    }
-    y[k] = x[off];
-  }
+  RECUR_HD void operator()(int64_t k) const { y[k] = x[strided_offset(k, rank, dims, strides)]; }
 };
 
 // Masking: one thread per row, keep[r] = whether any float differs from the mask value.

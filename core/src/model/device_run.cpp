@@ -96,7 +96,7 @@ Value DeviceRun::clone(const Value& v, const char* what) {
 
 std::optional<Value> DeviceRun::gather(const Value& x, const std::vector<Index>& dims, const std::vector<Index>& strides,
                                        Index base, std::vector<Index> shape, const std::string& what) {
-  if (dims.empty() || dims.size() > 8 || dims.size() != strides.size()) return std::nullopt;
+  if (dims.empty() || dims.size() > RECUR_GPU_MAX_RANK || dims.size() != strides.size()) return std::nullopt;
   Value y = make(std::move(shape), what.c_str());
   const std::vector<std::int64_t> d(dims.begin(), dims.end()), s(strides.begin(), strides.end());
   call(what, [&](char* err, std::size_t len) {

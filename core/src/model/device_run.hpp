@@ -66,7 +66,7 @@ class DeviceRun {
   Value clone(const Value& v, const char* what);
   // A device Value of `shape` gathered from device Value x: element k of the row-major `dims` reads
   // x at base + its index along each axis times that axis's stride; null (nothing made) when
-  // `dims` has more axes than the GPU op takes (8).
+  // `dims` has more axes than the GPU op takes (RECUR_GPU_MAX_RANK).
   std::optional<Value> gather(const Value& x, const std::vector<Index>& dims, const std::vector<Index>& strides,
                               Index base, std::vector<Index> shape, const std::string& what);
   // A view of `floats` floats at `offset` of v's device array, with this shape.

@@ -447,7 +447,8 @@ bool gather_on_device(RunContext& ctx, const Value& x, const StridedRead& r, std
   }
   std::optional<Value> y = dev.gather(x, r.dims, r.strides, r.base, std::move(shape), what);
   if (!y) {
-    dev.declined = "it has " + std::to_string(r.dims.size()) + " axes; the GPU's strided read takes 8";
+    dev.declined = "it has " + std::to_string(r.dims.size()) + " axes; the GPU's strided read takes " +
+                   std::to_string(RECUR_GPU_MAX_RANK);
     return false;
   }
   out = {std::move(*y)};
