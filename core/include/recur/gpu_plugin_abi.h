@@ -28,8 +28,9 @@ extern "C" {
 /* Bump on any change to a struct or function below. */
 #define RECUR_GPU_PLUGIN_ABI_VERSION 5
 #define RECUR_GPU_PLUGIN_ENTRY "recur_gpu_plugin_entry"
-/* The most axes broadcast_op and gather_strided take. */
+/* The most axes broadcast_op and gather_strided take, and the most letters einsum takes. */
 #define RECUR_GPU_MAX_RANK 8
+#define RECUR_GPU_MAX_EINSUM_LETTERS 12
 
 /* Return codes. */
 #define RECUR_GPU_OK 0

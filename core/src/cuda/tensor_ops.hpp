@@ -62,7 +62,7 @@ struct DotBatched {
 
 // EinsumDense: one thread per output element, summing over the other letters in row-major order.
 struct Einsum {
-  static constexpr int kMaxLetters = 12;
+  static constexpr int kMaxLetters = RECUR_GPU_MAX_EINSUM_LETTERS;
   const float* x;
   const float* kernel;
   const float* bias;

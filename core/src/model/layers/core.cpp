@@ -518,8 +518,9 @@ class EinsumDenseOp : public Op {
   bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
     const Value& x = *in.main[0];
     const Letters l = letters(x.shape);
-    if (l.size.size() > 12 || l.yshape.empty()) {
-      ctx.device->declined = "its equation has more letters than the GPU's einsum takes (12)";
+    if (l.size.size() > RECUR_GPU_MAX_EINSUM_LETTERS || l.yshape.empty()) {
+      ctx.device->declined = "its equation has more letters than the GPU's einsum takes (" +
+                             std::to_string(RECUR_GPU_MAX_EINSUM_LETTERS) + ")";
       return false;
     }
     DeviceRun& dev = *ctx.device;
