@@ -430,9 +430,9 @@ void Layer::call(const LayerCall& a) {
   job.num_inputs = static_cast<int>(inputs.size());
   job.recurrent_masks = recurrent_masks.empty() ? nullptr : &recurrent_masks;
   job.states = states.data();
-  if (gpu_ && !job.output_starts_at_state)
+  if (gpu_)
     gpu::GpuBackend(*gpu_).run_sequence(cell_, job, ws);
-  else  // the GPU routes implement TensorFlow's masked steps; JAX's run on the CPU
+  else
     cpu_backend().run_sequence(cell_, job, ws);
   throw_if_cancelled();  // before a stateful layer keeps the states
 
@@ -493,7 +493,7 @@ void Layer::call_state(State& state, const float* input, std::size_t input_len, 
   job.inputs = inputs;
   job.states = state.tensors();
   job.carried_output = &state.carried_output();
-  if (gpu_ && !job.output_starts_at_state) {
+  if (gpu_) {
     gpu_->run_job(job, resident_state(state));
   } else {
     state.detach_device();
@@ -514,7 +514,7 @@ void Layer::call_state_device(State& state, const float* d_input, Index timestep
   if (T <= 0) fail(Error::Code::invalid_argument, "timesteps: expected at least 1 timestep, got ", T);
   if (mask && mask_len != static_cast<std::size_t>(B * T))
     fail(Error::Code::shape, "mask: expected ", B * T, " values, got ", mask_len);
-  const std::string issue = device_call_issue(mask != nullptr);
+  const std::string issue = device_call_issue();
   if (!issue.empty() || (mask && config_.is_cudnn())) fail(Error::Code::unsupported, "a device step: ", issue);
   const SequenceJob job = sequence_job(B, T, mask, nullptr);
   gpu_->run_device_resident(job, d_input, *resident_state(state), config_.return_sequences ? d_output : nullptr,
@@ -946,6 +946,11 @@ void Layer::step_rows_on_gpu(State* const* states, std::size_t count, Index rows
   const int ns = config_.num_states();
   std::vector<float*> h(static_cast<std::size_t>(rows)), c, carried(static_cast<std::size_t>(rows));
   if (ns == 2) c.resize(static_cast<std::size_t>(rows));
+  // Keras 3 on JAX: a masked row repeats h itself. The step's output is then h (a valid row's new h,
+  // a masked row's kept one), so a row's carried output can be its h, read and written back as the
+  // same value. With zero_output_for_mask a masked row's output is 0, whatever came before.
+  const SequenceJob job = sequence_job(rows, 1, mask, nullptr);
+  const bool carry_h = job.output_starts_at_state && !job.zero_output_for_mask;
   std::size_t r = 0;
   for (std::size_t i = 0; i < count; ++i) {
     gpu::DeviceState* d = resident_state(*states[i]);
@@ -955,7 +960,7 @@ void Layer::step_rows_on_gpu(State* const* states, std::size_t count, Index rows
     for (Index j = 0; j < b; ++j, ++r) {
       h[r] = hs + j * u;
       if (ns == 2) c[r] = hs + b * u + j * u;
-      carried[r] = cs + j * u;
+      carried[r] = carry_h ? h[r] : cs + j * u;
     }
   }
   recur_gpu_step_rows step{};
@@ -965,7 +970,7 @@ void Layer::step_rows_on_gpu(State* const* states, std::size_t count, Index rows
   step.carried_rows = carried.data();
   step.input = input;
   step.mask = mask;
-  step.zero_output_for_mask = config_.zero_output_for_mask;
+  step.zero_output_for_mask = job.zero_output_for_mask;
   step.output = output;
   step.memory = memory;
   step.stream = stream;
@@ -987,7 +992,7 @@ void Layer::call_states_device(void* stream, State* const* states, std::size_t c
     if (mask_len != static_cast<std::size_t>(rows))
       fail(Error::Code::shape, "mask: expected ", rows, " values (one per stream row), got ", mask_len);
   }
-  const std::string issue = device_call_issue(mask != nullptr);
+  const std::string issue = device_call_issue();
   if (!issue.empty()) fail(Error::Code::unsupported, "forward_states_device: ", issue);
   if (count == 1) {
     // One state holding every stream's rows is already one slab on the device: the step runs on
@@ -999,13 +1004,9 @@ void Layer::call_states_device(void* stream, State* const* states, std::size_t c
   step_rows_on_gpu(states, count, rows, d_input, mask, d_output, RECUR_GPU_MEMORY_DEVICE, stream);
 }
 
-std::string Layer::device_call_issue(bool masked) const {
+std::string Layer::device_call_issue() const {
   if (config_.is_cudnn() && config_.time_major && config_.go_backwards)
     return "Keras 2's CuDNN time_major + go_backwards reverses the batch axis; run it with host buffers";
-  // JAX's scan carries the previous output as h under a mask: the CPU runs that (see call_state).
-  if (config_.jax_masking && !config_.unroll && masked)
-    return "the JAX backend's masked loop (recur_layer_set_keras_backend \"jax\") runs on the CPU only; run it with "
-           "host buffers";
   return "";
 }
 
@@ -1036,7 +1037,7 @@ void Layer::call_device(void* stream, const float* d_input, Index B, Index T, co
   if (config_.stateful && B != config_.batch_size)
     fail(Error::Code::shape, "batch: this stateful layer has batch size ", config_.batch_size, "; the input has batch ",
          B);
-  const std::string issue = device_call_issue(mask != nullptr);
+  const std::string issue = device_call_issue();
   if (!issue.empty()) fail(Error::Code::unsupported, "forward_device: ", issue);
   const int ns = config_.num_states();
   const std::int64_t state_floats = ns * B * config_.units;

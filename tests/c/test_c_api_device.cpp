@@ -830,6 +830,124 @@ TEST(CApiDeviceGpu, ForwardStatesDeviceMatchesForwardStates) {
   }
 }
 
+// Keras 3 on JAX repeats h itself at a masked step (from h0 on, where TensorFlow repeats zeros):
+// every GPU route runs it, against the CPU with nonzero initial states and steps masked before any
+// valid one. The right-padded mask with an empty row takes cuDNN's route for the GRU; the holey one
+// recur's kernels.
+TEST(CApiDeviceGpu, JaxMaskedLoopsMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const int32_t B = 3, T = 5, U = 5, F = 3;
+  std::vector<uint8_t> padded(static_cast<std::size_t>(B) * T, 0);
+  for (int32_t t = 0; t < 3; ++t) padded[static_cast<std::size_t>(t)] = 1;  // row 0: 3 steps, row 1: none
+  for (int32_t t = 0; t < T; ++t) padded[static_cast<std::size_t>(2 * T + t)] = 1;
+  std::vector<uint8_t> holey = holey_mask(B, T);
+  for (int32_t t = 0; t < T; ++t) holey[static_cast<std::size_t>(T + t)] = t >= 2;  // row 1 starts masked
+  for (int32_t type : kSequenceTypes) {
+    for (int32_t zero_output : {0, 1}) {
+      SCOPED_TRACE(std::string(type_name(type)) + (zero_output ? ", zero_output_for_mask" : ""));
+      recur_layer_options o = rt::options(type, U, F);
+      o.return_sequences = 1;
+      o.zero_output_for_mask = zero_output;
+      rt::Layer cpu = rt::make(o), dev = rt::make(o);  // same seed: same weights
+      for (recur_layer* l : {cpu.get(), dev.get()}) ASSERT_RECUR_OK(recur_layer_set_keras_backend(l, "jax"));
+      ASSERT_RECUR_OK(recur_layer_set_device(dev.get(), "cuda"));
+      const int32_t ns = type == RECUR_LAYER_LSTM ? 2 : 1;
+      const std::vector<float> x = rt::data(static_cast<std::size_t>(B) * T * F);
+      const std::vector<float> h0 = rt::data(static_cast<std::size_t>(ns) * B * U, 1.0f, 0.6f);
+
+      // Whole sequences with initial states.
+      for (const std::vector<uint8_t>* mask : {&padded, &holey}) {
+        std::vector<float> want(static_cast<std::size_t>(B) * T * U), got(want.size());
+        std::vector<float> want_final(h0.size()), got_final(h0.size());
+        ASSERT_RECUR_OK(recur_layer_forward(cpu.get(), x.data(), x.size(), B, T, mask->data(), mask->size(), h0.data(),
+                                            h0.size(), ns, 0, want.data(), want.size(), want_final.data(),
+                                            want_final.size()));
+        ASSERT_RECUR_OK(recur_layer_forward(dev.get(), x.data(), x.size(), B, T, mask->data(), mask->size(), h0.data(),
+                                            h0.size(), ns, 0, got.data(), got.size(), got_final.data(),
+                                            got_final.size()));
+        EXPECT_LE(max_diff(got, want), kGpuTolerance) << (mask == &padded ? "right-padded" : "holey");
+        EXPECT_LE(max_diff(got_final, want_final), kGpuTolerance);
+        // Row 1's first step is masked: it repeats h0 (or is 0).
+        for (int32_t j = 0; j < U; ++j)
+          EXPECT_EQ(got[static_cast<std::size_t>(T * U + j)], zero_output ? 0.0f : h0[static_cast<std::size_t>(U + j)]);
+      }
+
+      // A stream from a set state, one step and then three at a time (the state stays resident).
+      rt::State sc = rt::make_state(cpu.get(), B), sd = rt::make_state(dev.get(), B);
+      ASSERT_RECUR_OK(recur_state_set(sc.get(), h0.data(), h0.size(), ns));
+      ASSERT_RECUR_OK(recur_state_set(sd.get(), h0.data(), h0.size(), ns));
+      for (int32_t steps : {1, 3}) {
+        SCOPED_TRACE("stream call of " + std::to_string(steps) + " steps");
+        std::vector<uint8_t> m(static_cast<std::size_t>(B) * steps);
+        for (std::size_t i = 0; i < m.size(); ++i) m[i] = i % 3 == 2;  // every row's first step masked
+        const std::vector<float> xs(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(B * steps * F));
+        std::vector<float> want(static_cast<std::size_t>(B) * steps * U), got(want.size());
+        ASSERT_RECUR_OK(recur_layer_forward_state(cpu.get(), sc.get(), xs.data(), xs.size(), steps, m.data(), m.size(),
+                                                  want.data(), want.size()));
+        ASSERT_RECUR_OK(recur_layer_forward_state(dev.get(), sd.get(), xs.data(), xs.size(), steps, m.data(), m.size(),
+                                                  got.data(), got.size()));
+        EXPECT_LE(max_diff(got, want), kGpuTolerance);
+        EXPECT_STREQ(state_device(sd.get()).path, "device-resident");
+      }
+
+      // Many streams stepped as one batch, their states set apart.
+      std::vector<rt::State> hs, ds;
+      std::vector<recur_state*> hh, dh;
+      const std::vector<int32_t> batches{1, 2};
+      for (std::size_t i = 0; i < batches.size(); ++i) {
+        const std::vector<float> s0 = rt::data(static_cast<std::size_t>(ns) * batches[i] * U, 2.0f + i, 0.7f);
+        hs.push_back(rt::make_state(cpu.get(), batches[i]));
+        ds.push_back(rt::make_state(dev.get(), batches[i]));
+        ASSERT_RECUR_OK(recur_state_set(hs.back().get(), s0.data(), s0.size(), ns));
+        ASSERT_RECUR_OK(recur_state_set(ds.back().get(), s0.data(), s0.size(), ns));
+        hh.push_back(hs.back().get());
+        dh.push_back(ds.back().get());
+      }
+      for (int step = 0; step < 3; ++step) {
+        SCOPED_TRACE("forward_states step " + std::to_string(step));
+        const std::vector<float> xs = rt::data(3 * F, 0.5f * step);
+        const std::vector<uint8_t> m{static_cast<uint8_t>(step > 0), static_cast<uint8_t>(step == 1), 0};
+        std::vector<float> want(3 * U), got(want.size());
+        ASSERT_RECUR_OK(recur_layer_forward_states(cpu.get(), hh.data(), 2, xs.data(), xs.size(), m.data(), m.size(),
+                                                   want.data(), want.size()));
+        ASSERT_RECUR_OK(recur_layer_forward_states(dev.get(), dh.data(), 2, xs.data(), xs.size(), m.data(), m.size(),
+                                                   got.data(), got.size()));
+        EXPECT_LE(max_diff(got, want), kGpuTolerance);
+      }
+      for (std::size_t i = 0; i < batches.size(); ++i) {
+        std::vector<float> a(static_cast<std::size_t>(ns) * batches[i] * U), b(a.size());
+        ASSERT_RECUR_OK(recur_state_get(hh[i], a.data(), a.size()));
+        ASSERT_RECUR_OK(recur_state_get(dh[i], b.data(), b.size()));
+        EXPECT_LE(max_diff(a, b), kGpuTolerance) << "state " << i;
+      }
+
+      // Device buffers (the emulator's are host memory, as above).
+      const std::string name = layer_device(dev.get()).device_name;
+      if (name.rfind("recur GPU emulator", 0) != 0) {
+        std::printf("[ skipped  ] the device-buffer calls: they need device memory on %s\n", name.c_str());
+        continue;
+      }
+      std::vector<float> want(static_cast<std::size_t>(B) * T * U), got(want.size());
+      std::vector<float> want_final(h0.size()), got_final(h0.size());
+      ASSERT_RECUR_OK(recur_layer_forward(cpu.get(), x.data(), x.size(), B, T, holey.data(), holey.size(), h0.data(),
+                                          h0.size(), ns, 0, want.data(), want.size(), want_final.data(),
+                                          want_final.size()));
+      ASSERT_RECUR_OK(recur_layer_forward_device(dev.get(), nullptr, x.data(), B, T, holey.data(), holey.size(),
+                                                 h0.data(), ns, got.data(), got_final.data()));
+      EXPECT_LE(max_diff(got, want), kGpuTolerance) << "forward_device";
+      EXPECT_LE(max_diff(got_final, want_final), kGpuTolerance) << "forward_device";
+      const std::vector<float> xs = rt::data(3 * F, 0.25f);
+      const std::vector<uint8_t> m{0, 1, 0};
+      std::vector<float> want_s(3 * U), got_s(want_s.size());
+      ASSERT_RECUR_OK(recur_layer_forward_states(cpu.get(), hh.data(), 2, xs.data(), xs.size(), m.data(), m.size(),
+                                                 want_s.data(), want_s.size()));
+      ASSERT_RECUR_OK(recur_layer_forward_states_device(dev.get(), nullptr, dh.data(), 2, xs.data(), m.data(), m.size(),
+                                                        got_s.data()));
+      EXPECT_LE(max_diff(got_s, want_s), kGpuTolerance) << "forward_states_device";
+    }
+  }
+}
+
 // Every layer of a model on a GPU reports where it runs: the recurrent ones and every layer with a
 // GPU kernel (Masking among them) on the GPU.
 TEST(CApiDeviceGpu, ModelMatchesTheCpu) {

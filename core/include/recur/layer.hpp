@@ -154,8 +154,8 @@ class Layer {
   // layer's GPU. Throws Error(unsupported) where device_call_issue says why not.
   void call_state_device(State& state, const float* d_input, Index timesteps, const std::uint8_t* mask,
                          std::size_t mask_len, float* d_output) const;
-  // Why call_device cannot run a call with (or without) a mask on this layer's GPU, or "".
-  std::string device_call_issue(bool masked) const;
+  // Why call_device cannot run a call on this layer's GPU, or "".
+  std::string device_call_issue() const;
   // Puts a state made for this layer where the layer runs (its tensors resident on the GPU).
   void place_state(State& state) const;
   // The device twin, or null on the CPU (for the model runner, which keeps tensors on the GPU).

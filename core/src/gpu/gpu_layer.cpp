@@ -123,6 +123,12 @@ recur_gpu_run GpuLayer::run_of(const SequenceJob& job, MaskPlan& plan) const {
   return run;
 }
 
+// Keras 3 on JAX: a masked step repeats h itself, so the output a run carries in is its initial h
+// (the states' first plane; no states are zeros, as that output is then).
+static void carry_initial_h(recur_gpu_run& run, const SequenceJob& job) {
+  if (job.output_starts_at_state) run.carried_in = run.states;
+}
+
 void GpuLayer::call(const recur_gpu_run& run) const {
   char err[512] = {0};
   const int rc = table_->layer_run(handle_, &run, err, sizeof err);
@@ -150,6 +156,7 @@ void GpuLayer::run_job(const SequenceJob& job, DeviceState* resident) const {
     run.states = resident->states();
     run.carried_in = resident->carried();
     run.carried_out = resident->carried();
+    carry_initial_h(run, job);
     call(run);
     return;
   }
@@ -167,6 +174,7 @@ void GpuLayer::run_job(const SequenceJob& job, DeviceState* resident) const {
     carried_out.resize(B, u);
     run.carried_out = carried_out.data();
   }
+  carry_initial_h(run, job);
   run.sequence_output = job.sequence_output;
   run.last_output = job.last_output;
   call(run);
@@ -191,6 +199,7 @@ void GpuLayer::run_device(void* stream, const SequenceJob& job, const float* d_i
   MaskPlan plan;
   recur_gpu_run run = device_run(stream, job, inputs, plan);
   run.states = d_states;
+  carry_initial_h(run, job);
   run.sequence_output = d_sequence_output;
   run.last_output = d_last_output;
   call(run);
@@ -204,6 +213,7 @@ void GpuLayer::run_device_resident(const SequenceJob& job, const float* d_input,
   run.states = resident.states();
   run.carried_in = resident.carried();
   run.carried_out = resident.carried();
+  carry_initial_h(run, job);
   run.sequence_output = d_sequence_output;
   run.last_output = d_last_output;
   call(run);

@@ -434,7 +434,7 @@ class RecurrentOp : public Op {
       return "Keras's unrolled backwards loop zeroes masked outputs on the host";
     for (const auto& l : ch.layers) {
       if (!l->gpu_layer()) return "a layer of it is not on the GPU";
-      const std::string issue = l->device_call_issue(masked);
+      const std::string issue = l->device_call_issue();
       if (!issue.empty()) return issue;
       if (l->config().is_cudnn() && masked) return "a CuDNN layer given a mask (the host path says why)";
     }
