@@ -625,6 +625,156 @@ TEST(GpuEmulatorTable, GatherStrided) {
   p->buffer_free(buf);
 }
 
+// elementwise and reduce against their definitions in recur_gpu_plugin_abi.h, written out here:
+// a broadcast fold with a constant, the comparisons with NaN, a unary op, Keras 3's masked merges
+// and every reduction over a middle axis and over two axes.
+TEST(GpuEmulatorTable, ElementwiseAndReduce) {
+  REQUIRE_DEVICE();
+  const recur_gpu_plugin* p = plugin();
+  char err[256] = "";
+  void* buf = nullptr;
+  ASSERT_EQ(p->buffer_alloc(0, 128, &buf, err, sizeof err), RECUR_GPU_OK) << err;
+  float* d = p->buffer_device_pointer(buf);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto same = [](float x, float y) { return (std::isnan(x) && std::isnan(y)) || x == y; };
+  // a (2, 3, 2), b (3, 1): a - b * ... folded as ((a - b) - 0.5).
+  std::mt19937 gen(11);
+  Vec a = random_vec(12, gen), b = random_vec(3, gen);
+  a[5] = nan;
+  ASSERT_EQ(p->buffer_upload(buf, 0, a.data(), 12, err, sizeof err), RECUR_GPU_OK) << err;
+  ASSERT_EQ(p->buffer_upload(buf, 12, b.data(), 3, err, sizeof err), RECUR_GPU_OK) << err;
+  const int64_t dims[3] = {2, 3, 2};
+  auto fold = [&](int32_t op, int32_t n, const int64_t* strides, const float* const* inputs, const float* constants,
+                  const uint8_t* const* masks, int64_t out_at, std::size_t count) {
+    // Sizes by where the input starts: a (at 0) and c2 (at 16) are 12 floats, b (at 12) 3.
+    int64_t floats[3] = {0, 0, 0};
+    for (int32_t k = 0; k < n; ++k) floats[k] = inputs[k] == d + 12 ? 3 : 12;
+    recur_gpu_elementwise e{};
+    e.op = op, e.num_inputs = n, e.inputs = inputs, e.input_floats = floats, e.constants = constants;
+    e.rank = 3, e.dims = dims, e.strides = strides, e.masks = masks, e.out = d + out_at;
+    EXPECT_EQ(p->elementwise(0, &e, err, sizeof err), RECUR_GPU_OK) << err;
+    Vec y(count);
+    EXPECT_EQ(p->buffer_download(buf, out_at, y.data(), static_cast<int64_t>(count), err, sizeof err), RECUR_GPU_OK);
+    return y;
+  };
+  const int64_t sub_strides[9] = {6, 2, 1, 0, 1, 0, 0, 0, 0};
+  const float* sub_in[3] = {d, d + 12, nullptr};
+  const float sub_const[3] = {0.0f, 0.0f, 0.5f};
+  const Vec sub = fold(RECUR_GPU_OP_SUB, 3, sub_strides, sub_in, sub_const, nullptr, 32, 12);
+  for (int i = 0; i < 2; ++i)
+    for (int t = 0; t < 3; ++t)
+      for (int c = 0; c < 2; ++c) {
+        const int k = (i * 3 + t) * 2 + c;
+        EXPECT_TRUE(same(sub[k], (a[k] - b[t]) - 0.5f)) << k;
+      }
+  // a compared with itself shifted by one element: NaN compares unequal.
+  const int64_t cmp_strides[6] = {6, 2, 1, 6, 2, 1};
+  const float* cmp_in[2] = {d, d + 1};
+  const Vec ne = fold(RECUR_GPU_OP_NOT_EQUAL, 2, cmp_strides, cmp_in, nullptr, nullptr, 48, 11);
+  const Vec ge = fold(RECUR_GPU_OP_GREATER_EQUAL, 2, cmp_strides, cmp_in, nullptr, nullptr, 48, 11);
+  for (int k = 0; k < 11; ++k) {
+    EXPECT_EQ(ne[k], a[k] != a[k + 1] ? 1.0f : 0.0f) << k;
+    EXPECT_EQ(ge[k], a[k] >= a[k + 1] ? 1.0f : 0.0f) << k;
+  }
+  const float* one_in[1] = {d};
+  const Vec sq = fold(RECUR_GPU_OP_SQRT, 1, cmp_strides, one_in, nullptr, nullptr, 64, 12);
+  const Vec tr = fold(RECUR_GPU_OP_TRUNC, 1, cmp_strides, one_in, nullptr, nullptr, 80, 12);
+  for (int k = 0; k < 12; ++k) {
+    EXPECT_TRUE(same(sq[k], std::sqrt(a[k]))) << k;
+    EXPECT_TRUE(same(tr[k], std::trunc(a[k]))) << k;
+  }
+  // Keras 3's masked merges over (2, 3, 2) with masks per (i, t): input 0 masked at (0, 1) and
+  // (1, 2), input 1 at (0, 1) and (1, 0).
+  const uint8_t m0[6] = {1, 0, 1, 1, 1, 0}, m1[6] = {1, 0, 1, 0, 1, 1};
+  const uint8_t* masks[2] = {m0, m1};
+  const float* two_in[2] = {d, d + 16};
+  const Vec c2 = random_vec(12, gen);
+  ASSERT_EQ(p->buffer_upload(buf, 16, c2.data(), 12, err, sizeof err), RECUR_GPU_OK) << err;
+  const Vec mul = fold(RECUR_GPU_OP_MUL, 2, cmp_strides, two_in, nullptr, masks, 80, 12);
+  const Vec mx = fold(RECUR_GPU_OP_MAX, 2, cmp_strides, two_in, nullptr, masks, 96, 12);
+  for (int bt = 0; bt < 6; ++bt)
+    for (int c = 0; c < 2; ++c) {
+      const int k = bt * 2 + c;
+      const float x = a[k], y = c2[k];
+      const float want_mul = !m0[bt] && !m1[bt] ? 0.0f : (m0[bt] ? x : 1.0f) * (m1[bt] ? y : 1.0f);
+      const float want_max = !m0[bt] && !m1[bt] ? x : !m0[bt] ? y : !m1[bt] ? x : std::max(x, y);
+      EXPECT_TRUE(same(mul[k], want_mul)) << k;
+      EXPECT_TRUE(same(mx[k], want_max)) << k;
+    }
+
+  // Reductions of c2 as (2, 3, 2) over axis 1, and over axes 0 and 2.
+  auto reduce = [&](int32_t kind, uint32_t axes, std::size_t count) {
+    EXPECT_EQ(p->reduce(0, kind, d + 16, 3, dims, axes, d + 112, err, sizeof err), RECUR_GPU_OK) << err;
+    Vec y(count);
+    EXPECT_EQ(p->buffer_download(buf, 112, y.data(), static_cast<int64_t>(count), err, sizeof err), RECUR_GPU_OK);
+    return y;
+  };
+  for (int32_t kind = RECUR_GPU_REDUCE_SUM; kind <= RECUR_GPU_REDUCE_ALL; ++kind) {
+    SCOPED_TRACE("reduce kind " + std::to_string(kind));
+    auto start = [&] {
+      return kind == RECUR_GPU_REDUCE_ALL ? 1.0f : kind == RECUR_GPU_REDUCE_MAX ? -INFINITY
+             : kind == RECUR_GPU_REDUCE_MIN ? INFINITY : 0.0f;
+    };
+    auto step = [&](float acc, float v) {
+      switch (kind) {
+        case RECUR_GPU_REDUCE_MAX: return std::max(acc, v);
+        case RECUR_GPU_REDUCE_MIN: return std::min(acc, v);
+        case RECUR_GPU_REDUCE_ANY: return (acc != 0.0f) || (v != 0.0f) ? 1.0f : 0.0f;
+        case RECUR_GPU_REDUCE_ALL: return (acc != 0.0f) && (v != 0.0f) ? 1.0f : 0.0f;
+        default: return acc + v;
+      }
+    };
+    const Vec mid = reduce(kind, 2u, 4);  // (2, 2)
+    for (int i = 0; i < 2; ++i)
+      for (int c = 0; c < 2; ++c) {
+        float acc = start();
+        for (int t = 0; t < 3; ++t) acc = step(acc, c2[(i * 3 + t) * 2 + c]);
+        if (kind == RECUR_GPU_REDUCE_MEAN) acc = acc / 3.0f;
+        EXPECT_EQ(mid[i * 2 + c], acc) << i << "," << c;
+      }
+    const Vec outer = reduce(kind, 5u, 3);  // (3): axes 0 and 2, in row-major order
+    for (int t = 0; t < 3; ++t) {
+      float acc = start();
+      for (int i = 0; i < 2; ++i)
+        for (int c = 0; c < 2; ++c) acc = step(acc, c2[(i * 3 + t) * 2 + c]);
+      if (kind == RECUR_GPU_REDUCE_MEAN) acc = acc / 4.0f;
+      EXPECT_EQ(outer[t], acc) << t;
+    }
+  }
+
+  // Refusals name the op and write nothing.
+  auto refused = [&](int rc, const char* op) {
+    EXPECT_EQ(rc, RECUR_GPU_ERR_INVALID) << op;
+    EXPECT_NE(std::string(err).find(op), std::string::npos) << err;
+  };
+  const int64_t floats[3] = {12, 3, 12};
+  recur_gpu_elementwise e{};
+  e.op = RECUR_GPU_OP_ADD, e.num_inputs = 2, e.inputs = two_in, e.input_floats = floats, e.rank = 3, e.dims = dims,
+  e.strides = cmp_strides, e.out = d + 80;
+  e.op = 99;
+  refused(p->elementwise(0, &e, err, sizeof err), "elementwise");
+  e.op = RECUR_GPU_OP_SQRT;  // a unary op given two inputs
+  refused(p->elementwise(0, &e, err, sizeof err), "elementwise");
+  e.op = RECUR_GPU_OP_ADD, e.num_inputs = 9;
+  refused(p->elementwise(0, &e, err, sizeof err), "elementwise");
+  e.num_inputs = 2, e.input_floats = floats + 1;  // input 0 is 3 floats: reads past it
+  refused(p->elementwise(0, &e, err, sizeof err), "elementwise");
+  e.input_floats = floats, e.masks = masks;  // masks with ADD
+  refused(p->elementwise(0, &e, err, sizeof err), "elementwise");
+  e.masks = nullptr, e.rank = 9;
+  refused(p->elementwise(0, &e, err, sizeof err), "elementwise");
+  e.rank = 3;
+  const float* null_in[2] = {d, nullptr};
+  e.inputs = null_in;  // a constant without constants
+  refused(p->elementwise(0, &e, err, sizeof err), "elementwise");
+  refused(p->elementwise(0, nullptr, err, sizeof err), "elementwise");
+  refused(p->reduce(0, 99, d, 3, dims, 1u, d + 112, err, sizeof err), "reduce");
+  refused(p->reduce(0, RECUR_GPU_REDUCE_SUM, d, 3, dims, 8u, d + 112, err, sizeof err), "reduce");  // axis 3 of 3
+  refused(p->reduce(0, RECUR_GPU_REDUCE_SUM, d, 0, dims, 0u, d + 112, err, sizeof err), "reduce");
+  refused(p->reduce(0, RECUR_GPU_REDUCE_SUM, nullptr, 3, dims, 1u, d + 112, err, sizeof err), "reduce");
+  p->buffer_free(buf);
+}
+
 // The attention ops against their definition in recur_gpu_plugin_abi.h, written out here: two heads
 // of dot-product attention over strided rows with every mask and the causal rule, and the additive
 // and concat scores.

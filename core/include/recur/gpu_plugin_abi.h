@@ -26,11 +26,13 @@ extern "C" {
 #endif
 
 /* Bump on any change to a struct or function below. */
-#define RECUR_GPU_PLUGIN_ABI_VERSION 5
+#define RECUR_GPU_PLUGIN_ABI_VERSION 6
 #define RECUR_GPU_PLUGIN_ENTRY "recur_gpu_plugin_entry"
-/* The most axes broadcast_op and gather_strided take, and the most letters einsum takes. */
+/* The most axes broadcast_op, gather_strided, elementwise and reduce take, the most letters einsum
+ * takes and the most inputs elementwise folds. */
 #define RECUR_GPU_MAX_RANK 8
 #define RECUR_GPU_MAX_EINSUM_LETTERS 12
+#define RECUR_GPU_MAX_FOLD_INPUTS 8
 
 /* Return codes. */
 #define RECUR_GPU_OK 0
@@ -189,6 +191,28 @@ typedef struct recur_gpu_attention {
   float *output;                   /* rows (b, i) of heads * value_dim floats at (b * q_steps + i) * output_stride; device */
   int64_t output_stride;
 } recur_gpu_attention;
+
+/* Since ABI 6: an elementwise op over inputs broadcast to one output (Keras's merges, Keras 3's op
+ * nodes), recur_gpu_plugin.elementwise. For each output element (index i_d along axis d of the
+ * row-major `dims`), input k reads inputs[k][sum of i_d * strides[k * rank + d]] (strides 0 where it
+ * broadcasts), or constants[k] where inputs[k] is NULL. One input: a unary op. More: folded left to
+ * right, acc = op(acc, next) (AVERAGE adds, then divides by the count; comparisons and logical ops
+ * take two). With masks (Keras 3's masked Multiply, Maximum and Minimum; rank >= 3), input k's mask
+ * byte for (i_0, i_1) is masks[k][i_0 * dims[1] + i_1] (masks[k] NULL: unmasked): a masked value
+ * counts as 1 in MUL, and in MAX/MIN the value of the other side (the first valid one so far); a
+ * MUL where every input is masked gives 0. */
+typedef struct recur_gpu_elementwise {
+  int32_t op;                  /* RECUR_GPU_OP_* */
+  int32_t num_inputs;          /* 1 .. RECUR_GPU_MAX_FOLD_INPUTS */
+  const float *const *inputs;  /* host array of num_inputs device pointers (or NULL: a constant) */
+  const int64_t *input_floats; /* host array: each input's size; every offset read must lie in it */
+  const float *constants;      /* host array of num_inputs scalars, or NULL when no input is one */
+  int32_t rank;                /* 1 .. RECUR_GPU_MAX_RANK */
+  const int64_t *dims;         /* host array: the output's sizes */
+  const int64_t *strides;      /* host array (num_inputs x rank) */
+  const uint8_t *const *masks; /* NULL, or a host array of num_inputs host arrays (or NULL) */
+  float *out;                  /* device */
+} recur_gpu_elementwise;
 
 typedef struct recur_gpu_plugin {
   uint32_t abi_version;  /* RECUR_GPU_PLUGIN_ABI_VERSION of the plugin's build */
@@ -363,6 +387,24 @@ typedef struct recur_gpu_plugin {
   int (*einsum)(int32_t device, const float *x, const float *kernel, int32_t letters, int32_t out_letters,
                 const int64_t *sizes, const int64_t *x_strides, const int64_t *k_strides, const float *bias,
                 const int64_t *bias_strides, float *y, char *err, size_t err_len);
+
+  /* Since ABI 6: Keras 3's op nodes and merges that broadcast or are masked. */
+  /* One elementwise op (recur_gpu_elementwise above). */
+  int (*elementwise)(int32_t device, const recur_gpu_elementwise *e, char *err, size_t err_len);
+  /* y = x (row-major, `rank` 1..8 sizes `dims`) reduced over the axes whose bits are set in
+   * `axes` (bit d: axis d), y row-major over the others. Each y element folds its inputs in
+   * row-major order of the reduced axes from RECUR_GPU_REDUCE_*'s start: acc = acc + v (SUM, MEAN;
+   * MEAN then divides by their count in float), acc < v ? v : acc (MAX, from -inf), v < acc ? v :
+   * acc (MIN, from +inf), acc != 0 || v != 0 (ANY, from 0), acc != 0 && v != 0 (ALL, from 1).
+   * dims is a host array; x and y are device pointers. */
+#define RECUR_GPU_REDUCE_SUM 0
+#define RECUR_GPU_REDUCE_MEAN 1
+#define RECUR_GPU_REDUCE_MAX 2
+#define RECUR_GPU_REDUCE_MIN 3
+#define RECUR_GPU_REDUCE_ANY 4
+#define RECUR_GPU_REDUCE_ALL 5
+  int (*reduce)(int32_t device, int32_t kind, const float *x, int32_t rank, const int64_t *dims, uint32_t axes,
+                float *y, char *err, size_t err_len);
 } recur_gpu_plugin;
 
 #define RECUR_GPU_OP_ADD 0
@@ -371,6 +413,25 @@ typedef struct recur_gpu_plugin {
 #define RECUR_GPU_OP_SUB 3     /* a - b (since ABI 4) */
 #define RECUR_GPU_OP_MAX 4     /* a < b ? b : a, as std::max (since ABI 4) */
 #define RECUR_GPU_OP_MIN 5     /* b < a ? b : a, as std::min (since ABI 4) */
+/* Since ABI 6, elementwise only: */
+#define RECUR_GPU_OP_DIV 6           /* a / b */
+#define RECUR_GPU_OP_NOT_EQUAL 7     /* the comparisons give 1 or 0 (float compares: NaN != NaN) */
+#define RECUR_GPU_OP_EQUAL 8
+#define RECUR_GPU_OP_GREATER 9
+#define RECUR_GPU_OP_GREATER_EQUAL 10
+#define RECUR_GPU_OP_LESS 11
+#define RECUR_GPU_OP_LESS_EQUAL 12
+#define RECUR_GPU_OP_LOGICAL_AND 13  /* a != 0 && b != 0 */
+#define RECUR_GPU_OP_LOGICAL_OR 14
+#define RECUR_GPU_OP_LOGICAL_XOR 15  /* (a != 0) != (b != 0) */
+#define RECUR_GPU_OP_LOGICAL_NOT 16  /* unary: a == 0 */
+#define RECUR_GPU_OP_ABS 17          /* unary: fabs */
+#define RECUR_GPU_OP_NEGATIVE 18     /* unary: -a */
+#define RECUR_GPU_OP_SQUARE 19       /* unary: a * a */
+#define RECUR_GPU_OP_SQRT 20         /* unary: the correctly rounded square root */
+#define RECUR_GPU_OP_TO_BOOL 21      /* unary: a != 0 */
+#define RECUR_GPU_OP_TRUNC 22        /* unary: trunc(a) (a cast to an integer type) */
+#define RECUR_GPU_OP_COPY 23         /* unary: a */
 
 /* The plugin's one exported symbol. Returns NULL when it cannot serve `core_abi_version`. */
 typedef const recur_gpu_plugin *(*recur_gpu_plugin_entry_fn)(uint32_t core_abi_version);

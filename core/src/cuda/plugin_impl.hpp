@@ -876,6 +876,99 @@ class Plugin {
   }
   // ---- end of attention and tensor layers (implementations)
 
+  // ---- op nodes and merges (implementations)
+
+  static int elementwise(int32_t device, const recur_gpu_elementwise* e, char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(e != nullptr, "elementwise: null argument");
+      const int32_t n = e->num_inputs;
+      check(n >= 1 && n <= ElementwiseFold::kMaxInputs, "elementwise: num_inputs out of range");
+      check(e->op >= RECUR_GPU_OP_ADD && e->op <= RECUR_GPU_OP_COPY, "elementwise: unknown op");
+      const bool unary = e->op >= RECUR_GPU_OP_LOGICAL_NOT;
+      const bool pairwise = e->op >= RECUR_GPU_OP_NOT_EQUAL && e->op <= RECUR_GPU_OP_LOGICAL_XOR;
+      check(unary ? n == 1 : pairwise ? n == 2 : n >= 2, "elementwise: the wrong number of inputs for the op");
+      check(e->rank >= 1 && e->rank <= kMaxStridedRank && e->dims && e->strides && e->inputs && e->input_floats,
+            "elementwise: bad rank or null argument");
+      ElementwiseFold f{};
+      f.rank = e->rank, f.n = n, f.op = e->op, f.out = e->out;
+      int64_t total = 1;
+      for (int32_t d = 0; d < e->rank; ++d) {
+        check(e->dims[d] >= 0, "elementwise: a negative size");
+        f.dims[d] = e->dims[d];
+        total *= e->dims[d];
+      }
+      for (int32_t k = 0; k < n; ++k) {
+        f.in[k] = e->inputs[k];
+        int64_t hi = 0;  // the highest offset input k reads
+        for (int32_t d = 0; d < e->rank; ++d) {
+          const int64_t st = e->strides[k * e->rank + d];
+          check(st >= 0, "elementwise: a negative stride");
+          f.strides[k][d] = st;
+          if (e->dims[d] > 0) hi += (e->dims[d] - 1) * st;
+        }
+        if (!e->inputs[k]) {
+          check(e->constants != nullptr, "elementwise: a NULL input without constants");
+          f.constant[k] = e->constants[k];
+        } else {
+          check(total == 0 || hi < e->input_floats[k], "elementwise: offsets outside an input");
+        }
+      }
+      if (total == 0) return;
+      check(e->out != nullptr, "elementwise: null output");
+      Exec ex(device, nullptr);
+      if (e->masks) {
+        check(e->rank >= 3 && (e->op == RECUR_GPU_OP_MUL || e->op == RECUR_GPU_OP_MAX || e->op == RECUR_GPU_OP_MIN),
+              "elementwise: masks need rank >= 3 and MUL, MAX or MIN");
+        const int64_t bt = e->dims[0] * e->dims[1];
+        int32_t count = 0;
+        for (int32_t k = 0; k < n; ++k) count += e->masks[k] ? 1 : 0;
+        auto* bytes = count ? static_cast<uint8_t*>(ex.scratch(static_cast<std::size_t>(count * bt))) : nullptr;
+        for (int32_t k = 0, at = 0; k < n; ++k) {
+          if (!e->masks[k]) continue;
+          f.mask[k] = bytes + at * bt;
+          ex.copy(bytes + at * bt, e->masks[k], static_cast<std::size_t>(bt), Copy::h2d);
+          ++at;
+        }
+        f.masked = count > 0;
+      }
+      ex.for_each(total, f);
+    });
+  }
+
+  static int reduce(int32_t device, int32_t kind, const float* x, int32_t rank, const int64_t* dims, uint32_t axes,
+                    float* y, char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(kind >= RECUR_GPU_REDUCE_SUM && kind <= RECUR_GPU_REDUCE_ALL, "reduce: unknown kind");
+      check(rank >= 1 && rank <= kMaxStridedRank && dims, "reduce: bad rank");
+      check((axes >> rank) == 0, "reduce: an axis beyond the rank");
+      Reduce f{x, y, {}, {}, {}, {}, 0, 0, kind, 1};
+      int64_t out = 1, stride = 1, total = 1;
+      for (int32_t d = 0; d < rank; ++d) {
+        check(dims[d] >= 0, "reduce: a negative size");
+        total *= dims[d];
+      }
+      // Axes from the last: collected in reverse, then put in order.
+      int64_t ks[kMaxStridedRank], kst[kMaxStridedRank], rs[kMaxStridedRank], rst[kMaxStridedRank];
+      for (int32_t d = rank; d-- > 0;) {
+        if (axes & (1u << d)) {
+          rs[f.reduced] = dims[d], rst[f.reduced++] = stride;
+          f.count *= dims[d];
+        } else {
+          ks[f.kept] = dims[d], kst[f.kept++] = stride;
+          out *= dims[d];
+        }
+        stride *= dims[d];
+      }
+      for (int32_t i = 0; i < f.kept; ++i) f.kept_size[i] = ks[f.kept - 1 - i], f.kept_stride[i] = kst[f.kept - 1 - i];
+      for (int32_t i = 0; i < f.reduced; ++i) f.red_size[i] = rs[f.reduced - 1 - i], f.red_stride[i] = rst[f.reduced - 1 - i];
+      if (out == 0) return;
+      check(y && (total == 0 || x), "reduce: null argument");
+      Exec ex(device, nullptr);
+      ex.for_each(out, f);
+    });
+  }
+  // ---- end of op nodes and merges (implementations)
+
   static int probe(int32_t* count, char* err, std::size_t err_len) {
     return guarded(err, err_len, [&] {
       check(count != nullptr, "probe: null argument");
@@ -936,6 +1029,8 @@ class Plugin {
         &mask_rows,
         &dot,
         &einsum,
+        &elementwise,
+        &reduce,
     };
     return &t;
   }

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Device functors of the tensor layers that move, mask or multiply whole tensors (Permute and
-// slices, Masking, Dot), written once for nvcc and the host emulator with the CPU layers'
+// Device functors of the tensor layers that move, mask, combine or multiply whole tensors (Permute
+// and slices, Masking, merges and Keras 3's op nodes, reductions, Dot), written once for nvcc and the host emulator with the CPU layers'
 // arithmetic (core/src/model/layers/): the same float operations in the same order.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "gpu_math.hpp"
@@ -41,6 +42,134 @@ struct MaskRowValues {
   const uint8_t* keep;
   int64_t width;
   RECUR_HD void operator()(int64_t k) const { y[k] = keep[k / width] ? x[k] : 0.0f; }
+};
+
+// An elementwise op over broadcast inputs, folded left to right (recur_gpu_elementwise), with the
+// CPU's merge and op-node arithmetic (merging.cpp, keras_ops.cpp).
+struct ElementwiseFold {
+  static constexpr int kMaxInputs = RECUR_GPU_MAX_FOLD_INPUTS;
+  const float* in[kMaxInputs];
+  float constant[kMaxInputs];
+  int64_t strides[kMaxInputs][kMaxStridedRank];
+  const uint8_t* mask[kMaxInputs];  // device bytes per (i_0, i_1), or null
+  int64_t dims[kMaxStridedRank];
+  int32_t rank, n, op;
+  bool masked;
+  float* out;
+
+  RECUR_HD static float apply(int32_t op, float a, float b) {
+    switch (op) {
+      case RECUR_GPU_OP_ADD: case RECUR_GPU_OP_AVERAGE: return a + b;
+      case RECUR_GPU_OP_SUB: return a - b;
+      case RECUR_GPU_OP_MUL: return a * b;
+      case RECUR_GPU_OP_DIV: return a / b;
+      case RECUR_GPU_OP_MAX: return a < b ? b : a;
+      case RECUR_GPU_OP_MIN: return b < a ? b : a;
+      case RECUR_GPU_OP_NOT_EQUAL: return a != b ? 1.0f : 0.0f;
+      case RECUR_GPU_OP_EQUAL: return a == b ? 1.0f : 0.0f;
+      case RECUR_GPU_OP_GREATER: return a > b ? 1.0f : 0.0f;
+      case RECUR_GPU_OP_GREATER_EQUAL: return a >= b ? 1.0f : 0.0f;
+      case RECUR_GPU_OP_LESS: return a < b ? 1.0f : 0.0f;
+      case RECUR_GPU_OP_LESS_EQUAL: return a <= b ? 1.0f : 0.0f;
+      case RECUR_GPU_OP_LOGICAL_AND: return (a != 0.0f) && (b != 0.0f) ? 1.0f : 0.0f;
+      case RECUR_GPU_OP_LOGICAL_OR: return (a != 0.0f) || (b != 0.0f) ? 1.0f : 0.0f;
+      default: return (a != 0.0f) != (b != 0.0f) ? 1.0f : 0.0f;  // LOGICAL_XOR
+    }
+  }
+  RECUR_HD static float unary(int32_t op, float a) {
+    switch (op) {
+      case RECUR_GPU_OP_LOGICAL_NOT: return a == 0.0f ? 1.0f : 0.0f;
+      case RECUR_GPU_OP_ABS: return fabsf(a);
+      case RECUR_GPU_OP_NEGATIVE: return -a;
+      case RECUR_GPU_OP_SQUARE: return a * a;
+      case RECUR_GPU_OP_SQRT: return sqrtf(a);
+      case RECUR_GPU_OP_TO_BOOL: return a != 0.0f ? 1.0f : 0.0f;
+      case RECUR_GPU_OP_TRUNC: return truncf(a);
+      default: return a;  // COPY
+    }
+  }
+  RECUR_HD float at(int k, int64_t e) const {
+    return in[k] ? in[k][strided_offset(e, rank, dims, strides[k])] : constant[k];
+  }
+  // Input k's mask at element e: -1 unmasked, else 0 or 1.
+  RECUR_HD int valid(int k, int64_t e) const {
+    if (!mask[k]) return -1;
+    int64_t bt = e;  // i_0 * dims[1] + i_1: e without the axes after the first two
+    for (int32_t d = rank; d-- > 2;) bt /= dims[d];
+    return mask[k][bt] ? 1 : 0;
+  }
+  RECUR_HD void operator()(int64_t e) const {
+    if (n == 1) {
+      out[e] = unary(op, at(0, e));
+      return;
+    }
+    float acc = at(0, e);
+    if (!masked) {
+      for (int k = 1; k < n; ++k) acc = apply(op, acc, at(k, e));
+    } else {
+      // Keras 3's _apply_merge_op_and_or_mask, as MergeOp::forward computes it.
+      const bool mul = op == RECUR_GPU_OP_MUL;
+      int acc_valid = valid(0, e);
+      bool all_masked = acc_valid >= 0, any_valid = acc_valid == 1;
+      if (mul && acc_valid == 0) acc = 1.0f;
+      for (int k = 1; k < n; ++k) {
+        float b = at(k, e);
+        const int bv = valid(k, e);
+        all_masked = all_masked && bv >= 0;
+        any_valid = any_valid || bv == 1;
+        if (mul) {
+          if (bv == 0) b = 1.0f;
+        } else {
+          if (bv == 0) b = acc;
+          if (acc_valid == 0) acc = b;
+          acc_valid = bv >= 0 && acc_valid >= 0 ? (bv || acc_valid) : -1;
+        }
+        acc = apply(op, acc, b);
+      }
+      if (mul && all_masked && !any_valid) acc = 0.0f;
+    }
+    if (op == RECUR_GPU_OP_AVERAGE) acc = acc / static_cast<float>(n);
+    out[e] = acc;
+  }
+};
+
+// A reduction over the axes in `axes` (bit d: axis d): one thread per output element, folding its
+// inputs in row-major order of the reduced axes, as the CPU's reduce_values visits them.
+struct Reduce {
+  const float* x;
+  float* y;
+  int64_t kept_size[kMaxStridedRank], kept_stride[kMaxStridedRank];
+  int64_t red_size[kMaxStridedRank], red_stride[kMaxStridedRank];
+  int32_t kept, reduced, kind;
+  int64_t count;  // the product of the reduced sizes
+  RECUR_HD void operator()(int64_t e) const {
+    int64_t base = 0, rest = e;
+    for (int32_t d = kept; d-- > 0;) {
+      base += (rest % kept_size[d]) * kept_stride[d];
+      rest /= kept_size[d];
+    }
+    float acc = kind == RECUR_GPU_REDUCE_ALL ? 1.0f
+                : kind == RECUR_GPU_REDUCE_MAX ? -INFINITY
+                : kind == RECUR_GPU_REDUCE_MIN ? INFINITY
+                                               : 0.0f;
+    for (int64_t s = 0; s < count; ++s) {
+      int64_t off = base, r = s;
+      for (int32_t d = reduced; d-- > 0;) {
+        off += (r % red_size[d]) * red_stride[d];
+        r /= red_size[d];
+      }
+      const float v = x[off];
+      switch (kind) {
+        case RECUR_GPU_REDUCE_ANY: acc = (acc != 0.0f) || (v != 0.0f) ? 1.0f : 0.0f; break;
+        case RECUR_GPU_REDUCE_ALL: acc = (acc != 0.0f) && (v != 0.0f) ? 1.0f : 0.0f; break;
+        case RECUR_GPU_REDUCE_MAX: acc = acc < v ? v : acc; break;
+        case RECUR_GPU_REDUCE_MIN: acc = v < acc ? v : acc; break;
+        default: acc += v;
+      }
+    }
+    if (kind == RECUR_GPU_REDUCE_MEAN) acc = acc / static_cast<float>(count);
+    y[e] = acc;
+  }
 };
 
 // Dot: out[b, i, j, p, q] = the float sum over k, in order, of x[b, i, k, j] * y[b, p, k, q].

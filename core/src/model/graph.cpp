@@ -777,7 +777,17 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
     throw_if_cancelled();
     const LayerEntry& le = layers[static_cast<std::size_t>(n.layer)];
     CallInputs ci;
-    const bool on_gpu = dev && n.op->device_rule().empty();
+    bool on_gpu = dev && n.op->device_rule().empty();
+    if (on_gpu && n.op->follows_inputs()) {
+      bool device_only = false;
+      for (const Ref& r : n.main) {
+        const auto& v = vals[static_cast<std::size_t>(r.node)];
+        device_only = device_only || (static_cast<std::size_t>(r.output) < v.size() &&
+                                      on_device_only(v[static_cast<std::size_t>(r.output)]));
+      }
+      on_gpu = device_only;
+    }
+    const bool shapes_only = dev && !on_gpu && n.op->reads_shapes_only();
     // (Built only when a tensor crosses: a CPU run's steps make no strings here.)
     auto where = [&] { return "layer '" + le.name + "' (" + le.class_name + ")"; };
     // Why a tensor crosses, for the run's record: a model input going up, or a layer without a
@@ -797,7 +807,7 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
       auto& v = vals[static_cast<std::size_t>(r.node)];
       if (static_cast<std::size_t>(r.output) >= v.size())
         fail(Code::state, "layer '", le.name, "': missing input tensor");
-      if (dev) place(v[static_cast<std::size_t>(r.output)], nodes[static_cast<std::size_t>(r.node)], device);
+      if (dev && !shapes_only) place(v[static_cast<std::size_t>(r.output)], nodes[static_cast<std::size_t>(r.node)], device);
       return &v[static_cast<std::size_t>(r.output)];
     };
     const bool main_on_device = on_gpu && !n.op->device_reads_host();

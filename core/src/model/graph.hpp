@@ -208,6 +208,12 @@ class Op {
   virtual bool forward_device(const CallInputs& in, RunContext& ctx, int site, std::vector<Value>& out) const;
   // Reads its main input on the host (an Embedding's ids) even on a GPU.
   virtual bool device_reads_host() const { return false; }
+  // With device_rule() empty: runs on the GPU only when one of its main inputs lives only there,
+  // else on the host, where its inputs' floats are already (Keras 3's op nodes computing masks).
+  virtual bool follows_inputs() const { return false; }
+  // Reads only its inputs' shapes (ZerosLike): on a GPU its inputs are not copied to the host, and
+  // forward must not read their floats.
+  virtual bool reads_shapes_only() const { return false; }
 
   // Recurrent layers (and models holding them).
   virtual void collect_layers(std::vector<Layer*>&) {}

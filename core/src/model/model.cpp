@@ -1189,6 +1189,7 @@ Placement Model::layer_placement(int index) const {
     fail(Code::invalid_argument, "layer_index: expected -1 (the model) or 0..", m.infos.size() - 1, ", got ", index);
   const std::string& name = m.infos[static_cast<std::size_t>(index)].name;
   std::string cls, rule = "recur has no GPU kernel for this layer";
+  bool follows = false, shapes_only = false;
   for (const graph::LayerEntry& le : m.graph().layers) {
     if (le.name != name) continue;
     cls = le.class_name;
@@ -1197,6 +1198,8 @@ Placement Model::layer_placement(int index) const {
     le.op->collect_layers(ls);
     if (!ls.empty()) return ls[0]->placement();
     rule = le.op->device_rule();
+    follows = le.op->follows_inputs();
+    shapes_only = le.op->reads_shapes_only();
   }
   if (!m.placement.on_gpu()) return m.placement;
   Placement p;
@@ -1207,7 +1210,13 @@ Placement Model::layer_placement(int index) const {
     p.device_name = m.placement.device_name;
     p.path = "kernel";
     p.reason = cls == "InputLayer" ? "a model input: copied to " + p.backend + " once, where a layer there first reads it"
-                                   : "runs on " + p.backend + " on tensors in device memory";
+               : follows ? "runs on " + p.backend + " when one of its inputs lives only in device memory, else on the "
+                           "CPU, where its inputs are already (a mask computed from the model's inputs)"
+                         : "runs on " + p.backend + " on tensors in device memory";
+    return p;
+  }
+  if (shapes_only) {
+    p.reason = rule + ": it runs on the CPU, and nothing is copied";
     return p;
   }
   // The one place a model on a GPU copies: this layer's inputs to the host, its outputs back.

@@ -10,6 +10,7 @@
 #include "io/json_int.hpp"
 #include "io/keras_entry.hpp"
 #include "io/printable.hpp"
+#include "model/device_run.hpp"
 #include "model/layers/layer_util.hpp"
 #include "model/layers/registry.hpp"
 #include "recur/activations.hpp"
@@ -207,18 +208,111 @@ class KerasOp : public Op {
     return {s};
   }
 
-  // Transposes and slices read their input with strides on the GPU; the other ops have no kernel.
+  // Every op has a GPU kernel but ZerosLike and OnesLike, which read only their input's shape (on
+  // the host, with nothing copied). Op nodes follow their inputs: most compute the masks Keras
+  // derives from a model's inputs, which have their floats on the host already, and masks live on
+  // the host; an op on a tensor that lives only on the device runs there.
   std::string device_rule() const override {
-    return kind_ == "Transpose" || kind_ == "GetItem" ? "" : Op::device_rule();
+    return shapes_only() ? "it reads only its input's shape, on the host" : "";
   }
+  bool reads_shapes_only() const override { return shapes_only(); }
+  bool follows_inputs() const override { return true; }
+  bool shapes_only() const { return kind_ == "ZerosLike" || kind_ == "OnesLike"; }
+
+  int binary_op() const {
+    static const std::map<std::string, int> ops = {
+        {"NotEqual", RECUR_GPU_OP_NOT_EQUAL}, {"Equal", RECUR_GPU_OP_EQUAL},
+        {"Greater", RECUR_GPU_OP_GREATER},    {"GreaterEqual", RECUR_GPU_OP_GREATER_EQUAL},
+        {"Less", RECUR_GPU_OP_LESS},          {"LessEqual", RECUR_GPU_OP_LESS_EQUAL},
+        {"Add", RECUR_GPU_OP_ADD},            {"Subtract", RECUR_GPU_OP_SUB},
+        {"Multiply", RECUR_GPU_OP_MUL},       {"Divide", RECUR_GPU_OP_DIV},
+        {"TrueDivide", RECUR_GPU_OP_DIV},     {"Maximum", RECUR_GPU_OP_MAX},
+        {"Minimum", RECUR_GPU_OP_MIN},        {"LogicalAnd", RECUR_GPU_OP_LOGICAL_AND},
+        {"LogicalOr", RECUR_GPU_OP_LOGICAL_OR}, {"LogicalXor", RECUR_GPU_OP_LOGICAL_XOR}};
+    return ops.at(kind_);
+  }
+  int unary_op() const {
+    if (kind_ == "LogicalNot") return RECUR_GPU_OP_LOGICAL_NOT;
+    if (kind_ == "Absolute" || kind_ == "Abs") return RECUR_GPU_OP_ABS;
+    if (kind_ == "Negative") return RECUR_GPU_OP_NEGATIVE;
+    if (kind_ == "Square") return RECUR_GPU_OP_SQUARE;
+    if (kind_ == "Sqrt") return RECUR_GPU_OP_SQRT;
+    if (kind_ == "Cast") {
+      const std::string dt = str_of(cfg_, "dtype", "float32");
+      return dt == "bool" ? RECUR_GPU_OP_TO_BOOL : dt.rfind("int", 0) == 0 ? RECUR_GPU_OP_TRUNC : RECUR_GPU_OP_COPY;
+    }
+    return RECUR_GPU_OP_COPY;
+  }
+
   bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
-    const Value& x = *in.main.at(0);
+    DeviceRun& dev = *ctx.device;
     const std::string what = kind_ + " '" + name + "'";
+    // The arguments in order: device tensors and constants.
+    std::vector<FoldArg> args;
+    std::vector<std::vector<Index>> shapes;
+    std::size_t t = 0;
+    for (const auto& a : args_) {
+      FoldArg f;
+      if (a.tensor) f.v = in.main.at(t++);
+      else f.constant = a.value;
+      shapes.push_back(f.v ? f.v->shape : std::vector<Index>{});
+      args.push_back(f);
+    }
+    const Value& x = *in.main.at(0);
+    std::vector<Index> shape = out_shape(shapes);
+    if (binary()) return elementwise_on_device(ctx, binary_op(), {args.at(0), args.at(1)}, shape, what, out);
     if (kind_ == "Transpose") {
       const std::vector<int> p = perm(x.shape.size());
       return gather_on_device(ctx, x, transpose_read(x.shape, p), transposed_shape(x.shape, p), what, out);
     }
-    return gather_on_device(ctx, x, slice_read(x.shape, key_, kind_), sliced_shape(x.shape, key_, kind_), what, out);
+    if (kind_ == "GetItem") return gather_on_device(ctx, x, slice_read(x.shape, key_, kind_), shape, what, out);
+    if (kind_ == "ExpandDims" || kind_ == "Squeeze") {  // the same floats
+      out = {DeviceRun::view(x, 0, shape)};
+      out[0].mask.reset();
+      out[0].ids.reset();
+      return true;
+    }
+    if (reduction()) {
+      const std::vector<int> ax = axes(x.shape.size());
+      if (x.shape.empty() || x.shape.size() > RECUR_GPU_MAX_RANK) {
+        dev.declined = "it has " + std::to_string(x.shape.size()) + " axes; the GPU's reduction takes 1 to " +
+                       std::to_string(RECUR_GPU_MAX_RANK);
+        return false;
+      }
+      std::uint32_t bits = 0;
+      for (int a : ax) bits |= 1u << a;
+      const int how = kind_ == "Any" ? RECUR_GPU_REDUCE_ANY : kind_ == "All" ? RECUR_GPU_REDUCE_ALL
+                      : kind_ == "Max" ? RECUR_GPU_REDUCE_MAX : kind_ == "Min" ? RECUR_GPU_REDUCE_MIN
+                      : kind_ == "Mean" ? RECUR_GPU_REDUCE_MEAN : RECUR_GPU_REDUCE_SUM;
+      const std::vector<std::int64_t> dims(x.shape.begin(), x.shape.end());
+      Value y = dev.make(shape, what.c_str());
+      dev.call(what, [&](char* err, std::size_t len) {
+        return dev.table().reduce(dev.ordinal(), how, x.device->data(), static_cast<std::int32_t>(dims.size()),
+                                  dims.data(), bits, y.device->data(), err, len);
+      });
+      out = {std::move(y)};
+      return true;
+    }
+    if (kind_ == "Concatenate" || kind_ == "Stack") {
+      // Each part's rows (the axes before the joined one) land side by side in the output's rows.
+      const bool stack = kind_ == "Stack";
+      const std::size_t axis = stack ? static_cast<std::size_t>(stack_axis(int_of(cfg_, "axis", 0), x.shape.size(), kind_))
+                                     : concat_axis(x.shape.size());
+      const Index rows = product(shape, 0, axis), width = product(shape, axis);
+      Value y = dev.make(shape, what.c_str());
+      Index at = 0;
+      for (const Value* v : in.main) {
+        const Index cols = rows > 0 ? v->device->floats / rows : 0;
+        dev.call(what, [&](char* err, std::size_t len) {
+          return dev.table().copy2d(dev.ordinal(), v->device->data(), cols, y.device->data() + at, width, rows, cols, err,
+                                    len);
+        });
+        at += cols;
+      }
+      out = {std::move(y)};
+      return true;
+    }
+    return elementwise_on_device(ctx, unary_op(), {args.at(0)}, shape, what, out);
   }
 
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {

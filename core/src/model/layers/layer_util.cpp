@@ -455,6 +455,59 @@ bool gather_on_device(RunContext& ctx, const Value& x, const StridedRead& r, std
   return true;
 }
 
+bool elementwise_on_device(RunContext& ctx, int op, const std::vector<FoldArg>& args, std::vector<Index> shape,
+                           const std::string& what, std::vector<Value>& out) {
+  DeviceRun& dev = *ctx.device;
+  const std::size_t r = std::max<std::size_t>(shape.size(), 1);
+  if (r > RECUR_GPU_MAX_RANK || args.size() > RECUR_GPU_MAX_FOLD_INPUTS) {
+    dev.declined = "it has " + std::to_string(r) + " axes and " + std::to_string(args.size()) +
+                   " operands; the GPU's elementwise op takes " + std::to_string(RECUR_GPU_MAX_RANK) + " and " +
+                   std::to_string(RECUR_GPU_MAX_FOLD_INPUTS);
+    return false;
+  }
+  Value y = dev.make(shape, what.c_str());
+  std::vector<std::int64_t> dims(r, 1), strides(args.size() * r, 0), floats(args.size(), 0);
+  for (std::size_t i = 0; i < shape.size(); ++i) dims[i] = shape[i];
+  std::vector<const float*> inputs(args.size(), nullptr);
+  std::vector<float> constants(args.size(), 0.0f);
+  std::vector<const std::uint8_t*> masks(args.size(), nullptr);
+  bool masked = false;
+  for (std::size_t k = 0; k < args.size(); ++k) {
+    const FoldArg& a = args[k];
+    constants[k] = a.constant;
+    if (a.mask) {
+      masks[k] = a.mask->data();
+      masked = true;
+    }
+    if (!a.v) continue;
+    inputs[k] = a.v->device->data();
+    floats[k] = a.v->device->floats;
+    // Strides 0 along the axes the operand broadcasts (size 1, or missing at the front).
+    const std::vector<Index>& s = a.v->shape;
+    Index m = 1;
+    for (std::size_t i = r; i-- > 0;) {
+      const std::size_t off = r - s.size();
+      if (i < off) continue;
+      strides[k * r + i] = s[i - off] == 1 ? 0 : m;
+      m *= s[i - off];
+    }
+  }
+  recur_gpu_elementwise e{};
+  e.op = op;
+  e.num_inputs = static_cast<std::int32_t>(args.size());
+  e.inputs = inputs.data();
+  e.input_floats = floats.data();
+  e.constants = constants.data();
+  e.rank = static_cast<std::int32_t>(r);
+  e.dims = dims.data();
+  e.strides = strides.data();
+  e.masks = masked ? masks.data() : nullptr;
+  e.out = y.device->data();
+  dev.call(what, [&](char* err, std::size_t len) { return dev.table().elementwise(dev.ordinal(), &e, err, len); });
+  out = {std::move(y)};
+  return true;
+}
+
 void transpose_values(const Value& x, const std::vector<int>& perm, Value& y) {
   const std::size_t r = x.shape.size();
   const std::vector<Index> step = transpose_read(x.shape, perm).strides;  // the input offset one output step moves

@@ -130,6 +130,18 @@ void slice_values(const Value& x, const std::vector<SliceItem>& key, Value& y, c
 // reason) when it has more axes than the GPU's strided read takes.
 bool gather_on_device(RunContext& ctx, const Value& x, const StridedRead& r, std::vector<Index> shape,
                       const std::string& what, std::vector<Value>& out);
+// One operand of an elementwise op on the device: a device Value, or (v null) a constant; with the
+// mask of Keras 3's masked merges, or none.
+struct FoldArg {
+  const Value* v = nullptr;
+  float constant = 0.0f;
+  const std::vector<std::uint8_t>* mask = nullptr;
+};
+// out = {op (RECUR_GPU_OP_*) folded over args broadcast to `shape` (numpy's rules, aligned at the
+// last axis)} on the run's GPU; false (declined, with the reason) for more axes or operands than
+// the GPU op takes.
+bool elementwise_on_device(RunContext& ctx, int op, const std::vector<FoldArg>& args, std::vector<Index> shape,
+                           const std::string& what, std::vector<Value>& out);
 // Empty dims when the result is empty.
 StridedRead slice_read(const std::vector<Index>& x, const std::vector<SliceItem>& key, const std::string& who);
 

@@ -152,42 +152,46 @@ class MergeOp : public Op {
     return {std::move(y)};
   }
   std::string device_rule() const override { return ""; }
-  // Inputs of one shape, folded left to right as forward does. Broadcasting, Keras 3's masked
-  // Multiply/Maximum/Minimum and an Average of more than two run on the host.
+  // The inputs folded left to right as forward does, broadcast, and with Keras 3's masks where its
+  // Multiply, Maximum and Minimum read them.
   bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
     const bool mask_merge = keras3_ && (kind_ == multiply || kind_ == maximum || kind_ == minimum);
+    std::vector<std::vector<Index>> shapes;
+    for (const Value* v : in.main) shapes.push_back(v->shape);
+    std::vector<Index> shape = broadcast(shapes, class_name);
+    std::vector<FoldArg> args;
+    bool masked = false;
     for (const Value* v : in.main) {
-      if (v->shape != in.main[0]->shape) {
-        ctx.device->declined = "inputs of different shapes broadcast on the host";
-        return false;
+      FoldArg a;
+      a.v = v;
+      if (mask_merge && v->mask && shape.size() >= 3) {
+        if (v->mask->size() != static_cast<std::size_t>(shape[0] * shape[1])) {
+          ctx.device->declined = "an input's mask does not cover the output's first two axes";
+          return false;
+        }
+        a.mask = v->mask.get();
+        masked = true;
       }
-      if (mask_merge && v->mask) {
-        ctx.device->declined = "Keras 3 merges masked steps by the mask, on the host";
-        return false;
-      }
+      args.push_back(a);
     }
-    if (kind_ == average && in.main.size() > 2) {
-      ctx.device->declined = "an Average of more than two inputs runs on the host";
-      return false;
+    const std::string what = class_name + " '" + name + "'";
+    if (args.size() == 1 && !(masked && kind_ == multiply)) {
+      // One input is itself (a masked Multiply's zeroes its masked steps: the fold below).
+      out = {ctx.device->clone(*in.main[0], class_name.c_str())};
+    } else {
+      const int op = kind_ == add ? RECUR_GPU_OP_ADD
+                     : kind_ == subtract ? RECUR_GPU_OP_SUB
+                     : kind_ == multiply ? RECUR_GPU_OP_MUL
+                     : kind_ == maximum ? RECUR_GPU_OP_MAX
+                     : kind_ == minimum ? RECUR_GPU_OP_MIN
+                                        : RECUR_GPU_OP_AVERAGE;
+      // One masked input: x * 1 under the same mask (a step masked in both is 0, the others x).
+      if (args.size() == 1) args.push_back(FoldArg{nullptr, 1.0f, args[0].mask});
+      if (!elementwise_on_device(ctx, op, args, shape, what, out)) return false;
     }
-    DeviceRun& dev = *ctx.device;
-    const std::int64_t n = in.main[0]->device->floats;
-    Value y = in.main.size() == 1 ? dev.clone(*in.main[0], class_name.c_str()) : dev.make(in.main[0]->shape, class_name.c_str());
-    const int op = kind_ == add ? RECUR_GPU_OP_ADD
-                   : kind_ == subtract ? RECUR_GPU_OP_SUB
-                   : kind_ == multiply ? RECUR_GPU_OP_MUL
-                   : kind_ == maximum ? RECUR_GPU_OP_MAX
-                   : kind_ == minimum ? RECUR_GPU_OP_MIN
-                                      : RECUR_GPU_OP_AVERAGE;
-    for (std::size_t k = 1; k < in.main.size(); ++k) {
-      const float* a = k == 1 ? in.main[0]->device->data() : y.device->data();
-      dev.call(class_name + " '" + name + "'", [&](char* err, std::size_t len) {
-        return dev.table().binary(dev.ordinal(), op, a, in.main[k]->device->data(), n, y.device->data(), err, len);
-      });
-    }
+    Value& y = out[0];
     y.ids.reset();
     set_mask(in, y);
-    out = {std::move(y)};
     return true;
   }
 
