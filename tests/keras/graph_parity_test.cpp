@@ -258,7 +258,8 @@ TEST_P(GraphParity, MatchesKeras) {
       const std::string k = cls;
       static const std::set<std::string> kNewKernels = {"Attention", "AdditiveAttention", "MultiHeadAttention",
                                                         "Rescaling", "Permute", "Transpose", "GetItem",
-                                                        "Masking", "Dot", "EinsumDense"};
+                                                        "Masking", "Dot", "EinsumDense", "Normalization",
+                                                        "TFOpLambda", "SlicingOpLambda", "Sum"};
       if (!kNewKernels.count(k)) continue;
       recur_device_info d;
       d.version = RECUR_DEVICE_INFO_VERSION;
@@ -505,7 +506,8 @@ class Summary : public ::testing::Environment {
           "Greater", "GreaterEqual", "Less", "LessEqual", "Divide", "TrueDivide", "LogicalAnd", "LogicalOr",
           "LogicalXor", "LogicalNot", "Absolute", "Abs", "Negative", "Square", "Sqrt", "Any", "All", "Sum", "Mean",
           "Max", "Min", "ExpandDims", "Squeeze", "ZerosLike", "OnesLike", "Cast", "Stack", "Transpose", "GetItem",
-          "Masking", "Permute", "Rescaling", "EinsumDense"};
+          "Masking", "Permute", "Rescaling", "EinsumDense", "TFOpLambda", "SlicingOpLambda",
+          "Normalization"};
       for (const auto& [what, n] : device_copies.copied_at)
         if (kNeverCopy.count(what.substr(0, what.find(':'))))
           ADD_FAILURE() << n << " run(s) copied at a layer with a GPU kernel: " << what;

@@ -771,6 +771,7 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
   for (const Ref& r : outputs) ++reads[static_cast<std::size_t>(r.node)];
   // On a GPU each tensor is moved at most once each way, where an op needs it elsewhere.
   DeviceRun* dev = ctx.device;
+  const std::vector<char> host_wanted = dev ? wanted_on_host(ctx.device_outputs) : std::vector<char>{};
   for (int id : order) {
     const Node& n = nodes[static_cast<std::size_t>(id)];
     if (n.is_input || !n.op || n.out.empty()) continue;  // a mask recur computes by Keras's rules instead
@@ -778,7 +779,7 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
     const LayerEntry& le = layers[static_cast<std::size_t>(n.layer)];
     CallInputs ci;
     bool on_gpu = dev && n.op->device_rule().empty();
-    if (on_gpu && n.op->follows_inputs()) {
+    if (on_gpu && n.op->follows_inputs() && host_wanted[static_cast<std::size_t>(id)]) {
       bool device_only = false;
       for (const Ref& r : n.main) {
         const auto& v = vals[static_cast<std::size_t>(r.node)];
@@ -882,6 +883,34 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
     out.push_back(v);
   }
   return out;
+}
+
+std::vector<char> Graph::wanted_on_host(bool device_outputs) const {
+  struct Reader {
+    int node;
+    bool as_mask;
+  };
+  std::vector<std::vector<Reader>> readers(nodes.size());
+  for (int id : order) {
+    const Node& n = nodes[static_cast<std::size_t>(id)];
+    for (const Ref& r : n.main) readers[static_cast<std::size_t>(r.node)].push_back({id, false});
+    for (const Ref& r : n.initial_state) readers[static_cast<std::size_t>(r.node)].push_back({id, false});
+    if (n.mask.node >= 0) readers[static_cast<std::size_t>(n.mask.node)].push_back({id, true});
+  }
+  std::vector<char> is_output(nodes.size(), 0), host(nodes.size(), 0);
+  for (const Ref& r : outputs) is_output[static_cast<std::size_t>(r.node)] = 1;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const std::size_t id = static_cast<std::size_t>(*it);
+    bool wanted = is_output[id] ? !device_outputs : !readers[id].empty();
+    for (const Reader& r : readers[id]) {
+      const Node& rn = nodes[static_cast<std::size_t>(r.node)];
+      const bool host_side = r.as_mask || !rn.op || !rn.op->device_rule().empty() || rn.op->device_reads_host() ||
+                             (rn.op->follows_inputs() && host[static_cast<std::size_t>(r.node)]);
+      wanted = wanted && host_side;
+    }
+    host[id] = wanted ? 1 : 0;
+  }
+  return host;
 }
 
 std::vector<Spec> Graph::build_node(const Node& n, const std::vector<std::vector<Spec>>& specs,

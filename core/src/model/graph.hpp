@@ -208,8 +208,10 @@ class Op {
   virtual bool forward_device(const CallInputs& in, RunContext& ctx, int site, std::vector<Value>& out) const;
   // Reads its main input on the host (an Embedding's ids) even on a GPU.
   virtual bool device_reads_host() const { return false; }
-  // With device_rule() empty: runs on the GPU only when one of its main inputs lives only there,
-  // else on the host, where its inputs' floats are already (Keras 3's op nodes computing masks).
+  // With device_rule() empty, on a GPU: runs on the host when every reader of its outputs takes
+  // them there (as a mask, on the CPU, or as another such op that runs there) and none of its
+  // inputs lives only on the device (Keras 3's op nodes, which mostly compute masks from a model's
+  // inputs, whose floats the host has); else on the GPU.
   virtual bool follows_inputs() const { return false; }
   // Reads only its inputs' shapes (ZerosLike): on a GPU its inputs are not copied to the host, and
   // forward must not read their floats.
@@ -335,6 +337,9 @@ class Graph {
   // The output specs of node n from the specs its inputs have so far (infer and plan walk alike).
   std::vector<Spec> build_node(const Node& n, const std::vector<std::vector<Spec>>& specs,
                                std::vector<Spec>* main_out = nullptr) const;
+  // Per node, on a GPU run: whether its outputs are wanted on the host only (see follows_inputs);
+  // a model output is, unless the run leaves its outputs on the device.
+  std::vector<char> wanted_on_host(bool device_outputs) const;
 };
 
 // Per-stream states, keyed by op and call site: the recurrent layers' States, and the past inputs

@@ -1189,10 +1189,11 @@ Placement Model::layer_placement(int index) const {
     fail(Code::invalid_argument, "layer_index: expected -1 (the model) or 0..", m.infos.size() - 1, ", got ", index);
   const std::string& name = m.infos[static_cast<std::size_t>(index)].name;
   std::string cls, rule = "recur has no GPU kernel for this layer";
-  bool follows = false, shapes_only = false;
+  bool follows = false, shapes_only = false, mask_only = false;
   for (const graph::LayerEntry& le : m.graph().layers) {
     if (le.name != name) continue;
     cls = le.class_name;
+    mask_only = !le.op && cls != "InputLayer";
     if (!le.op) continue;
     std::vector<Layer*> ls;
     le.op->collect_layers(ls);
@@ -1210,13 +1211,18 @@ Placement Model::layer_placement(int index) const {
     p.device_name = m.placement.device_name;
     p.path = "kernel";
     p.reason = cls == "InputLayer" ? "a model input: copied to " + p.backend + " once, where a layer there first reads it"
-               : follows ? "runs on " + p.backend + " when one of its inputs lives only in device memory, else on the "
-                           "CPU, where its inputs are already (a mask computed from the model's inputs)"
+               : follows ? "runs on " + p.backend + ", or on the CPU with nothing copied when its outputs are wanted "
+                           "only there (a mask, a CPU layer) and its inputs are there already"
                          : "runs on " + p.backend + " on tensors in device memory";
     return p;
   }
   if (shapes_only) {
     p.reason = rule + ": it runs on the CPU, and nothing is copied";
+    return p;
+  }
+  if (mask_only) {
+    p.reason = "it does not run: recur computes the mask it makes by Keras's rules, on the host where masks live, "
+               "and nothing is copied";
     return p;
   }
   // The one place a model on a GPU copies: this layer's inputs to the host, its outputs back.

@@ -245,7 +245,6 @@ class KerasOp : public Op {
   }
 
   bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
-    DeviceRun& dev = *ctx.device;
     const std::string what = kind_ + " '" + name + "'";
     // The arguments in order: device tensors and constants.
     std::vector<FoldArg> args;
@@ -273,45 +272,14 @@ class KerasOp : public Op {
       return true;
     }
     if (reduction()) {
-      const std::vector<int> ax = axes(x.shape.size());
-      if (x.shape.empty() || x.shape.size() > RECUR_GPU_MAX_RANK) {
-        dev.declined = "it has " + std::to_string(x.shape.size()) + " axes; the GPU's reduction takes 1 to " +
-                       std::to_string(RECUR_GPU_MAX_RANK);
-        return false;
-      }
-      std::uint32_t bits = 0;
-      for (int a : ax) bits |= 1u << a;
-      const int how = kind_ == "Any" ? RECUR_GPU_REDUCE_ANY : kind_ == "All" ? RECUR_GPU_REDUCE_ALL
-                      : kind_ == "Max" ? RECUR_GPU_REDUCE_MAX : kind_ == "Min" ? RECUR_GPU_REDUCE_MIN
-                      : kind_ == "Mean" ? RECUR_GPU_REDUCE_MEAN : RECUR_GPU_REDUCE_SUM;
-      const std::vector<std::int64_t> dims(x.shape.begin(), x.shape.end());
-      Value y = dev.make(shape, what.c_str());
-      dev.call(what, [&](char* err, std::size_t len) {
-        return dev.table().reduce(dev.ordinal(), how, x.device->data(), static_cast<std::int32_t>(dims.size()),
-                                  dims.data(), bits, y.device->data(), err, len);
-      });
-      out = {std::move(y)};
-      return true;
+      const Reduction how = kind_ == "Any" ? Reduction::any : kind_ == "All" ? Reduction::all : kind_ == "Max" ? Reduction::max
+                            : kind_ == "Min" ? Reduction::min : kind_ == "Mean" ? Reduction::mean : Reduction::sum;
+      return reduce_on_device(ctx, x, axes(x.shape.size()), how, shape, what, out);
     }
-    if (kind_ == "Concatenate" || kind_ == "Stack") {
-      // Each part's rows (the axes before the joined one) land side by side in the output's rows.
-      const bool stack = kind_ == "Stack";
-      const std::size_t axis = stack ? static_cast<std::size_t>(stack_axis(int_of(cfg_, "axis", 0), x.shape.size(), kind_))
-                                     : concat_axis(x.shape.size());
-      const Index rows = product(shape, 0, axis), width = product(shape, axis);
-      Value y = dev.make(shape, what.c_str());
-      Index at = 0;
-      for (const Value* v : in.main) {
-        const Index cols = rows > 0 ? v->device->floats / rows : 0;
-        dev.call(what, [&](char* err, std::size_t len) {
-          return dev.table().copy2d(dev.ordinal(), v->device->data(), cols, y.device->data() + at, width, rows, cols, err,
-                                    len);
-        });
-        at += cols;
-      }
-      out = {std::move(y)};
-      return true;
-    }
+    if (kind_ == "Concatenate") return join_on_device(ctx, in.main, concat_axis(x.shape.size()), shape, what, out);
+    if (kind_ == "Stack")
+      return join_on_device(ctx, in.main, static_cast<std::size_t>(stack_axis(int_of(cfg_, "axis", 0), x.shape.size(), kind_)),
+                            shape, what, out);
     return elementwise_on_device(ctx, unary_op(), {args.at(0)}, shape, what, out);
   }
 

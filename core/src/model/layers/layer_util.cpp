@@ -479,11 +479,11 @@ bool elementwise_on_device(RunContext& ctx, int op, const std::vector<FoldArg>& 
       masks[k] = a.mask->data();
       masked = true;
     }
-    if (!a.v) continue;
-    inputs[k] = a.v->device->data();
-    floats[k] = a.v->device->floats;
+    if (!a.v && !a.weights) continue;
+    inputs[k] = a.v ? a.v->device->data() : a.weights;
+    floats[k] = a.v ? a.v->device->floats : product(a.shape);
     // Strides 0 along the axes the operand broadcasts (size 1, or missing at the front).
-    const std::vector<Index>& s = a.v->shape;
+    const std::vector<Index>& s = a.v ? a.v->shape : a.shape;
     Index m = 1;
     for (std::size_t i = r; i-- > 0;) {
       const std::size_t off = r - s.size();
@@ -504,6 +504,51 @@ bool elementwise_on_device(RunContext& ctx, int op, const std::vector<FoldArg>& 
   e.masks = masked ? masks.data() : nullptr;
   e.out = y.device->data();
   dev.call(what, [&](char* err, std::size_t len) { return dev.table().elementwise(dev.ordinal(), &e, err, len); });
+  out = {std::move(y)};
+  return true;
+}
+
+bool reduce_on_device(RunContext& ctx, const Value& x, const std::vector<int>& axes, Reduction how,
+                      std::vector<Index> shape, const std::string& what, std::vector<Value>& out) {
+  DeviceRun& dev = *ctx.device;
+  if (x.shape.empty() || x.shape.size() > RECUR_GPU_MAX_RANK) {
+    dev.declined = "it has " + std::to_string(x.shape.size()) + " axes; the GPU's reduction takes 1 to " +
+                   std::to_string(RECUR_GPU_MAX_RANK);
+    return false;
+  }
+  std::uint32_t bits = 0;
+  for (int a : axes) bits |= 1u << a;
+  const int kind = how == Reduction::any    ? RECUR_GPU_REDUCE_ANY
+                   : how == Reduction::all  ? RECUR_GPU_REDUCE_ALL
+                   : how == Reduction::max  ? RECUR_GPU_REDUCE_MAX
+                   : how == Reduction::min  ? RECUR_GPU_REDUCE_MIN
+                   : how == Reduction::mean ? RECUR_GPU_REDUCE_MEAN
+                                            : RECUR_GPU_REDUCE_SUM;
+  const std::vector<std::int64_t> dims(x.shape.begin(), x.shape.end());
+  Value y = dev.make(std::move(shape), what.c_str());
+  dev.call(what, [&](char* err, std::size_t len) {
+    return dev.table().reduce(dev.ordinal(), kind, x.device->data(), static_cast<std::int32_t>(dims.size()), dims.data(),
+                              bits, y.device->data(), err, len);
+  });
+  out = {std::move(y)};
+  return true;
+}
+
+bool join_on_device(RunContext& ctx, const std::vector<const Value*>& parts, std::size_t axis, std::vector<Index> shape,
+                    const std::string& what, std::vector<Value>& out) {
+  DeviceRun& dev = *ctx.device;
+  // Each part's rows (the axes before `axis`) land side by side in the output's rows.
+  const Index rows = product(shape, 0, axis), width = product(shape, axis);
+  Value y = dev.make(std::move(shape), what.c_str());
+  Index at = 0;
+  for (const Value* v : parts) {
+    const Index cols = rows > 0 ? v->device->floats / rows : 0;
+    dev.call(what, [&](char* err, std::size_t len) {
+      return dev.table().copy2d(dev.ordinal(), v->device->data(), cols, y.device->data() + at, width, rows, cols, err,
+                                len);
+    });
+    at += cols;
+  }
   out = {std::move(y)};
   return true;
 }

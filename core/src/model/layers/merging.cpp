@@ -186,7 +186,12 @@ class MergeOp : public Op {
                      : kind_ == minimum ? RECUR_GPU_OP_MIN
                                         : RECUR_GPU_OP_AVERAGE;
       // One masked input: x * 1 under the same mask (a step masked in both is 0, the others x).
-      if (args.size() == 1) args.push_back(FoldArg{nullptr, 1.0f, args[0].mask});
+      if (args.size() == 1) {
+        FoldArg one;
+        one.constant = 1.0f;
+        one.mask = args[0].mask;
+        args.push_back(one);
+      }
       if (!elementwise_on_device(ctx, op, args, shape, what, out)) return false;
     }
     Value& y = out[0];
@@ -230,25 +235,14 @@ class ConcatenateOp : public Op {
     return {std::move(y)};
   }
   std::string device_rule() const override { return ""; }
-  // Each input is one strided block of the output: its rows are the axes before `axis`.
   bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
     const int rank = static_cast<int>(in.main[0]->shape.size());
     const std::size_t ax = static_cast<std::size_t>(axis_ < 0 ? axis_ + rank : axis_);
     std::vector<const std::vector<Index>*> parts;
     for (const Value* v : in.main) parts.push_back(&v->shape);
-    DeviceRun& dev = *ctx.device;
-    Value y = dev.make(joined_shape(parts, ax, "Concatenate '" + name + "'"), "Concatenate");
-    const Index rows = product(y.shape, 0, ax), width = product(y.shape, ax);
-    Index at = 0;
-    for (const Value* v : in.main) {
-      const Index cols = product(v->shape, ax);
-      dev.call("Concatenate '" + name + "'", [&](char* err, std::size_t len) {
-        return dev.table().copy2d(dev.ordinal(), v->device->data(), cols, y.device->data() + at, width, rows, cols, err, len);
-      });
-      at += cols;
-    }
-    set_mask(in, ax, y);
-    out = {std::move(y)};
+    const std::string what = "Concatenate '" + name + "'";
+    join_on_device(ctx, in.main, ax, joined_shape(parts, ax, what), what, out);
+    set_mask(in, ax, out[0]);
     return true;
   }
 

@@ -240,16 +240,39 @@ class NormalizationOp : public Op {
     set_once(per_step, std::find(keep_.begin(), keep_.end(), 1) == keep_.end());
     return in;
   }
+  std::string device_rule() const override { return ""; }
+  // (x - mean) / div, or mean + x * div inverted: two elementwise ops, each rounding as forward does.
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    check_shape(x);
+    const std::vector<float> div = divisors();
+    const auto w = weights_.on(*ctx.device, {{mean_.data(), mean_.size()}, {div.data(), div.size()}});
+    FoldArg xa, mean, d;
+    xa.v = &x;
+    // The statistics as a tensor of x's rank: the kept axes' sizes, 1 elsewhere.
+    std::vector<Index> stats(x.shape.size(), 1);
+    for (std::size_t i = 0; i < keep_.size(); ++i) stats[static_cast<std::size_t>(keep_[i])] = shape_[i];
+    mean.weights = w[0], mean.shape = stats;
+    d.weights = w[1], d.shape = stats;
+    const std::string what = "Normalization '" + name + "'";
+    std::vector<Value> t;
+    if (!elementwise_on_device(ctx, invert_ ? RECUR_GPU_OP_MUL : RECUR_GPU_OP_SUB, {xa, invert_ ? d : mean}, x.shape,
+                               what, t))
+      return false;
+    FoldArg ta;
+    ta.v = &t[0];
+    if (!(invert_ ? elementwise_on_device(ctx, RECUR_GPU_OP_ADD, {mean, ta}, x.shape, what, out)
+                  : elementwise_on_device(ctx, RECUR_GPU_OP_DIV, {ta, d}, x.shape, what, out)))
+      return false;
+    out[0].mask = x.mask;
+    return true;
+  }
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
     const Value& x = *in.main[0];
-    for (std::size_t i = 0; i < keep_.size(); ++i)
-      if (x.shape[static_cast<std::size_t>(keep_[i])] != shape_[i])
-        fail(Code::shape, "Normalization '", name, "': built for ", shape_string(shape_), " statistics, called on ",
-             shape_string(x.shape));
+    check_shape(x);
     Value y = make_value(x.shape, "Normalization");
     y.mask = x.mask;
-    std::vector<float> div(mean_.size());
-    for (std::size_t i = 0; i < div.size(); ++i) div[i] = std::max(std::sqrt(var_[i]), kEpsilon);
+    const std::vector<float> div = divisors();
     const std::size_t n = x.data.size();
     for (std::size_t k = 0; k < n; ++k) {
       // The statistics' index: the element's coordinates on the kept axes.
@@ -269,6 +292,18 @@ class NormalizationOp : public Op {
     }
     return {std::move(y)};
   }
+  void check_shape(const Value& x) const {
+    for (std::size_t i = 0; i < keep_.size(); ++i)
+      if (x.shape[static_cast<std::size_t>(keep_[i])] != shape_[i])
+        fail(Code::shape, "Normalization '", name, "': built for ", shape_string(shape_), " statistics, called on ",
+             shape_string(x.shape));
+  }
+  // Keras divides by max(sqrt(variance), epsilon).
+  std::vector<float> divisors() const {
+    std::vector<float> div(var_.size());
+    for (std::size_t i = 0; i < div.size(); ++i) div[i] = std::max(std::sqrt(var_[i]), kEpsilon);
+    return div;
+  }
   std::string stream_rule(const std::vector<bool>& stepped_in, bool init, std::vector<bool>& stepped_out) const override {
     if (!per_step && !stepped_in.empty() && stepped_in[0]) {
       stepped_out.assign(stepped_out.size(), true);
@@ -284,6 +319,7 @@ class NormalizationOp : public Op {
     mean_ = take_weight(w, shape, where);
     var_ = take_weight(w, shape, where);
     take_weight(w, {}, where);  // count: how many samples adapt() saw
+    weights_.reset();
     for (std::size_t i = 0; i < var_.size(); ++i)
       if (!std::isfinite(mean_[i]) || !(var_[i] >= 0.0f) || !std::isfinite(var_[i]))
         fail(Code::io, where, ": Normalization '", name, "': mean and variance must be finite, variance not negative");
@@ -297,6 +333,7 @@ class NormalizationOp : public Op {
  private:
   std::vector<int> axes_;  // empty: axis=None
   bool invert_ = false, given_ = false, built_ = false;
+  DeviceWeights weights_;  // mean and divisors on the GPU
   Numbers mean_cfg_, var_cfg_;
   std::vector<int> keep_;
   std::vector<Index> shape_;

@@ -9,6 +9,7 @@
 
 #include "io/json_int.hpp"
 #include "io/printable.hpp"
+#include "model/device_run.hpp"
 #include "model/layers/layer_util.hpp"
 #include "model/layers/registry.hpp"
 #include "recur/error.hpp"
@@ -188,6 +189,41 @@ class TfOpLambda : public Op {
       default: std::copy(args[0]->data.begin(), args[0]->data.end(), y.data.begin());  // squeeze, expand_dims
     }
     return {std::move(y)};
+  }
+
+  // Every function has a GPU kernel; like Keras 3's op nodes, a call follows its inputs.
+  std::string device_rule() const override { return ""; }
+  bool follows_inputs() const override { return true; }
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    std::vector<std::vector<Index>> shapes;
+    for (const Value* v : in.main) shapes.push_back(v->shape);
+    std::vector<Index> shape = shape_of(shapes, nullptr, nullptr);
+    const std::vector<const Value*> args = positional(in.main);
+    switch (kind_) {
+      case Kind::binary: {
+        FoldArg x, y;
+        x.v = args[0];
+        x.constant = first_[0].value;
+        y.v = kw_tensor_.count("y") ? in.main.at(kw_tensor_.at("y")) : nullptr;
+        y.constant = y_;
+        const int op = op_ == "add" ? RECUR_GPU_OP_ADD : op_ == "subtract" ? RECUR_GPU_OP_SUB
+                       : op_ == "multiply" ? RECUR_GPU_OP_MUL : op_ == "divide" ? RECUR_GPU_OP_DIV
+                       : op_ == "maximum" ? RECUR_GPU_OP_MAX : RECUR_GPU_OP_MIN;
+        return elementwise_on_device(ctx, op, {x, y}, shape, who_, out);
+      }
+      case Kind::reduce: return reduce_on_device(ctx, *args[0], reduce_axes(args[0]->shape.size()), how_, shape, who_, out);
+      case Kind::concat: return join_on_device(ctx, args, concat_axis(args[0]->shape.size()), shape, who_, out);
+      case Kind::stack:
+        return join_on_device(ctx, args, static_cast<std::size_t>(stack_axis(int_kw("axis", 0), args[0]->shape.size(), who_)),
+                              shape, who_, out);
+      case Kind::transpose: {
+        const std::vector<int> p = perm(args[0]->shape.size());
+        return gather_on_device(ctx, *args[0], transpose_read(args[0]->shape, p), shape, who_, out);
+      }
+      case Kind::getitem: return gather_on_device(ctx, *args[0], slice_read(args[0]->shape, key_, who_), shape, who_, out);
+      default: out = {DeviceRun::view(*args[0], 0, shape)};  // squeeze, expand_dims: the same floats
+    }
+    return true;
   }
 
   std::string stream_rule(const std::vector<bool>& stepped_in, bool init, std::vector<bool>& stepped_out) const override {
