@@ -13,9 +13,13 @@
 namespace {
 
 const std::string kModels = RECUR_TEST_MODELS_DIR;
-// Input (B, T, 3) -> LSTM -> AdaptiveAveragePooling1D -> AdaptiveMaxPooling1D -> GRU: the adaptive
-// poolings have no GPU kernel.
-const std::string kNoKernelModel = std::string(RECUR_TEST_KERAS_DIR) + "/graphs/sequence_conv/keras3/adaptive_pooling_lstm.keras";
+// Input (B, T, 1) -> Masking -> Discretization -> Reshape -> Embedding -> GRU: Discretization has no
+// GPU kernel.
+const std::string kNoKernelModel =
+    std::string(RECUR_TEST_KERAS_DIR) + "/graphs/preprocessing/keras3/discretization_drops_mask.keras";
+// Input (B, T, 1) -> Discretization (one-hot) -> LSTM.
+const std::string kNoKernelFirstModel =
+    std::string(RECUR_TEST_KERAS_DIR) + "/graphs/preprocessing/keras3/discretization_one_hot_lstm.keras";
 // GPU results differ from the CPU's in the last bits only (other summation orders in cuBLAS/cuDNN).
 constexpr float kGpuTolerance = 1e-5f;
 // The CPU backend's matrix products round a batch of N rows differently from a batch of M (plain
@@ -1035,11 +1039,12 @@ TEST(CApiDeviceGpu, ModelTensorsStayOnTheDevice) {
     EXPECT_NE(runs[0].find("], 1 download(s) [model output"), std::string::npos) << runs[0];
   }
   {
-    // LSTM -> the adaptive poolings (CPU) -> GRU: the LSTM's output comes down, the poolings' goes up.
+    // Masking -> Discretization (CPU) -> Reshape -> Embedding -> GRU: the Masking's output comes
+    // down to the Discretization, whose ids stay on the host for the Embedding (Reshape follows them).
     recur_model* raw = nullptr;
     ASSERT_RECUR_OK(recur_model_open(&raw, kNoKernelModel.c_str()));
     Model m(raw);
-    const std::vector<float> x = rt::data(3 * 6 * 3);
+    const std::vector<float> x = rt::data(3 * 6 * 1);
     const std::vector<float> cpu = run_model(m.get(), x, 3, 6);
     ASSERT_RECUR_OK(recur_model_set_device(m.get(), "cuda"));
     recur_model_info mi;
@@ -1050,24 +1055,38 @@ TEST(CApiDeviceGpu, ModelTensorsStayOnTheDevice) {
       const char* cls = nullptr;
       ASSERT_RECUR_OK(recur_model_layer(m.get(), i, nullptr, &cls, nullptr, nullptr, nullptr, nullptr));
       const recur_device_info layer = model_device(m.get(), i);
-      if (std::string(cls).rfind("Adaptive", 0) != 0) {
+      if (std::string(cls) != "Discretization") {
         expect_on_gpu(layer);
         continue;
       }
-      // recur has no GPU kernel for them: each says so, and what that costs.
+      // recur has no GPU kernel for it: it says so, and what that costs.
       EXPECT_STREQ(layer.backend, "cpu");
       EXPECT_NE(std::string(layer.reason).find(std::string("no GPU kernel for ") + cls), std::string::npos) << layer.reason;
       EXPECT_NE(std::string(layer.reason).find("copied"), std::string::npos) << layer.reason;
       ++on_cpu;
     }
-    EXPECT_EQ(on_cpu, 2);
+    EXPECT_EQ(on_cpu, 1);
     const std::vector<std::string> runs = runs_heard(m.get(), x);
     ASSERT_EQ(runs.size(), 1u);
-    EXPECT_NE(runs[0].find(": 2 upload(s) [model input '"), std::string::npos) << runs[0];
-    EXPECT_NE(runs[0].find("(GRU) reads the output of 'adaptive_max_pooling1d', which ran on the CPU"), std::string::npos)
+    EXPECT_NE(runs[0].find(": 1 upload(s) [model input 'x'], 2 download(s) [layer 'discretization' (Discretization): "
+                           "recur has no GPU kernel for Discretization"),
+              std::string::npos)
         << runs[0];
-    EXPECT_NE(runs[0].find("2 download(s) [layer 'adaptive_average_pooling1d' (AdaptiveAveragePooling1D): recur has no "
-                           "GPU kernel for AdaptiveAveragePooling1D"),
+    EXPECT_LE(max_diff(run_model(m.get(), x, 3, 6), cpu), kGpuTolerance);
+  }
+  {
+    // Discretization (CPU) -> LSTM: the model input stays on the host, the Discretization's output
+    // goes up.
+    recur_model* raw = nullptr;
+    ASSERT_RECUR_OK(recur_model_open(&raw, kNoKernelFirstModel.c_str()));
+    Model m(raw);
+    const std::vector<float> x = rt::data(3 * 6 * 1);
+    const std::vector<float> cpu = run_model(m.get(), x, 3, 6);
+    ASSERT_RECUR_OK(recur_model_set_device(m.get(), "cuda"));
+    const std::vector<std::string> runs = runs_heard(m.get(), x);
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_NE(runs[0].find(": 1 upload(s) [layer 'lstm' (LSTM) reads the output of 'discretization', which ran on the "
+                           "CPU], 1 download(s) [model output"),
               std::string::npos)
         << runs[0];
     EXPECT_LE(max_diff(run_model(m.get(), x, 3, 6), cpu), kGpuTolerance);

@@ -333,13 +333,15 @@ class DotOp : public Op {
             }
     return {std::move(out)};
   }
-  std::string device_rule() const override {
-    return normalize_ ? "normalize=True: recur has no GPU kernel for Dot's L2 normalization" : "";
-  }
+  std::string device_rule() const override { return ""; }
   bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
-    const Value& x = *in.main[0];
-    const Value& y = *in.main[1];
-    const auto ax = call_axes(x.shape, y.shape);
+    const auto ax = call_axes(in.main[0]->shape, in.main[1]->shape);
+    std::vector<Value> xn, yn;
+    if (normalize_ && (!l2_normalized_on_device(ctx, *in.main[0], ax[0], xn) ||
+                       !l2_normalized_on_device(ctx, *in.main[1], ax[1], yn)))
+      return false;
+    const Value& x = normalize_ ? xn[0] : *in.main[0];
+    const Value& y = normalize_ ? yn[0] : *in.main[1];
     DeviceRun& dev = *ctx.device;
     Value o = dev.make(out_dims(x.shape, y.shape, ax), "Dot");
     const Index B = x.shape[0], K = x.shape[ax[0]];
@@ -400,6 +402,37 @@ class DotOp : public Op {
         for (Index k = 0; k < K; ++k) out.data[static_cast<std::size_t>((o * K + k) * inner + j)] *= inv;
       }
     return out;
+  }
+
+  // l2_normalized as elementwise ops and a sum, each rounding as there: ss = the sum of x * x over
+  // the axis, inv = 1 / sqrt(ss) then min(inv, 1e7) (Keras 3), or 1 / sqrt(max(ss, 1e-12)), x * inv.
+  bool l2_normalized_on_device(RunContext& ctx, const Value& v, std::size_t axis, std::vector<Value>& out) const {
+    const std::string what = "Dot '" + name + "' (normalize=True)";
+    std::vector<Index> kept = v.shape;
+    kept[axis] = 1;
+    // An operand: a device Value, or a constant.
+    auto arg = [](const Value* t, float c) {
+      FoldArg a;
+      a.v = t;
+      a.constant = c;
+      return a;
+    };
+    std::vector<Value> sq, ss, t, inv;
+    if (!elementwise_on_device(ctx, RECUR_GPU_OP_SQUARE, {arg(&v, 0)}, v.shape, what, sq) ||
+        !reduce_on_device(ctx, sq[0], {static_cast<int>(axis)}, Reduction::sum, kept, what, ss))
+      return false;
+    if (keras3_) {
+      if (!elementwise_on_device(ctx, RECUR_GPU_OP_SQRT, {arg(&ss[0], 0)}, kept, what, t) ||
+          !elementwise_on_device(ctx, RECUR_GPU_OP_DIV, {arg(nullptr, 1.0f), arg(&t[0], 0)}, kept, what, inv) ||
+          !elementwise_on_device(ctx, RECUR_GPU_OP_MIN, {arg(&inv[0], 0), arg(nullptr, 1.0f / 1e-7f)}, kept, what, t))
+        return false;
+    } else {
+      if (!elementwise_on_device(ctx, RECUR_GPU_OP_MAX, {arg(&ss[0], 0), arg(nullptr, 1e-12f)}, kept, what, t) ||
+          !elementwise_on_device(ctx, RECUR_GPU_OP_SQRT, {arg(&t[0], 0)}, kept, what, inv) ||
+          !elementwise_on_device(ctx, RECUR_GPU_OP_DIV, {arg(nullptr, 1.0f), arg(&inv[0], 0)}, kept, what, t))
+        return false;
+    }
+    return elementwise_on_device(ctx, RECUR_GPU_OP_MUL, {arg(&v, 0), arg(&t[0], 0)}, v.shape, what, out);
   }
 
   int axes_[2] = {0, 0};

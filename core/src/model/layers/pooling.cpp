@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "io/json_int.hpp"
 #include "io/keras_entry.hpp"
@@ -263,6 +264,36 @@ class AdaptivePool1DOp : public Op {
         }
       }
     return {std::move(y)};
+  }
+  std::string device_rule() const override { return ""; }
+  // Per output step: its window read out (B, n, F) (or (B, F, n) channels first), reduced over the
+  // steps as forward folds them, and copied into its place in the output.
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+    const Value& x = *in.main[0];
+    DeviceRun& dev = *ctx.device;
+    const Index B = x.shape[0];
+    const Index T = channels_first_ ? x.shape[2] : x.shape[1], F = channels_first_ ? x.shape[1] : x.shape[2];
+    const auto w = windows(T);
+    const std::string what = class_name + " '" + name + "'";
+    Value y = dev.make(channels_first_ ? std::vector<Index>{B, F, out_} : std::vector<Index>{B, out_, F}, what.c_str());
+    for (Index o = 0; o < out_ && B * F > 0; ++o) {
+      const auto [lo, n] = w[static_cast<std::size_t>(o)];
+      const std::vector<Index> dims = channels_first_ ? std::vector<Index>{B, F, n} : std::vector<Index>{B, n, F};
+      const std::vector<Index> strides = channels_first_ ? std::vector<Index>{F * T, T, 1} : std::vector<Index>{T * F, F, 1};
+      std::optional<Value> win = dev.gather(x, dims, strides, channels_first_ ? lo : lo * F, dims, what);
+      std::vector<Value> r;
+      reduce_on_device(ctx, *win, {channels_first_ ? 2 : 1}, max_ ? Reduction::max : Reduction::mean,
+                       {B, F}, what, r);
+      // (B, F) into output step o: rows of F floats (channels last) or single floats (first).
+      dev.call(what, [&](char* err, std::size_t len) {
+        return channels_first_
+                   ? dev.table().copy2d(dev.ordinal(), r[0].device->data(), 1, y.device->data() + o, out_, B * F, 1, err, len)
+                   : dev.table().copy2d(dev.ordinal(), r[0].device->data(), F, y.device->data() + o * F, out_ * F, B, F,
+                                        err, len);
+      });
+    }
+    out = {std::move(y)};
+    return true;
   }
 
  private:

@@ -96,6 +96,7 @@ class FlattenOp : public Op {
   std::string device_rule() const override {
     return channels_first_ ? "recur has no GPU kernel for Flatten(data_format='channels_first') (a transpose)" : "";
   }
+  bool follows_inputs() const override { return true; }  // a view, as Reshape
   bool forward_device(const CallInputs& in, RunContext&, int, std::vector<Value>& out) const override {
     const Value& x = *in.main[0];
     if (channels_first_ && x.shape.size() > 2) return false;  // a transpose, which runs on the host
@@ -155,6 +156,8 @@ class ReshapeOp : public Op {
     return {std::move(y)};
   }
   std::string device_rule() const override { return ""; }
+  // A view on either side: it stays where its input and readers are (ids for an Embedding).
+  bool follows_inputs() const override { return true; }
   bool forward_device(const CallInputs& in, RunContext&, int, std::vector<Value>& out) const override {
     out = {DeviceRun::view(*in.main[0], 0, resolve(in.main[0]->shape, true))};
     return true;
