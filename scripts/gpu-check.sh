@@ -25,7 +25,8 @@
 # over the layer, model and streaming device tests (CApiDeviceGpu.*) and a few parity cases; the Go
 # device tests; the Python binding's tests with a GPU (tests/test_device.py). Last, as time allows,
 # measurements whose numbers the summary records: where a streaming step's time goes
-# (RECUR_CUDA_PROFILE=1), parity with cuBLAS for every GEMM (RECUR_CUDA_GEMM=cublas) and the
+# (RECUR_CUDA_PROFILE=1), with and without CUDA graphs and with no copies queued for the step's
+# input and outputs (RECUR_CUDA_ZERO_COPY=1, whose device tests run first), parity with cuBLAS for every GEMM (RECUR_CUDA_GEMM=cublas) and the
 # benchmark with larger steps fused (RECUR_CUDA_FUSED_WORK).
 #
 # Logs: every check's log goes to $OUT if set, else DIR/gpu-logs: summary.txt (the table),
@@ -467,6 +468,11 @@ run() {
     "$b/bench/recur_gpu_bench" --one-stream
   TAIL_LINES=6 measure stream_step_profile_no_graphs 60 '^recur cuda profile' env RECUR_CUDA_PROFILE=1 \
     RECUR_CUDA_GRAPHS=0 "$b/bench/recur_gpu_bench" --one-stream
+  # A stream's step with no copies queued for its input and outputs (RECUR_CUDA_ZERO_COPY=1: the
+  # kernels read and write the pinned staging block): its device tests, then its time.
+  step device_tests_zero_copy 45 1 env RECUR_CUDA_ZERO_COPY=1 "$b/tests/recur_c_api_tests" --gtest_filter='CApiDevice*'
+  TAIL_LINES=6 measure stream_step_profile_zero_copy 60 '^recur cuda profile' env RECUR_CUDA_PROFILE=1 \
+    RECUR_CUDA_ZERO_COPY=1 "$b/bench/recur_gpu_bench" --one-stream
   TAIL_LINES=12 measure parity_with_cublas_order 120 '^parity: ' env RECUR_CUDA_GEMM=cublas RECUR_TEST_DEVICE=cuda \
     "$b/tests/recur_keras_parity" --gtest_filter='KerasParitySummary.*'
   TAIL_LINES=40 measure gpu_bench_fused_2e26 120 'reset_after=0' env RECUR_CUDA_FUSED_WORK=67108864 "$b/bench/recur_gpu_bench"

@@ -224,6 +224,13 @@ class CudaExec {
     return dev_.staging;
   }
 
+  // The staging block (cudaMallocHost memory, mapped) as kernels address it.
+  static void* device_view(void* staging) {
+    void* d = nullptr;
+    check_cuda(cudaHostGetDevicePointer(&d, staging, 0), "cudaHostGetDevicePointer");
+    return d;
+  }
+
   void copy(void* dst, const void* src, std::size_t bytes, Copy kind) {
     if (bytes == 0 || dst == src) return;
     const cudaMemcpyKind k = kind == Copy::h2d   ? cudaMemcpyHostToDevice

@@ -45,6 +45,14 @@ inline bool env_is(const char* name, const char* value) {
   return v != nullptr && std::strcmp(v, value) == 0;
 }
 
+// RECUR_CUDA_ZERO_COPY=1 (read once): a stream's step from host memory lets its kernels read the
+// input from the thread's pinned staging block and write the outputs there, with no copy queued
+// for them (for measuring against the copies; off by default).
+inline bool zero_copy_steps() {
+  static const bool on = env_is("RECUR_CUDA_ZERO_COPY", "1");
+  return on;
+}
+
 // Reads a size limit from the environment once per variable (a positive integer), else `fallback`.
 inline int64_t env_limit(const char* name, int64_t fallback) {
   const char* v = std::getenv(name);

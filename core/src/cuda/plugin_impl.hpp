@@ -274,13 +274,26 @@ class Plugin {
       for (int g = 0; g < r.num_inputs && rows > 0; ++g) inputs[g] = r.inputs[g];
     }
 
+    // With RECUR_CUDA_ZERO_COPY=1, a stream's step (one timestep of host memory, fused with its
+    // projection) hands its kernels the staging block itself in place of the staged region: no copy
+    // is queued for what it stages.
+    bool any_direct = direct_seq;
+    for (int g = 0; g < r.num_inputs; ++g) any_direct = any_direct || direct_in[g];
+    const bool zero_copy = host && !cudnn && T == 1 && rb.plan.fuse_projection && !any_direct && zero_copy_steps();
+    char* const staged_view = zero_copy ? static_cast<char*>(Exec::device_view(staging)) : nullptr;
+    const auto kernel_side = [&](auto* dev) {
+      const char* c = reinterpret_cast<const char*>(dev);
+      if (!zero_copy || !dev || c < base + up_from || c >= base + down_end) return dev;
+      return reinterpret_cast<decltype(dev)>(staged_view + (c - (base + up_from)));
+    };
+
     // The call's device work: uploads, compute, downloads.
     auto enqueue = [&] {
       if (host) {
         ex.mark(0);
         for (int g = 0; g < r.num_inputs && rows > 0; ++g)
           if (direct_in[g]) ex.copy(const_cast<float*>(inputs[g]), r.inputs[g], bytes(rows * F), Copy::h2d);
-        ex.copy(base + up_from, staging, up_end - up_from, Copy::h2d);
+        if (!zero_copy) ex.copy(base + up_from, staging, up_end - up_from, Copy::h2d);
         ex.mark(1);
       } else {
         if (mask && rows > 0) ex.copy(mask, r.mask, static_cast<std::size_t>(rows), Copy::h2d);
@@ -304,28 +317,30 @@ class Plugin {
         const int rc = L.cudnn->run(d, ex.stream(), msg);
         if (rc != RECUR_GPU_OK) fail(rc, msg);
       } else {
+        const float* kernel_inputs[4] = {nullptr, nullptr, nullptr, nullptr};
+        for (int g = 0; g < r.num_inputs; ++g) kernel_inputs[g] = kernel_side(inputs[g]);
         SequenceArgs a;
-        a.inputs = inputs;
+        a.inputs = kernel_inputs;
         a.num_inputs = r.num_inputs;
         a.batch = B;
         a.timesteps = T;
         a.time_major = r.time_major != 0;
         a.go_backwards = r.go_backwards != 0;
-        a.mask = mask;
+        a.mask = kernel_side(mask);
         a.zero_output_for_mask = r.zero_output_for_mask != 0;
         a.unrolled_mask_quirk = r.unrolled_mask_quirk != 0;
-        a.recurrent_masks = rmasks;
-        a.states = states;
-        a.carried_in = carried_in;
-        a.carried_out = carried_out;
-        a.sequence_output = seq;
-        a.last_output = last;
+        a.recurrent_masks = kernel_side(rmasks);
+        a.states = kernel_side(states);
+        a.carried_in = kernel_side(carried_in);
+        a.carried_out = kernel_side(carried_out);
+        a.sequence_output = kernel_side(seq);
+        a.last_output = kernel_side(last);
         run_sequence(ex, s, L.w, a, rb);
       }
 
       if (host) {
         ex.mark(2);
-        if (down_end > down_begin)
+        if (down_end > down_begin && !zero_copy)
           ex.copy(staging + (down_begin - up_from), base + down_begin, down_end - down_begin, Copy::d2h);
         if (last_from_carried && Bu > 0) ex.copy(staged(last_slot), carried_out, bytes(Bu), Copy::d2h);
         if (direct_seq && rows > 0) ex.copy(r.sequence_output, seq, bytes(rows * u), Copy::d2h);
@@ -334,8 +349,6 @@ class Plugin {
     };
     // A stream's step (one timestep of host memory, fused with its projection, so no library calls)
     // repeats with the same operations on the same memory: it is replayed as a CUDA graph.
-    bool any_direct = direct_seq;
-    for (int g = 0; g < r.num_inputs; ++g) any_direct = any_direct || direct_in[g];
     if (host && !cudnn && T == 1 && rb.plan.fuse_projection && !any_direct) {
       const auto word = [](const void* p) { return static_cast<uint64_t>(reinterpret_cast<std::uintptr_t>(p)); };
       const std::vector<uint64_t> key = {
