@@ -804,11 +804,14 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
                                        : !dev->declined.empty()     ? "this call runs on the CPU: " + dev->declined
                                                                     : std::string("this call runs on the CPU")));
     };
-    auto get = [&](const Ref& r, bool device) -> const Value* {
+    // (An op that reads only shapes takes its main inputs and initial states where they are; a
+    // mask's values are always read.)
+    auto get = [&](const Ref& r, bool device, bool values = false) -> const Value* {
       auto& v = vals[static_cast<std::size_t>(r.node)];
       if (static_cast<std::size_t>(r.output) >= v.size())
         fail(Code::state, "layer '", le.name, "': missing input tensor");
-      if (dev && !shapes_only) place(v[static_cast<std::size_t>(r.output)], nodes[static_cast<std::size_t>(r.node)], device);
+      if (dev && (values || !shapes_only))
+        place(v[static_cast<std::size_t>(r.output)], nodes[static_cast<std::size_t>(r.node)], device);
       return &v[static_cast<std::size_t>(r.output)];
     };
     const bool main_on_device = on_gpu && !n.op->device_reads_host();
@@ -827,7 +830,7 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
     ci.drop_mask = n.drop_mask;
     Value masked;  // the main input with the mask the call names
     if (n.mask.node >= 0 && !ci.main.empty()) {
-      const Value* m = get(n.mask, false);
+      const Value* m = get(n.mask, false, true);
       const Value& x = *ci.main[0];
       if (m->shape.size() != 2 || x.shape.size() < 2 || m->shape[0] != x.shape[0] || m->shape[1] != x.shape[1])
         fail(Code::shape, "layer '", le.name, "': its mask has shape ", shape_string(m->shape), ", its input ",

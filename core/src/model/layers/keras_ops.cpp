@@ -116,6 +116,10 @@ class KerasOp : public Op {
   }
 
   bool reduction() const { return kind_ == "Any" || kind_ == "All" || kind_ == "Sum" || kind_ == "Mean" || kind_ == "Max" || kind_ == "Min"; }
+  Reduction reduction_kind() const {
+    return kind_ == "Any" ? Reduction::any : kind_ == "All" ? Reduction::all : kind_ == "Max" ? Reduction::max
+           : kind_ == "Min" ? Reduction::min : kind_ == "Mean" ? Reduction::mean : Reduction::sum;
+  }
 
   // The listed axes, normalized; Keras's axis=None reduces every axis. A repeated axis is an
   // error in Keras (and would count twice in a Mean's divisor here).
@@ -271,11 +275,7 @@ class KerasOp : public Op {
       out[0].ids.reset();
       return true;
     }
-    if (reduction()) {
-      const Reduction how = kind_ == "Any" ? Reduction::any : kind_ == "All" ? Reduction::all : kind_ == "Max" ? Reduction::max
-                            : kind_ == "Min" ? Reduction::min : kind_ == "Mean" ? Reduction::mean : Reduction::sum;
-      return reduce_on_device(ctx, x, axes(x.shape.size()), how, shape, what, out);
-    }
+    if (reduction()) return reduce_on_device(ctx, x, axes(x.shape.size()), reduction_kind(), shape, what, out);
     if (kind_ == "Concatenate") return join_on_device(ctx, in.main, concat_axis(x.shape.size()), shape, what, out);
     if (kind_ == "Stack")
       return join_on_device(ctx, in.main, static_cast<std::size_t>(stack_axis(int_of(cfg_, "axis", 0), x.shape.size(), kind_)),
@@ -308,9 +308,7 @@ class KerasOp : public Op {
     }
     const Value& x = *args.at(0);
     if (reduction()) {
-      const Reduction how = kind_ == "Any" ? Reduction::any : kind_ == "All" ? Reduction::all : kind_ == "Max" ? Reduction::max
-                            : kind_ == "Min" ? Reduction::min : kind_ == "Mean" ? Reduction::mean : Reduction::sum;
-      reduce_values(x, axes(x.shape.size()), how, y);
+      reduce_values(x, axes(x.shape.size()), reduction_kind(), y);
       return {std::move(y)};
     }
     if (kind_ == "Stack") {

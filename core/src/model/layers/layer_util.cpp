@@ -476,6 +476,9 @@ bool elementwise_on_device(RunContext& ctx, int op, const std::vector<FoldArg>& 
     const FoldArg& a = args[k];
     constants[k] = a.constant;
     if (a.mask) {
+      // The plugin reads dims[0] * dims[1] bytes of each mask.
+      if (r < 3 || a.mask->size() != static_cast<std::size_t>(dims[0] * dims[1]))
+        fail(Code::state, what, ": a mask of ", a.mask->size(), " steps for an output of shape ", shape_string(shape));
       masks[k] = a.mask->data();
       masked = true;
     }
