@@ -430,8 +430,6 @@ class RecurrentOp : public Op {
   // run_chain on the model's GPU: every tensor a device Value, the mask on the host. False when
   // a Layer of the chain cannot take device memory for this call (the op then runs on the host).
   std::string chain_device_issue(const Chain& ch, bool masked) const {
-    if (ch.zero_output_quirk && masked && !ch.last().jax_masking)
-      return "Keras's unrolled backwards loop zeroes masked outputs on the host";
     for (const auto& l : ch.layers) {
       if (!l->gpu_layer()) return "a layer of it is not on the GPU";
       const std::string issue = l->device_call_issue();
@@ -477,17 +475,61 @@ class RecurrentOp : public Op {
       if (i + 1 == n) y = std::move(out);
       else prev = std::move(out);
     }
+    if (ch.zero_output_quirk && mask && !ch.last().jax_masking) {
+      // run_chain's zeroing, as y * 1 under the mask (Keras 3's masked product: a step masked on
+      // both sides is 0, any other keeps y's bits); the last output by its first input step.
+      const Index u = ch.last().units;
+      std::vector<std::uint8_t> m(mask, mask + (ch.return_sequences ? B * T : 0));
+      if (!ch.return_sequences)
+        for (Index b = 0; b < B; ++b) m.push_back(T > 0 ? mask[b * T] : 1);
+      const Value v = DeviceRun::view(y, 0, {B, ch.return_sequences ? T : 1, u});
+      FoldArg a, one;
+      a.v = &v;
+      a.mask = one.mask = &m;
+      one.constant = 1.0f;
+      RunContext local;
+      local.device = &dev;
+      std::vector<Value> z;
+      elementwise_on_device(local, RECUR_GPU_OP_MUL, {a, one}, v.shape, class_name + " '" + name + "'", z);
+      y = DeviceRun::view(z[0], 0, y.shape);
+    }
     return y;
   }
 
-  // A stream's step on the GPU: each Layer steps its resident State on device buffers.
-  bool step_device(const Value& x, const std::uint8_t* mask, std::size_t mask_len, RunContext& ctx, int site,
-                   std::vector<Value>& out) const {
-    DeviceRun& dev = *ctx.device;
+  // A stream's states at this call site, made at its first step from the initial_state tensors
+  // (model inputs, whose floats are on the host) or zeros.
+  std::vector<State>& stream_states(RunContext& ctx, int site, Index B, const std::vector<const Value*>& init) const {
     std::vector<State>& st = ctx.stream->states[{this, site}];
+    if (!st.empty()) return st;
+    for (const Chain* c : {fwd_.get(), bwd_.get()})
+      if (c)
+        for (const auto& l : c->layers) st.emplace_back(l->num_states(), B, static_cast<int>(l->config().units));
+    std::size_t k = 0, slot = 0;
+    for (const Chain* c : {fwd_.get(), bwd_.get()}) {
+      if (!c) continue;
+      for (const auto& l : c->layers) {
+        State& target = st[slot++];
+        for (int j = 0; j < l->num_states() && k < init.size(); ++j, ++k) {
+          const Value& v = *init[k];
+          const Index uu = target.units();
+          if (v.shape != std::vector<Index>{B, uu} || v.data.size() != static_cast<std::size_t>(B * uu)) {
+            st.clear();  // a later step starts over
+            fail(Code::shape, "layer '", name, "': initial_state[", k, "] is ", shape_string(v.shape), ", expected ",
+                 shape_string({B, uu}));
+          }
+          std::copy_n(v.data.data(), v.data.size(), target.tensor(j).data());
+        }
+      }
+    }
+    return st;
+  }
+
+  // A stream's step on the GPU: each Layer steps its resident State on device buffers.
+  bool step_device(const Value& x, const std::uint8_t* mask, std::size_t mask_len, const std::vector<const Value*>& init,
+                   RunContext& ctx, int site, std::vector<Value>& out) const {
+    DeviceRun& dev = *ctx.device;
     const Index B = x.shape[0], T = x.shape[1];
-    if (st.empty())
-      for (const auto& l : fwd_->layers) st.emplace_back(l->num_states(), B, static_cast<int>(l->config().units));
+    std::vector<State>& st = stream_states(ctx, site, B, init);
     std::vector<Value> states;
     Value prev, y;
     for (std::size_t i = 0; i < fwd_->layers.size(); ++i) {
@@ -526,12 +568,16 @@ class RecurrentOp : public Op {
     }
     if (ctx.stream && ctx.stepped) {
       if (bidirectional_ || fwd_->go_backwards || fwd_->zero_output_quirk) return false;  // such layers do not stream
-      auto it = ctx.stream->states.find({this, site});
-      if ((it == ctx.stream->states.end() || it->second.empty()) && !in.initial_state.empty()) {
-        ctx.device->declined = "a stream's first step sets its states from the initial_state tensors on the host";
-        return false;
-      }
-      return step_device(x, masked ? x.mask->data() : nullptr, masked ? x.mask->size() : 0, ctx, site, out);
+      // A first step's initial_state tensors are model inputs: the host has their floats.
+      const auto it = ctx.stream->states.find({this, site});
+      const bool first = it == ctx.stream->states.end() || it->second.empty();
+      for (const Value* v : in.initial_state)
+        if (first && v->data.empty()) {
+          ctx.device->declined = "a stream's first step sets its states from initial_state tensors the host lacks";
+          return false;
+        }
+      return step_device(x, masked ? x.mask->data() : nullptr, masked ? x.mask->size() : 0, in.initial_state, ctx, site,
+                         out);
     }
     DeviceRun& dev = *ctx.device;
     const Index B = x.shape[0], T = x.shape[1];
@@ -598,31 +644,7 @@ class RecurrentOp : public Op {
     const bool masked = x.mask && !in.drop_mask;
     const std::uint8_t* mask = masked ? x.mask->data() : nullptr;
     const std::size_t mask_len = masked ? x.mask->size() : 0;
-    std::vector<State>* st = nullptr;
-    if (ctx.stream && ctx.stepped) {
-      st = &ctx.stream->states[{this, site}];
-      if (st->empty()) {
-        for (const Chain* c : {fwd_.get(), bwd_.get()})
-          if (c)
-            for (const auto& l : c->layers) st->emplace_back(l->num_states(), B, static_cast<int>(l->config().units));
-        // A stream starts from the initial_state tensors (model inputs) of its first step.
-        std::size_t k = 0, slot = 0;
-        for (const Chain* c : {fwd_.get(), bwd_.get()}) {
-          if (!c) continue;
-          for (const auto& l : c->layers) {
-            State& target = (*st)[slot++];
-            for (int j = 0; j < l->num_states() && k < in.initial_state.size(); ++j, ++k) {
-              const Value& v = *in.initial_state[k];
-              const Index uu = target.units();
-              if (v.shape != std::vector<Index>{B, uu})
-                fail(Code::shape, "layer '", name, "': initial_state[", k, "] is ", shape_string(v.shape), ", expected ",
-                     shape_string({B, uu}));
-              std::copy_n(v.data.data(), v.data.size(), target.tensor(j).data());
-            }
-          }
-        }
-      }
-    }
+    std::vector<State>* st = ctx.stream && ctx.stepped ? &stream_states(ctx, site, B, in.initial_state) : nullptr;
     std::vector<Value> out;
     Value y = run_chain(*fwd_, x, mask, mask_len, in.initial_state, 0, st, want_states ? &states : nullptr);
     if (rs && masked) y.mask = x.mask;
