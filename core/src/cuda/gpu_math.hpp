@@ -282,6 +282,28 @@ RECUR_HD inline void ordered_dots1(const float* a, int64_t n, const float* m, in
   ordered_dots<G>(a, n, m, ld, col, acc, k);
 }
 
+// a (op) b for a two-operand RECUR_GPU_OP_* (binary, elementwise): float operations as the CPU's
+// merges and op nodes compute them; AVERAGE adds (its caller divides).
+RECUR_HD inline float pair_op(int32_t op, float a, float b) {
+  switch (op) {
+    case RECUR_GPU_OP_ADD: case RECUR_GPU_OP_AVERAGE: return a + b;
+    case RECUR_GPU_OP_SUB: return a - b;
+    case RECUR_GPU_OP_MUL: return a * b;
+    case RECUR_GPU_OP_DIV: return a / b;
+    case RECUR_GPU_OP_MAX: return a < b ? b : a;
+    case RECUR_GPU_OP_MIN: return b < a ? b : a;
+    case RECUR_GPU_OP_NOT_EQUAL: return a != b ? 1.0f : 0.0f;
+    case RECUR_GPU_OP_EQUAL: return a == b ? 1.0f : 0.0f;
+    case RECUR_GPU_OP_GREATER: return a > b ? 1.0f : 0.0f;
+    case RECUR_GPU_OP_GREATER_EQUAL: return a >= b ? 1.0f : 0.0f;
+    case RECUR_GPU_OP_LESS: return a < b ? 1.0f : 0.0f;
+    case RECUR_GPU_OP_LESS_EQUAL: return a <= b ? 1.0f : 0.0f;
+    case RECUR_GPU_OP_LOGICAL_AND: return (a != 0.0f) && (b != 0.0f) ? 1.0f : 0.0f;
+    case RECUR_GPU_OP_LOGICAL_OR: return (a != 0.0f) || (b != 0.0f) ? 1.0f : 0.0f;
+    default: return (a != 0.0f) != (b != 0.0f) ? 1.0f : 0.0f;  // LOGICAL_XOR
+  }
+}
+
 // The offset of flat element k of a row-major tensor of `rank` sizes `dims`: the sum over axes of
 // k's index along the axis times `strides` (broadcast parameters, strided reads).
 constexpr int kMaxStridedRank = RECUR_GPU_MAX_RANK;

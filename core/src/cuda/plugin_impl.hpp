@@ -955,25 +955,22 @@ class Plugin {
       check(rank >= 1 && rank <= kMaxStridedRank && dims, "reduce: bad rank");
       check((axes >> rank) == 0, "reduce: an axis beyond the rank");
       Reduce f{x, y, {}, {}, {}, {}, 0, 0, kind, 1};
-      int64_t out = 1, stride = 1, total = 1;
-      for (int32_t d = 0; d < rank; ++d) {
+      int64_t out = 1, total = 1, stride[kMaxStridedRank];
+      for (int32_t d = rank; d-- > 0;) {
         check(dims[d] >= 0, "reduce: a negative size");
+        stride[d] = total;
         total *= dims[d];
       }
-      // Axes from the last: collected in reverse, then put in order.
-      int64_t ks[kMaxStridedRank], kst[kMaxStridedRank], rs[kMaxStridedRank], rst[kMaxStridedRank];
-      for (int32_t d = rank; d-- > 0;) {
+      // The kept and the reduced axes, each in order, with x's strides.
+      for (int32_t d = 0; d < rank; ++d) {
         if (axes & (1u << d)) {
-          rs[f.reduced] = dims[d], rst[f.reduced++] = stride;
+          f.red_size[f.reduced] = dims[d], f.red_stride[f.reduced++] = stride[d];
           f.count *= dims[d];
         } else {
-          ks[f.kept] = dims[d], kst[f.kept++] = stride;
+          f.kept_size[f.kept] = dims[d], f.kept_stride[f.kept++] = stride[d];
           out *= dims[d];
         }
-        stride *= dims[d];
       }
-      for (int32_t i = 0; i < f.kept; ++i) f.kept_size[i] = ks[f.kept - 1 - i], f.kept_stride[i] = kst[f.kept - 1 - i];
-      for (int32_t i = 0; i < f.reduced; ++i) f.red_size[i] = rs[f.reduced - 1 - i], f.red_stride[i] = rst[f.reduced - 1 - i];
       if (out == 0) return;
       check(y && (total == 0 || x), "reduce: null argument");
       Exec ex(device, nullptr);

@@ -832,15 +832,8 @@ struct Binary {
   const float* b;
   float* out;
   RECUR_HD void operator()(int64_t i) const {
-    const float x = a[i], y = b[i];
-    switch (op) {
-      case RECUR_GPU_OP_ADD: out[i] = x + y; break;
-      case RECUR_GPU_OP_MUL: out[i] = x * y; break;
-      case RECUR_GPU_OP_SUB: out[i] = x - y; break;
-      case RECUR_GPU_OP_MAX: out[i] = x < y ? y : x; break;
-      case RECUR_GPU_OP_MIN: out[i] = y < x ? y : x; break;
-      default: out[i] = (x + y) / 2.0f; break;
-    }
+    const float v = pair_op(op, a[i], b[i]);
+    out[i] = op == RECUR_GPU_OP_AVERAGE ? v / 2.0f : v;
   }
 };
 

@@ -57,25 +57,6 @@ struct ElementwiseFold {
   bool masked;
   float* out;
 
-  RECUR_HD static float apply(int32_t op, float a, float b) {
-    switch (op) {
-      case RECUR_GPU_OP_ADD: case RECUR_GPU_OP_AVERAGE: return a + b;
-      case RECUR_GPU_OP_SUB: return a - b;
-      case RECUR_GPU_OP_MUL: return a * b;
-      case RECUR_GPU_OP_DIV: return a / b;
-      case RECUR_GPU_OP_MAX: return a < b ? b : a;
-      case RECUR_GPU_OP_MIN: return b < a ? b : a;
-      case RECUR_GPU_OP_NOT_EQUAL: return a != b ? 1.0f : 0.0f;
-      case RECUR_GPU_OP_EQUAL: return a == b ? 1.0f : 0.0f;
-      case RECUR_GPU_OP_GREATER: return a > b ? 1.0f : 0.0f;
-      case RECUR_GPU_OP_GREATER_EQUAL: return a >= b ? 1.0f : 0.0f;
-      case RECUR_GPU_OP_LESS: return a < b ? 1.0f : 0.0f;
-      case RECUR_GPU_OP_LESS_EQUAL: return a <= b ? 1.0f : 0.0f;
-      case RECUR_GPU_OP_LOGICAL_AND: return (a != 0.0f) && (b != 0.0f) ? 1.0f : 0.0f;
-      case RECUR_GPU_OP_LOGICAL_OR: return (a != 0.0f) || (b != 0.0f) ? 1.0f : 0.0f;
-      default: return (a != 0.0f) != (b != 0.0f) ? 1.0f : 0.0f;  // LOGICAL_XOR
-    }
-  }
   RECUR_HD static float unary(int32_t op, float a) {
     switch (op) {
       case RECUR_GPU_OP_LOGICAL_NOT: return a == 0.0f ? 1.0f : 0.0f;
@@ -105,7 +86,7 @@ struct ElementwiseFold {
     }
     float acc = at(0, e);
     if (!masked) {
-      for (int k = 1; k < n; ++k) acc = apply(op, acc, at(k, e));
+      for (int k = 1; k < n; ++k) acc = pair_op(op, acc, at(k, e));
     } else {
       // Keras 3's _apply_merge_op_and_or_mask, as MergeOp::forward computes it.
       const bool mul = op == RECUR_GPU_OP_MUL;
@@ -124,7 +105,7 @@ struct ElementwiseFold {
           if (acc_valid == 0) acc = b;
           acc_valid = bv >= 0 && acc_valid >= 0 ? (bv || acc_valid) : -1;
         }
-        acc = apply(op, acc, b);
+        acc = pair_op(op, acc, b);
       }
       if (mul && all_masked && !any_valid) acc = 0.0f;
     }
@@ -143,22 +124,13 @@ struct Reduce {
   int32_t kept, reduced, kind;
   int64_t count;  // the product of the reduced sizes
   RECUR_HD void operator()(int64_t e) const {
-    int64_t base = 0, rest = e;
-    for (int32_t d = kept; d-- > 0;) {
-      base += (rest % kept_size[d]) * kept_stride[d];
-      rest /= kept_size[d];
-    }
+    const int64_t base = strided_offset(e, kept, kept_size, kept_stride);
     float acc = kind == RECUR_GPU_REDUCE_ALL ? 1.0f
                 : kind == RECUR_GPU_REDUCE_MAX ? -INFINITY
                 : kind == RECUR_GPU_REDUCE_MIN ? INFINITY
                                                : 0.0f;
     for (int64_t s = 0; s < count; ++s) {
-      int64_t off = base, r = s;
-      for (int32_t d = reduced; d-- > 0;) {
-        off += (r % red_size[d]) * red_stride[d];
-        r /= red_size[d];
-      }
-      const float v = x[off];
+      const float v = x[base + strided_offset(s, reduced, red_size, red_stride)];
       switch (kind) {
         case RECUR_GPU_REDUCE_ANY: acc = (acc != 0.0f) || (v != 0.0f) ? 1.0f : 0.0f; break;
         case RECUR_GPU_REDUCE_ALL: acc = (acc != 0.0f) && (v != 0.0f) ? 1.0f : 0.0f; break;
