@@ -263,7 +263,7 @@ class KerasOp : public Op {
     }
     const Value& x = *in.main.at(0);
     std::vector<Index> shape = out_shape(shapes);
-    if (binary()) return elementwise_on_device(ctx, binary_op(), {args.at(0), args.at(1)}, shape, what, out);
+    if (binary()) return elementwise_on_device(*ctx.device, binary_op(), {args.at(0), args.at(1)}, shape, what, out);
     if (kind_ == "Transpose") {
       const std::vector<int> p = perm(x.shape.size());
       return gather_on_device(ctx, x, transpose_read(x.shape, p), transposed_shape(x.shape, p), what, out);
@@ -275,12 +275,12 @@ class KerasOp : public Op {
       out[0].ids.reset();
       return true;
     }
-    if (reduction()) return reduce_on_device(ctx, x, axes(x.shape.size()), reduction_kind(), shape, what, out);
-    if (kind_ == "Concatenate") return join_on_device(ctx, in.main, concat_axis(x.shape.size()), shape, what, out);
+    if (reduction()) return reduce_on_device(*ctx.device, x, axes(x.shape.size()), reduction_kind(), shape, what, out);
+    if (kind_ == "Concatenate") return join_on_device(*ctx.device, in.main, concat_axis(x.shape.size()), shape, what, out);
     if (kind_ == "Stack")
-      return join_on_device(ctx, in.main, static_cast<std::size_t>(stack_axis(int_of(cfg_, "axis", 0), x.shape.size(), kind_)),
+      return join_on_device(*ctx.device, in.main, static_cast<std::size_t>(stack_axis(int_of(cfg_, "axis", 0), x.shape.size(), kind_)),
                             shape, what, out);
-    return elementwise_on_device(ctx, unary_op(), {args.at(0)}, shape, what, out);
+    return elementwise_on_device(*ctx.device, unary_op(), {args.at(0)}, shape, what, out);
   }
 
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {

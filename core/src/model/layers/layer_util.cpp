@@ -455,9 +455,8 @@ bool gather_on_device(RunContext& ctx, const Value& x, const StridedRead& r, std
   return true;
 }
 
-bool elementwise_on_device(RunContext& ctx, int op, const std::vector<FoldArg>& args, std::vector<Index> shape,
+bool elementwise_on_device(DeviceRun& dev, int op, const std::vector<FoldArg>& args, std::vector<Index> shape,
                            const std::string& what, std::vector<Value>& out) {
-  DeviceRun& dev = *ctx.device;
   const std::size_t r = std::max<std::size_t>(shape.size(), 1);
   if (r > RECUR_GPU_MAX_RANK || args.size() > RECUR_GPU_MAX_FOLD_INPUTS) {
     dev.declined = "it has " + std::to_string(r) + " axes and " + std::to_string(args.size()) +
@@ -511,9 +510,8 @@ bool elementwise_on_device(RunContext& ctx, int op, const std::vector<FoldArg>& 
   return true;
 }
 
-bool reduce_on_device(RunContext& ctx, const Value& x, const std::vector<int>& axes, Reduction how,
+bool reduce_on_device(DeviceRun& dev, const Value& x, const std::vector<int>& axes, Reduction how,
                       std::vector<Index> shape, const std::string& what, std::vector<Value>& out) {
-  DeviceRun& dev = *ctx.device;
   if (x.shape.empty() || x.shape.size() > RECUR_GPU_MAX_RANK) {
     dev.declined = "it has " + std::to_string(x.shape.size()) + " axes; the GPU's reduction takes 1 to " +
                    std::to_string(RECUR_GPU_MAX_RANK);
@@ -537,9 +535,8 @@ bool reduce_on_device(RunContext& ctx, const Value& x, const std::vector<int>& a
   return true;
 }
 
-bool join_on_device(RunContext& ctx, const std::vector<const Value*>& parts, std::size_t axis, std::vector<Index> shape,
+bool join_on_device(DeviceRun& dev, const std::vector<const Value*>& parts, std::size_t axis, std::vector<Index> shape,
                     const std::string& what, std::vector<Value>& out) {
-  DeviceRun& dev = *ctx.device;
   // Each part's rows (the axes before `axis`) land side by side in the output's rows.
   const Index rows = product(shape, 0, axis), width = product(shape, axis);
   Value y = dev.make(std::move(shape), what.c_str());

@@ -142,15 +142,15 @@ struct FoldArg {
 // out = {op (RECUR_GPU_OP_*) folded over args broadcast to `shape` (numpy's rules, aligned at the
 // last axis)} on the run's GPU; false (declined, with the reason) for more axes or operands than
 // the GPU op takes.
-bool elementwise_on_device(RunContext& ctx, int op, const std::vector<FoldArg>& args, std::vector<Index> shape,
+bool elementwise_on_device(DeviceRun& dev, int op, const std::vector<FoldArg>& args, std::vector<Index> shape,
                            const std::string& what, std::vector<Value>& out);
 // out = {x reduced over `axes` into a device Value of `shape`}, as reduce_values; false (declined)
 // for more axes than the GPU's reduction takes.
-bool reduce_on_device(RunContext& ctx, const Value& x, const std::vector<int>& axes, Reduction how,
+bool reduce_on_device(DeviceRun& dev, const Value& x, const std::vector<int>& axes, Reduction how,
                       std::vector<Index> shape, const std::string& what, std::vector<Value>& out);
 // out = {the device Values `parts` side by side along `axis` of `shape`} (a concatenation, or a
 // stack when `shape` has the parts' count at `axis`).
-bool join_on_device(RunContext& ctx, const std::vector<const Value*>& parts, std::size_t axis, std::vector<Index> shape,
+bool join_on_device(DeviceRun& dev, const std::vector<const Value*>& parts, std::size_t axis, std::vector<Index> shape,
                     const std::string& what, std::vector<Value>& out);
 // Empty dims when the result is empty.
 StridedRead slice_read(const std::vector<Index>& x, const std::vector<SliceItem>& key, const std::string& who);

@@ -192,7 +192,7 @@ class MergeOp : public Op {
         one.mask = args[0].mask;
         args.push_back(one);
       }
-      if (!elementwise_on_device(ctx, op, args, shape, what, out)) return false;
+      if (!elementwise_on_device(*ctx.device, op, args, shape, what, out)) return false;
     }
     Value& y = out[0];
     y.ids.reset();
@@ -241,7 +241,7 @@ class ConcatenateOp : public Op {
     std::vector<const std::vector<Index>*> parts;
     for (const Value* v : in.main) parts.push_back(&v->shape);
     const std::string what = "Concatenate '" + name + "'";
-    join_on_device(ctx, in.main, ax, joined_shape(parts, ax, what), what, out);
+    join_on_device(*ctx.device, in.main, ax, joined_shape(parts, ax, what), what, out);
     set_mask(in, ax, out[0]);
     return true;
   }
@@ -337,8 +337,8 @@ class DotOp : public Op {
   bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
     const auto ax = call_axes(in.main[0]->shape, in.main[1]->shape);
     std::vector<Value> xn, yn;
-    if (normalize_ && (!l2_normalized_on_device(ctx, *in.main[0], ax[0], xn) ||
-                       !l2_normalized_on_device(ctx, *in.main[1], ax[1], yn)))
+    if (normalize_ && (!l2_normalized_on_device(*ctx.device, *in.main[0], ax[0], xn) ||
+                       !l2_normalized_on_device(*ctx.device, *in.main[1], ax[1], yn)))
       return false;
     const Value& x = normalize_ ? xn[0] : *in.main[0];
     const Value& y = normalize_ ? yn[0] : *in.main[1];
@@ -406,7 +406,7 @@ class DotOp : public Op {
 
   // l2_normalized as elementwise ops and a sum, each rounding as there: ss = the sum of x * x over
   // the axis, inv = 1 / sqrt(ss) then min(inv, 1e7) (Keras 3), or 1 / sqrt(max(ss, 1e-12)), x * inv.
-  bool l2_normalized_on_device(RunContext& ctx, const Value& v, std::size_t axis, std::vector<Value>& out) const {
+  bool l2_normalized_on_device(DeviceRun& dev, const Value& v, std::size_t axis, std::vector<Value>& out) const {
     const std::string what = "Dot '" + name + "' (normalize=True)";
     std::vector<Index> kept = v.shape;
     kept[axis] = 1;
@@ -418,21 +418,21 @@ class DotOp : public Op {
       return a;
     };
     std::vector<Value> sq, ss, t, inv;
-    if (!elementwise_on_device(ctx, RECUR_GPU_OP_SQUARE, {arg(&v, 0)}, v.shape, what, sq) ||
-        !reduce_on_device(ctx, sq[0], {static_cast<int>(axis)}, Reduction::sum, kept, what, ss))
+    if (!elementwise_on_device(dev, RECUR_GPU_OP_SQUARE, {arg(&v, 0)}, v.shape, what, sq) ||
+        !reduce_on_device(dev, sq[0], {static_cast<int>(axis)}, Reduction::sum, kept, what, ss))
       return false;
     if (keras3_) {
-      if (!elementwise_on_device(ctx, RECUR_GPU_OP_SQRT, {arg(&ss[0], 0)}, kept, what, t) ||
-          !elementwise_on_device(ctx, RECUR_GPU_OP_DIV, {arg(nullptr, 1.0f), arg(&t[0], 0)}, kept, what, inv) ||
-          !elementwise_on_device(ctx, RECUR_GPU_OP_MIN, {arg(&inv[0], 0), arg(nullptr, 1.0f / 1e-7f)}, kept, what, t))
+      if (!elementwise_on_device(dev, RECUR_GPU_OP_SQRT, {arg(&ss[0], 0)}, kept, what, t) ||
+          !elementwise_on_device(dev, RECUR_GPU_OP_DIV, {arg(nullptr, 1.0f), arg(&t[0], 0)}, kept, what, inv) ||
+          !elementwise_on_device(dev, RECUR_GPU_OP_MIN, {arg(&inv[0], 0), arg(nullptr, 1.0f / 1e-7f)}, kept, what, t))
         return false;
     } else {
-      if (!elementwise_on_device(ctx, RECUR_GPU_OP_MAX, {arg(&ss[0], 0), arg(nullptr, 1e-12f)}, kept, what, t) ||
-          !elementwise_on_device(ctx, RECUR_GPU_OP_SQRT, {arg(&t[0], 0)}, kept, what, inv) ||
-          !elementwise_on_device(ctx, RECUR_GPU_OP_DIV, {arg(nullptr, 1.0f), arg(&inv[0], 0)}, kept, what, t))
+      if (!elementwise_on_device(dev, RECUR_GPU_OP_MAX, {arg(&ss[0], 0), arg(nullptr, 1e-12f)}, kept, what, t) ||
+          !elementwise_on_device(dev, RECUR_GPU_OP_SQRT, {arg(&t[0], 0)}, kept, what, inv) ||
+          !elementwise_on_device(dev, RECUR_GPU_OP_DIV, {arg(nullptr, 1.0f), arg(&inv[0], 0)}, kept, what, t))
         return false;
     }
-    return elementwise_on_device(ctx, RECUR_GPU_OP_MUL, {arg(&v, 0), arg(&t[0], 0)}, v.shape, what, out);
+    return elementwise_on_device(dev, RECUR_GPU_OP_MUL, {arg(&v, 0), arg(&t[0], 0)}, v.shape, what, out);
   }
 
   int axes_[2] = {0, 0};

@@ -282,7 +282,7 @@ class AdaptivePool1DOp : public Op {
       const std::vector<Index> strides = channels_first_ ? std::vector<Index>{F * T, T, 1} : std::vector<Index>{T * F, F, 1};
       std::optional<Value> win = dev.gather(x, dims, strides, channels_first_ ? lo : lo * F, dims, what);
       std::vector<Value> r;
-      reduce_on_device(ctx, *win, {channels_first_ ? 2 : 1}, max_ ? Reduction::max : Reduction::mean,
+      reduce_on_device(*ctx.device, *win, {channels_first_ ? 2 : 1}, max_ ? Reduction::max : Reduction::mean,
                        {B, F}, what, r);
       // (B, F) into output step o: rows of F floats (channels last) or single floats (first).
       dev.call(what, [&](char* err, std::size_t len) {

@@ -227,10 +227,10 @@ class NormalizationOp : public Op {
       shape_ = shape;
       if (given_) {
         mean_ = broadcast_to(mean_cfg_, shape, "Normalization: mean");
-        var_ = broadcast_to(var_cfg_, shape, "Normalization: variance");
+        div_ = divisors(broadcast_to(var_cfg_, shape, "Normalization: variance"));
       } else {
         mean_.assign(static_cast<std::size_t>(n), 0.0f);
-        var_.assign(static_cast<std::size_t>(n), 1.0f);
+        div_.assign(static_cast<std::size_t>(n), 1.0f);  // variance 1
       }
       built_ = true;
     } else if (keep != keep_ || shape != shape_) {
@@ -245,8 +245,7 @@ class NormalizationOp : public Op {
   bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
     const Value& x = *in.main[0];
     check_shape(x);
-    const std::vector<float> div = divisors();
-    const auto w = weights_.on(*ctx.device, {{mean_.data(), mean_.size()}, {div.data(), div.size()}});
+    const auto w = weights_.on(*ctx.device, {{mean_.data(), mean_.size()}, {div_.data(), div_.size()}});
     FoldArg xa, mean, d;
     xa.v = &x;
     // The statistics as a tensor of x's rank: the kept axes' sizes, 1 elsewhere.
@@ -256,13 +255,13 @@ class NormalizationOp : public Op {
     d.weights = w[1], d.shape = stats;
     const std::string what = "Normalization '" + name + "'";
     std::vector<Value> t;
-    if (!elementwise_on_device(ctx, invert_ ? RECUR_GPU_OP_MUL : RECUR_GPU_OP_SUB, {xa, invert_ ? d : mean}, x.shape,
+    if (!elementwise_on_device(*ctx.device, invert_ ? RECUR_GPU_OP_MUL : RECUR_GPU_OP_SUB, {xa, invert_ ? d : mean}, x.shape,
                                what, t))
       return false;
     FoldArg ta;
     ta.v = &t[0];
-    if (!(invert_ ? elementwise_on_device(ctx, RECUR_GPU_OP_ADD, {mean, ta}, x.shape, what, out)
-                  : elementwise_on_device(ctx, RECUR_GPU_OP_DIV, {ta, d}, x.shape, what, out)))
+    if (!(invert_ ? elementwise_on_device(*ctx.device, RECUR_GPU_OP_ADD, {mean, ta}, x.shape, what, out)
+                  : elementwise_on_device(*ctx.device, RECUR_GPU_OP_DIV, {ta, d}, x.shape, what, out)))
       return false;
     out[0].mask = x.mask;
     return true;
@@ -272,7 +271,6 @@ class NormalizationOp : public Op {
     check_shape(x);
     Value y = make_value(x.shape, "Normalization");
     y.mask = x.mask;
-    const std::vector<float> div = divisors();
     const std::size_t n = x.data.size();
     for (std::size_t k = 0; k < n; ++k) {
       // The statistics' index: the element's coordinates on the kept axes.
@@ -288,7 +286,7 @@ class NormalizationOp : public Op {
         }
       }
       const std::size_t i = static_cast<std::size_t>(s);
-      y.data[k] = invert_ ? mean_[i] + x.data[k] * div[i] : (x.data[k] - mean_[i]) / div[i];
+      y.data[k] = invert_ ? mean_[i] + x.data[k] * div_[i] : (x.data[k] - mean_[i]) / div_[i];
     }
     return {std::move(y)};
   }
@@ -299,10 +297,9 @@ class NormalizationOp : public Op {
              shape_string(x.shape));
   }
   // Keras divides by max(sqrt(variance), epsilon).
-  std::vector<float> divisors() const {
-    std::vector<float> div(var_.size());
-    for (std::size_t i = 0; i < div.size(); ++i) div[i] = std::max(std::sqrt(var_[i]), kEpsilon);
-    return div;
+  static std::vector<float> divisors(std::vector<float> var) {
+    for (float& v : var) v = std::max(std::sqrt(v), kEpsilon);
+    return var;
   }
   std::string stream_rule(const std::vector<bool>& stepped_in, bool init, std::vector<bool>& stepped_out) const override {
     if (!per_step && !stepped_in.empty() && stepped_in[0]) {
@@ -313,16 +310,17 @@ class NormalizationOp : public Op {
   }
   // Adapted: mean, variance and count are the layer's weights.
   std::size_t num_weights() const override { return given_ ? 0 : 3; }
-  std::uint64_t weight_floats() const override { return mean_.size() + var_.size(); }
+  std::uint64_t weight_floats() const override { return mean_.size() + div_.size(); }
   void load(std::vector<StoredWeight>& w, bool, const std::string& where) override {
     const std::vector<std::int64_t> shape(shape_.begin(), shape_.end());
     mean_ = take_weight(w, shape, where);
-    var_ = take_weight(w, shape, where);
+    const std::vector<float> var = take_weight(w, shape, where);
     take_weight(w, {}, where);  // count: how many samples adapt() saw
     weights_.reset();
-    for (std::size_t i = 0; i < var_.size(); ++i)
-      if (!std::isfinite(mean_[i]) || !(var_[i] >= 0.0f) || !std::isfinite(var_[i]))
+    for (std::size_t i = 0; i < var.size(); ++i)
+      if (!std::isfinite(mean_[i]) || !(var[i] >= 0.0f) || !std::isfinite(var[i]))
         fail(Code::io, where, ": Normalization '", name, "': mean and variance must be finite, variance not negative");
+    div_ = divisors(var);
   }
   void load_keras(const io::H5File& h5, const std::string& object, const std::string& file) override {
     auto w = read_vars(h5, object, file, 2 * weight_floats() + 16);
@@ -337,7 +335,7 @@ class NormalizationOp : public Op {
   Numbers mean_cfg_, var_cfg_;
   std::vector<int> keep_;
   std::vector<Index> shape_;
-  std::vector<float> mean_, var_;
+  std::vector<float> mean_, div_;  // div_: the variance as Keras divides by it (divisors)
 };
 
 class RescalingOp : public Op {

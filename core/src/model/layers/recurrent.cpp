@@ -487,10 +487,8 @@ class RecurrentOp : public Op {
       a.v = &v;
       a.mask = one.mask = &m;
       one.constant = 1.0f;
-      RunContext local;
-      local.device = &dev;
       std::vector<Value> z;
-      elementwise_on_device(local, RECUR_GPU_OP_MUL, {a, one}, v.shape, class_name + " '" + name + "'", z);
+      elementwise_on_device(dev, RECUR_GPU_OP_MUL, {a, one}, v.shape, class_name + " '" + name + "'", z);
       y = DeviceRun::view(z[0], 0, y.shape);
     }
     return y;
@@ -571,11 +569,11 @@ class RecurrentOp : public Op {
       // A first step's initial_state tensors are model inputs: the host has their floats.
       const auto it = ctx.stream->states.find({this, site});
       const bool first = it == ctx.stream->states.end() || it->second.empty();
-      for (const Value* v : in.initial_state)
-        if (first && v->data.empty()) {
-          ctx.device->declined = "a stream's first step sets its states from initial_state tensors the host lacks";
-          return false;
-        }
+      if (first && std::any_of(in.initial_state.begin(), in.initial_state.end(),
+                               [](const Value* v) { return v->data.empty(); })) {
+        ctx.device->declined = "a stream's first step sets its states from initial_state tensors the host lacks";
+        return false;
+      }
       return step_device(x, masked ? x.mask->data() : nullptr, masked ? x.mask->size() : 0, in.initial_state, ctx, site,
                          out);
     }

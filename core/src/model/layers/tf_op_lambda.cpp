@@ -209,12 +209,12 @@ class TfOpLambda : public Op {
         const int op = op_ == "add" ? RECUR_GPU_OP_ADD : op_ == "subtract" ? RECUR_GPU_OP_SUB
                        : op_ == "multiply" ? RECUR_GPU_OP_MUL : op_ == "divide" ? RECUR_GPU_OP_DIV
                        : op_ == "maximum" ? RECUR_GPU_OP_MAX : RECUR_GPU_OP_MIN;
-        return elementwise_on_device(ctx, op, {x, y}, shape, who_, out);
+        return elementwise_on_device(*ctx.device, op, {x, y}, shape, who_, out);
       }
-      case Kind::reduce: return reduce_on_device(ctx, *args[0], reduce_axes(args[0]->shape.size()), how_, shape, who_, out);
-      case Kind::concat: return join_on_device(ctx, args, concat_axis(args[0]->shape.size()), shape, who_, out);
+      case Kind::reduce: return reduce_on_device(*ctx.device, *args[0], reduce_axes(args[0]->shape.size()), how_, shape, who_, out);
+      case Kind::concat: return join_on_device(*ctx.device, args, concat_axis(args[0]->shape.size()), shape, who_, out);
       case Kind::stack:
-        return join_on_device(ctx, args, static_cast<std::size_t>(stack_axis(int_kw("axis", 0), args[0]->shape.size(), who_)),
+        return join_on_device(*ctx.device, args, static_cast<std::size_t>(stack_axis(int_kw("axis", 0), args[0]->shape.size(), who_)),
                               shape, who_, out);
       case Kind::transpose: {
         const std::vector<int> p = perm(args[0]->shape.size());
