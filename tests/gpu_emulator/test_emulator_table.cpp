@@ -637,7 +637,7 @@ TEST(GpuEmulatorTable, ElementwiseAndReduce) {
   float* d = p->buffer_device_pointer(buf);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   auto same = [](float x, float y) { return (std::isnan(x) && std::isnan(y)) || x == y; };
-  // a (2, 3, 2), b (3, 1): a - b * ... folded as ((a - b) - 0.5).
+  // a (2, 3, 2) minus b (3 values, one per step) minus the constant 0.5: ((a - b) - 0.5).
   std::mt19937 gen(11);
   Vec a = random_vec(12, gen), b = random_vec(3, gen);
   a[5] = nan;

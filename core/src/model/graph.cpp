@@ -686,6 +686,7 @@ std::unique_ptr<Graph> Graph::build(const json& model_config, const BuildContext
     }
   }
   for (int id : g->input_nodes) g->input_specs.push_back(g->nodes[static_cast<std::size_t>(id)].out.at(0));
+  g->wanted_host = {g->wanted_on_host(false), g->wanted_on_host(true)};
   return g;
 }
 
@@ -771,7 +772,7 @@ std::vector<Value> Graph::run(const std::vector<Value>& inputs, RunContext& ctx)
   for (const Ref& r : outputs) ++reads[static_cast<std::size_t>(r.node)];
   // On a GPU each tensor is moved at most once each way, where an op needs it elsewhere.
   DeviceRun* dev = ctx.device;
-  const std::vector<char> host_wanted = dev ? wanted_on_host(ctx.device_outputs) : std::vector<char>{};
+  const std::vector<char>& host_wanted = wanted_host[ctx.device_outputs ? 1 : 0];
   for (int id : order) {
     const Node& n = nodes[static_cast<std::size_t>(id)];
     if (n.is_input || !n.op || n.out.empty()) continue;  // a mask recur computes by Keras's rules instead

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -323,6 +324,9 @@ class Graph {
   std::vector<bool> stepped_outputs; // outputs carrying the stream's time axis
   bool sequential = false;
   std::string object_path;           // "" for the top level, "layers/sequential" for a nested one
+  // wanted_on_host(false) and (true), made once the graph is built (a GPU run reads the one for
+  // where it leaves its outputs).
+  std::array<std::vector<char>, 2> wanted_host;
 
   void load_legacy(const io::H5File& h5, const std::string& group, const std::string& file);
   void load_legacy_flat(std::vector<StoredWeight>& w, const std::string& where);
