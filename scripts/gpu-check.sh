@@ -26,8 +26,9 @@
 # device tests; the Python binding's tests with a GPU (tests/test_device.py). Last, as time allows,
 # measurements whose numbers the summary records: where a streaming step's time goes
 # (RECUR_CUDA_PROFILE=1), with and without CUDA graphs and with no copies queued for the step's
-# input and outputs (RECUR_CUDA_ZERO_COPY=1, whose device tests run first), parity with cuBLAS for every GEMM (RECUR_CUDA_GEMM=cublas) and the
-# benchmark with larger steps fused (RECUR_CUDA_FUSED_WORK).
+# input and outputs (RECUR_CUDA_ZERO_COPY=1, whose device tests run first), parity with cuBLAS for
+# every GEMM (RECUR_CUDA_GEMM=cublas) and the benchmark with larger steps fused
+# (RECUR_CUDA_FUSED_WORK).
 #
 # Logs: every check's log goes to $OUT if set, else DIR/gpu-logs: summary.txt (the table),
 # bench.txt and the failing checks' logs as plain files, and all of them in gpu-logs.tar.gz (at
