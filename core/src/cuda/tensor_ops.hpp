@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Device functors of the tensor layers that move, mask, combine or multiply whole tensors (Permute
-// and slices, Masking, merges and Keras 3's op nodes, reductions, Dot), written once for nvcc and the host emulator with the CPU layers'
-// arithmetic (core/src/model/layers/): the same float operations in the same order.
+// and slices, Masking, merges and Keras 3's op nodes, reductions, Dot), written once for nvcc and
+// the host emulator with the CPU layers' arithmetic (core/src/model/layers/): the same float
+// operations in the same order.
 #pragma once
 
 #include <cmath>
