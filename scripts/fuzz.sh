@@ -65,7 +65,7 @@ else
   fuzzer_rt=$("$CXX" -print-file-name=libclang_rt.fuzzer-x86_64.a)
   [[ -f "$fuzzer_rt" ]] || { echo "fuzz.sh: $CXX has no libFuzzer runtime (Debian: libclang-rt-14-dev)" >&2; exit 2; }
   mkdir -p "$build"
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DRECUR_FUZZ=ON >"$build/configure.log" 2>&1 ||
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DRECUR_FUZZ=ON -DRECUR_UNITY_BUILD=ON >"$build/configure.log" 2>&1 ||
     { cat "$build/configure.log" >&2; exit 1; }
   cmake --build "$build" -j"${JOBS:-$(nproc)}" --target "${targets[@]}"
 fi

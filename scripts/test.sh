@@ -146,7 +146,7 @@ release() {
 # is the GPU emulator's, which this build does sanitize; its device code needs a GPU). Debug (-O0):
 # at -O1 the parity suite ran 7 times faster, but compiling took over twice as long, a net loss.
 asan() {
-  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug \
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRECUR_UNITY_BUILD=ON \
         -DRECUR_SANITIZE=ON -DRECUR_BUILD_TESTS=ON -DRECUR_BUILD_CUDA=OFF -DRECUR_BUILD_BINDINGS=OFF \
         >"$logs/asan-configure.log" || { cat "$logs/asan-configure.log"; exit 1; }
   cmake --build build-asan -j"$jobs"
@@ -157,8 +157,9 @@ asan() {
 # ThreadSanitizer over the C ABI's thread and stress tests: states stepping one layer and one model
 # from 16 threads, concurrent opens and destroys, per-thread errors, limits changing.
 tsan() {
-  cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECUR_SANITIZE_THREAD=ON -DRECUR_BUILD_TESTS=ON \
-        -DRECUR_BUILD_CUDA=OFF -DRECUR_BUILD_BINDINGS=OFF -DRECUR_BUILD_CLI=OFF -DRECUR_BUILD_EXAMPLES=OFF \
+  cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECUR_UNITY_BUILD=ON -DRECUR_SANITIZE_THREAD=ON \
+        -DRECUR_BUILD_TESTS=ON -DRECUR_BUILD_CUDA=OFF -DRECUR_BUILD_BINDINGS=OFF -DRECUR_BUILD_CLI=OFF \
+        -DRECUR_BUILD_EXAMPLES=OFF \
         >"$logs/tsan-configure.log" || { cat "$logs/tsan-configure.log"; exit 1; }
   cmake --build build-tsan -j"$jobs" --target recur_thread_tests
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \

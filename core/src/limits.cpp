@@ -28,7 +28,7 @@ constexpr std::uint64_t kDefaults[kNumLimits] = {
     std::uint64_t(1) << 31,  // init_work: a GRU's Orthogonal recurrent kernel of about 870 units, 1 to 2 s
     kRunWorkDefault,         // run_work
 };
-constexpr const char* kNames[kNumLimits] = {"units", "batch", "state_bytes", "weight_bytes", "file_bytes",
+constexpr const char* kLimitNames[kNumLimits] = {"units", "batch", "state_bytes", "weight_bytes", "file_bytes",
                                             "tensor_bytes", "total_state_bytes", "run_bytes", "timesteps",
                                             "init_work", "run_work"};
 constexpr const char* kEnumNames[kNumLimits] = {"RECUR_LIMIT_UNITS",        "RECUR_LIMIT_BATCH",
@@ -71,7 +71,7 @@ void set_limit(Limit which, std::uint64_t value) {
              default_limit(which), ")");
 }
 
-const char* limit_name(Limit which) { return kNames[static_cast<int>(which)]; }
+const char* limit_name(Limit which) { return kLimitNames[static_cast<int>(which)]; }
 
 Limit limit_from_int(int which) {
   if (which < 0 || which >= kNumLimits)
