@@ -52,6 +52,20 @@ using Model = std::unique_ptr<recur_model, ModelDeleter>;
 using Stream = std::unique_ptr<recur_model_state, StreamDeleter>;
 using RunOptions = std::unique_ptr<recur_run_options, RunOptionsDeleter>;
 
+// A named model input, initialised by recur_tensor_init first (over garbage: it must set every field).
+inline recur_tensor tensor(const char* name, int32_t dtype, const void* data, size_t length, std::vector<int64_t> dims) {
+  recur_tensor t;
+  std::memset(&t, 0xAB, sizeof t);
+  EXPECT_EQ(recur_tensor_init(&t, RECUR_TENSOR_VERSION), RECUR_OK);
+  t.name = name;
+  t.dtype = dtype;
+  t.data = data;
+  t.length = length;
+  t.rank = static_cast<int32_t>(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) t.dims[i] = dims[i];
+  return t;
+}
+
 // Options with defaults, the given shape and a fixed seed (deterministic initial weights).
 inline recur_layer_options options(int32_t type, int32_t units, int32_t input_size,
                                    int32_t dialect = RECUR_DIALECT_KERAS3) {

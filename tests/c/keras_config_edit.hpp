@@ -112,10 +112,9 @@ inline Opened run_zeros(recur_model* m) {
   return r;
 }
 
-// Opens a copy of `keras_file` whose config.json went through `edit` and, when it opens, runs
-// one batch of zeros through it (run_zeros): the first failure's status and message, or RECUR_OK.
-// A failed open must leave *out NULL.
-inline Opened open_edited(const std::string& keras_file, const std::function<void(json&)>& edit) {
+// Writes a copy of `keras_file` whose config.json went through `edit` to a fresh temporary path
+// (the caller removes it).
+inline std::string write_edited(const std::string& keras_file, const std::function<void(json&)>& edit) {
   static std::atomic<int> counter{0};
   const std::filesystem::path p = std::filesystem::temp_directory_path() /
       ("recur_hostile_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + ".keras");
@@ -130,6 +129,14 @@ inline Opened open_edited(const std::string& keras_file, const std::function<voi
     }
   EXPECT_TRUE(found) << keras_file << " has no config.json";
   write_members(p.string(), members);
+  return p.string();
+}
+
+// Opens a copy of `keras_file` whose config.json went through `edit` and, when it opens, runs
+// one batch of zeros through it (run_zeros): the first failure's status and message, or RECUR_OK.
+// A failed open must leave *out NULL.
+inline Opened open_edited(const std::string& keras_file, const std::function<void(json&)>& edit) {
+  const std::filesystem::path p = write_edited(keras_file, edit);
   Opened r;
   recur_model* m = nullptr;
   r.status = recur_model_open(&m, p.string().c_str());

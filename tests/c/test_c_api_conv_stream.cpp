@@ -15,17 +15,6 @@ namespace {
 const std::string kGraphs = std::string(RECUR_TEST_KERAS_DIR) + "/graphs/conv_stream/keras3/";
 constexpr int32_t kB = 3;
 
-recur_tensor named(const char* name, int32_t dtype, const void* data, size_t length, std::vector<int64_t> dims) {
-  recur_tensor t;
-  recur_tensor_init(&t, RECUR_TENSOR_VERSION);
-  t.name = name;
-  t.dtype = dtype;
-  t.data = data;
-  t.length = length;
-  t.rank = static_cast<int32_t>(dims.size());
-  for (std::size_t a = 0; a < dims.size(); ++a) t.dims[a] = dims[a];
-  return t;
-}
 
 // Steps [t0, t0 + n) of a (B, T, F) row-major tensor.
 template <typename T>
@@ -64,8 +53,8 @@ struct ConvIds {
     std::vector<float> xs = steps(x, T, 2, t0, n);
     std::vector<int32_t> is = steps(ids, T, 1, t0, n);
     if (bad_id >= 0) is[0] = bad_id;
-    const recur_tensor in[2] = {named("x", RECUR_DTYPE_FLOAT32, xs.data(), xs.size(), {kB, n, 2}),
-                                named("ids", RECUR_DTYPE_INT32, is.data(), is.size(), {kB, n})};
+    const recur_tensor in[2] = {rt::tensor("x", RECUR_DTYPE_FLOAT32, xs.data(), xs.size(), {kB, n, 2}),
+                                rt::tensor("ids", RECUR_DTYPE_INT32, is.data(), is.size(), {kB, n})};
     y.assign(static_cast<std::size_t>(kB * n * 2), 0.0f);
     recur_output out;
     recur_output_init(&out, RECUR_OUTPUT_VERSION);
@@ -139,8 +128,8 @@ TEST(CApiConvStream, FailedStepsLeaveTheHistory) {
     // Inputs of the wrong length: refused before any layer runs.
     std::vector<float> xs(5);
     std::vector<int32_t> is(6);
-    const recur_tensor bad[2] = {named("x", RECUR_DTYPE_FLOAT32, xs.data(), xs.size(), {kB, 2, 2}),
-                                 named("ids", RECUR_DTYPE_INT32, is.data(), is.size(), {kB, 2})};
+    const recur_tensor bad[2] = {rt::tensor("x", RECUR_DTYPE_FLOAT32, xs.data(), xs.size(), {kB, 2, 2}),
+                                 rt::tensor("ids", RECUR_DTYPE_INT32, is.data(), is.size(), {kB, 2})};
     std::vector<float> y(12);
     recur_output out;
     recur_output_init(&out, RECUR_OUTPUT_VERSION);

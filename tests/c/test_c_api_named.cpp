@@ -25,18 +25,7 @@ Model open(const std::string& dialect, const std::string& name) {
   return Model(m);
 }
 
-recur_tensor tensor(const char* name, int32_t dtype, const void* data, size_t length, std::vector<int64_t> dims) {
-  recur_tensor t;
-  std::memset(&t, 0xAB, sizeof t);  // garbage first: init must set every field
-  EXPECT_RECUR_OK(recur_tensor_init(&t, RECUR_TENSOR_VERSION));
-  t.name = name;
-  t.dtype = dtype;
-  t.data = data;
-  t.length = length;
-  t.rank = static_cast<int32_t>(dims.size());
-  for (size_t i = 0; i < dims.size(); ++i) t.dims[i] = dims[i];
-  return t;
-}
+using rt::tensor;
 
 recur_output output(const char* name, std::vector<float>& buf) {
   recur_output o;
