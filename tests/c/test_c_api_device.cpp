@@ -1101,3 +1101,141 @@ TEST(CApiDeviceGpu, ModelTensorsStayOnTheDevice) {
     EXPECT_NE(runs[0].find("2 download(s) [model output"), std::string::npos) << runs[0];
   }
 }
+
+namespace {
+// The log lines of the GPU runs `f` makes.
+template <class F>
+std::vector<std::string> runs_heard_in(F&& f) {
+  {
+    std::lock_guard<std::mutex> lock(heard_mutex);
+    heard_runs.clear();
+  }
+  recur_set_log_callback(hear_runs, nullptr, RECUR_LOG_DEBUG);
+  f();
+  recur_set_log_callback(nullptr, nullptr, RECUR_LOG_DEBUG);
+  std::lock_guard<std::mutex> lock(heard_mutex);
+  return heard_runs;
+}
+
+rt::Stream new_stream(const recur_model* m, int32_t batch) {
+  recur_model_state* raw = nullptr;
+  EXPECT_RECUR_OK(recur_model_state_create(&raw, m, batch));
+  return rt::Stream(raw);
+}
+
+// Steps st through steps [t0, t0 + n) of x (B rows of T steps of F floats); the call's status in *rc.
+std::vector<float> step_stream(recur_model_state* st, const std::vector<float>& x, int32_t B, int32_t T, int32_t F,
+                               int32_t t0, int32_t n, recur_status* rc = nullptr) {
+  std::vector<float> in;
+  for (int32_t b = 0; b < B; ++b)
+    in.insert(in.end(), x.begin() + (b * T + t0) * F, x.begin() + (b * T + t0 + n) * F);
+  size_t in_len = 0, out_len = 0;
+  EXPECT_RECUR_OK(recur_model_state_lengths(st, n, &in_len, &out_len));
+  EXPECT_EQ(in_len, in.size());
+  std::vector<float> y(out_len);
+  const recur_status s = recur_model_state_step(st, n, in.data(), in.size(), nullptr, 0, y.data(), y.size());
+  if (rc) *rc = s;
+  else EXPECT_EQ(s, RECUR_OK) << recur_last_error();
+  return y;
+}
+
+std::vector<uint8_t> save_stream(const recur_model_state* st) {
+  size_t n = 0;
+  recur_model_state_save(st, nullptr, 0, &n);  // the length it needs
+  std::vector<uint8_t> bytes(n);
+  EXPECT_RECUR_OK(recur_model_state_save(st, bytes.data(), bytes.size(), &n));
+  return bytes;
+}
+}  // namespace
+
+// The causal stream steps of the attention layers and the 1D convolutions keep their past keys,
+// values and steps on the GPU: a step copies its inputs up and its outputs down, nothing else, and
+// such a stream saves, steps beside others in one call and moves to the CPU as the same stream
+// stepped on the CPU does.
+TEST(CApiDeviceGpu, CausalStreamsKeepTheirPastOnTheDevice) {
+  RECUR_SKIP_WITHOUT_FILES();
+  SKIP_WITHOUT_GPU();
+  struct Case {
+    const char* file;
+    int32_t features;
+  };
+  const Case cases[] = {{"attention/keras3/attn_causal_masked.keras", 3},
+                        {"attention/keras3/mha_causal.keras", 3},
+                        {"attention/keras3/additive_attention_causal.keras", 3},
+                        {"attention/keras2/mha_causal.keras", 3},
+                        {"attention/keras2/attn_causal_masked.keras", 3},
+                        {"sequence_conv/keras2/separable_conv_causal_gru.keras", 2}};
+  constexpr int32_t B = 2, T = 7;
+  // Pieces of 2 steps: their queries are the last two of the steps attended over.
+  const int32_t pieces[] = {1, 1, 2, 1, 2};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.file);
+    const int32_t F = c.features;
+    const std::string path = std::string(RECUR_TEST_KERAS_DIR) + "/graphs/" + c.file;
+    recur_model *raw_cpu = nullptr, *raw_gpu = nullptr;
+    ASSERT_RECUR_OK(recur_model_open(&raw_cpu, path.c_str()));
+    ASSERT_RECUR_OK(recur_model_open(&raw_gpu, path.c_str()));
+    Model cpu(raw_cpu), gpu(raw_gpu);
+    ASSERT_RECUR_OK(recur_model_set_device(gpu.get(), "cuda"));
+    std::vector<float> x = rt::data(static_cast<std::size_t>(B * T * F));
+    for (int32_t f = 0; f < F; ++f) x[static_cast<std::size_t>((1 * T + 3) * F + f)] = 0.0f;  // masked where a Masking reads
+    rt::Stream sc = new_stream(cpu.get(), B), sg = new_stream(gpu.get(), B);
+    std::vector<uint8_t> saved;
+    int32_t t0 = 0;
+    for (const int32_t n : pieces) {
+      const std::vector<float> want = step_stream(sc.get(), x, B, T, F, t0, n);
+      std::vector<float> got;
+      const std::vector<std::string> runs = runs_heard_in([&] { got = step_stream(sg.get(), x, B, T, F, t0, n); });
+      EXPECT_LE(max_diff(got, want), kGpuTolerance) << "steps " << t0 << " to " << t0 + n - 1;
+      ASSERT_EQ(runs.size(), 1u);
+      EXPECT_NE(runs[0].find(": 1 upload(s) [model input 'x'], 1 download(s) [model output"), std::string::npos)
+          << runs[0];
+      t0 += n;
+      if (t0 == 2) saved = save_stream(sg.get());  // its past on the GPU
+    }
+
+    // The snapshot holds the GPU's past: loaded into a CPU stream, it goes on as the CPU's did.
+    rt::Stream loaded = new_stream(cpu.get(), B), again = new_stream(cpu.get(), B);
+    ASSERT_RECUR_OK(recur_model_state_load(loaded.get(), saved.data(), saved.size()));
+    step_stream(again.get(), x, B, T, F, 0, 2);
+    EXPECT_EQ(step_stream(loaded.get(), x, B, T, F, 2, 5), step_stream(again.get(), x, B, T, F, 2, 5));
+
+    // A GPU stream moved to the CPU mid-way (the model goes, its stream follows at its next step).
+    rt::Stream moved = new_stream(gpu.get(), B), stays = new_stream(cpu.get(), B);
+    step_stream(moved.get(), x, B, T, F, 0, 3);
+    step_stream(stays.get(), x, B, T, F, 0, 3);
+    ASSERT_RECUR_OK(recur_model_set_device(gpu.get(), "cpu"));
+    EXPECT_LE(max_diff(step_stream(moved.get(), x, B, T, F, 3, 2), step_stream(stays.get(), x, B, T, F, 3, 2)),
+              kGpuTolerance);
+    // ... and back: its past, now on the host, goes up once.
+    ASSERT_RECUR_OK(recur_model_set_device(gpu.get(), "cuda"));
+    std::vector<float> got;
+    const std::vector<std::string> runs = runs_heard_in([&] { got = step_stream(moved.get(), x, B, T, F, 5, 2); });
+    EXPECT_LE(max_diff(got, step_stream(stays.get(), x, B, T, F, 5, 2)), kGpuTolerance);
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_NE(runs[0].find("the stream's past steps"), std::string::npos) << runs[0];
+
+    // Two GPU streams of one row each, stepped in one call after a step alone (their past on the
+    // GPU), against the CPU's stream of both rows.
+    rt::Stream r0 = new_stream(gpu.get(), 1), r1 = new_stream(gpu.get(), 1), both = new_stream(cpu.get(), B);
+    const std::vector<float> x0(x.begin(), x.begin() + T * F), x1(x.begin() + T * F, x.end());
+    step_stream(r0.get(), x0, 1, T, F, 0, 2);
+    step_stream(r1.get(), x1, 1, T, F, 0, 2);
+    step_stream(both.get(), x, B, T, F, 0, 2);
+    std::vector<float> in;
+    for (int32_t b = 0; b < B; ++b) in.insert(in.end(), x.begin() + (b * T + 2) * F, x.begin() + (b * T + 3) * F);
+    const recur_tensor tin = rt::tensor("x", RECUR_DTYPE_FLOAT32, in.data(), in.size(), {B, 1, F});
+    const std::vector<float> want = step_stream(both.get(), x, B, T, F, 2, 1);
+    std::vector<float> y(want.size());
+    recur_output out;
+    ASSERT_RECUR_OK(recur_output_init(&out, RECUR_OUTPUT_VERSION));
+    int32_t out_rank = 0;
+    int64_t out_dims[RECUR_MAX_RANK];
+    ASSERT_RECUR_OK(recur_model_output(gpu.get(), 0, &out.name, &out_rank, out_dims));
+    out.data = y.data();
+    out.capacity = y.size();
+    recur_model_state* pair[2] = {r0.get(), r1.get()};
+    ASSERT_RECUR_OK(recur_model_states_step_named(pair, 2, &tin, 1, &out, 1, nullptr));
+    EXPECT_LE(max_diff(y, want), kGpuTolerance);
+  }
+}

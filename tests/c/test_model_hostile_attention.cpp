@@ -233,20 +233,17 @@ TEST(ModelStreamAttention, ResetForgetsThePastSteps) {
 }
 
 // A streamed query step with nothing unmasked to attend to yet (Keras spreads it over the whole
-// sequence) is refused naming the layer, and the stream stays as it was before the step.
-TEST(ModelStreamAttention, AStepWithNothingToAttendToIsRefusedAndTheStreamKept) {
-  auto members = keras_edit::read_members(kK3 + "mha_text_masked.keras");
-  for (auto& [name, data] : members)
-    if (name == "config.json") {
-      json config = json::parse(data);
-      keras_edit::layer(config, "multi_head_attention")["inbound_nodes"][0]["kwargs"]["use_causal_mask"] = true;
-      data = config.dump();
-    }
-  const std::string path = (std::filesystem::temp_directory_path() / ("recur_causal_mha_" + std::to_string(::getpid()) + ".keras")).string();
-  keras_edit::write_members(path, members);
+// sequence) is refused naming the layer, and the stream stays as it was before the step: on
+// `device` ("cpu", or "cuda" where a GPU can run, else skipped saying why).
+void refuses_a_step_with_nothing_to_attend_to(const char* device) {
+  if (recur_device_check(device) != RECUR_OK) GTEST_SKIP() << device << ": " << recur_last_error();
+  const std::string path = keras_edit::write_edited(kK3 + "mha_text_masked.keras", [](json& config) {
+    keras_edit::layer(config, "multi_head_attention")["inbound_nodes"][0]["kwargs"]["use_causal_mask"] = true;
+  });
   recur_model* m = nullptr;
   ASSERT_EQ(recur_model_open(&m, path.c_str()), RECUR_OK) << recur_last_error();
   std::filesystem::remove(path);
+  ASSERT_EQ(recur_model_set_device(m, device), RECUR_OK) << recur_last_error();
   const char* why = nullptr;
   ASSERT_EQ(recur_model_streamable(m, &why), RECUR_OK);
   ASSERT_STREQ(why, "");
@@ -268,5 +265,12 @@ TEST(ModelStreamAttention, AStepWithNothingToAttendToIsRefusedAndTheStreamKept) 
   recur_model_state_destroy(b);
   recur_model_destroy(m);
 }
+
+TEST(ModelStreamAttention, AStepWithNothingToAttendToIsRefusedAndTheStreamKept) {
+  refuses_a_step_with_nothing_to_attend_to("cpu");
+}
+
+// The same on a GPU, where the stream keeps its past keys and values: refused before it runs.
+TEST(CApiDeviceGpu, CausalStreamStepWithNothingToAttendToIsRefused) { refuses_a_step_with_nothing_to_attend_to("cuda"); }
 
 }  // namespace

@@ -523,9 +523,13 @@ TEST(GpuEmulatorTable, ModelOpsRefuseBadArguments) {
   a.query = a.key = a.value = d, a.scores = d + 4, a.output = d + 8;
   a.score = 9;
   refused(p->attention(0, &a, err, sizeof err), "attention");
-  a.score = RECUR_GPU_ATTN_DOT, a.flags = 64;
+  a.score = RECUR_GPU_ATTN_DOT, a.flags = 128;
   refused(p->attention(0, &a, err, sizeof err), "attention");
-  a.flags = 0, a.heads = 0;
+  a.flags = RECUR_GPU_ATTN_CAUSAL_LAST;  // without CAUSAL
+  refused(p->attention(0, &a, err, sizeof err), "attention");
+  a.flags = RECUR_GPU_ATTN_CAUSAL | RECUR_GPU_ATTN_CAUSAL_LAST, a.q_steps = 2;  // more queries than steps
+  refused(p->attention(0, &a, err, sizeof err), "attention");
+  a.flags = 0, a.q_steps = 1, a.heads = 0;
   refused(p->attention(0, &a, err, sizeof err), "attention");
   a.heads = 2;  // rows of 1 float for 2 heads
   refused(p->attention(0, &a, err, sizeof err), "attention");
@@ -776,8 +780,8 @@ TEST(GpuEmulatorTable, ElementwiseAndReduce) {
 }
 
 // The attention ops against their definition in recur_gpu_plugin_abi.h, written out here: two heads
-// of dot-product attention over strided rows with every mask and the causal rule, and the additive
-// and concat scores.
+// of dot-product attention over strided rows with every mask and the causal rule (also with the
+// queries as the last steps, a stream's step after its past), and the additive and concat scores.
 TEST(GpuEmulatorTable, AttentionOps) {
   REQUIRE_DEVICE();
   const recur_gpu_plugin* p = plugin();
@@ -820,13 +824,18 @@ TEST(GpuEmulatorTable, AttentionOps) {
     }
   expect_near(get(oq, B * Tq * H * dk), q_ref, "project");
 
-  for (int score : {RECUR_GPU_ATTN_DOT, RECUR_GPU_ATTN_ADDITIVE, RECUR_GPU_ATTN_CONCAT}) {
-    SCOPED_TRACE(score);
+  const std::pair<int, bool> variants[] = {{RECUR_GPU_ATTN_DOT, false}, {RECUR_GPU_ATTN_DOT, true},
+                                           {RECUR_GPU_ATTN_ADDITIVE, false}, {RECUR_GPU_ATTN_CONCAT, false}};
+  for (const auto& variant : variants) {
+    const int score = variant.first;  // (no structured binding: C++17 lambdas cannot capture one)
+    const bool last = variant.second;
+    SCOPED_TRACE(std::to_string(score) + (last ? " CAUSAL_LAST" : ""));
     const Index heads = score == RECUR_GPU_ATTN_DOT ? H : 1;
     recur_gpu_attention a{};
     a.score = score;
     a.flags = score == RECUR_GPU_ATTN_DOT ? RECUR_GPU_ATTN_PRESCALE_QUERY | RECUR_GPU_ATTN_CAUSAL |
-                                                RECUR_GPU_ATTN_QUERY_MASKS_SCORES | RECUR_GPU_ATTN_ZERO_MASKED
+                                                RECUR_GPU_ATTN_QUERY_MASKS_SCORES | RECUR_GPU_ATTN_ZERO_MASKED |
+                                                (last ? RECUR_GPU_ATTN_CAUSAL_LAST : 0)
                                           : RECUR_GPU_ATTN_SCALE_LOGITS | RECUR_GPU_ATTN_REPLACE_MASKED;
     a.batch = B, a.heads = heads, a.q_steps = Tq, a.v_steps = Tv, a.key_dim = dk, a.value_dim = dv;
     a.query = d + oq, a.query_stride = H * dk;
@@ -850,7 +859,8 @@ TEST(GpuEmulatorTable, AttentionOps) {
           float* row = s_ref.data() + ((b * heads + h) * Tq + i) * Tv;
           auto kept = [&](Index j) {
             bool k = vmask[b * Tv + j] != 0;
-            if (score == RECUR_GPU_ATTN_DOT) k = k && j <= i && am[(b * Tq + i) * Tv + j] != 0.0f && q_kept;
+            if (score == RECUR_GPU_ATTN_DOT)
+              k = k && j <= i + (last ? Tv - Tq : 0) && am[(b * Tq + i) * Tv + j] != 0.0f && q_kept;
             return k;
           };
           for (Index j = 0; j < Tv; ++j) {

@@ -499,7 +499,8 @@ class Summary : public ::testing::Environment {
       for (const auto& [n, what] : by_count) std::printf("  %5d  %s\n", n, what.c_str());
       // Layers with a GPU kernel for every call of this suite never make a run copy: Keras's merges,
       // Keras 3's op nodes (ZerosLike and OnesLike read only shapes), the tensor layers, the
-      // recurrent layers (masked, JAX, streamed from initial_state tensors, unrolled backwards).
+      // recurrent layers (masked, JAX, streamed from initial_state tensors, unrolled backwards), the
+      // attention layers and the 1D convolutions (their causal stream steps keep their past there).
       static const std::set<std::string> kNeverCopy = {
           "Add", "Subtract", "Multiply", "Maximum", "Minimum", "Average", "Concatenate", "NotEqual", "Equal",
           "Greater", "GreaterEqual", "Less", "LessEqual", "Divide", "TrueDivide", "LogicalAnd", "LogicalOr",
@@ -507,7 +508,8 @@ class Summary : public ::testing::Environment {
           "Max", "Min", "ExpandDims", "Squeeze", "ZerosLike", "OnesLike", "Cast", "Stack", "Transpose", "GetItem",
           "Masking", "Permute", "Rescaling", "EinsumDense", "TFOpLambda", "SlicingOpLambda",
           "Normalization", "Dot", "AdaptiveAveragePooling1D", "AdaptiveMaxPooling1D", "GRU", "LSTM", "SimpleRNN",
-          "RNN", "Bidirectional", "CuDNNGRU", "CuDNNLSTM"};
+          "RNN", "Bidirectional", "CuDNNGRU", "CuDNNLSTM", "Attention", "AdditiveAttention", "MultiHeadAttention",
+          "Conv1D", "SeparableConv1D", "DepthwiseConv1D"};
       for (const auto& [what, n] : device_copies.copied_at)
         if (kNeverCopy.count(what.substr(0, what.find(':'))))
           ADD_FAILURE() << n << " run(s) copied at a layer with a GPU kernel: " << what;

@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 /* Bump on any change to a struct or function below. */
-#define RECUR_GPU_PLUGIN_ABI_VERSION 6
+#define RECUR_GPU_PLUGIN_ABI_VERSION 7
 #define RECUR_GPU_PLUGIN_ENTRY "recur_gpu_plugin_entry"
 /* The most axes broadcast_op, gather_strided, elementwise and reduce take, the most letters einsum
  * takes and the most inputs elementwise folds. */
@@ -157,7 +157,9 @@ typedef struct recur_gpu_step_rows {
  *            CONCAT concat_weight * float(sum of double(tanhf(x))), x = q[c] + k[c] (times `scale`
  *            first with SCALE_LOGITS);
  *            ADDITIVE float(sum of double(feature_scale[c] * tanhf(q[c] + k[c])));
- *   a masked j (a value or key step masked off, j > i with CAUSAL, attention_mask 0, and with
+ *   a masked j (a value or key step masked off, j > i with CAUSAL (j > i + v_steps - q_steps with
+ *            CAUSAL_LAST, since ABI 7: the queries are the last q_steps of the steps attended
+ *            over, a stream's step after its past), attention_mask 0, and with
  *            QUERY_MASKS_SCORES a masked query) gets -1e9 added, or is -1e9 with REPLACE_MASKED;
  *   the weights: the softmax of the logits in double (max, the sum of exp(x - max), exp(x - max) /
  *            sum), rounded to float, written to scores; with ZERO_MASKED the masked ones then 0;
@@ -172,6 +174,7 @@ typedef struct recur_gpu_step_rows {
 #define RECUR_GPU_ATTN_REPLACE_MASKED 8
 #define RECUR_GPU_ATTN_ZERO_MASKED 16
 #define RECUR_GPU_ATTN_QUERY_MASKS_SCORES 32
+#define RECUR_GPU_ATTN_CAUSAL_LAST 64
 typedef struct recur_gpu_attention {
   int32_t score; /* RECUR_GPU_ATTN_DOT, _CONCAT or _ADDITIVE */
   int32_t flags; /* RECUR_GPU_ATTN_* flags */

@@ -43,7 +43,7 @@ struct AttentionCall {
   // Whether logit j of query i of batch row b is kept (every mask and the causal rule).
   RECUR_HD bool kept(int64_t b, int64_t i, int64_t j) const {
     if (v_mask && !v_mask[b * a.v_steps + j]) return false;
-    if (has(RECUR_GPU_ATTN_CAUSAL) && j > i) return false;
+    if (has(RECUR_GPU_ATTN_CAUSAL) && j > i + (has(RECUR_GPU_ATTN_CAUSAL_LAST) ? a.v_steps - a.q_steps : 0)) return false;
     if (a.attention_mask && a.attention_mask[(b * a.q_steps + i) * a.v_steps + j] == 0.0f) return false;
     return !has(RECUR_GPU_ATTN_QUERY_MASKS_SCORES) || query_kept(b, i);
   }

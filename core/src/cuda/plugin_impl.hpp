@@ -785,7 +785,9 @@ class Plugin {
     return guarded(err, err_len, [&] {
       check(a != nullptr, "attention: null argument");
       check(a->score >= RECUR_GPU_ATTN_DOT && a->score <= RECUR_GPU_ATTN_ADDITIVE, "attention: unknown score");
-      check((a->flags & ~63) == 0, "attention: unknown flags");
+      check((a->flags & ~127) == 0, "attention: unknown flags");
+      check(!(a->flags & RECUR_GPU_ATTN_CAUSAL_LAST) || ((a->flags & RECUR_GPU_ATTN_CAUSAL) && a->q_steps <= a->v_steps),
+            "attention: CAUSAL_LAST needs CAUSAL and no more query steps than value steps");
       check(a->batch >= 0 && a->heads > 0 && a->q_steps >= 0 && a->v_steps >= 0 && a->key_dim >= 0 && a->value_dim >= 0,
             "attention: bad sizes");
       check(a->query_stride >= a->heads * a->key_dim && a->key_stride >= a->heads * a->key_dim &&

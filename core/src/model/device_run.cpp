@@ -131,8 +131,7 @@ void DeviceRun::to_device(Value& v, const std::string& why) {
 
 void DeviceRun::to_host(Value& v, const std::string& why) {
   if (!on_device_only(v)) return;
-  v.data.resize(static_cast<std::size_t>(v.device->floats));
-  if (!v.data.empty()) v.device->buffer->download(v.device->offset, v.data.data(), v.device->floats);
+  download_to_host(v);
   downloads.push_back(why);
 }
 
@@ -142,6 +141,12 @@ void DeviceRun::check(int rc, const char* err, const std::string& what) {
 
 bool on_device_only(const Value& v) {
   return v.device && static_cast<std::int64_t>(v.data.size()) != v.device->floats;
+}
+
+void download_to_host(Value& v) {
+  if (!on_device_only(v)) return;
+  v.data.resize(static_cast<std::size_t>(v.device->floats));
+  if (!v.data.empty()) v.device->buffer->download(v.device->offset, v.data.data(), v.device->floats);
 }
 
 std::vector<const float*> DeviceWeights::on(const DeviceRun& dev, const std::vector<Array>& arrays) const {

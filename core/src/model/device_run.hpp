@@ -100,6 +100,9 @@ class DeviceRun {
 };
 
 bool on_device_only(const Value& v);
+// Puts a device-only Value's floats on the host outside any run (what a stream keeps between
+// steps, before the host reads it); its device copy stays valid.
+void download_to_host(Value& v);
 
 // An op's weights on the GPU: uploaded at its first device call, again for another model pool
 // (the model moved) or after reset() (the op loaded new weights). The pool owns the device copy,

@@ -354,6 +354,9 @@ struct StreamStates {
   std::map<std::pair<const Op*, int>, Value> history;
   Index batch = 0;
   void reset();
+  // A causal layer stepped on a GPU keeps its past there: the host copies, for whatever reads
+  // them on the host (a CPU step, a snapshot's bytes, a batch of streams).
+  void history_to_host();
   // The site base for the graph of nested model `model` run at call site `site` (with its own
   // base added): a range of `nodes` sites past every other graph's, the same at every step.
   int scope(const Op* model, int site, std::size_t nodes);

@@ -1576,7 +1576,8 @@ std::vector<std::uint8_t> ModelStream::save() const {
         }
       }
     } else {
-      const Value& v = st.history.at(e.key);
+      Value& v = st.history.at(e.key);
+      graph::download_to_host(v);
       if (v.ids || v.strings)
         fail(Code::unsupported, "model state snapshot: layer '", io::printable(e.name), "' (", io::printable(e.cls), ") keeps integer ids or strings, which snapshots do not hold");
       w.u32(static_cast<std::uint32_t>(v.shape.size()));
@@ -1797,6 +1798,9 @@ void gather_states(const std::vector<StreamStates*>& group, Index total, StreamS
     }
     r += b;
   }
+  // (One stream's past is taken whole, wherever it is; a batch's is joined on the host.)
+  if (group.size() > 1)
+    for (StreamStates* s : group) s->history_to_host();
   for (const auto& [key, h0] : first.history) {
     if (group.size() == 1) {
       into.history.emplace(key, h0);
@@ -1830,6 +1834,7 @@ void scatter_states(StreamStates& from, const std::vector<StreamStates*>& group)
   const Index total = from.batch;
   for (auto& [key, list] : from.states)
     for (State& st : list) st.sync_to_host();
+  if (group.size() > 1) from.history_to_host();
   Index r = 0;
   for (StreamStates* s : group) {
     const Index b = s->batch;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <optional>
 
 #include "io/printable.hpp"
 #include "model/device_run.hpp"
@@ -49,37 +50,62 @@ void attention_on_device(DeviceRun& dev, recur_gpu_attention& a, const std::stri
 
 const std::uint8_t* mask_data(const std::vector<std::uint8_t>* m) { return m ? m->data() : nullptr; }
 
-// A causal stream step joins the step with the past keys and values the stream keeps on the host:
-// such a call declines the GPU, saying so.
-bool declines_causal_step(RunContext& ctx, bool causal) {
-  if (!(ctx.stream && ctx.stepped && causal)) return false;
-  ctx.device->declined = "a stream's causal attention joins the step with its past keys and values on the host";
-  return true;
+// The steps (B, P) of a stream's past h and (B, n) of this step joined: their masks side by side,
+// 1 where one has none (null when neither has one).
+std::shared_ptr<const std::vector<std::uint8_t>> joined_mask(const Value& h, const Value& now) {
+  if (!h.mask && !now.mask) return nullptr;
+  const Index B = now.shape[0], n = now.shape[1], P = h.shape[1];
+  auto m = std::make_shared<std::vector<std::uint8_t>>(static_cast<std::size_t>(B * (P + n)), 1);
+  for (Index b = 0; b < B; ++b) {
+    for (Index t = 0; t < P; ++t) (*m)[static_cast<std::size_t>(b * (P + n) + t)] = h.mask ? (*h.mask)[static_cast<std::size_t>(b * P + t)] : 1;
+    for (Index t = 0; t < n; ++t) (*m)[static_cast<std::size_t>(b * (P + n) + P + t)] = now.mask ? (*now.mask)[static_cast<std::size_t>(b * n + t)] : 1;
+  }
+  return m;
+}
+
+// The call site's past steps, checked against this step's rows (B, n, w); null before its first step.
+Value* stream_past(const RunContext& ctx, const Op* op, int site, const Value& now) {
+  const auto it = ctx.stream->history.find({op, site});
+  if (it == ctx.stream->history.end()) return nullptr;
+  Value& h = it->second;
+  if (h.shape.size() != 3 || h.shape[0] != now.shape[0] || h.shape[2] != now.shape[2])
+    fail(Code::shape, "layer '", op->name, "' (", op->class_name, "): the stream's past steps have shape ", shape_string(h.shape),
+         ", this step ", shape_string(now.shape));
+  return &h;
 }
 
 // Causal streaming: the call site's history (every past step's keys/values rows, with the value
 // mask when there is one) with this step's rows (B, n, w) appended. The caller stores it back once
 // the step has run, so that a step it refuses leaves the stream as it was.
 Value with_history(const RunContext& ctx, const Op* op, int site, Value now) {
-  const auto it = ctx.stream->history.find({op, site});
-  if (it == ctx.stream->history.end()) return now;
-  const Value& h = it->second;
-  const Index B = now.shape[0], n = now.shape[1], w = now.shape[2];
-  if (h.shape.size() != 3 || h.shape[0] != B || h.shape[2] != w)
-    fail(Code::shape, "layer '", op->name, "' (", op->class_name, "): the stream's past steps have shape ", shape_string(h.shape),
-         ", this step ", shape_string(now.shape));
-  const Index P = h.shape[1];
+  Value* h = stream_past(ctx, op, site, now);
+  if (!h) return now;
+  download_to_host(*h);  // kept on a GPU by an earlier step
+  const Index B = now.shape[0], n = now.shape[1], w = now.shape[2], P = h->shape[1];
   Value all = make_value({B, P + n, w}, op->class_name.c_str());
-  join_values({&h, &now}, 1, all);
-  if (h.mask || now.mask) {
-    auto m = std::make_shared<std::vector<std::uint8_t>>(static_cast<std::size_t>(B * (P + n)), 1);
-    for (Index b = 0; b < B; ++b) {
-      for (Index t = 0; t < P; ++t) (*m)[static_cast<std::size_t>(b * (P + n) + t)] = h.mask ? (*h.mask)[static_cast<std::size_t>(b * P + t)] : 1;
-      for (Index t = 0; t < n; ++t) (*m)[static_cast<std::size_t>(b * (P + n) + P + t)] = now.mask ? (*now.mask)[static_cast<std::size_t>(b * n + t)] : 1;
-    }
-    all.mask = std::move(m);
-  }
+  join_values({h, &now}, 1, all);
+  all.mask = joined_mask(*h, now);
   return all;
+}
+
+// The same on the run's GPU, where the joined steps stay for the next step. A past the host holds
+// (the stream stepped on the CPU, or came from a snapshot) goes up once.
+std::optional<Value> with_history_on_device(RunContext& ctx, const Op* op, int site, Value now) {
+  const Value* past = stream_past(ctx, op, site, now);
+  if (!past) return now;
+  DeviceRun& dev = *ctx.device;
+  Value h = *past;  // the stream keeps its own until the step has run
+  if (h.device && h.device->buffer->ordinal() != dev.ordinal()) {  // kept on another GPU
+    download_to_host(h);
+    h.device.reset();
+  }
+  const std::string what = "layer '" + op->name + "' (" + op->class_name + ")";
+  dev.to_device(h, what + ": the stream's past steps");
+  std::vector<Value> out;
+  if (!join_on_device(dev, {&h, &now}, 1, {now.shape[0], h.shape[1] + now.shape[1], now.shape[2]}, what, out))
+    return std::nullopt;
+  out[0].mask = joined_mask(h, now);
+  return std::move(out[0]);
 }
 
 // A causal stream's query step that sees no valid step yet: Keras spreads it over every step of
@@ -87,6 +113,20 @@ Value with_history(const RunContext& ctx, const Op* op, int site, Value now) {
 [[noreturn]] void no_valid_step(const Op& op, Index b, Index t) {
   fail(Code::unsupported, "layer '", op.name, "' (", op.class_name, "): streamed step ", t, " of batch row ", b,
        " attends to no unmasked step so far; Keras spreads such a step over the whole sequence, so run the whole sequence at once");
+}
+
+// A causal stream step on the GPU: the step a CPU run refuses (no_valid_step), refused before the
+// device runs it. `valid(b, i, j)` says whether query i of row b may attend to step j of the Tv
+// joined steps (past ones and this step's Tq).
+template <class Valid>
+void check_each_step_sees_one(const Op& op, Index B, Index Tq, Index Tv, Valid valid) {
+  const Index past = Tv - Tq;
+  for (Index b = 0; b < B; ++b)
+    for (Index i = 0; i < Tq; ++i) {
+      bool any = false;
+      for (Index j = 0; j <= past + i && !any; ++j) any = valid(b, i, j);
+      if (!any) no_valid_step(op, b, past + i);
+    }
 }
 
 // The stream rule both layers share: a query that steps over a key/value that does not is per
@@ -256,33 +296,57 @@ class DenseAttentionOp : public Op {
   }
 
   std::string device_rule() const override { return ""; }
-  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
+  bool forward_device(const CallInputs& in, RunContext& ctx, int site, std::vector<Value>& out) const override {
     const bool causal = causal_ || call_flag(ctx.call, "use_causal_mask");
-    if (declines_causal_step(ctx, causal)) return false;
     const Value& q = *in.main[0];
     const Value& v = *in.main[1];
     const Value& k = in.main.size() > 2 ? *in.main[2] : v;
     check_fit(q, v, k);
-    const Index B = q.shape[0], Tq = q.shape[1], d = q.shape[2], Tv = v.shape[1], dv = v.shape[2];
+    const Index B = q.shape[0], Tq = q.shape[1], d = q.shape[2], dv = v.shape[2];
     DeviceRun& dev = *ctx.device;
+    const std::string what = who_ + " '" + name + "'";
+    // A causal stream attends over its past keys and values too, side by side as forward keeps them.
+    const bool streaming = ctx.stream && ctx.stepped && causal;
+    std::optional<Value> joined;
+    if (streaming) {
+      std::vector<Value> now;
+      if (!join_on_device(dev, {&k, &v}, 2, {B, v.shape[1], d + dv}, what, now)) return false;
+      now[0].mask = v.mask;
+      joined = with_history_on_device(ctx, this, site, std::move(now[0]));
+      if (!joined) return false;
+      const std::vector<std::uint8_t>* kvm = joined->mask.get();
+      const std::vector<std::uint8_t>* qm = in.drop_mask ? nullptr : q.mask.get();
+      const Index Tj = joined->shape[1];
+      check_each_step_sees_one(*this, B, Tq, Tj, [&](Index b, Index i, Index j) {
+        return (qm && !(*qm)[static_cast<std::size_t>(b * Tq + i)]) || !kvm || (*kvm)[static_cast<std::size_t>(b * Tj + j)];
+      });
+    }
+    const Index Tv = joined ? joined->shape[1] : v.shape[1];
     Value y = dev.make({B, Tq, dv}, who_.c_str());
     Value s = dev.make({B, Tq, Tv}, who_.c_str());
     recur_gpu_attention a{};
     a.score = additive_ ? RECUR_GPU_ATTN_ADDITIVE : score_mode_ == "concat" ? RECUR_GPU_ATTN_CONCAT : RECUR_GPU_ATTN_DOT;
-    a.flags = (use_scale_ && !additive_ ? RECUR_GPU_ATTN_SCALE_LOGITS : 0) | (causal ? RECUR_GPU_ATTN_CAUSAL : 0);
+    a.flags = (use_scale_ && !additive_ ? RECUR_GPU_ATTN_SCALE_LOGITS : 0) | (causal ? RECUR_GPU_ATTN_CAUSAL : 0) |
+              (joined ? RECUR_GPU_ATTN_CAUSAL_LAST : 0);
     a.batch = B, a.heads = 1, a.q_steps = Tq, a.v_steps = Tv, a.key_dim = d, a.value_dim = dv;
     a.query = q.device->data(), a.query_stride = d;
-    a.key = k.device->data(), a.key_stride = d;
-    a.value = v.device->data(), a.value_stride = dv;
+    if (joined) {
+      a.key = joined->device->data(), a.key_stride = d + dv;
+      a.value = joined->device->data() + d, a.value_stride = d + dv;
+    } else {
+      a.key = k.device->data(), a.key_stride = d;
+      a.value = v.device->data(), a.value_stride = dv;
+    }
     a.scale = scale_[0], a.concat_weight = concat_weight_;
     // AdditiveAttention's scale per feature (all 1 without use_scale).
     if (additive_) a.feature_scale = weights_.on(dev, {{scale_.data(), scale_.size()}})[0];
     a.host_query_mask = mask_data(in.drop_mask ? nullptr : q.mask.get());
-    a.host_value_mask = mask_data(in.drop_mask ? nullptr : v.mask.get());
+    a.host_value_mask = mask_data(joined ? joined->mask.get() : in.drop_mask ? nullptr : v.mask.get());
     a.scores = s.device->data();
     a.output = y.device->data(), a.output_stride = dv;
-    attention_on_device(dev, a, who_ + " '" + name + "'");
+    attention_on_device(dev, a, what);
     if (q.mask && !in.drop_mask) y.mask = q.mask;
+    if (joined) ctx.stream->history[{this, site}] = std::move(*joined);
     out.clear();
     out.push_back(std::move(y));
     if (call_flag(ctx.call, "return_attention_scores")) out.push_back(std::move(s));
@@ -612,13 +676,18 @@ class MultiHeadAttentionOp : public Op {
   }
 
   std::string device_rule() const override { return ""; }
-  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
-    if (declines_causal_step(ctx, call_flag(ctx.call, "use_causal_mask"))) return false;
+  bool forward_device(const CallInputs& in, RunContext& ctx, int site, std::vector<Value>& out) const override {
     const CallTensors t = call_tensors(in, ctx);
     const Value &q = *t.q, &v = *t.v, &k = *t.k;
     const Value* am = t.am;
     const bool causal = t.causal, scores_out = t.scores_out;
-    const Index B = t.B, Tq = t.Tq, Tv = t.Tv;
+    const bool streaming = ctx.stream && ctx.stepped && causal;
+    // forward checks each streamed step against attention_mask's floats, which live on the GPU.
+    if (streaming && am) {
+      ctx.device->declined = "a stream's causal step with an attention_mask runs on the host";
+      return false;
+    }
+    const Index B = t.B, Tq = t.Tq, Tn = t.Tv;
     const Index H = heads_, HK = H * key_dim_, HV = H * value_dim_, W = HK + HV;
     DeviceRun& dev = *ctx.device;
     const auto w = weights_.on(dev, {{wq_.data(), wq_.size()}, {wk_.data(), wk_.size()}, {wv_.data(), wv_.size()},
@@ -631,21 +700,40 @@ class MultiHeadAttentionOp : public Op {
                                    use_bias_ ? w[static_cast<std::size_t>(part + 4)] : nullptr, n, y, y_stride, err, len);
       });
     };
-    // As forward: the projected query, and the keys and values side by side (B, Tv, HK + HV).
+    // As forward: the projected query, and the keys and values side by side (B, Tv, HK + HV), after
+    // a causal stream's past ones.
     Value Q = dev.make({B, Tq, HK}, "MultiHeadAttention");
-    Value kv = dev.make({B, Tv, W}, "MultiHeadAttention");
+    Value kv = dev.make({B, Tn, W}, "MultiHeadAttention");
     project(q, B * Tq, dq_, 0, HK, Q.device->data(), HK);
-    project(k, B * Tv, dk_, 1, HK, kv.device->data(), W);
-    project(v, B * Tv, dv_, 2, HV, kv.device->data() + HK, W);
-    const auto kvm = kv_mask(v, k, B * Tv);
-    const bool any_mask = kvm || q.mask || causal || am;
+    project(k, B * Tn, dk_, 1, HK, kv.device->data(), W);
+    project(v, B * Tn, dv_, 2, HV, kv.device->data() + HK, W);
+    kv.mask = kv_mask(v, k, B * Tn);
     const bool scale_after = keras3_ && !scores_out && dropout_ == 0.0;
+    if (streaming) {
+      std::optional<Value> joined = with_history_on_device(ctx, this, site, std::move(kv));
+      if (!joined) return false;
+      kv = std::move(*joined);
+      const bool zero_masked = keras3_ && !scale_after;
+      if (!zero_masked) {  // forward's check (see no_valid_step)
+        const std::vector<std::uint8_t>* kvmask = kv.mask.get();
+        const std::vector<std::uint8_t>* qmask = q.mask.get();
+        const Index Tj = kv.shape[1];
+        check_each_step_sees_one(*this, B, Tq, Tj, [&](Index b, Index i, Index j) {
+          return (!qmask || (*qmask)[static_cast<std::size_t>(b * Tq + i)]) &&
+                 (!kvmask || (*kvmask)[static_cast<std::size_t>(b * Tj + j)]);
+        });
+      }
+    }
+    const Index Tv = kv.shape[1];
+    const auto& kvm = kv.mask;
+    const bool any_mask = kvm || q.mask || causal || am;
     Value s = dev.make({B, H, Tq, Tv}, "MultiHeadAttention");
     Value o = dev.make({B, Tq, HV}, "MultiHeadAttention");
     recur_gpu_attention a{};
     a.score = RECUR_GPU_ATTN_DOT;
     a.flags = (scale_after ? RECUR_GPU_ATTN_SCALE_LOGITS : RECUR_GPU_ATTN_PRESCALE_QUERY) | RECUR_GPU_ATTN_QUERY_MASKS_SCORES |
-              (causal ? RECUR_GPU_ATTN_CAUSAL : 0) | (keras3_ || robust_ ? RECUR_GPU_ATTN_REPLACE_MASKED : 0) |
+              (causal ? RECUR_GPU_ATTN_CAUSAL : 0) | (streaming ? RECUR_GPU_ATTN_CAUSAL_LAST : 0) |
+              (keras3_ || robust_ ? RECUR_GPU_ATTN_REPLACE_MASKED : 0) |
               (keras3_ && !scale_after && any_mask ? RECUR_GPU_ATTN_ZERO_MASKED : 0);
     a.batch = B, a.heads = H, a.q_steps = Tq, a.v_steps = Tv, a.key_dim = key_dim_, a.value_dim = value_dim_;
     a.query = Q.device->data(), a.query_stride = HK;
@@ -661,6 +749,7 @@ class MultiHeadAttentionOp : public Op {
     Value y = dev.make({B, Tq, out_}, "MultiHeadAttention");
     project(o, B * Tq, HV, 3, out_, y.device->data(), out_);
     y.mask = q.mask;  // the output mask is the query's
+    if (streaming) ctx.stream->history[{this, site}] = std::move(kv);
     out.clear();
     out.push_back(std::move(y));
     if (scores_out) out.push_back(std::move(s));

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "io/json_int.hpp"
 #include "io/keras_entry.hpp"
@@ -109,6 +110,7 @@ class Conv1DOp : public Op {
     const Index B = x.shape[0], T = x.shape[1];
     Value& past = ctx.stream->history[{static_cast<const Op*>(this), site}];
     if (past.shape != std::vector<Index>{B, span, cin_}) past = make_value({B, span, cin_}, "Conv1D history");
+    download_to_host(past);  // kept on a GPU by an earlier piece
     Value joined = make_value({B, span + T, cin_}, "Conv1D");
     join_values({&past, &x}, 1, joined);
     Value y = convolve(joined, T, 0);
@@ -172,34 +174,56 @@ class Conv1DOp : public Op {
     return y;
   }
   std::string device_rule() const override { return ""; }
-  // What forward convolves whole (a streamed piece that joins its history runs on the host):
-  // convolve's loops, one output element per device thread; the separable kind's pointwise step is
-  // a second, 1-tap convolution of the depthwise result, as convolve does it.
-  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
-    if (ctx.stream && ctx.stepped && k_ > 1) {
-      ctx.device->declined = "a stream's causal convolution joins the step with its past steps on the host";
-      return false;
-    }
+  // What forward convolves, whole or a streamed piece after its past: convolve's loops, one output
+  // element per device thread; the separable kind's pointwise step is a second, 1-tap convolution
+  // of the depthwise result, as convolve does it.
+  bool forward_device(const CallInputs& in, RunContext& ctx, int site, std::vector<Value>& out) const override {
     const Value& x = *in.main[0];
     const Index B = x.shape[0], T = x.shape[1];
     if (x.shape[2] != cin_) return false;
-    const auto geo = geometry(T);  // (no structured binding: C++17 lambdas cannot capture one)
+    DeviceRun& dev = *ctx.device;
+    const std::string what = who_ + " '" + name + "'";
+    // A streamed piece of a causal convolution, as forward: after the last `span` steps the stream
+    // has seen (zeros before the first), which stay on the GPU for the next piece.
+    const Index span = static_cast<Index>(k_ - 1) * d_;
+    std::optional<Value> joined;
+    if (ctx.stream && ctx.stepped && span > 0) {
+      Value past;
+      const auto it = ctx.stream->history.find({static_cast<const Op*>(this), site});
+      if (it != ctx.stream->history.end() && it->second.shape == std::vector<Index>{B, span, cin_}) {
+        past = it->second;  // the stream keeps its own until the step has run
+        if (past.device && past.device->buffer->ordinal() != dev.ordinal()) {  // kept on another GPU
+          download_to_host(past);
+          past.device.reset();
+        }
+        dev.to_device(past, what + ": the stream's past steps");
+      } else {
+        std::vector<Value> zeros;
+        if (!elementwise_on_device(dev, RECUR_GPU_OP_COPY, {FoldArg{}}, {B, span, cin_}, what, zeros)) return false;
+        past = std::move(zeros[0]);
+      }
+      std::vector<Value> parts;
+      if (!join_on_device(dev, {&past, &x}, 1, {B, span + T, cin_}, what, parts)) return false;
+      joined = std::move(parts[0]);
+    }
+    const Value& src = joined ? *joined : x;
+    const Index Ts = src.shape[1];
+    // (No structured binding: C++17 lambdas cannot capture one.)
+    const auto geo = joined ? std::make_pair(T, Index{0}) : geometry(T);
     const Index To = geo.first, pad = geo.second;
     if (To <= 0) return false;  // forward fails with its message
-    DeviceRun& dev = *ctx.device;
     const auto w = weights_.on(dev, {{kernel_.data(), kernel_.size()},
                                      {pointwise_.data(), pointwise_.size()},
                                      {bias_.data(), bias_.size()}});
     const float* bias = use_bias_ ? w[2] : nullptr;
     const auto act = static_cast<std::int32_t>(act_.kind), hs = static_cast<std::int32_t>(act_.hard_sigmoid);
-    const std::string what = who_ + " '" + name + "'";
     const bool separable = kind_ == ConvKind::separable;
     Value y = dev.make({B, To, outputs()}, who_.c_str());
     Value z = separable ? dev.make({B, To, cout_}, who_.c_str()) : Value{};
     const float* conv_bias = separable ? nullptr : bias;
     const std::int32_t conv_act = separable ? static_cast<std::int32_t>(Activation::linear) : act;
     dev.call(what, [&](char* err, std::size_t len) {
-      return dev.table().conv1d(dev.ordinal(), x.device->data(), B, T, cin_, w[0], k_, cgroups_, cout_, conv_bias, s_, d_, pad,
+      return dev.table().conv1d(dev.ordinal(), src.device->data(), B, Ts, cin_, w[0], k_, cgroups_, cout_, conv_bias, s_, d_, pad,
                                 To, conv_act, hs, (separable ? z : y).device->data(), err, len);
     });
     if (separable)
@@ -207,6 +231,12 @@ class Conv1DOp : public Op {
         return dev.table().conv1d(dev.ordinal(), z.device->data(), B, To, cout_, w[1], 1, 1, filters_, bias, 1, 1, 0, To, act,
                                   hs, y.device->data(), err, len);
       });
+    if (joined) {
+      std::optional<Value> kept = dev.gather(*joined, {B, span, cin_}, {(span + T) * cin_, cin_, 1}, T * cin_,
+                                             {B, span, cin_}, what);
+      if (!kept) return false;
+      ctx.stream->history[{static_cast<const Op*>(this), site}] = std::move(*kept);
+    }
     out = {std::move(y)};  // no mask passes (as forward)
     return true;
   }

@@ -5,6 +5,7 @@
 #include <climits>
 
 #include "io/keras_entry.hpp"
+#include "model/device_run.hpp"
 #include "recur/error.hpp"
 
 namespace recur::graph {
@@ -88,6 +89,10 @@ std::shared_ptr<Op> make_op(const json& entry, const BuildContext& ctx, const st
 void StreamStates::reset() {  // the next step starts each state afresh
   states.clear();
   history.clear();
+}
+
+void StreamStates::history_to_host() {
+  for (auto& [key, v] : history) download_to_host(v);
 }
 
 int StreamStates::scope(const Op* model, int site, std::size_t nodes) {
