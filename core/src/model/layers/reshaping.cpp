@@ -82,29 +82,36 @@ class FlattenOp : public Op {
   std::vector<Value> forward(const CallInputs& in, RunContext&, int) const override {
     const Value& x = *in.main[0];
     Value y;
-    if (channels_first_ && x.shape.size() > 2) {
-      std::vector<int> perm{0};
-      for (int i = 2; i < static_cast<int>(x.shape.size()); ++i) perm.push_back(i);
-      perm.push_back(1);
-      y = permute(x, perm);
-    } else {
-      y.data = x.data;
-    }
-    y.shape = {x.shape[0], x.shape.size() == 1 ? 1 : product(x.shape, 1)};
+    if (channels_first_ && x.shape.size() > 2) y = permute(x, channels_last_order(x));
+    else y.data = x.data;
+    y.shape = flat_shape(x);
     return {std::move(y)};
   }
-  std::string device_rule() const override {
-    return channels_first_ ? "recur has no GPU kernel for Flatten(data_format='channels_first') (a transpose)" : "";
-  }
-  bool follows_inputs() const override { return true; }  // a view, as Reshape
-  bool forward_device(const CallInputs& in, RunContext&, int, std::vector<Value>& out) const override {
+  std::string device_rule() const override { return ""; }
+  bool follows_inputs() const override { return true; }  // a view (or a transpose), as Reshape
+  bool forward_device(const CallInputs& in, RunContext& ctx, int, std::vector<Value>& out) const override {
     const Value& x = *in.main[0];
-    if (channels_first_ && x.shape.size() > 2) return false;  // a transpose, which runs on the host
-    out = {DeviceRun::view(x, 0, {x.shape[0], x.shape.size() == 1 ? 1 : product(x.shape, 1)})};
+    if (channels_first_ && x.shape.size() > 2) {  // the transpose as a strided read, then the view
+      const std::vector<int> perm = channels_last_order(x);
+      if (!gather_on_device(ctx, x, transpose_read(x.shape, perm), transposed_shape(x.shape, perm), "Flatten '" + name + "'",
+                            out))
+        return false;
+      out[0] = DeviceRun::view(out[0], 0, flat_shape(x));
+      return true;
+    }
+    out = {DeviceRun::view(x, 0, flat_shape(x))};
     return true;
   }
 
  private:
+  // channels_first: the channels axis moved last before flattening, as Keras does.
+  static std::vector<int> channels_last_order(const Value& x) {
+    std::vector<int> perm{0};
+    for (int i = 2; i < static_cast<int>(x.shape.size()); ++i) perm.push_back(i);
+    perm.push_back(1);
+    return perm;
+  }
+  static std::vector<Index> flat_shape(const Value& x) { return {x.shape[0], x.shape.size() == 1 ? 1 : product(x.shape, 1)}; }
   bool channels_first_;
 };
 
