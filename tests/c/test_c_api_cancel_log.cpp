@@ -37,14 +37,7 @@ Options make_options() {
 }
 
 recur_tensor tensor(const char* name, const float* data, size_t length, std::vector<int64_t> dims) {
-  recur_tensor t;
-  EXPECT_RECUR_OK(recur_tensor_init(&t, RECUR_TENSOR_VERSION));
-  t.name = name;
-  t.data = data;
-  t.length = length;
-  t.rank = static_cast<int32_t>(dims.size());
-  for (size_t i = 0; i < dims.size(); ++i) t.dims[i] = dims[i];
-  return t;
+  return rt::tensor(name, RECUR_DTYPE_FLOAT32, data, length, std::move(dims));
 }
 
 recur_output output(const char* name, std::vector<float>& buf) {
