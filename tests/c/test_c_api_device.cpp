@@ -1150,8 +1150,8 @@ std::vector<uint8_t> save_stream(const recur_model_state* st) {
 
 // The causal stream steps of the attention layers and the 1D convolutions keep their past keys,
 // values and steps on the GPU: a step copies its inputs up and its outputs down, nothing else, and
-// such a stream saves, steps beside others in one call and moves to the CPU as the same stream
-// stepped on the CPU does.
+// such a stream saves, steps beside others in one call (on the GPU too) and moves to the CPU as the
+// same stream stepped on the CPU does.
 TEST(CApiDeviceGpu, CausalStreamsKeepTheirPastOnTheDevice) {
   RECUR_SKIP_WITHOUT_FILES();
   SKIP_WITHOUT_GPU();
@@ -1235,7 +1235,13 @@ TEST(CApiDeviceGpu, CausalStreamsKeepTheirPastOnTheDevice) {
     out.data = y.data();
     out.capacity = y.size();
     recur_model_state* pair[2] = {r0.get(), r1.get()};
-    ASSERT_RECUR_OK(recur_model_states_step_named(pair, 2, &tin, 1, &out, 1, nullptr));
+    recur_status rc = RECUR_OK;
+    const std::vector<std::string> batched =
+        runs_heard_in([&] { rc = recur_model_states_step_named(pair, 2, &tin, 1, &out, 1, nullptr); });
+    ASSERT_EQ(rc, RECUR_OK) << recur_last_error();
     EXPECT_LE(max_diff(y, want), kGpuTolerance);
+    // One run on the GPU for both (their pasts joined on the host go up with the batch).
+    ASSERT_EQ(batched.size(), 1u);
+    EXPECT_NE(batched[0].find("1 download(s) [model output"), std::string::npos) << batched[0];
   }
 }

@@ -1970,6 +1970,7 @@ void ModelStream::step_named_many(const std::vector<ModelStream*>& streams, cons
     gather_states(g.members, g.rows, *g.batched);
     graph::RunContext ctx;
     ctx.stream = g.batched;
+    GpuRun gpu(s.device_pool(), ctx);  // a model on a GPU steps the batch there
     if (groups.size() == 1) {
       g.vals = s.graph->run(in, ctx);
     } else {
@@ -1977,6 +1978,7 @@ void ModelStream::step_named_many(const std::vector<ModelStream*>& streams, cons
       for (const Value& v : in) part.push_back(rows_of(v, g.row, g.rows, total));
       g.vals = s.graph->run(part, ctx);
     }
+    gpu.done(s.path);
     for (std::size_t k = 0; k < outputs.size(); ++k) {
       const Value& v = g.vals[idx[k]];
       const std::vector<Index>& d = dims[idx[k]];
