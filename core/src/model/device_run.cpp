@@ -119,7 +119,11 @@ Value DeviceRun::view(const Value& v, std::int64_t offset, std::vector<Index> sh
 }
 
 void DeviceRun::to_device(Value& v, const std::string& why) {
-  if (v.device) return;
+  if (v.device && v.device->buffer->ordinal() == ordinal()) return;
+  if (v.device) {  // on another GPU (a stream's past, kept since the model moved): through the host
+    download_to_host(v);
+    v.device.reset();
+  }
   if (v.strings) fail(Error::Code::unsupported, why, ": strings cannot go to the GPU");
   Value d = make(v.shape, "an upload to the GPU");
   if (d.device->floats != static_cast<std::int64_t>(v.data.size()))

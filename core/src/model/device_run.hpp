@@ -71,7 +71,7 @@ class DeviceRun {
                               Index base, std::vector<Index> shape, const std::string& what);
   // A view of `floats` floats at `offset` of v's device array, with this shape.
   static Value view(const Value& v, std::int64_t offset, std::vector<Index> shape);
-  // Puts v's floats on the device (an upload when it has none there yet).
+  // Puts v's floats on the device (an upload when it has none there yet, or has them on another GPU).
   void to_device(Value& v, const std::string& why);
   // Puts v's floats on the host (a download when they live only on the device).
   void to_host(Value& v, const std::string& why);

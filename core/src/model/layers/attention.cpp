@@ -95,10 +95,6 @@ std::optional<Value> with_history_on_device(RunContext& ctx, const Op* op, int s
   if (!past) return now;
   DeviceRun& dev = *ctx.device;
   Value h = *past;  // the stream keeps its own until the step has run
-  if (h.device && h.device->buffer->ordinal() != dev.ordinal()) {  // kept on another GPU
-    download_to_host(h);
-    h.device.reset();
-  }
   const std::string what = "layer '" + op->name + "' (" + op->class_name + ")";
   dev.to_device(h, what + ": the stream's past steps");
   std::vector<Value> out;

@@ -192,10 +192,6 @@ class Conv1DOp : public Op {
       const auto it = ctx.stream->history.find({static_cast<const Op*>(this), site});
       if (it != ctx.stream->history.end() && it->second.shape == std::vector<Index>{B, span, cin_}) {
         past = it->second;  // the stream keeps its own until the step has run
-        if (past.device && past.device->buffer->ordinal() != dev.ordinal()) {  // kept on another GPU
-          download_to_host(past);
-          past.device.reset();
-        }
         dev.to_device(past, what + ": the stream's past steps");
       } else {
         std::vector<Value> zeros;
