@@ -4,7 +4,8 @@
 // calls for the streaming shape. Prints wall time and the process's CPU time (getrusage) per call:
 // on a machine shared with other work the CPU time is the steadier of the two.
 //
-//   precision_bench [reps]     (RECUR_CPU_KERNELS picks the kernel set, as for any recur program)
+//   precision_bench [reps [shape ...]]   (shapes: batch, large, stream256; default all five reps
+//                                         of each; RECUR_CPU_KERNELS picks the kernel set)
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "recur/recur.h"
@@ -41,7 +43,7 @@ struct Timing {
   double wall, cpu;  // seconds per call, the best of the repetitions
 };
 
-Timing measure(recur_layer* layer, const Shape& s, int reps) {
+Timing measure(recur_layer* layer, const Shape& s, long reps) {
   std::vector<float> x(static_cast<std::size_t>(s.batch) * s.timesteps * s.features);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = float((i * 2654435761u) % 2001) / 1000.0f - 1.0f;
   std::vector<float> y(static_cast<std::size_t>(s.batch) * s.units * (s.stream ? 1 : 1));
@@ -61,7 +63,7 @@ Timing measure(recur_layer* layer, const Shape& s, int reps) {
   };
   once();  // warm-up: packs, allocations
   Timing best{1e30, 1e30};
-  for (int r = 0; r < reps; ++r) {
+  for (long r = 0; r < reps; ++r) {
     const double c0 = cpu_seconds();
     const auto w0 = std::chrono::steady_clock::now();
     once();
@@ -77,16 +79,33 @@ Timing measure(recur_layer* layer, const Shape& s, int reps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int reps = argc > 1 ? std::atoi(argv[1]) : 5;
   const Shape shapes[] = {{"batch", 32, 100, 64, 256, false},
                           {"large", 64, 50, 512, 1024, false},
                           {"stream256", 1, 1, 256, 256, true}};
+  char* end = nullptr;
+  const long reps = argc > 1 ? std::strtol(argv[1], &end, 10) : 5;
+  bool known = true;
+  for (int i = 2; i < argc; ++i)
+    known = known && std::any_of(std::begin(shapes), std::end(shapes),
+                                 [&](const Shape& s) { return std::strcmp(s.name, argv[i]) == 0; });
+  if (reps < 1 || reps > 1000 || (argc > 1 && *end != '\0') || !known) {
+    std::fprintf(stderr, "usage: precision_bench [reps [shape ...]]: reps 1 to 1000 (default 5); shapes among "
+                         "batch, large, stream256 (default all)\n");
+    return 2;
+  }
+  auto wanted = [&](const Shape& s) {
+    if (argc <= 2) return true;
+    for (int i = 2; i < argc; ++i)
+      if (std::strcmp(s.name, argv[i]) == 0) return true;
+    return false;
+  };
   // The large shape's orthogonal recurrent initializer is a QR past the default init-work limit.
   check(recur_set_limit(RECUR_LIMIT_INIT_WORK, uint64_t(1) << 36));
   std::printf("kernels: %s\n", recur_cpu_kernels());
   std::printf("%-10s %-5s %-8s %12s %12s %9s %9s\n", "shape", "layer", "precision", "wall ms", "cpu ms", "x wall",
               "x cpu");
   for (const Shape& s : shapes)
+    if (wanted(s))
     for (int32_t type : {RECUR_LAYER_GRU, RECUR_LAYER_LSTM}) {
       recur_layer_options o;
       check(recur_layer_options_init(&o, RECUR_LAYER_OPTIONS_VERSION));

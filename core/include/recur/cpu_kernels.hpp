@@ -125,6 +125,10 @@ const KernelSet& cpu_kernels();
 std::string cpu_kernels_reason();
 // Every set this build has that the CPU can run, best first (for the tests).
 const KernelSet* const* runnable_kernel_sets(int* count);
+// The same sets as runnable_kernel_sets(), in the same order, without the upgrades that CPU
+// extensions give them (int8 with VNNI or sdot, bf16 with AVX512_BF16): the paths a CPU of the
+// same set without those extensions runs, for the tests.
+const KernelSet* const* plain_kernel_sets(int* count);
 // Makes `name` the set cpu_kernels() returns from now on; false when this CPU cannot run it.
 // Only for tests: layers made before keep the layout of the set they were made with.
 bool select_kernels(const char* name);

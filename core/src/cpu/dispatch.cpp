@@ -37,6 +37,9 @@ struct Sets {
   KernelSet all[3];
   const KernelSet* runnable[3];
   int count = 0;
+  // The runnable sets before the extensions below upgraded them: what a CPU without those runs.
+  KernelSet plain[3];
+  const KernelSet* plain_runnable[3];
 
   Sets() {
     int n = 0;
@@ -46,21 +49,29 @@ struct Sets {
     const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
     all[n] = make_set("avx512", avx512::fill_gemm, avx512::fill_gates, avx512::fill_int8);
+    plain[n] = all[n];
     // The int8 GEMM's dot products: vpdpbusd where the CPU has AVX-512 VNNI.
     if (avx512 && __builtin_cpu_supports("avx512vnni")) avx512vnni::fill_int8(all[n]);
     if (avx512 && __builtin_cpu_supports("avx512bf16")) avx512bf16::fill_bf16(all[n]);
-    if (avx512) runnable[count++] = &all[n];
+    if (avx512) add(n);
     ++n;
     all[n] = make_set("avx2", avx2::fill_gemm, avx2::fill_gates, avx2::fill_int8);
-    if (avx2) runnable[count++] = &all[n];
+    plain[n] = all[n];
+    if (avx2) add(n);
     ++n;
 #endif
     all[n] = make_set(RECUR_STR(RECUR_BASELINE_KERNELS), RECUR_BASELINE_KERNELS::fill_gemm,
                       RECUR_BASELINE_KERNELS::fill_gates, RECUR_BASELINE_KERNELS::fill_int8);
+    plain[n] = all[n];
 #if defined(RECUR_HAVE_NEONDOT_KERNELS)
     // The int8 GEMM's dot products: sdot where the CPU has the dot-product extension.
     if (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) neondot::fill_int8(all[n]);
 #endif
+    add(n);
+  }
+
+  void add(int n) {
+    plain_runnable[count] = &plain[n];
     runnable[count++] = &all[n];
   }
 };
@@ -119,6 +130,11 @@ std::string cpu_kernels_reason() {
 const KernelSet* const* runnable_kernel_sets(int* count) {
   *count = sets().count;
   return sets().runnable;
+}
+
+const KernelSet* const* plain_kernel_sets(int* count) {
+  *count = sets().count;
+  return sets().plain_runnable;
 }
 
 bool select_kernels(const char* name) {
