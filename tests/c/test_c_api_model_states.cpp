@@ -467,6 +467,52 @@ TEST(CApiModelStates, AFailedCallLeavesEveryStreamAsItWas) {
   }
 }
 
+// More rows than one batch of the CPU takes (256): states of 200 and 100 rows run as two batches.
+// A call that fails after the first batch ran leaves both streams as they were, and the calls after
+// it give what streams that never saw it give, bit for bit.
+TEST(CApiModelStates, AFailureInALaterBatchLeavesEveryStreamAsItWas) {
+  RECUR_SKIP_WITHOUT_FILES();
+  Fixture f;
+  std::string why;
+  ASSERT_TRUE(open_fixture(kGraphs + "conv_stream/keras3/causal_conv_with_ids.keras", f, why)) << why;
+  std::vector<rt::Stream> mine, ref;
+  for (std::vector<rt::Stream>* set : {&mine, &ref})
+    for (int32_t b : {200, 100}) {
+      recur_model_state* s = nullptr;
+      ASSERT_EQ(recur_model_state_create(&s, f.model.get(), b), RECUR_OK) << recur_last_error();
+      set->emplace_back(s);
+    }
+  recur_model_state* both[2] = {mine[0].get(), mine[1].get()};
+  recur_model_state* ref_both[2] = {ref[0].get(), ref[1].get()};
+  const int32_t ni = static_cast<int32_t>(f.inputs.size());
+  for (int call = 0; call < 4; ++call) {
+    const StepData d = make_step(f, 300, 1 + call % 2, static_cast<uint32_t>(call + 31), false);
+    const std::vector<recur_tensor> in = tensors(f, d);
+    std::vector<std::vector<float>> got, want;
+    std::vector<recur_output> out = outputs_for(f, got, [&](recur_output* o, int32_t n) {
+      return recur_model_states_output_shapes(both, 2, in.data(), ni, o, n);
+    });
+    std::vector<recur_output> ref_out = outputs_for(f, want, [&](recur_output* o, int32_t n) {
+      return recur_model_states_output_shapes(ref_both, 2, in.data(), ni, o, n);
+    });
+    ASSERT_FALSE(out.empty());
+    const int32_t no = static_cast<int32_t>(out.size());
+    if (call > 0) {
+      const std::size_t ids = f.inputs[0].ids ? 0 : 1;
+      StepData bad = d;
+      bad.ids[ids].back() = 1 << 20;  // the last row: the second state's, in the second batch
+      const std::vector<recur_tensor> bad_in = tensors(f, bad);
+      EXPECT_RECUR_ERR(recur_model_states_step_named(both, 2, bad_in.data(), ni, out.data(), no, nullptr),
+                       RECUR_ERR_INVALID_ARGUMENT, "token id 1048576");
+    }
+    ASSERT_EQ(recur_model_states_step_named(both, 2, in.data(), ni, out.data(), no, nullptr), RECUR_OK)
+        << recur_last_error();
+    ASSERT_EQ(recur_model_states_step_named(ref_both, 2, in.data(), ni, ref_out.data(), no, nullptr), RECUR_OK)
+        << recur_last_error();
+    for (std::size_t k = 0; k < got.size(); ++k) EXPECT_EQ(got[k], want[k]) << "call " << call << " output " << k;
+  }
+}
+
 }  // namespace
 
 namespace {

@@ -1700,6 +1700,11 @@ namespace {
 
 using graph::StreamStates;
 
+// The rows of one batch of streams on the CPU. Measured on Zen 4 (1 MB L2) with GRU(64) and
+// LSTM(64): 4096 streams in one batch 3.28 us per stream-step, in batches of 128 to 1024 rows
+// 2.45-2.84 us; 256 streams the same either way (1.33 us).
+constexpr Index kCpuRowsPerBatch = 256;
+
 // Whether two streams' states can ride in one batch: the same call sites with states of the same
 // sizes, and causal histories of the same length (all axes but the batch).
 bool same_layout(const StreamStates& a, const StreamStates& b) {
@@ -1941,7 +1946,8 @@ void ModelStream::step_named_many(const std::vector<ModelStream*>& streams, cons
   s.shape_outputs(idx, dims, outputs, true);
 
   // Groups of consecutive streams whose states line up (after their first step, all of them); a
-  // model with a fixed batch steps each stream alone.
+  // model with a fixed batch steps each stream alone. On the CPU a group stops at
+  // kCpuRowsPerBatch rows, so that its layers' intermediate values stay in the core's L2.
   bool fixed = false;
   for (const Spec& sp : s.graph->input_specs) fixed = fixed || sp.dims[0] >= 0;
   struct Group {
@@ -1952,9 +1958,11 @@ void ModelStream::step_named_many(const std::vector<ModelStream*>& streams, cons
   };
   std::vector<Group> groups;
   Index row = 0;
+  const bool on_cpu = !s.device_pool();
   for (std::size_t i = 0; i < streams.size(); ++i) {
     StreamStates& st = streams[i]->impl_->states;
-    if (groups.empty() || fixed || !same_layout(*groups.back().members.back(), st)) {
+    if (groups.empty() || fixed || !same_layout(*groups.back().members.back(), st) ||
+        (on_cpu && groups.back().rows + st.batch > kCpuRowsPerBatch)) {
       groups.emplace_back();
       groups.back().row = row;
       std::unique_ptr<StreamStates>& cache = streams[i]->impl_->batch_cache;
