@@ -156,6 +156,80 @@ TEST_P(Allocations, SequenceCallsAllocateNothing) {
   recur_layer_destroy(l);
 }
 
+// Many model streams stepped in one call (recur_model_states_step_named), repeated: the count of
+// allocations does not grow with the number of states in a batch (the graph's values, as one
+// stream's step makes them, and nothing per state), and a call of several CPU batches (256 rows
+// each) makes a batch's allocations per batch, whichever streams lead them.
+// `shift`: each call steps the n states from one further along, so that another stream leads each
+// batch every call.
+long model_streams_allocations(const char* name, const char* out_name, std::vector<recur_model_state*>& states,
+                               int32_t n, int64_t features, bool shift = false) {
+  std::vector<float> x(static_cast<std::size_t>(n * features), 0.25f), y(static_cast<std::size_t>(n) * 64);
+  recur_tensor in;
+  recur_tensor_init(&in, RECUR_TENSOR_VERSION);
+  in.name = name;
+  in.data = x.data();
+  in.length = x.size();
+  in.rank = 3;
+  in.dims[0] = n;
+  in.dims[1] = 1;
+  in.dims[2] = features;
+  recur_output out;
+  recur_output_init(&out, RECUR_OUTPUT_VERSION);
+  out.name = out_name;
+  out.data = y.data();
+  out.capacity = y.size();
+  int calls = 0;
+  auto call = [&] {
+    const std::size_t first = shift ? static_cast<std::size_t>(calls++) : 0;
+    return recur_model_states_step_named(states.data() + first, n, &in, 1, &out, 1, nullptr);
+  };
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(call(), RECUR_OK) << recur_last_error();
+  allocations = 0;
+  counting = true;
+  for (int i = 0; i < 10; ++i) call();
+  counting = false;
+  return allocations.load() / 10;
+}
+
+TEST(ModelStreamAllocations, ARepeatedCallAllocatesNothingPerState) {
+  if (!RECUR_COUNTS_ALLOCATIONS) GTEST_SKIP() << "allocations are not counted in this build (see above)";
+#if !RECUR_TEST_WITH_FILES
+  GTEST_SKIP() << "recur was built without model-file support (RECUR_WITH_FILES=OFF)";
+#else
+  recur_model* m = nullptr;
+  ASSERT_EQ(recur_model_open(&m, RECUR_TEST_STREAMS_MODEL), RECUR_OK) << recur_last_error();
+  const char* name = nullptr;
+  int32_t rank = 0;
+  int64_t dims[RECUR_MAX_RANK] = {0};
+  ASSERT_EQ(recur_model_input(m, 0, &name, &rank, dims, nullptr), RECUR_OK) << recur_last_error();
+  ASSERT_EQ(rank, 3);
+  const int64_t features = dims[2];
+  const char* out_name = nullptr;
+  ASSERT_EQ(recur_model_output(m, 0, &out_name, nullptr, nullptr), RECUR_OK) << recur_last_error();
+  std::vector<recur_model_state*> states(600, nullptr);
+  for (auto& s : states) ASSERT_EQ(recur_model_state_create(&s, m, 1), RECUR_OK) << recur_last_error();
+  const long a16 = model_streams_allocations(name, out_name, states, 16, features);
+  const long a256 = model_streams_allocations(name, out_name, states, 256, features);
+  const long a512 = model_streams_allocations(name, out_name, states, 512, features);
+  const long a600 = model_streams_allocations(name, out_name, states, 600, features);
+  // The batches' states are the model's, not their first stream's: a batch led by another stream
+  // each call reuses them too (and their memory stays bounded whichever streams lead).
+  const long shifted = model_streams_allocations(name, out_name, states, 256, features, true);
+  std::printf("[ measured ] allocations per call: 16 states %ld, 256 %ld, 512 (2 batches) %ld, 600 (3) %ld, 256 "
+              "led by another stream each call %ld\n",
+              a16, a256, a512, a600, shifted);
+  EXPECT_LE(shifted, a256 + 2);
+  EXPECT_GT(a16, 0) << "the counter saw nothing";
+  // (A few buffers take another size path; one per state would be 240 more.)
+  EXPECT_LT(a256 - a16, (256 - 16) / 16) << "a batch of 256 states allocates per state";
+  EXPECT_LE(a512, 2 * a256);
+  EXPECT_LE(a600, 3 * a256);
+  for (auto* s : states) recur_model_state_destroy(s);
+  recur_model_destroy(m);
+#endif
+}
+
 // Small and large shapes (large enough that two threads share a call), with and without masks.
 INSTANTIATE_TEST_SUITE_P(Layers, Allocations,
                          ::testing::Values(Case{RECUR_LAYER_GRU, 64, 32, 1, 10, 1, false},

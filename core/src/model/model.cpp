@@ -123,6 +123,34 @@ struct ModelShared {
   mutable std::mutex stateful_mutex;  // runs of a stateful model, one at a time
   mutable std::mutex layout_mutex;    // guards stream_layout
   mutable std::shared_ptr<const StreamLayout> stream_layout;  // made by the first snapshot
+  // The batched states of step_named_many's batches, kept between calls so that a repeated call
+  // reuses their buffers instead of allocating them; shared by all the model's streams (and
+  // threads), and together at most kBatchCacheRows rows, whichever streams led the batches.
+  static constexpr Index kBatchCacheRows = 16384;
+  mutable std::mutex batch_cache_mutex;
+  mutable std::vector<std::unique_ptr<graph::StreamStates>> batch_caches;
+  // A kept one of `rows` rows if there is one, else any kept one, else a new one.
+  std::unique_ptr<graph::StreamStates> take_batch_cache(Index rows) const {
+    std::lock_guard<std::mutex> lock(batch_cache_mutex);
+    if (batch_caches.empty()) return std::make_unique<graph::StreamStates>();
+    auto it = std::find_if(batch_caches.begin(), batch_caches.end(), [&](const auto& c) { return c->batch == rows; });
+    if (it == batch_caches.end()) it = batch_caches.end() - 1;
+    std::unique_ptr<graph::StreamStates> c = std::move(*it);
+    batch_caches.erase(it);
+    return c;
+  }
+  // Keeps `c` for a later call, unless the kept ones would pass kBatchCacheRows rows.
+  void keep_batch_cache(std::unique_ptr<graph::StreamStates> c) const noexcept {
+    if (!c) return;
+    try {
+      std::lock_guard<std::mutex> lock(batch_cache_mutex);
+      Index rows = c->batch;
+      for (const auto& k : batch_caches) rows += k->batch;
+      if (rows <= kBatchCacheRows) batch_caches.push_back(std::move(c));
+    } catch (...) {
+      // (No room to keep it: it is freed, and a later call makes another.)
+    }
+  }
   // Device memory the graph's runs and its streams' steps reuse while the model is on a GPU (null
   // on the CPU).
   std::shared_ptr<graph::DevicePool> device_pool() const {
@@ -1299,9 +1327,6 @@ struct ModelStream::Impl {
   std::shared_ptr<const ModelShared> shared;
   graph::StreamStates states;
   std::map<Index, std::size_t> outputs_length;  // per step length, so a step infers no shapes
-  // The batched states of step_named_many's group that starts with this stream, kept between
-  // calls so that a repeated call reuses its buffers.
-  std::unique_ptr<graph::StreamStates> batch_cache;
 };
 
 std::unique_ptr<ModelStream> Model::make_stream(Index batch) const {
@@ -1953,10 +1978,18 @@ void ModelStream::step_named_many(const std::vector<ModelStream*>& streams, cons
   struct Group {
     std::vector<StreamStates*> members;
     Index row = 0, rows = 0;
-    StreamStates* batched = nullptr;
+    std::unique_ptr<StreamStates> batched;
     std::vector<Value> vals;
   };
   std::vector<Group> groups;
+  // The batches' states go back to the model's kept ones however the call ends.
+  struct KeepCaches {
+    const ModelShared& s;
+    std::vector<Group>& groups;
+    ~KeepCaches() {
+      for (Group& g : groups) s.keep_batch_cache(std::move(g.batched));
+    }
+  } keep{s, groups};
   Index row = 0;
   const bool on_cpu = !s.device_pool();
   for (std::size_t i = 0; i < streams.size(); ++i) {
@@ -1965,19 +1998,17 @@ void ModelStream::step_named_many(const std::vector<ModelStream*>& streams, cons
         (on_cpu && groups.back().rows + st.batch > kCpuRowsPerBatch)) {
       groups.emplace_back();
       groups.back().row = row;
-      std::unique_ptr<StreamStates>& cache = streams[i]->impl_->batch_cache;
-      if (!cache) cache = std::make_unique<StreamStates>();
-      groups.back().batched = cache.get();
     }
     groups.back().members.push_back(&st);
     groups.back().rows += st.batch;
     row += st.batch;
   }
+  for (Group& g : groups) g.batched = s.take_batch_cache(g.rows);
   // Every group runs before any stream changes: a failure leaves them all as they were.
   for (Group& g : groups) {
     gather_states(g.members, g.rows, *g.batched);
     graph::RunContext ctx;
-    ctx.stream = g.batched;
+    ctx.stream = g.batched.get();
     GpuRun gpu(s.device_pool(), ctx);  // a model on a GPU steps the batch there
     if (groups.size() == 1) {
       g.vals = s.graph->run(in, ctx);
