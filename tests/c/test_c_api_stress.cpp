@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Thread stress through the C ABI, meant to run under ThreadSanitizer as well as in the normal
 // build: many states stepping one shared layer, many streams through one shared model, models
-// opened and destroyed concurrently, errors on every thread at once, and limits read while they
+// opened and destroyed concurrently, many streams stepped in one call from every thread, errors on every thread at once, and limits read while they
 // change. Results are compared with single-threaded runs bit for bit. RECUR_STRESS_STEPS scales
 // the work (default 10000 steps per stream on the layer).
 #include <algorithm>
@@ -108,6 +108,64 @@ TEST(CApiStress, ManyStreamsThroughOneModel) {
     const std::vector<float> want = stream_model(m, k, steps, e);
     ASSERT_EQ(e, "");
     for (int j = k; j < kThreads; j += 4) {
+      ASSERT_EQ(errors[static_cast<size_t>(j)], "") << "thread " << j;
+      EXPECT_EQ(got[static_cast<size_t>(j)], want) << "thread " << j;
+    }
+  }
+  recur_model_destroy(m);
+}
+
+// Steps `n` streams of the model together (recur_model_states_step_named), `steps` calls; returns
+// every call's outputs. Every thread's calls share the model's kept batch copies.
+std::vector<float> stream_many(const recur_model* m, int seed, int n, int steps, std::string& error) {
+  std::vector<recur_model_state*> states(static_cast<size_t>(n), nullptr);
+  for (auto& st : states)
+    if (error.empty() && recur_model_state_create(&st, m, 1) != RECUR_OK) error = recur_last_error();
+  const char *in_name = nullptr, *out_name = nullptr;
+  int32_t rank = 0;
+  int64_t dims[RECUR_MAX_RANK] = {0};
+  if (error.empty() && (recur_model_input(m, 0, &in_name, &rank, dims, nullptr) != RECUR_OK ||
+                        recur_model_output(m, 0, &out_name, nullptr, nullptr) != RECUR_OK))
+    error = recur_last_error();
+  size_t in_len = 0, out_len = 0;
+  if (error.empty() && recur_model_state_lengths(states[0], 1, &in_len, &out_len) != RECUR_OK) error = recur_last_error();
+  std::vector<float> x(in_len * static_cast<size_t>(n)), y(out_len * static_cast<size_t>(n)), all;
+  for (int t = 0; t < steps && error.empty(); ++t) {
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((t * 3 + seed * 5 + static_cast<int>(i)) % 20);
+    std::vector<int64_t> d(dims, dims + rank);
+    d[0] = n;
+    d[1] = 1;
+    const recur_tensor in = rt::tensor(in_name, RECUR_DTYPE_FLOAT32, x.data(), x.size(), d);
+    recur_output out;
+    recur_output_init(&out, RECUR_OUTPUT_VERSION);
+    out.name = out_name;
+    out.data = y.data();
+    out.capacity = y.size();
+    if (recur_model_states_step_named(states.data(), n, &in, 1, &out, 1, nullptr) != RECUR_OK) error = recur_last_error();
+    all.insert(all.end(), y.begin(), y.end());
+  }
+  for (auto* st : states) recur_model_state_destroy(st);
+  return all;
+}
+
+// Threads each stepping a set of streams of one model in one call at a time, all at once (sets of
+// 3, 40 and 300 streams: one, one and two batches on the CPU), against the same sets alone.
+TEST(CApiStress, ManyStreamCallsFromEveryThreadAtOnce) {
+  RECUR_SKIP_WITHOUT_FILES();
+  recur_model* m = nullptr;
+  ASSERT_RECUR_OK(recur_model_open(&m, (kModels + "/keras3/tokens.keras").c_str()));
+  const int sizes[3] = {3, 40, 300};
+  const int steps = std::max(20, stress_steps() / 200);
+  std::vector<std::vector<float>> got(kThreads);
+  std::vector<std::string> errors(kThreads);
+  on_threads(kThreads, [&](int k) {
+    got[static_cast<size_t>(k)] = stream_many(m, k % 3, sizes[k % 3], steps, errors[static_cast<size_t>(k)]);
+  });
+  for (int k = 0; k < 3; ++k) {
+    std::string e;
+    const std::vector<float> want = stream_many(m, k, sizes[k], steps, e);
+    ASSERT_EQ(e, "");
+    for (int j = k; j < kThreads; j += 3) {
       ASSERT_EQ(errors[static_cast<size_t>(j)], "") << "thread " << j;
       EXPECT_EQ(got[static_cast<size_t>(j)], want) << "thread " << j;
     }
