@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../c/c_api_test_util.hpp"
 #include "recur/recur.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -165,15 +166,7 @@ TEST_P(Allocations, SequenceCallsAllocateNothing) {
 long model_streams_allocations(const char* name, const char* out_name, std::vector<recur_model_state*>& states,
                                int32_t n, int64_t features, bool shift = false) {
   std::vector<float> x(static_cast<std::size_t>(n * features), 0.25f), y(static_cast<std::size_t>(n) * 64);
-  recur_tensor in;
-  recur_tensor_init(&in, RECUR_TENSOR_VERSION);
-  in.name = name;
-  in.data = x.data();
-  in.length = x.size();
-  in.rank = 3;
-  in.dims[0] = n;
-  in.dims[1] = 1;
-  in.dims[2] = features;
+  const recur_tensor in = rt::tensor(name, RECUR_DTYPE_FLOAT32, x.data(), x.size(), {n, 1, features});
   recur_output out;
   recur_output_init(&out, RECUR_OUTPUT_VERSION);
   out.name = out_name;
