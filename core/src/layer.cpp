@@ -843,14 +843,7 @@ void Layer::place_state(State& state) const {
   else state.detach_device();
 }
 
-gpu::DeviceState* Layer::resident_state(State& state) const {
-  gpu::DeviceState* d = state.device_state();
-  if (d && d->ordinal() == gpu_->ordinal()) return d;
-  state.detach_device();
-  state.attach_device(std::make_unique<gpu::DeviceState>(gpu_->ordinal(), state.num_states(), state.batch(),
-                                                         state.units()));
-  return state.device_state();
-}
+gpu::DeviceState* Layer::resident_state(State& state) const { return state.resident_on(gpu_->ordinal()); }
 
 void Layer::call_states(State* const* states, std::size_t count, const float* input, std::size_t input_len,
                         const std::uint8_t* mask, std::size_t mask_len, float* output, std::size_t output_len) const {

@@ -75,6 +75,18 @@ void State::detach_device() {
   device_.reset();
 }
 
+gpu::DeviceState* State::resident_on(int ordinal, bool upload) {
+  if (device_ && device_->ordinal() == ordinal) return device_.get();
+  // Allocated first: when the device has no room, the state stays where it was.
+  auto d = std::make_unique<gpu::DeviceState>(ordinal, num_states(), batch_, units_);
+  detach_device();
+  if (upload) d->upload(tensors_, carried_output_);
+  device_ = std::move(d);
+  return device_.get();
+}
+
+void State::drop_device() { device_.reset(); }
+
 void State::sync_to_host() {
   if (device_) device_->download(tensors_, carried_output_);
 }

@@ -50,6 +50,11 @@ class State {
   gpu::DeviceState* device_state() { return device_.get(); }
   void attach_device(std::unique_ptr<gpu::DeviceState> device);  // the copy becomes current
   void detach_device();                                           // downloads, then frees the copy
+  // The copy on GPU `ordinal`, made first when the state lives elsewhere: from the current tensors
+  // when `upload`, else unwritten (the caller fills all of it, or drops it with drop_device()).
+  gpu::DeviceState* resident_on(int ordinal, bool upload = true);
+  // Frees the copy without reading it back: the host tensors become current again.
+  void drop_device();
   // Brings the host tensors up to date (a no-op on the CPU).
   void sync_to_host();
   // The last output of the stream (what a masked step repeats); zeros after reset() or set().
