@@ -37,5 +37,14 @@ extern "C" __attribute__((visibility("default"))) const recur_gpu_plugin* recur_
     uint32_t core_abi_version) {
   return recur::gpu::Plugin<recur::gpu::EmulatorPlatform>::table(core_abi_version, RECUR_PLUGIN_BUILD_ID);
 }
+
+// The bytes the emulator has copied from the host to its "device" and back since it was loaded:
+// tests check with it that a call moves no more than it should (the real plugin has no such count).
+extern "C" __attribute__((visibility("default"))) void recur_gpu_emulator_copied(uint64_t* host_to_device,
+                                                                                   uint64_t* device_to_host) {
+  if (host_to_device) *host_to_device = recur::gpu::HostExec::copied(recur::gpu::Copy::h2d).load();
+  if (device_to_host) *device_to_host = recur::gpu::HostExec::copied(recur::gpu::Copy::d2h).load();
+}
+
 static_assert(std::is_same_v<decltype(&recur_gpu_plugin_entry), recur_gpu_plugin_entry_fn>,
               "the entry point must match gpu_plugin_abi.h");

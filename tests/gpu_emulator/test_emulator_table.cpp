@@ -437,6 +437,48 @@ TEST(GpuEmulatorTable, ModelOps) {
   p->buffer_free(buf);
 }
 
+// copy_blocks (ABI 8) moves blocks of any sizes in one call, empty ones skipped, and refuses
+// what it cannot copy.
+TEST(GpuEmulatorTable, CopyBlocks) {
+  REQUIRE_DEVICE();
+  const recur_gpu_plugin* p = plugin();
+  char err[256] = "";
+  void* buf = nullptr;
+  ASSERT_EQ(p->buffer_alloc(0, 64, &buf, err, sizeof err), RECUR_GPU_OK) << err;
+  float* d = p->buffer_device_pointer(buf);
+  Vec v(64);
+  for (int i = 0; i < 64; ++i) v[i] = static_cast<float>(i);
+  ASSERT_EQ(p->buffer_upload(buf, 0, v.data(), 64, err, sizeof err), RECUR_GPU_OK) << err;
+  // Blocks of 5, 0, 1 and 9 floats from [0, 32) to [32, 64), out of order.
+  const float* src[4] = {d + 10, d + 3, d, d + 20};
+  float* dst[4] = {d + 50, d + 40, d + 33, d + 40};
+  const int64_t counts[4] = {5, 0, 1, 9};
+  ASSERT_EQ(p->copy_blocks(0, src, dst, counts, 4, err, sizeof err), RECUR_GPU_OK) << err;
+  ASSERT_EQ(p->copy_blocks(0, src, dst, counts, 0, err, sizeof err), RECUR_GPU_OK) << err;
+  Vec all(64);
+  ASSERT_EQ(p->buffer_download(buf, 0, all.data(), 64, err, sizeof err), RECUR_GPU_OK) << err;
+  Vec want = v;
+  for (int i = 0; i < 5; ++i) want[50 + i] = v[10 + i];
+  want[33] = v[0];
+  for (int i = 0; i < 9; ++i) want[40 + i] = v[20 + i];
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(all[i], want[i]) << "float " << i;
+
+  auto refused = [&](int rc, const char* what) {
+    EXPECT_EQ(rc, RECUR_GPU_ERR_INVALID) << what;
+    EXPECT_NE(std::string(err).find("copy_blocks"), std::string::npos) << err;
+  };
+  refused(p->copy_blocks(0, src, dst, counts, -1, err, sizeof err), "a negative block count");
+  refused(p->copy_blocks(0, nullptr, dst, counts, 4, err, sizeof err), "no sources");
+  refused(p->copy_blocks(0, src, dst, nullptr, 4, err, sizeof err), "no sizes");
+  const int64_t negative[1] = {-2};
+  refused(p->copy_blocks(0, src, dst, negative, 1, err, sizeof err), "a negative block size");
+  const float* null_src[1] = {nullptr};
+  refused(p->copy_blocks(0, null_src, dst, counts, 1, err, sizeof err), "a null block");
+  ASSERT_EQ(p->buffer_download(buf, 0, all.data(), 64, err, sizeof err), RECUR_GPU_OK) << err;
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(all[i], want[i]) << "float " << i << " after the refusals";
+  p->buffer_free(buf);
+}
+
 // The element-wise ops of ABI 4 round as the CPU's std::max/std::min and operators do (NaN
 // included), and fill writes its value.
 TEST(GpuEmulatorTable, BinaryOpsAndFill) {

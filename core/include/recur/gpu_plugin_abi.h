@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 /* Bump on any change to a struct or function below. */
-#define RECUR_GPU_PLUGIN_ABI_VERSION 7
+#define RECUR_GPU_PLUGIN_ABI_VERSION 8
 #define RECUR_GPU_PLUGIN_ENTRY "recur_gpu_plugin_entry"
 /* The most axes broadcast_op, gather_strided, elementwise and reduce take, the most letters einsum
  * takes and the most inputs elementwise folds. */
@@ -408,6 +408,14 @@ typedef struct recur_gpu_plugin {
 #define RECUR_GPU_REDUCE_ALL 5
   int (*reduce)(int32_t device, int32_t kind, const float *x, int32_t rank, const int64_t *dims, uint32_t axes,
                 float *y, char *err, size_t err_len);
+
+  /* Since ABI 8: many streams' states batched on the device. */
+  /* For each block i < n: counts[i] floats from src[i] to dst[i], all blocks in one launch, queued
+   * in order with the model ops. src, dst and counts are host arrays of n entries; the pointers
+   * they hold are device pointers. No destination may overlap another block's source or
+   * destination. */
+  int (*copy_blocks)(int32_t device, const float *const *src, float *const *dst, const int64_t *counts, int64_t n,
+                     char *err, size_t err_len);
 } recur_gpu_plugin;
 
 #define RECUR_GPU_OP_ADD 0

@@ -5,6 +5,7 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -49,8 +50,15 @@ class HostExec {
   // The staging block as kernels address it: here the same memory.
   static void* device_view(void* staging) { return staging; }
 
-  void copy(void* dst, const void* src, std::size_t bytes, Copy) {
+  void copy(void* dst, const void* src, std::size_t bytes, Copy kind) {
+    if (kind != Copy::d2d) copied(kind).fetch_add(bytes, std::memory_order_relaxed);
     if (bytes && dst != src) std::memmove(dst, src, bytes);
+  }
+
+  // Bytes copied so far from host to "device" and back, for tests that check what crosses.
+  static std::atomic<std::uint64_t>& copied(Copy kind) {
+    static std::atomic<std::uint64_t> up{0}, down{0};
+    return kind == Copy::h2d ? up : down;
   }
 
   void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,

@@ -618,6 +618,37 @@ class Plugin {
     });
   }
 
+  static int copy_blocks(int32_t device, const float* const* src, float* const* dst, const int64_t* counts, int64_t n,
+                         char* err, std::size_t err_len) {
+    return guarded(err, err_len, [&] {
+      check(n >= 0, "copy_blocks: negative block count");
+      if (n == 0) return;
+      check(src && dst && counts, "copy_blocks: null argument");
+      // The blocks go up as one host array (pageable: the copy has read it when it returns):
+      // sources, destinations, then the running totals.
+      static_assert(sizeof(float*) == sizeof(int64_t), "device pointers travel as 64-bit words");
+      std::vector<int64_t> up(static_cast<std::size_t>(3 * n + 1));
+      int64_t k = 0, total = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        check(counts[i] >= 0 && counts[i] <= (int64_t(1) << 40), "copy_blocks: a block size out of range");
+        if (counts[i] == 0) continue;
+        check(src[i] && dst[i], "copy_blocks: null block pointer");
+        std::memcpy(&up[static_cast<std::size_t>(k)], &src[i], sizeof(int64_t));
+        std::memcpy(&up[static_cast<std::size_t>(n + k)], &dst[i], sizeof(int64_t));
+        up[static_cast<std::size_t>(2 * n + k)] = total;
+        total += counts[i];
+        ++k;
+      }
+      if (k == 0) return;
+      up[static_cast<std::size_t>(2 * n + k)] = total;
+      Exec ex(device, nullptr);
+      auto* dev = static_cast<int64_t*>(ex.scratch(up.size() * sizeof(int64_t)));
+      ex.copy(dev, up.data(), up.size() * sizeof(int64_t), Copy::h2d);
+      ex.for_each(total, CopyBlocks{reinterpret_cast<const float* const*>(dev), reinterpret_cast<float* const*>(dev + n),
+                                    dev + 2 * n, k});
+    });
+  }
+
   // ---- normalization and activation layers with arguments (implementations)
 
   static int normalize(int32_t device, int32_t kind, const float* x, int64_t batch, int64_t positions,
@@ -1043,6 +1074,7 @@ class Plugin {
         &einsum,
         &elementwise,
         &reduce,
+        &copy_blocks,
     };
     return &t;
   }

@@ -847,6 +847,24 @@ struct Copy2d {
   }
 };
 
+// Element i of n blocks laid end to end (`starts`: n + 1 running totals of their sizes, none
+// empty): its block found by binary search, so that one launch copies blocks of any sizes.
+struct CopyBlocks {
+  const float* const* src;
+  float* const* dst;
+  const int64_t* starts;
+  int64_t n;
+  RECUR_HD void operator()(int64_t i) const {
+    int64_t lo = 0, hi = n;  // the block k with starts[k] <= i < starts[k + 1]
+    while (hi - lo > 1) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (starts[mid] <= i) lo = mid;
+      else hi = mid;
+    }
+    dst[lo][i - starts[lo]] = src[lo][i - starts[lo]];
+  }
+};
+
 template <class Exec>
 void activate_rows(Exec& ex, float* data, int64_t rows, int64_t cols, int32_t act, int32_t hs, const float* bias) {
   if (is_row_activation(act)) {
