@@ -5,7 +5,10 @@
 // call that fails leaves every stream as it was.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -549,14 +552,80 @@ TEST(CApiModelStates, AModelWithAFixedBatchTakesOneStatePerCall) {
 namespace {
 
 // On a GPU (the real plugin, or the CPU-only emulator of it in the c_api_device_gpu_emulator
-// test) the states live on the device between steps: batching them moves them through the host.
+// test) the states live on the device between steps, and a batch of streams gathers and scatters
+// them there; causal pasts, and the states of layers that run on the CPU (ConvLSTM1D), go through
+// the host.
 TEST(CApiDeviceModelStates, ManyStatesOnTheGpuMatchStepsOneByOne) {
   int32_t n = 0;
   ASSERT_EQ(recur_device_count(&n), RECUR_OK);
   if (n == 0) GTEST_SKIP() << "no GPU backend can run here";
-  for (const char* file : {"keras3/masking_functional.keras", "keras3/multi_io.keras", "conv_stream/keras3/tcn_lstm.keras"}) {
+  for (const char* file : kFiles) {
     std::string why;
     EXPECT_GE(compare(file, {1, 2, 3}, {1, 2, 1}, false, 1, why, "cuda"), 0.0) << file << ": " << why;
+  }
+}
+
+// What the emulator has copied each way (bytes); null where the plugin is another (the real one
+// counts nothing).
+using CopiedFn = void (*)(uint64_t*, uint64_t*);
+CopiedFn emulator_copies() {
+  const char* path = std::getenv("RECUR_CUDA_PLUGIN");
+  void* h = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+  return h ? reinterpret_cast<CopiedFn>(dlsym(h, "recur_gpu_emulator_copied")) : nullptr;
+}
+
+// A steady batch of streams on the GPU brings down its outputs and nothing else: each stream's
+// states stay on the device, and the batch is gathered and scattered there. (Their numbers are
+// ManyStatesOnTheGpuMatchStepsOneByOne's.)
+TEST(CApiDeviceModelStates, ABatchOfStreamsOnTheGpuBringsDownOnlyItsOutputs) {
+  int32_t n = 0;
+  ASSERT_EQ(recur_device_count(&n), RECUR_OK);
+  if (n == 0) GTEST_SKIP() << "no GPU backend can run here";
+  const CopiedFn copied = emulator_copies();
+  if (!copied) GTEST_SKIP() << "only the GPU emulator (RECUR_CUDA_PLUGIN=librecur_gpu_emulator.so) counts its copies";
+  // (Models without Masking, whose flags come down too.) GRU, LSTM and GRU, LSTM:
+  for (const char* file : {"keras3/multi_io.keras", "activations/keras3/prelu_shared_variable_length.keras",
+                           "keras2/spatial_dropout_float64.keras"}) {
+    SCOPED_TRACE(file);
+    Fixture f;
+    std::string why;
+    ASSERT_TRUE(open_fixture(kGraphs + file, f, why)) << why;
+    ASSERT_EQ(recur_model_set_device(f.model.get(), "cuda"), RECUR_OK) << recur_last_error();
+    const std::vector<int32_t> batches = {1, 2, 1, 3, 1};
+    std::vector<rt::Stream> streams;
+    std::vector<recur_model_state*> handles;
+    std::vector<StepData> parts;
+    for (std::size_t s = 0; s < batches.size(); ++s) {
+      recur_model_state* st = nullptr;
+      ASSERT_EQ(recur_model_state_create(&st, f.model.get(), batches[s]), RECUR_OK) << recur_last_error();
+      streams.emplace_back(st);
+      handles.push_back(st);
+      parts.push_back(make_step(f, batches[s], 1, static_cast<uint32_t>(s + 3), false));
+    }
+    const StepData all = concat(parts);
+    const std::vector<recur_tensor> in = tensors(f, all);
+    std::vector<std::vector<float>> bufs;
+    std::vector<recur_output> out = outputs_for(f, bufs, [&](recur_output* o, int32_t k) {
+      return recur_model_states_output_shapes(handles.data(), static_cast<int32_t>(handles.size()), in.data(),
+                                              static_cast<int32_t>(in.size()), o, k);
+    });
+    ASSERT_FALSE(out.empty()) << recur_last_error();
+    uint64_t out_bytes = 0;
+    for (const recur_output& o : out) out_bytes += o.length * sizeof(float);
+    // The first call takes the states up; from the second on they stay there.
+    uint64_t up0 = 0, down0 = 0, up1 = 0, down1 = 0;
+    for (int call = 0; call < 3; ++call) {
+      copied(&up0, &down0);
+      ASSERT_EQ(recur_model_states_step_named(handles.data(), static_cast<int32_t>(handles.size()), in.data(),
+                                              static_cast<int32_t>(in.size()), out.data(),
+                                              static_cast<int32_t>(out.size()), nullptr),
+                RECUR_OK)
+          << recur_last_error();
+      copied(&up1, &down1);
+      if (call > 0) {
+        EXPECT_EQ(down1 - down0, out_bytes) << "call " << call << ": bytes brought down";
+      }
+    }
   }
 }
 

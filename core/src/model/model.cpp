@@ -25,6 +25,7 @@
 #include "recur/limits.hpp"
 #include "recur/log.hpp"
 #include "model/snapshot_bytes.hpp"
+#include "model/stream_batch.hpp"
 
 namespace recur {
 namespace {
@@ -1730,174 +1731,6 @@ using graph::StreamStates;
 // 2.45-2.84 us; 256 streams the same either way (1.33 us).
 constexpr Index kCpuRowsPerBatch = 256;
 
-// Whether two streams' states can ride in one batch: the same call sites with states of the same
-// sizes, and causal histories of the same length (all axes but the batch).
-bool same_layout(const StreamStates& a, const StreamStates& b) {
-  if (a.states.size() != b.states.size() || a.history.size() != b.history.size()) return false;
-  for (auto ia = a.states.begin(), ib = b.states.begin(); ia != a.states.end(); ++ia, ++ib) {
-    if (ia->first != ib->first || ia->second.size() != ib->second.size()) return false;
-    for (std::size_t j = 0; j < ia->second.size(); ++j)
-      if (ia->second[j].num_states() != ib->second[j].num_states() || ia->second[j].units() != ib->second[j].units())
-        return false;
-  }
-  for (auto ia = a.history.begin(), ib = b.history.begin(); ia != a.history.end(); ++ia, ++ib) {
-    const Value &x = ia->second, &y = ib->second;
-    if (ia->first != ib->first || x.shape.size() != y.shape.size() || x.shape.empty() || x.ids || y.ids || x.strings ||
-        y.strings)
-      return false;
-    if (!std::equal(x.shape.begin() + 1, x.shape.end(), y.shape.begin() + 1)) return false;
-  }
-  return true;
-}
-
-// Rows [r, r + b) of a batch-first value of `total` rows.
-Value rows_of(const Value& v, Index r, Index b, Index total) {
-  Value out;
-  out.shape = v.shape;
-  out.shape[0] = b;
-  const std::size_t per = total > 0 ? v.data.size() / static_cast<std::size_t>(total) : 0;
-  out.data.assign(v.data.begin() + static_cast<std::ptrdiff_t>(per * r), v.data.begin() + static_cast<std::ptrdiff_t>(per * (r + b)));
-  if (v.mask) {
-    const std::size_t m = v.mask->size() / static_cast<std::size_t>(total);
-    out.mask = std::make_shared<const std::vector<std::uint8_t>>(v.mask->begin() + static_cast<std::ptrdiff_t>(m * r),
-                                                                 v.mask->begin() + static_cast<std::ptrdiff_t>(m * (r + b)));
-  }
-  if (v.ids) {
-    const std::size_t m = v.ids->values.size() / static_cast<std::size_t>(total);
-    auto ids = std::make_shared<graph::Ids>();
-    ids->input = v.ids->input;
-    ids->values.assign(v.ids->values.begin() + static_cast<std::ptrdiff_t>(m * r),
-                       v.ids->values.begin() + static_cast<std::ptrdiff_t>(m * (r + b)));
-    out.ids = std::move(ids);
-  }
-  if (v.strings) {
-    const std::size_t m = v.strings->size() / static_cast<std::size_t>(total);
-    out.strings = std::make_shared<const std::vector<std::string>>(v.strings->begin() + static_cast<std::ptrdiff_t>(m * r),
-                                                                   v.strings->begin() + static_cast<std::ptrdiff_t>(m * (r + b)));
-  }
-  return out;
-}
-
-// Puts the states of `group` (streams of one layout) side by side in `into`, whose States are
-// reused when they already have this layout and batch.
-void gather_states(const std::vector<StreamStates*>& group, Index total, StreamStates& into) {
-  const StreamStates& first = *group[0];
-  bool reuse = into.batch == total && into.states.size() == first.states.size();
-  for (auto a = into.states.cbegin(), b = first.states.begin(); reuse && a != into.states.cend(); ++a, ++b) {
-    reuse = a->first == b->first && a->second.size() == b->second.size();
-    for (std::size_t j = 0; reuse && j < a->second.size(); ++j)
-      reuse = a->second[j].batch() == total && a->second[j].num_states() == b->second[j].num_states() &&
-              a->second[j].units() == b->second[j].units();
-  }
-  if (!reuse) {
-    into.states.clear();
-    for (const auto& [key, list] : first.states) {
-      std::vector<State> v;
-      for (const State& st : list) v.emplace_back(st.num_states(), total, st.units());
-      into.states.emplace(key, std::move(v));
-    }
-  }
-  into.batch = total;
-  into.copy_scopes(first);
-  into.history.clear();
-  for (auto& [key, list] : into.states)
-    for (State& dst : list) {
-      dst.detach_device();
-      RowMatrix& c = dst.carried_output();
-      if (c.rows() != total || c.cols() != dst.units()) c.resize(total, dst.units());
-    }
-  Index r = 0;
-  for (StreamStates* s : group) {
-    const Index b = s->batch;
-    // The group's streams and `into` hold the same keys (same_layout): walked side by side.
-    auto to = into.states.begin();
-    for (auto it = s->states.begin(); it != s->states.end(); ++it, ++to) {
-      std::vector<State>& list = it->second;
-      for (std::size_t j = 0; j < list.size(); ++j) {
-        State& from = list[j];
-        State& dst = to->second[j];
-        from.sync_to_host();
-        for (int i = 0; i < from.num_states(); ++i) put_rows(dst.tensor(i), r, from.tensor(i));
-        RowMatrix& c = dst.carried_output();
-        const RowMatrix& fc = from.carried_output();
-        if (fc.rows() == b && fc.cols() == c.cols())
-          put_rows(c, r, fc);
-        else
-          c.middleRows(r, b).setZero();
-      }
-    }
-    r += b;
-  }
-  // (One stream's past is taken whole, wherever it is; a batch's is joined on the host.)
-  if (group.size() > 1)
-    for (StreamStates* s : group) s->history_to_host();
-  for (const auto& [key, h0] : first.history) {
-    if (group.size() == 1) {
-      into.history.emplace(key, h0);
-      continue;
-    }
-    Value v;
-    v.shape = h0.shape;
-    v.shape[0] = total;
-    bool masked = false;
-    for (StreamStates* s : group) {
-      const Value& h = s->history.at(key);
-      v.data.insert(v.data.end(), h.data.begin(), h.data.end());
-      masked = masked || h.mask;
-    }
-    if (masked && v.shape.size() >= 2) {
-      auto m = std::make_shared<std::vector<std::uint8_t>>();
-      for (StreamStates* s : group) {
-        const Value& h = s->history.at(key);
-        const std::size_t n = static_cast<std::size_t>(h.shape[0] * h.shape[1]);
-        if (h.mask) m->insert(m->end(), h.mask->begin(), h.mask->end());
-        else m->insert(m->end(), n, std::uint8_t{1});
-      }
-      v.mask = std::move(m);
-    }
-    into.history.emplace(key, std::move(v));
-  }
-}
-
-// Hands each stream of `group` its rows of the batch's states after a successful step.
-void scatter_states(StreamStates& from, const std::vector<StreamStates*>& group) {
-  const Index total = from.batch;
-  for (auto& [key, list] : from.states)
-    for (State& st : list) st.sync_to_host();
-  if (group.size() > 1) from.history_to_host();
-  Index r = 0;
-  for (StreamStates* s : group) {
-    const Index b = s->batch;
-    // A stream's first step adds the keys it lacked; after that its keys are the batch's, in the
-    // same order, and are walked side by side.
-    const bool same_keys = s->states.size() == from.states.size();
-    auto mine_it = s->states.begin();
-    for (auto& [key, list] : from.states) {
-      std::vector<State>& mine = same_keys ? (mine_it++)->second : s->states[key];
-      if (mine.empty())
-        for (const State& st : list) mine.emplace_back(st.num_states(), b, st.units());
-      for (std::size_t j = 0; j < list.size() && j < mine.size(); ++j) {
-        State& to = mine[j];
-        const State& st = list[j];
-        to.detach_device();  // the host copy becomes current; the next step uploads it again
-        for (int i = 0; i < st.num_states(); ++i) take_rows(to.tensor(i), st.tensor(i), r, b);
-        const RowMatrix& c = const_cast<State&>(st).carried_output();
-        if (c.rows() == total) take_rows(to.carried_output(), c, r, b);
-        else to.carried_output().setZero(b, to.units());
-      }
-    }
-    for (auto& [key, h] : from.history) {
-      if (group.size() == 1) {
-        s->history[key] = std::move(h);
-        continue;
-      }
-      s->history[key] = rows_of(h, r, b, total);
-    }
-    s->copy_scopes(from);
-    r += b;
-  }
-}
-
 }  // namespace
 
 namespace {
@@ -1994,7 +1827,7 @@ void ModelStream::step_named_many(const std::vector<ModelStream*>& streams, cons
   const bool on_cpu = !s.device_pool();
   for (std::size_t i = 0; i < streams.size(); ++i) {
     StreamStates& st = streams[i]->impl_->states;
-    if (groups.empty() || fixed || !same_layout(*groups.back().members.back(), st) ||
+    if (groups.empty() || fixed || !graph::same_layout(*groups.back().members.back(), st) ||
         (on_cpu && groups.back().rows + st.batch > kCpuRowsPerBatch)) {
       groups.emplace_back();
       groups.back().row = row;
@@ -2004,9 +1837,13 @@ void ModelStream::step_named_many(const std::vector<ModelStream*>& streams, cons
     row += st.batch;
   }
   for (Group& g : groups) g.batched = s.take_batch_cache(g.rows);
-  // Every group runs before any stream changes: a failure leaves them all as they were.
+  // Every group runs before any stream changes: a failure leaves them all as they were. On a GPU
+  // the states living there are gathered there, all groups' in one copy, and scattered alike.
+  const int device = s.device_pool() ? s.device_pool()->ordinal() : -1;
+  graph::BlockCopies copies;
+  for (Group& g : groups) graph::gather_states(g.members, g.rows, *g.batched, device, copies);
+  copies.run(device, "gathering the states of a batch of streams");
   for (Group& g : groups) {
-    gather_states(g.members, g.rows, *g.batched);
     graph::RunContext ctx;
     ctx.stream = g.batched.get();
     GpuRun gpu(s.device_pool(), ctx);  // a model on a GPU steps the batch there
@@ -2014,7 +1851,7 @@ void ModelStream::step_named_many(const std::vector<ModelStream*>& streams, cons
       g.vals = s.graph->run(in, ctx);
     } else {
       std::vector<Value> part;
-      for (const Value& v : in) part.push_back(rows_of(v, g.row, g.rows, total));
+      for (const Value& v : in) part.push_back(graph::rows_of(v, g.row, g.rows, total));
       g.vals = s.graph->run(part, ctx);
     }
     gpu.done(s.path);
@@ -2033,7 +1870,15 @@ void ModelStream::step_named_many(const std::vector<ModelStream*>& streams, cons
       at = std::copy_n(v.data.data(), v.data.size(), at);
     }
   }
-  for (Group& g : groups) scatter_states(*g.batched, g.members);
+  std::vector<State*> fresh;
+  for (Group& g : groups) graph::scatter_device_states(*g.batched, g.members, copies, fresh);
+  try {
+    copies.run(device, "handing a batch of streams their states");
+  } catch (...) {
+    for (State* st : fresh) st->drop_device();  // their host copies still hold the states before the call
+    throw;
+  }
+  for (Group& g : groups) graph::scatter_states(*g.batched, g.members);
 }
 
 }  // namespace recur
