@@ -582,6 +582,79 @@ void bench_one_stream(cudaStream_t stream) {
               1000.0 * t_sync, 1000.0 * t_copies, 1000.0 * t_three);
 }
 
+// Streams of a model (GRU(64) -> LSTM(64) -> Dense(4) over 16 features, bench/cpu/models), one
+// step each, on the GPU: all of them in one call (recur_model_states_step_named, the states
+// gathered and scattered on the device) against one call per stream, and the one call's numbers
+// against the same streams stepped on the CPU.
+void bench_model_streams(const char* file) {
+  recur_model *dev = nullptr, *cpu = nullptr;
+  check_recur(recur_model_open(&dev, file), "recur_model_open");
+  check_recur(recur_model_open(&cpu, file), "recur_model_open");
+  check_recur(recur_model_set_device(dev, "cuda"), "recur_model_set_device");
+  const char* in_name = nullptr;
+  const char* out_name = nullptr;
+  int32_t rank = 0, ids = 0;
+  int64_t dims[RECUR_MAX_RANK];
+  check_recur(recur_model_input(dev, 0, &in_name, &rank, dims, &ids), "recur_model_input");
+  if (rank != 3 || dims[2] <= 0 || ids) die(std::string(file) + ": expected one float input (batch, steps, features)");
+  const int64_t F = dims[2];
+  check_recur(recur_model_output(dev, 0, &out_name, &rank, dims), "recur_model_output");
+  const int64_t W = dims[rank - 1];  // the output's floats per row (one step, one row per stream)
+  for (int n : {1, 16, 256, 4096}) {
+    const size_t count = static_cast<size_t>(n);
+    std::vector<recur_model_state*> on_dev(count), on_cpu(count), alone(count);
+    for (int i = 0; i < n; ++i) {
+      check_recur(recur_model_state_create(&on_dev[size_t(i)], dev, 1), "recur_model_state_create");
+      check_recur(recur_model_state_create(&on_cpu[size_t(i)], cpu, 1), "recur_model_state_create");
+      check_recur(recur_model_state_create(&alone[size_t(i)], dev, 1), "recur_model_state_create");
+    }
+    const std::vector<float> x = random_vec(size_t(n) * size_t(F), 21, 1.0f);
+    std::vector<float> y(size_t(n) * size_t(W)), ref(size_t(n) * size_t(W));
+    auto step = [&](recur_model_state* const* states, int count, const float* xs, float* ys) {
+      recur_tensor t;
+      recur_tensor_init(&t, RECUR_TENSOR_VERSION);
+      t.name = in_name;
+      t.data = xs;
+      t.length = size_t(count) * size_t(F);
+      t.rank = 3;
+      t.dims[0] = count;
+      t.dims[1] = 1;
+      t.dims[2] = F;
+      recur_output o;
+      recur_output_init(&o, RECUR_OUTPUT_VERSION);
+      o.name = out_name;
+      o.data = ys;
+      o.capacity = size_t(count) * size_t(W);
+      check_recur(recur_model_states_step_named(states, count, &t, 1, &o, 1, nullptr), "recur_model_states_step_named");
+    };
+    // Three steps on both devices from zero states, compared after each.
+    double diff = 0.0;
+    for (int k = 0; k < 3; ++k) {
+      step(on_dev.data(), n, x.data(), y.data());
+      step(on_cpu.data(), n, x.data(), ref.data());
+      diff = std::max(diff, max_abs_diff(y, ref));
+    }
+    const double t_batch = median_ms([&] { step(on_dev.data(), n, x.data(), y.data()); });
+    std::printf("model streams %5d  one call    max|gpu-cpu| over 3 steps %.2e  %9.3f ms per step (%8.3f us per stream)\n",
+                n, diff, t_batch, 1000.0 * t_batch / n);
+    if (n <= 256) {
+      const double t_alone = median_ms([&] {
+        for (int i = 0; i < n; ++i) step(&alone[size_t(i)], 1, x.data() + size_t(i) * size_t(F), y.data());
+      });
+      std::printf("model streams %5d  one by one                              %9.3f ms per step (%8.3f us per stream, "
+                  "%.1fx the one call)\n",
+                  n, t_alone, 1000.0 * t_alone / n, t_alone / t_batch);
+    }
+    for (int i = 0; i < n; ++i) {
+      recur_model_state_destroy(on_dev[size_t(i)]);
+      recur_model_state_destroy(on_cpu[size_t(i)]);
+      recur_model_state_destroy(alone[size_t(i)]);
+    }
+  }
+  recur_model_destroy(dev);
+  recur_model_destroy(cpu);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -627,6 +700,7 @@ int main(int argc, char** argv) {
     for (const Shape& s : shapes) bench_shape(handle, stream, gru, s);
   bench_one_stream(stream);
   for (int n : {1, 64, 1024, 16384}) bench_streams(n);
+  bench_model_streams(RECUR_BENCH_STREAMS_MODEL);
 
   cudaStreamDestroy(stream);
   cudnnDestroy(handle);

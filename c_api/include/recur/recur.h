@@ -1002,8 +1002,10 @@ RECUR_API recur_status recur_set_log_callback(recur_log_callback callback, void 
  * Ownership: nothing is kept; the caller owns the states, inputs and output buffers.
  * Thread rules: a call uses all its states: no state may be in use by another thread during it
  * (each state one thread at a time, as recur_model_state_step_named). Calls on disjoint sets of
- * states of one model may run concurrently. The call keeps batching buffers in states[0] for the
- * next call with the same states (no allocation for them when shapes repeat). */
+ * states of one model may run concurrently. The model keeps the batched copies of the states (at
+ * most 16384 rows in all, shared by its states and threads), so a repeated call allocates nothing
+ * per state. On a GPU (recur_model_set_device) the states stay in device memory: they are gathered
+ * into the batch and handed back there, and only the inputs go up and the outputs come down. */
 RECUR_API recur_status recur_model_states_step_named(recur_model_state *const *states, int32_t num_states,
                                                      const recur_tensor *inputs, int32_t num_inputs,
                                                      recur_output *outputs, int32_t num_outputs,
