@@ -211,11 +211,25 @@ void CpuBackend::run_sequence(const Cell& cell, const SequenceJob& job, Sequence
     run_units(cell, job, ws, plan.threads, descending);
 }
 
+// Timesteps whose inputs are projected at once. The steps of a chunk read its projection back
+// while they read the recurrent weights every step: a chunk much bigger than L2 evicts the
+// weights each time it is made. So a chunk holds about half of a 1 MB L2 (2^17 floats), or 256
+// rows where that is more (a GEMM needs rows to run at speed, and weights that overflow L2 are
+// streamed anyway), and never more than the memory budget. Measured on Zen 4 (1 MB L2), batch
+// (32, 100, 64, 256): GRU and LSTM 2-7% faster than chunks of the whole 4 MB budget; large
+// (64, 50, 512, 1024) the same (4 steps either way).
+Index projection_chunk(Index B, Index T, Index PW, Index budget) {
+  constexpr Index kL2Floats = Index(1) << 17, kMinRows = 256;
+  const Index per_step = std::max<Index>(1, B * PW);
+  const Index fit = std::max(kL2Floats / per_step, (kMinRows + B - 1) / std::max<Index>(1, B));
+  return std::max<Index>(1, std::min({T, fit, budget / per_step}));
+}
+
 bool run_units(const Cell& cell, const SequenceJob& job, SequenceWorkspace& ws, int nt, bool descending) {
   const Index B = job.batch, T = job.timesteps, u = cell.units(), PW = cell.padded_width();
   const Index F = cell.input_size();
   const int ns = cell.num_states();
-  const Index chunk = std::max<Index>(1, std::min<Index>(T, ws.projection_budget / std::max<Index>(1, B * PW)));
+  const Index chunk = projection_chunk(B, T, PW, ws.projection_budget);
   Run run{cell, job, ws, B, T, u, F, PW, chunk, ns, descending, {}};
 
   // Everything threads share is sized here, before they start.

@@ -128,10 +128,11 @@ inline void store_n(float* p, P v, KIndex n) {
   for (KIndex i = 0; i < n; ++i) p[i] = t[i];
 }
 
-// The projected inputs come from L3 (a chunk of steps' projection outgrows L2) in runs of a row's
-// units, too short for the hardware prefetcher to catch: each packet asks for the same units of
-// the gates two rows on (measured on Zen 4, batch (32, 100, 64, 256): the GRU and LSTM layers
-// 3-5% faster on avx512, 5-10% on avx2; the same at batch 1, where there is no next row).
+// The projected inputs come from L2 or L3 (a chunk of steps' projection may outgrow L2) in runs of
+// a row's units, too short for the hardware prefetcher to catch: each packet asks for the same
+// units of the gates two rows on (measured on Zen 4 with 4 MB chunks, batch (32, 100, 64, 256):
+// the GRU and LSTM layers 3-5% faster on avx512, 5-10% on avx2; the same at batch 1, where there
+// is no next row).
 template <int G>
 inline void prefetch_row(const float* next, KIndex gs, KIndex j) {
 #pragma GCC unroll 4
