@@ -470,17 +470,15 @@ TEST(CApiModelStates, AFailedCallLeavesEveryStreamAsItWas) {
   }
 }
 
-// More rows than one batch of the CPU takes (256): states of 200 and 100 rows run as two batches.
-// A call that fails after the first batch ran leaves both streams as they were, and the calls after
-// it give what streams that never saw it give, bit for bit.
-TEST(CApiModelStates, AFailureInALaterBatchLeavesEveryStreamAsItWas) {
-  RECUR_SKIP_WITHOUT_FILES();
-  Fixture f;
-  std::string why;
-  ASSERT_TRUE(open_fixture(kGraphs + "conv_stream/keras3/causal_conv_with_ids.keras", f, why)) << why;
+// Two streams of `batches` rows of `f`'s model and a reference pair stepped alike, four calls; before
+// each call but the first, `fail(pair, d)` makes a call of its own fail with the pair and that
+// call's data. Each output of the pair must equal the reference's, bit for bit: a failed call
+// leaves its streams as they were.
+template <class Fail>
+void expect_failed_calls_change_nothing(Fixture& f, const int32_t (&batches)[2], uint32_t seed, Fail fail) {
   std::vector<rt::Stream> mine, ref;
   for (std::vector<rt::Stream>* set : {&mine, &ref})
-    for (int32_t b : {200, 100}) {
+    for (int32_t b : batches) {
       recur_model_state* s = nullptr;
       ASSERT_EQ(recur_model_state_create(&s, f.model.get(), b), RECUR_OK) << recur_last_error();
       set->emplace_back(s);
@@ -489,7 +487,7 @@ TEST(CApiModelStates, AFailureInALaterBatchLeavesEveryStreamAsItWas) {
   recur_model_state* ref_both[2] = {ref[0].get(), ref[1].get()};
   const int32_t ni = static_cast<int32_t>(f.inputs.size());
   for (int call = 0; call < 4; ++call) {
-    const StepData d = make_step(f, 300, 1 + call % 2, static_cast<uint32_t>(call + 31), false);
+    const StepData d = make_step(f, batches[0] + batches[1], 1 + call % 2, seed + static_cast<uint32_t>(call), false);
     const std::vector<recur_tensor> in = tensors(f, d);
     std::vector<std::vector<float>> got, want;
     std::vector<recur_output> out = outputs_for(f, got, [&](recur_output* o, int32_t n) {
@@ -498,22 +496,45 @@ TEST(CApiModelStates, AFailureInALaterBatchLeavesEveryStreamAsItWas) {
     std::vector<recur_output> ref_out = outputs_for(f, want, [&](recur_output* o, int32_t n) {
       return recur_model_states_output_shapes(ref_both, 2, in.data(), ni, o, n);
     });
-    ASSERT_FALSE(out.empty());
+    ASSERT_FALSE(out.empty()) << recur_last_error();
     const int32_t no = static_cast<int32_t>(out.size());
-    if (call > 0) {
-      const std::size_t ids = f.inputs[0].ids ? 0 : 1;
-      StepData bad = d;
-      bad.ids[ids].back() = 1 << 20;  // the last row: the second state's, in the second batch
-      const std::vector<recur_tensor> bad_in = tensors(f, bad);
-      EXPECT_RECUR_ERR(recur_model_states_step_named(both, 2, bad_in.data(), ni, out.data(), no, nullptr),
-                       RECUR_ERR_INVALID_ARGUMENT, "token id 1048576");
-    }
+    if (call > 0) fail(both, d);
     ASSERT_EQ(recur_model_states_step_named(both, 2, in.data(), ni, out.data(), no, nullptr), RECUR_OK)
         << recur_last_error();
     ASSERT_EQ(recur_model_states_step_named(ref_both, 2, in.data(), ni, ref_out.data(), no, nullptr), RECUR_OK)
         << recur_last_error();
     for (std::size_t k = 0; k < got.size(); ++k) EXPECT_EQ(got[k], want[k]) << "call " << call << " output " << k;
   }
+}
+
+// Steps `states` with `d`, which must fail with a bad token id.
+void expect_bad_token(Fixture& f, recur_model_state* const* states, int32_t count, const StepData& d) {
+  const std::vector<recur_tensor> in = tensors(f, d);
+  const int32_t ni = static_cast<int32_t>(in.size());
+  std::vector<std::vector<float>> bufs;
+  std::vector<recur_output> out = outputs_for(f, bufs, [&](recur_output* o, int32_t n) {
+    return recur_model_states_output_shapes(states, count, in.data(), ni, o, n);
+  });
+  ASSERT_FALSE(out.empty()) << recur_last_error();
+  EXPECT_RECUR_ERR(recur_model_states_step_named(states, count, in.data(), ni, out.data(),
+                                                 static_cast<int32_t>(out.size()), nullptr),
+                   RECUR_ERR_INVALID_ARGUMENT, "token id 1048576");
+}
+
+// More rows than one batch of the CPU takes (256): states of 200 and 100 rows run as two batches.
+// A call that fails after the first batch ran leaves both streams as they were, and the calls after
+// it give what streams that never saw it give, bit for bit.
+TEST(CApiModelStates, AFailureInALaterBatchLeavesEveryStreamAsItWas) {
+  RECUR_SKIP_WITHOUT_FILES();
+  Fixture f;
+  std::string why;
+  ASSERT_TRUE(open_fixture(kGraphs + "conv_stream/keras3/causal_conv_with_ids.keras", f, why)) << why;
+  const std::size_t ids = f.inputs[0].ids ? 0 : 1;
+  expect_failed_calls_change_nothing(f, {200, 100}, 31, [&](recur_model_state* const* both, const StepData& d) {
+    StepData bad = d;
+    bad.ids[ids].back() = 1 << 20;  // the last row: the second state's, in the second batch
+    expect_bad_token(f, both, 2, bad);
+  });
 }
 
 }  // namespace
@@ -567,8 +588,7 @@ TEST(CApiDeviceModelStates, ManyStatesOnTheGpuMatchStepsOneByOne) {
 
 // On a GPU too, a call that fails after one of its batches ran leaves every stream as it was: a
 // fresh stream rides in a batch of its own after the stepped ones', and its bad token id fails the
-// call after their batch stepped on the device. The calls after it give what streams that never
-// saw it give, bit for bit.
+// call after their batch stepped on the device.
 TEST(CApiDeviceModelStates, AFailedCallLeavesEveryStreamOnTheGpuAsItWas) {
   int32_t n = 0;
   ASSERT_EQ(recur_device_count(&n), RECUR_OK);
@@ -577,51 +597,17 @@ TEST(CApiDeviceModelStates, AFailedCallLeavesEveryStreamOnTheGpuAsItWas) {
   std::string why;
   ASSERT_TRUE(open_fixture(kGraphs + "conv_stream/keras3/causal_conv_with_ids.keras", f, why)) << why;
   ASSERT_EQ(recur_model_set_device(f.model.get(), "cuda"), RECUR_OK) << recur_last_error();
-  std::vector<rt::Stream> mine, ref;
-  for (std::vector<rt::Stream>* set : {&mine, &ref})
-    for (int32_t b : {1, 2}) {
-      recur_model_state* s = nullptr;
-      ASSERT_EQ(recur_model_state_create(&s, f.model.get(), b), RECUR_OK) << recur_last_error();
-      set->emplace_back(s);
-    }
-  recur_model_state* both[2] = {mine[0].get(), mine[1].get()};
-  recur_model_state* ref_both[2] = {ref[0].get(), ref[1].get()};
-  const int32_t ni = static_cast<int32_t>(f.inputs.size());
   const std::size_t ids = f.inputs[0].ids ? 0 : 1;
-  for (int call = 0; call < 4; ++call) {
-    const StepData d = make_step(f, 3, 1, static_cast<uint32_t>(call + 51), false);
-    const std::vector<recur_tensor> in = tensors(f, d);
-    std::vector<std::vector<float>> got, want;
-    std::vector<recur_output> out = outputs_for(f, got, [&](recur_output* o, int32_t k) {
-      return recur_model_states_output_shapes(both, 2, in.data(), ni, o, k);
-    });
-    std::vector<recur_output> ref_out = outputs_for(f, want, [&](recur_output* o, int32_t k) {
-      return recur_model_states_output_shapes(ref_both, 2, in.data(), ni, o, k);
-    });
-    ASSERT_FALSE(out.empty()) << recur_last_error();
-    const int32_t no = static_cast<int32_t>(out.size());
-    if (call > 0) {
-      recur_model_state* fresh = nullptr;
-      ASSERT_EQ(recur_model_state_create(&fresh, f.model.get(), 1), RECUR_OK);
-      rt::Stream keep(fresh);
-      recur_model_state* three[3] = {mine[0].get(), mine[1].get(), fresh};
-      StepData bad = make_step(f, 4, 1, static_cast<uint32_t>(call + 71), false);
-      bad.ids[ids].back() = 1 << 20;  // the fresh stream's row, in the second batch
-      const std::vector<recur_tensor> bad_in = tensors(f, bad);
-      std::vector<std::vector<float>> scratch;
-      std::vector<recur_output> bad_out = outputs_for(f, scratch, [&](recur_output* o, int32_t k) {
-        return recur_model_states_output_shapes(three, 3, bad_in.data(), ni, o, k);
-      });
-      ASSERT_FALSE(bad_out.empty()) << recur_last_error();
-      EXPECT_RECUR_ERR(recur_model_states_step_named(three, 3, bad_in.data(), ni, bad_out.data(), no, nullptr),
-                       RECUR_ERR_INVALID_ARGUMENT, "token id 1048576");
-    }
-    ASSERT_EQ(recur_model_states_step_named(both, 2, in.data(), ni, out.data(), no, nullptr), RECUR_OK)
-        << recur_last_error();
-    ASSERT_EQ(recur_model_states_step_named(ref_both, 2, in.data(), ni, ref_out.data(), no, nullptr), RECUR_OK)
-        << recur_last_error();
-    for (std::size_t k = 0; k < got.size(); ++k) EXPECT_EQ(got[k], want[k]) << "call " << call << " output " << k;
-  }
+  uint32_t seed = 71;
+  expect_failed_calls_change_nothing(f, {1, 2}, 51, [&](recur_model_state* const* both, const StepData&) {
+    recur_model_state* fresh = nullptr;
+    ASSERT_EQ(recur_model_state_create(&fresh, f.model.get(), 1), RECUR_OK);
+    rt::Stream keep(fresh);
+    recur_model_state* three[3] = {both[0], both[1], fresh};
+    StepData bad = make_step(f, 4, 1, seed++, false);
+    bad.ids[ids].back() = 1 << 20;  // the fresh stream's row, in the second batch
+    expect_bad_token(f, three, 3, bad);
+  });
 }
 
 // What the emulator has copied each way (bytes); null where the plugin is another (the real one
