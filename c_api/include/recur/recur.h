@@ -988,8 +988,9 @@ RECUR_API recur_status recur_set_log_callback(recur_log_callback callback, void 
  *   output's dims are (sum of batches, steps, ...)). recur_model_states_output_shapes tells them.
  * options: NULL, or recur_run_options to cancel the call or give it a timeout.
  * Streams whose recurrent states line up (the same layers stepped, causal histories of the same
- * length: all streams after their first step) run as one batch; others run in batches of their
- * own within the call (a state stepped for the first time beside states already stepped). A model
+ * length: all streams after their first step) run as one batch wherever they are in `states`;
+ * others run in batches of their own within the call (the states stepped for the first time
+ * beside states already stepped). A model
  * with a fixed batch size (a stateful Keras model) takes one state per call.
  * Errors (each message names the argument): INVALID_ARGUMENT (num_states < 1, states NULL, a NULL
  * entry, the same state twice, a state of another model than states[0], and all errors of

@@ -1803,14 +1803,16 @@ void ModelStream::step_named_many(const std::vector<ModelStream*>& streams, cons
   const std::vector<std::vector<Index>> dims = s.dims_for(in);
   s.shape_outputs(idx, dims, outputs, true);
 
-  // Groups of consecutive streams whose states line up (after their first step, all of them); a
-  // model with a fixed batch steps each stream alone. On the CPU a group stops at
+  // Groups of streams whose states line up (after their first step, all of them), in any order:
+  // a call that mixes fresh streams with stepped ones makes one batch of each kind, not one per
+  // run of them. A model with a fixed batch steps each stream alone. On the CPU a group stops at
   // kCpuRowsPerBatch rows, so that its layers' intermediate values stay in the core's L2.
   bool fixed = false;
   for (const Spec& sp : s.graph->input_specs) fixed = fixed || sp.dims[0] >= 0;
   struct Group {
     std::vector<StreamStates*> members;
-    Index row = 0, rows = 0;
+    graph::RowRanges ranges;  // the members' rows in the call's batch (adjacent ones merged)
+    Index rows = 0;
     std::unique_ptr<StreamStates> batched;
     std::vector<Value> vals;
   };
@@ -1825,15 +1827,32 @@ void ModelStream::step_named_many(const std::vector<ModelStream*>& streams, cons
   } keep{s, groups};
   Index row = 0;
   const bool on_cpu = !s.device_pool();
+  // The groups still taking streams, newest last; a stream looks for its own among the last few
+  // (streams whose causal pasts all differ in length would otherwise cost a look at every group).
+  constexpr std::size_t kOpenGroups = 8;
+  std::vector<std::size_t> open;
   for (std::size_t i = 0; i < streams.size(); ++i) {
     StreamStates& st = streams[i]->impl_->states;
-    if (groups.empty() || fixed || !graph::same_layout(*groups.back().members.back(), st) ||
-        (on_cpu && groups.back().rows + st.batch > kCpuRowsPerBatch)) {
+    std::size_t gi = groups.size();
+    if (!fixed)
+      for (std::size_t j = open.size(); j-- > 0 && j + kOpenGroups >= open.size();)
+        if (graph::same_layout(*groups[open[j]].members.front(), st)) {
+          gi = open[j];
+          if (on_cpu && groups[gi].rows + st.batch > kCpuRowsPerBatch) {
+            open.erase(open.begin() + static_cast<std::ptrdiff_t>(j));  // full: a new batch takes its kind
+            gi = groups.size();
+          }
+          break;
+        }
+    if (gi == groups.size()) {
       groups.emplace_back();
-      groups.back().row = row;
+      open.push_back(gi);
     }
-    groups.back().members.push_back(&st);
-    groups.back().rows += st.batch;
+    Group& g = groups[gi];
+    g.members.push_back(&st);
+    if (!g.ranges.empty() && g.ranges.back().first + g.ranges.back().second == row) g.ranges.back().second += st.batch;
+    else g.ranges.emplace_back(row, st.batch);
+    g.rows += st.batch;
     row += st.batch;
   }
   for (Group& g : groups) g.batched = s.take_batch_cache(g.rows);
@@ -1851,7 +1870,7 @@ void ModelStream::step_named_many(const std::vector<ModelStream*>& streams, cons
       g.vals = s.graph->run(in, ctx);
     } else {
       std::vector<Value> part;
-      for (const Value& v : in) part.push_back(graph::rows_of(v, g.row, g.rows, total));
+      for (const Value& v : in) part.push_back(graph::rows_of(v, g.ranges, total));
       g.vals = s.graph->run(part, ctx);
     }
     gpu.done(s.path);
@@ -1863,13 +1882,18 @@ void ModelStream::step_named_many(const std::vector<ModelStream*>& streams, cons
              " of one group of states differ from the batch's ", shape_string(d), "; step these states one by one");
     }
   }
-  for (std::size_t k = 0; k < outputs.size(); ++k) {
-    float* at = outputs[k].data;
+  // Each group's output rows go back where its streams' rows were.
+  for (std::size_t k = 0; k < outputs.size(); ++k)
     for (const Group& g : groups) {
       const Value& v = g.vals[idx[k]];
-      at = std::copy_n(v.data.data(), v.data.size(), at);
+      const std::size_t per = v.data.size() / static_cast<std::size_t>(g.rows);
+      const float* from = v.data.data();
+      for (const auto& [r, b] : g.ranges) {
+        const std::size_t n = per * static_cast<std::size_t>(b);
+        std::copy_n(from, n, outputs[k].data + per * static_cast<std::size_t>(r));
+        from += n;
+      }
     }
-  }
   std::vector<State*> fresh;
   for (Group& g : groups) graph::scatter_device_states(*g.batched, g.members, copies, fresh);
   try {

@@ -47,30 +47,36 @@ bool same_layout(const StreamStates& a, const StreamStates& b) {
   return true;
 }
 
-Value rows_of(const Value& v, Index r, Index b, Index total) {
+namespace {
+
+// The elements of `ranges` of rows of `per` elements each, one range after another.
+template <class T>
+std::vector<T> take(const std::vector<T>& all, std::size_t per, const RowRanges& ranges) {
+  std::vector<T> out;
+  for (const auto& [r, b] : ranges)
+    out.insert(out.end(), all.begin() + static_cast<std::ptrdiff_t>(per * static_cast<std::size_t>(r)),
+               all.begin() + static_cast<std::ptrdiff_t>(per * static_cast<std::size_t>(r + b)));
+  return out;
+}
+
+}  // namespace
+
+Value rows_of(const Value& v, const RowRanges& ranges, Index total) {
   Value out;
   out.shape = v.shape;
-  out.shape[0] = b;
-  const std::size_t per = total > 0 ? v.data.size() / static_cast<std::size_t>(total) : 0;
-  out.data.assign(v.data.begin() + static_cast<std::ptrdiff_t>(per * r), v.data.begin() + static_cast<std::ptrdiff_t>(per * (r + b)));
-  if (v.mask) {
-    const std::size_t m = v.mask->size() / static_cast<std::size_t>(total);
-    out.mask = std::make_shared<const std::vector<std::uint8_t>>(v.mask->begin() + static_cast<std::ptrdiff_t>(m * r),
-                                                                 v.mask->begin() + static_cast<std::ptrdiff_t>(m * (r + b)));
-  }
+  out.shape[0] = 0;
+  for (const auto& range : ranges) out.shape[0] += range.second;
+  const auto per = [&](std::size_t n) { return total > 0 ? n / static_cast<std::size_t>(total) : 0; };
+  out.data = take(v.data, per(v.data.size()), ranges);
+  if (v.mask) out.mask = std::make_shared<const std::vector<std::uint8_t>>(take(*v.mask, per(v.mask->size()), ranges));
   if (v.ids) {
-    const std::size_t m = v.ids->values.size() / static_cast<std::size_t>(total);
     auto ids = std::make_shared<graph::Ids>();
     ids->input = v.ids->input;
-    ids->values.assign(v.ids->values.begin() + static_cast<std::ptrdiff_t>(m * r),
-                       v.ids->values.begin() + static_cast<std::ptrdiff_t>(m * (r + b)));
+    ids->values = take(v.ids->values, per(v.ids->values.size()), ranges);
     out.ids = std::move(ids);
   }
-  if (v.strings) {
-    const std::size_t m = v.strings->size() / static_cast<std::size_t>(total);
-    out.strings = std::make_shared<const std::vector<std::string>>(v.strings->begin() + static_cast<std::ptrdiff_t>(m * r),
-                                                                   v.strings->begin() + static_cast<std::ptrdiff_t>(m * (r + b)));
-  }
+  if (v.strings)
+    out.strings = std::make_shared<const std::vector<std::string>>(take(*v.strings, per(v.strings->size()), ranges));
   return out;
 }
 
@@ -253,7 +259,7 @@ void scatter_states(StreamStates& from, const std::vector<StreamStates*>& group)
         s->history[key] = std::move(h);
         continue;
       }
-      s->history[key] = rows_of(h, r, b, total);
+      s->history[key] = rows_of(h, {{r, b}}, total);
     }
     s->copy_scopes(from);
     r += b;

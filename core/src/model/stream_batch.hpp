@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "graph.hpp"
@@ -31,8 +32,11 @@ class BlockCopies {
 // sizes, and causal histories of the same length (all axes but the batch).
 bool same_layout(const StreamStates& a, const StreamStates& b);
 
-// Rows [r, r + b) of a batch-first value of `total` rows.
-Value rows_of(const Value& v, Index r, Index b, Index total);
+// Ranges of a batch's rows: (first row, rows) each.
+using RowRanges = std::vector<std::pair<Index, Index>>;
+
+// The rows of `ranges`, one range after another, of a batch-first value of `total` rows.
+Value rows_of(const Value& v, const RowRanges& ranges, Index total);
 
 // Puts the states of `group` (streams of one layout) side by side in `into`, whose States are
 // reused when they already have this layout and batch. `device` is the model's GPU (-1: none): a
