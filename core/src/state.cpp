@@ -75,8 +75,10 @@ void State::detach_device() {
   device_.reset();
 }
 
+bool State::lives_on(int ordinal) const { return ordinal >= 0 && device_ && device_->ordinal() == ordinal; }
+
 gpu::DeviceState* State::resident_on(int ordinal, bool upload) {
-  if (device_ && device_->ordinal() == ordinal) return device_.get();
+  if (lives_on(ordinal)) return device_.get();
   // Allocated first: when the device has no room, the state stays where it was.
   auto d = std::make_unique<gpu::DeviceState>(ordinal, num_states(), batch_, units_);
   detach_device();

@@ -188,8 +188,8 @@ double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
 
 // Steps streams of `batches` one by one and, in another set of states, all in one call, for calls
 // of `steps` steps; `reset_at` resets stream 1 (or the streams `reset`) of both sets before that
-// call (they then take their first step beside streams already stepped). Returns the worst difference (or -1 when the model
-// does not stream, with `why`).
+// call (they then take their first step beside streams already stepped). Returns the worst
+// difference (or -1 when the model does not stream, with `why`).
 double compare(const std::string& file, const std::vector<int32_t>& batches, const std::vector<int64_t>& steps,
                bool masks, int reset_at, std::string& why, const char* device = nullptr,
                const std::vector<std::size_t>& reset = {1}) {

@@ -48,6 +48,8 @@ class State {
   // cannot run; the state stays where it was.
   void set_device(const DeviceRequest& request);
   gpu::DeviceState* device_state() { return device_.get(); }
+  // Whether a copy on GPU `ordinal` is current (false for ordinal < 0, the CPU).
+  bool lives_on(int ordinal) const;
   void attach_device(std::unique_ptr<gpu::DeviceState> device);  // the copy becomes current
   void detach_device();                                           // downloads, then frees the copy
   // The copy on GPU `ordinal`, made first when the state lives elsewhere: from the current tensors

@@ -98,11 +98,6 @@ void add_rows(BlockCopies& copies, const State& st, float* stream, float* batch,
   }
 }
 
-bool lives_on(State& st, int device) {
-  const gpu::DeviceState* d = st.device_state();
-  return device >= 0 && d && d->ordinal() == device;
-}
-
 }  // namespace
 
 void gather_states(const std::vector<StreamStates*>& group, Index total, StreamStates& into, int device,
@@ -135,7 +130,7 @@ void gather_states(const std::vector<StreamStates*>& group, Index total, StreamS
       // A state that lives on the model's GPU in any stream is gathered there; the others come up
       // once, and stay there after the step.
       bool on_device = false;
-      for (std::size_t m = 0; m < group.size() && !on_device; ++m) on_device = lives_on(at[m]->second[j], device);
+      for (std::size_t m = 0; m < group.size() && !on_device; ++m) on_device = at[m]->second[j].lives_on(device);
       if (on_device) {
         float* const batch = dst.resident_on(device, false)->states();  // every float is written below
         Index r = 0;
@@ -212,23 +207,23 @@ std::vector<State>& states_for(StreamStates& s, const std::pair<const Op*, int>&
 void scatter_device_states(StreamStates& from, const std::vector<StreamStates*>& group, BlockCopies& copies,
                            std::vector<State*>& fresh) {
   const Index total = from.batch;
-  for (auto& [key, list] : from.states)
-    for (std::size_t j = 0; j < list.size(); ++j) {
-      gpu::DeviceState* d = list[j].device_state();
-      if (!d) continue;
-      Index r = 0;
-      for (StreamStates* s : group) {
-        std::vector<State>& mine = states_for(*s, key, list);
-        if (j < mine.size()) {
-          State& to = mine[j];
-          const bool was = lives_on(to, d->ordinal());
-          float* const stream = to.resident_on(d->ordinal(), false)->states();  // written whole by the copies
-          if (!was) fresh.push_back(&to);
-          add_rows(copies, to, stream, d->states(), r, total, false);
-        }
-        r += s->batch;
+  for (auto& [key, list] : from.states) {
+    if (std::none_of(list.begin(), list.end(), [](State& st) { return st.device_state() != nullptr; })) continue;
+    Index r = 0;
+    for (StreamStates* s : group) {
+      std::vector<State>& mine = states_for(*s, key, list);
+      for (std::size_t j = 0; j < list.size() && j < mine.size(); ++j) {
+        gpu::DeviceState* d = list[j].device_state();
+        if (!d) continue;
+        State& to = mine[j];
+        const bool was = to.lives_on(d->ordinal());
+        float* const stream = to.resident_on(d->ordinal(), false)->states();  // written whole by the copies
+        if (!was) fresh.push_back(&to);
+        add_rows(copies, to, stream, d->states(), r, total, false);
       }
+      r += s->batch;
     }
+  }
 }
 
 void scatter_states(StreamStates& from, const std::vector<StreamStates*>& group) {
